@@ -1,0 +1,72 @@
+/**
+ * One error hierarchy with stable codes. Retry decisions read `retriable`, never message text;
+ * the HTTP edge maps `code` to a status and an application/problem+json body.
+ */
+export const ErrorCodes = {
+  // uplink decoding and validation (dead letters)
+  MALFORMED_JSON: { status: 400, retriable: false },
+  MALFORMED_CBOR: { status: 400, retriable: false },
+  MALFORMED_PAYLOAD: { status: 400, retriable: false },
+  UNSUPPORTED_CONTENT_TYPE: { status: 415, retriable: false },
+  INVALID_STATE: { status: 422, retriable: false },
+  INVALID_AT: { status: 422, retriable: false },
+  UNKNOWN_DEVICE: { status: 404, retriable: false },
+  UNKNOWN_ASSET: { status: 404, retriable: false },
+  PROFILE_VIOLATION: { status: 422, retriable: false },
+  TOO_DEEP: { status: 422, retriable: false },
+  DECODE_FAILED: { status: 422, retriable: false },
+  PROCESSING_FAILED: { status: 500, retriable: false },
+  // request level
+  BAD_REQUEST: { status: 400, retriable: false },
+  UNAUTHORIZED: { status: 401, retriable: false },
+  FORBIDDEN: { status: 403, retriable: false },
+  NOT_FOUND: { status: 404, retriable: false },
+  CONFLICT: { status: 409, retriable: false },
+  PAYLOAD_TOO_LARGE: { status: 413, retriable: false },
+  VALIDATION_FAILED: { status: 422, retriable: false },
+  RATE_LIMITED: { status: 429, retriable: true },
+  // infrastructure
+  BACKPRESSURE: { status: 503, retriable: true },
+  UNAVAILABLE: { status: 503, retriable: true },
+  TIMEOUT: { status: 503, retriable: true },
+  CORRUPT_LOG: { status: 500, retriable: false },
+  CLOSED: { status: 503, retriable: false },
+  INTERNAL: { status: 500, retriable: false },
+} as const satisfies Record<string, { status: number; retriable: boolean }>;
+
+export type ErrorCode = keyof typeof ErrorCodes;
+
+export interface FleetErrorOptions {
+  cause?: unknown;
+  /** Overrides the code's default retriability (e.g. a vendor error known to be transient). */
+  retriable?: boolean;
+  /** Structured detail for problem+json (e.g. the offending field path). */
+  detail?: Record<string, unknown>;
+}
+
+export class FleetError extends Error {
+  readonly code: ErrorCode;
+  readonly retriable: boolean;
+  readonly status: number;
+  readonly detail: Record<string, unknown> | undefined;
+
+  constructor(code: ErrorCode, message: string, options: FleetErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'FleetError';
+    this.code = code;
+    this.status = ErrorCodes[code].status;
+    this.retriable = options.retriable ?? ErrorCodes[code].retriable;
+    this.detail = options.detail;
+  }
+}
+
+export function isFleetError(error: unknown): error is FleetError {
+  return error instanceof FleetError;
+}
+
+/** Wraps anything thrown into a FleetError, keeping FleetErrors as they are. */
+export function toFleetError(error: unknown, fallback: ErrorCode = 'INTERNAL'): FleetError {
+  if (error instanceof FleetError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new FleetError(fallback, message, { cause: error });
+}

@@ -1,0 +1,96 @@
+/**
+ * Log port: partitioned topics, keyed records, consumer groups with committed offsets.
+ * Implemented by adapters/local-log (embedded default) and adapters/kafka.
+ * Every adapter passes test/contracts/log.contract.ts.
+ */
+
+export interface ProducerRecord {
+  /** Routing key (a device id): the same key always lands on the same partition. */
+  key: string;
+  value: Uint8Array;
+  /** Epoch ms; defaults to the append time. */
+  timestamp?: number;
+}
+
+export interface RecordPosition {
+  partition: number;
+  /** Offset of the record within its partition. */
+  offset: number;
+}
+
+export interface LogRecord {
+  topic: string;
+  partition: number;
+  offset: number;
+  key: string;
+  value: Uint8Array;
+  timestamp: number;
+}
+
+export interface RecordBatch {
+  topic: string;
+  partition: number;
+  /** In offset order, never empty. */
+  records: LogRecord[];
+}
+
+export interface TopicPartition {
+  topic: string;
+  partition: number;
+}
+
+export interface CommitRequest extends TopicPartition {
+  /** The next offset to read (one past the last processed record), as Kafka commits it. */
+  offset: number;
+}
+
+export interface ConsumerOptions {
+  group: string;
+  topics: string[];
+  /**
+   * Called for each batch of one partition, batches of a partition strictly in order. The consumer
+   * does not fetch the next batch of that partition until the returned promise settles. Offsets are
+   * NOT committed by returning: the caller commits explicitly once the records' effects are durable.
+   */
+  onBatch(batch: RecordBatch): Promise<void>;
+  /** Called before partitions are taken away (rebalance, stop): flush and commit them now. */
+  onRevoke?(partitions: TopicPartition[]): Promise<void>;
+  /** Called when partitions are assigned to this consumer. */
+  onAssign?(partitions: TopicPartition[]): void;
+  /** Upper bound of records handed to one onBatch call. */
+  maxBatchRecords?: number;
+}
+
+export interface Consumer {
+  /** Joins the group and starts delivering from the committed offsets (or the start of the topic). */
+  start(): Promise<void>;
+  commit(offsets: CommitRequest[]): Promise<void>;
+  /** Stops fetching from these partitions until resumed (backpressure). */
+  pause(partitions: TopicPartition[]): void;
+  resume(partitions: TopicPartition[]): void;
+  /** Stops delivery after in-flight batches settle, calls onRevoke, leaves the group. */
+  stop(): Promise<void>;
+}
+
+export interface TopicSpec {
+  name: string;
+  partitions: number;
+}
+
+export interface Log {
+  /** Creates the topics that do not exist yet; existing ones keep their partition count. */
+  ensureTopics(topics: TopicSpec[]): Promise<void>;
+  partitionCount(topic: string): Promise<number>;
+  /**
+   * Appends records. Resolves only when every record is durable (local: fsynced; Kafka: acked by all
+   * in-sync replicas), with the position of each record in input order.
+   */
+  append(topic: string, records: ProducerRecord[]): Promise<RecordPosition[]>;
+  consumer(options: ConsumerOptions): Consumer;
+  /** Committed offset (next to read) of a group for a partition, or 0 when none. */
+  committed(group: string, topic: string, partition: number): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** The stable key → partition mapping every adapter uses (murmur2, as Kafka's default partitioner). */
+export { partitionFor } from '../partition.ts';

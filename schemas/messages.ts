@@ -1,0 +1,72 @@
+/**
+ * Message contracts on the log (DESIGN.md §3). Types derive from these schemas.
+ */
+import Type, { type Static } from 'typebox';
+
+export const Channel = Type.Union([Type.Literal('http'), Type.Literal('mqtt'), Type.Literal('lpwan')]);
+export type Channel = Static<typeof Channel>;
+
+export const ContentType = Type.Union([Type.Literal('json'), Type.Literal('cbor'), Type.Literal('binary')]);
+export type ContentType = Static<typeof ContentType>;
+
+/** Network metadata of an LPWAN uplink. */
+export const NetworkMeta = Type.Object({
+  networkId: Type.String(),
+  devEui: Type.Optional(Type.String()),
+  fPort: Type.Optional(Type.Integer()),
+  /** Network receive time, epoch ms. */
+  receivedAt: Type.Optional(Type.Integer()),
+  /** Payload format the device type declares (json | cbor | binary | cayenne). */
+  format: Type.Optional(Type.String()),
+});
+export type NetworkMeta = Static<typeof NetworkMeta>;
+
+/** Topic `uplinks`, key = device id. Encoded with CBOR (engine/envelope.ts). */
+export const UplinkEnvelope = Type.Object({
+  /** Unique uplink id: the idempotency key of every state it yields. */
+  id: Type.String(),
+  channel: Channel,
+  contentType: ContentType,
+  deviceId: Type.String(),
+  /** Set when the path named one asset (asset state, spec §2.1). */
+  asset: Type.Optional(Type.String()),
+  network: Type.Optional(NetworkMeta),
+  /** Receive time, epoch ms. */
+  receivedAt: Type.Integer(),
+  /** Raw body bytes as received. */
+  body: Type.Unsafe<Uint8Array>({ description: 'raw bytes' }),
+});
+export type UplinkEnvelope = Static<typeof UplinkEnvelope>;
+
+/** A JSON value as a device sent it. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+/** One timestamped asset state, as stored (DESIGN.md §3 "State row"). */
+export interface StateRow {
+  deviceId: string;
+  asset: string;
+  /** Measurement time, epoch ms (`at`, else the receive time). */
+  ts: number;
+  /** Receive time, epoch ms. */
+  receivedAt: number;
+  value: JsonValue;
+  uplinkId: string;
+}
+
+/** Topic `dead-letters`, key = device id. */
+export const DeadLetter = Type.Object({
+  code: Type.String(),
+  reason: Type.String(),
+  /** The asset the rejection concerns, when it concerns one. */
+  asset: Type.Optional(Type.String()),
+  /** Epoch ms of the rejection. */
+  rejectedAt: Type.Integer(),
+  envelope: UplinkEnvelope,
+});
+export type DeadLetter = Static<typeof DeadLetter>;
+
+export const Topics = {
+  uplinks: 'uplinks',
+  commands: 'commands',
+  deadLetters: 'dead-letters',
+} as const;
