@@ -1,0 +1,157 @@
+/**
+ * Registry entities (DESIGN.md §2 "registry"): partners, users, grounds, devices, assets, tokens.
+ * Row types of engine/ports/registry.ts derive from these schemas; the HTTP edge reuses the id and
+ * name schemas to validate path parameters before anything reaches the registry.
+ */
+import Type, { type Static } from 'typebox';
+
+/** Ids the registry generates: 22 base62 characters from 16 random bytes (engine/ids.ts). */
+export const ID_PATTERN = '^[0-9A-Za-z]{22}$';
+export const Id = Type.String({ pattern: ID_PATTERN, description: 'registry id (22 base62 characters)' });
+export type Id = Static<typeof Id>;
+
+/** Epoch milliseconds. */
+export const EpochMs = Type.Integer({ minimum: 0 });
+
+/** Free text without control characters (PostgreSQL rejects NUL; the rest breaks logs and CLIs). */
+const Text = (maxLength: number, minLength = 0) =>
+  Type.String({ minLength, maxLength, pattern: '^[^\\u0000-\\u001f\\u007f]*$' });
+const Description = Type.String({ maxLength: 4096, pattern: '^[^\\u0000]*$' });
+
+/** Display name of a partner, user or ground. */
+export const EntityName = Text(128, 1);
+
+/**
+ * Device name: free text (an activated device is named after its hardware id, spec §2.6, e.g. a MAC
+ * address or an IMSI); unique within its ground.
+ */
+export const DeviceName = Text(128, 1);
+
+/**
+ * Asset name: unique per device and immutable. It appears in URL paths and MQTT topics
+ * (`device/<id>/asset/<name>/state`, spec §4.1), so no `/`, `+`, `#`, spaces or `%`.
+ */
+export const ASSET_NAME_PATTERN = '^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$';
+export const AssetName = Type.String({ pattern: ASSET_NAME_PATTERN });
+
+export const AssetKind = Type.Union([Type.Literal('sensor'), Type.Literal('actuator'), Type.Literal('virtual')]);
+export type AssetKind = Static<typeof AssetKind>;
+
+/** Asset profile: a JSON Schema object (engine/ports/directory.ts AssetProfile). */
+export const AssetProfile = Type.Record(Type.String(), Type.Unknown());
+
+/** Device type reference `<partner>/<device_type_name>[:<version>|:latest]` (spec §2.7, §9). */
+export const DEVICE_TYPE_REF_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}/[A-Za-z0-9][A-Za-z0-9_.-]{0,63}(:([0-9]{1,9}|latest))?$';
+export const DeviceTypeRef = Type.String({ pattern: DEVICE_TYPE_REF_PATTERN });
+
+/** Network identifier (DESIGN.md §6, e.g. `thethingsnetwork`). Known ids are checked by the networks table, not here. */
+export const NetworkId = Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' });
+
+/** LoRaWAN device EUI: 16 hex digits; stored upper case without separators. */
+export const DEV_EUI_PATTERN = '^[0-9A-Fa-f]{16}$';
+
+/** LPWAN binding of a device (spec §2.7 `network`): `data` holds the network's keys, e.g. `devEui`. */
+export const NetworkBinding = Type.Object({
+  networkId: NetworkId,
+  data: Type.Record(Type.String(), Type.Unknown()),
+});
+export type NetworkBinding = Static<typeof NetworkBinding>;
+
+/** How uplinks of a device are decoded (engine/ports/directory.ts PayloadSettings). */
+export const PayloadSettings = Type.Object({
+  format: Type.Union([Type.Literal('json'), Type.Literal('cbor'), Type.Literal('binary'), Type.Literal('cayenne')]),
+  conversion: Type.Optional(Type.Unknown()),
+});
+export type PayloadSettings = Static<typeof PayloadSettings>;
+
+export const Partner = Type.Object({ id: Id, name: EntityName, createdAt: EpochMs });
+export type Partner = Static<typeof Partner>;
+
+export const User = Type.Object({ id: Id, name: EntityName, createdAt: EpochMs });
+export type User = Static<typeof User>;
+
+export const Ground = Type.Object({ id: Id, name: EntityName, createdAt: EpochMs });
+export type Ground = Static<typeof Ground>;
+
+export const Device = Type.Object({
+  id: Id,
+  groundId: Id,
+  name: DeviceName,
+  title: Text(256),
+  description: Description,
+  deviceType: Type.Optional(DeviceTypeRef),
+  network: Type.Optional(NetworkBinding),
+  payload: Type.Optional(PayloadSettings),
+  createdAt: EpochMs,
+});
+export type Device = Static<typeof Device>;
+
+export const Asset = Type.Object({
+  /** Global asset id (spec §4.1 `asset/<AssetID>/state`). */
+  id: Id,
+  deviceId: Id,
+  name: AssetName,
+  title: Text(256),
+  description: Description,
+  is: AssetKind,
+  profile: AssetProfile,
+  createdAt: EpochMs,
+});
+export type Asset = Static<typeof Asset>;
+
+export const TokenScope = Type.Union([Type.Literal('device'), Type.Literal('user'), Type.Literal('partner')]);
+export type TokenScope = Static<typeof TokenScope>;
+
+/** Who a bearer token speaks for (DESIGN.md §5). */
+export const Principal = Type.Object({ scope: TokenScope, subjectId: Id });
+export type Principal = Static<typeof Principal>;
+
+// ---- inputs ----
+
+export const NewAsset = Type.Object({
+  name: AssetName,
+  is: AssetKind,
+  /** Defaults to the name. */
+  title: Type.Optional(Text(256)),
+  description: Type.Optional(Description),
+  /** Defaults to `{}` (any value). */
+  profile: Type.Optional(AssetProfile),
+});
+export type NewAsset = Static<typeof NewAsset>;
+
+/** Fields of an asset upsert; omitted fields keep their value (or take the creation default). */
+export const AssetFields = Type.Object({
+  /** Required when the asset does not exist yet. */
+  is: Type.Optional(AssetKind),
+  title: Type.Optional(Text(256)),
+  description: Type.Optional(Description),
+  profile: Type.Optional(AssetProfile),
+});
+export type AssetFields = Static<typeof AssetFields>;
+
+export const NewDevice = Type.Object({
+  groundId: Id,
+  name: DeviceName,
+  /** Defaults to the name. */
+  title: Type.Optional(Text(256)),
+  description: Type.Optional(Description),
+  deviceType: Type.Optional(DeviceTypeRef),
+  network: Type.Optional(NetworkBinding),
+  payload: Type.Optional(PayloadSettings),
+  assets: Type.Optional(Type.Array(NewAsset, { maxItems: 256 })),
+});
+export type NewDevice = Static<typeof NewDevice>;
+
+export const DevicePatch = Type.Object({
+  name: Type.Optional(DeviceName),
+  title: Type.Optional(Text(256)),
+  description: Type.Optional(Description),
+});
+export type DevicePatch = Static<typeof DevicePatch>;
+
+export const NewGround = Type.Object({
+  name: EntityName,
+  /** Made the first member in the same transaction. */
+  userId: Type.Optional(Id),
+});
+export type NewGround = Static<typeof NewGround>;
