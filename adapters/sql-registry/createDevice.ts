@@ -1,0 +1,78 @@
+/**
+ * Device creation: the device, its assets and its device token in one transaction, so a device
+ * never exists half made (no assets, or no way to authenticate).
+ */
+import type { Clock } from '../../engine/clock.ts';
+import { FleetError } from '../../engine/errors.ts';
+import { newId } from '../../engine/ids.ts';
+import type { CreatedDevice, NewDevice, TokenScope } from '../../engine/ports/registry.ts';
+import * as S from '../../schemas/registry.ts';
+import type { SqlQueryable } from './executor.ts';
+import { ASSET_COLUMNS, DEVICE_COLUMNS, toAsset, toDevice, type AssetRow, type DeviceRow } from './rows.ts';
+import { check, jsonParam, normaliseDevEui } from './validate.ts';
+
+/** Network data holds a handful of identifiers and keys (DESIGN.md §6). */
+const MAX_NETWORK_DATA_BYTES = 4096;
+const ASSET_PARAMS = 8;
+
+export interface CreateDeviceContext {
+  clock: Clock;
+  /** Runs `fn` in a transaction with errors already mapped. */
+  transaction<T>(fn: (tx: SqlQueryable) => Promise<T>): Promise<T>;
+  insertToken(tx: SqlQueryable, scope: TokenScope, subjectId: string): Promise<string>;
+}
+
+export async function createDevice(input: NewDevice, ctx: CreateDeviceContext): Promise<CreatedDevice> {
+  check(S.NewDevice, input, '');
+  const assets = input.assets ?? [];
+  const seen = new Set<string>();
+  for (const asset of assets) {
+    if (seen.has(asset.name)) {
+      throw new FleetError('VALIDATION_FAILED', `assets: the name ${asset.name} appears twice`, { detail: { field: 'assets' } });
+    }
+    seen.add(asset.name);
+  }
+
+  let networkData: string | null = null;
+  let devEui: string | null = null;
+  if (input.network) {
+    const data = { ...input.network.data };
+    if ('devEui' in data) {
+      const eui = normaliseDevEui(data.devEui);
+      if (!eui) throw new FleetError('VALIDATION_FAILED', 'network.data.devEui: must be 16 hex digits', { detail: { field: 'network.data.devEui' } });
+      data.devEui = eui;
+      devEui = eui;
+    }
+    networkData = jsonParam(data, 'network.data', MAX_NETWORK_DATA_BYTES);
+  }
+  const payload = input.payload === undefined ? null : jsonParam(input.payload, 'payload');
+  const profiles = assets.map((a, i) => jsonParam(a.profile ?? {}, `assets.${i}.profile`));
+
+  const id = newId();
+  const now = ctx.clock.now();
+  return ctx.transaction(async (tx) => {
+    const device = await tx.query<DeviceRow>(
+      `INSERT INTO devices (id, ground_id, name, title, description, device_type, network_id, network_data, dev_eui, payload, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10::jsonb, $11) RETURNING ${DEVICE_COLUMNS}`,
+      [id, input.groundId, input.name, input.title ?? input.name, input.description ?? '', input.deviceType ?? null, input.network?.networkId ?? null, networkData, devEui, payload, now],
+    );
+    let assetRows: AssetRow[] = [];
+    if (assets.length > 0) {
+      const values: string[] = [];
+      const params: unknown[] = [];
+      assets.forEach((a, i) => {
+        const p = i * ASSET_PARAMS;
+        values.push(`($${p + 1}, $${p + 2}, $${p + 3}, $${p + 4}, $${p + 5}, $${p + 6}, $${p + 7}::jsonb, $${p + 8})`);
+        params.push(newId(), id, a.name, a.title ?? a.name, a.description ?? '', a.is, profiles[i], now);
+      });
+      const inserted = await tx.query<AssetRow>(
+        `INSERT INTO assets (id, device_id, name, title, description, kind, profile, created_at) VALUES ${values.join(', ')} RETURNING ${ASSET_COLUMNS}`,
+        params,
+      );
+      assetRows = inserted.rows;
+    }
+    const token = await ctx.insertToken(tx, 'device', id);
+    const byName = assetRows.map(toAsset).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return { device: { ...toDevice(device.rows[0]), assets: byName }, token };
+  });
+}

@@ -1,0 +1,38 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { createPgliteRegistry } from '../adapters/pglite/createPgliteRegistry.ts';
+import { registryContract, rejects } from './contracts/registry.contract.ts';
+
+registryContract('pglite (in memory)', async ({ clock }) => {
+  const registry = await createPgliteRegistry({ clock });
+  return {
+    registry,
+    sql: async (text, params) => (await registry.executor.query<Record<string, unknown>>(text, params)).rows,
+    dispose: () => registry.close(),
+  };
+}).run();
+
+const files = suite('pglite registry: data dir');
+
+files('data survives a reopen; one open registry per data dir', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'fleetstream-pglite-'));
+  try {
+    const first = await createPgliteRegistry({ dir });
+    const user = await first.createUser({ name: 'kept' });
+    await rejects(createPgliteRegistry({ dir }), 'CONFLICT');
+    await first.close();
+    const second = await createPgliteRegistry({ dir });
+    assert.equal(await second.getUser(user.entity.id), user.entity);
+    assert.equal(await second.authenticate(user.token), { scope: 'user', subjectId: user.entity.id });
+    const migrations = (await second.executor.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version')).rows;
+    assert.equal(migrations.map((m) => Number(m.version)), [1], 'reopening applies nothing twice');
+    await second.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+files.run();

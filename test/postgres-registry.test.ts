@@ -1,0 +1,74 @@
+/**
+ * The registry contract on a PostgreSQL server. Needs DATABASE_URL_TEST, e.g.
+ * postgres://postgres@127.0.0.1:5432/postgres; each registry gets its own schema, dropped afterwards.
+ */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { createPostgresRegistry } from '../adapters/postgres/createPostgresRegistry.ts';
+import { registryContract, rejects } from './contracts/registry.contract.ts';
+
+const url = process.env.DATABASE_URL_TEST;
+
+async function dropSchema(schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await client.end();
+  }
+}
+
+function schemaName(): string {
+  return `registry_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+}
+
+if (!url) {
+  console.log('postgres registry: DATABASE_URL_TEST is not configured; PostgreSQL contract not run');
+} else {
+  registryContract('postgres', async ({ clock }) => {
+    const schema = schemaName();
+    const registry = await createPostgresRegistry({ url, schema, clock, poolSize: 4 });
+    return {
+      registry,
+      sql: async (text, params) => (await registry.executor.query<Record<string, unknown>>(text, params)).rows,
+      dispose: async () => {
+        await registry.close();
+        await dropSchema(schema);
+      },
+    };
+  }).run();
+
+  const server = suite('postgres registry: server specifics');
+
+  server('schemas isolate registries; a second process on one schema migrates nothing twice', async () => {
+    const a = schemaName();
+    const b = schemaName();
+    try {
+      const [ra, rb] = await Promise.all([createPostgresRegistry({ url, schema: a }), createPostgresRegistry({ url, schema: b })]);
+      const user = await ra.createUser({ name: 'only in a' });
+      assert.is(await rb.getUser(user.entity.id), undefined);
+      // Two more registries start at once on schema a: the advisory lock lets one migrate.
+      const [r1, r2] = await Promise.all([createPostgresRegistry({ url, schema: a }), createPostgresRegistry({ url, schema: a })]);
+      assert.equal(await r1.getUser(user.entity.id), user.entity);
+      const versions = (await r2.executor.query<{ version: number }>('SELECT version FROM schema_migrations')).rows;
+      assert.equal(versions.map((v) => Number(v.version)), [1]);
+      await Promise.all([ra.close(), rb.close(), r1.close(), r2.close()]);
+    } finally {
+      await dropSchema(a);
+      await dropSchema(b);
+    }
+  });
+
+  server('options are validated; an unreachable server is UNAVAILABLE', async () => {
+    await rejects(createPostgresRegistry({ url, schema: 'Bad-Schema' }), 'VALIDATION_FAILED', 'schema');
+    await rejects(createPostgresRegistry({ url, schema: 'x"; DROP SCHEMA public; --' }), 'VALIDATION_FAILED', 'schema');
+    await rejects(createPostgresRegistry({ url: '' }), 'VALIDATION_FAILED', 'url');
+    const e = await rejects(createPostgresRegistry({ url: 'postgres://postgres@127.0.0.1:1/postgres', connectTimeoutMs: 2000 }), 'UNAVAILABLE');
+    assert.is(e.retriable, true);
+  });
+
+  server.run();
+}
