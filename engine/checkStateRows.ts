@@ -1,0 +1,67 @@
+/**
+ * What a state store accepts (DESIGN.md §3 "State row"). Checked before rows are queued or encoded,
+ * so a bad row fails its own append call with a clear error instead of poisoning a shared batch.
+ */
+import { FleetError } from './errors.ts';
+import type { StateRow } from '../schemas/messages.ts';
+
+/** Nesting deeper than this is refused (and it stops a cyclic object from recursing forever). */
+export const MAX_VALUE_DEPTH = 64;
+
+/**
+ * Throws FleetError INVALID_STATE (not retriable) naming the first offending row and field.
+ * Rules: ids are strings (device id and asset non-empty), `ts`/`receivedAt` safe integers (epoch ms),
+ * `value` a plain JSON value: null, boolean, finite number, string, array, or plain object. NaN and
+ * ±Infinity, bigint, undefined, byte arrays, Maps and class instances are refused rather than stored
+ * as something else.
+ */
+export function checkStateRows(rows: readonly StateRow[]): void {
+  if (!Array.isArray(rows)) throw invalid('rows must be an array', -1, 'rows');
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i];
+    if (row === null || typeof row !== 'object') throw invalid('row is not an object', i, '');
+    if (typeof row.deviceId !== 'string' || row.deviceId === '') throw invalid('deviceId must be a non-empty string', i, 'deviceId');
+    if (typeof row.asset !== 'string' || row.asset === '') throw invalid('asset must be a non-empty string', i, 'asset');
+    if (typeof row.uplinkId !== 'string' || row.uplinkId === '') throw invalid('uplinkId must be a non-empty string', i, 'uplinkId');
+    if (!Number.isSafeInteger(row.ts)) throw invalid('ts must be an integer epoch ms', i, 'ts');
+    if (!Number.isSafeInteger(row.receivedAt)) throw invalid('receivedAt must be an integer epoch ms', i, 'receivedAt');
+    const problem = jsonValueProblem(row.value, 0);
+    if (problem !== undefined) throw invalid(`value ${problem}`, i, 'value');
+  }
+}
+
+function jsonValueProblem(value: unknown, depth: number): string | undefined {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return undefined;
+    case 'number':
+      return Number.isFinite(value) ? undefined : 'holds a non-finite number';
+    case 'object': {
+      if (value === null) return undefined;
+      if (depth >= MAX_VALUE_DEPTH) return `is nested deeper than ${MAX_VALUE_DEPTH} levels`;
+      if (Array.isArray(value)) {
+        for (const item of value) {
+          const problem = jsonValueProblem(item, depth + 1);
+          if (problem !== undefined) return problem;
+        }
+        return undefined;
+      }
+      const proto = Object.getPrototypeOf(value);
+      if (proto !== Object.prototype && proto !== null) return 'holds a non-JSON object';
+      for (const key in value) {
+        const problem = jsonValueProblem((value as Record<string, unknown>)[key], depth + 1);
+        if (problem !== undefined) return problem;
+      }
+      return undefined;
+    }
+    default:
+      return `holds a ${typeof value}`;
+  }
+}
+
+function invalid(message: string, index: number, field: string): FleetError {
+  return new FleetError('INVALID_STATE', index < 0 ? message : `state row ${index}: ${message}`, {
+    detail: { index, field },
+  });
+}

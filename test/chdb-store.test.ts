@@ -1,0 +1,70 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { createChdbStore } from '../adapters/chdb/createChdbStore.ts';
+import { FleetError } from '../engine/errors.ts';
+import { row, storeContract } from './contracts/store.contract.ts';
+
+storeContract('chdb', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'fleetstream-chdb-'));
+  const store = createChdbStore({ dir });
+  return {
+    store,
+    async cleanup() {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}).run();
+
+test('states survive closing and reopening the data directory', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'fleetstream-chdb-'));
+  try {
+    const first = createChdbStore({ dir, database: 'reopen', table: 'st' });
+    await first.init();
+    await first.append([row('d1', 'a', 1000, 'kept'), row('d1', 'a', 2000, { n: 1 })]);
+    await first.close();
+    const second = createChdbStore({ dir, database: 'reopen', table: 'st' });
+    await second.init();
+    assert.equal((await second.history({ deviceId: 'd1', asset: 'a', order: 'asc' })).map((s) => s.value), ['kept', { n: 1 }]);
+    await second.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a second data directory in the same process is refused while the first is open', async () => {
+  const a = mkdtempSync(join(tmpdir(), 'fleetstream-chdb-'));
+  const b = mkdtempSync(join(tmpdir(), 'fleetstream-chdb-'));
+  const first = createChdbStore({ dir: a });
+  try {
+    let error: unknown;
+    try {
+      createChdbStore({ dir: b });
+    } catch (e) {
+      error = e;
+    }
+    assert.instance(error, FleetError);
+    assert.is((error as FleetError).code, 'UNAVAILABLE');
+    assert.is((error as FleetError).retriable, false);
+  } finally {
+    await first.close();
+    rmSync(a, { recursive: true, force: true });
+    rmSync(b, { recursive: true, force: true });
+  }
+});
+
+test('bad options are refused before anything opens', () => {
+  assert.throws(() => createChdbStore({ dir: '' }), /dir is required/);
+  const dir = mkdtempSync(join(tmpdir(), 'fleetstream-chdb-'));
+  try {
+    assert.throws(() => createChdbStore({ dir, database: 'x`; DROP' }), /database must match/);
+    assert.throws(() => createChdbStore({ dir, table: 'a.b' }), /table must match/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test.run();
