@@ -1,0 +1,127 @@
+/**
+ * Options of createLocalLog, with units and defaults, and the reports it makes about damaged data.
+ */
+import { FleetError } from '../../engine/errors.ts';
+import { systemClock, type Clock } from '../../engine/clock.ts';
+import { MAX_RECORD_BYTES_LIMIT } from './recordFrame.ts';
+
+/** A damaged region found in a segment file. */
+export interface CorruptionReport {
+  topic: string;
+  partition: number;
+  /** Absolute path of the segment file. */
+  file: string;
+  /** Byte position in the file where the damage starts. */
+  position: number;
+  /** Offset of the first record that could not be read (everything from here on is gone or unreadable). */
+  offset: number;
+  /**
+   * truncated: the file ends inside a record (crash mid-write); length: a record length field is
+   * impossible; checksum: a record's crc32 does not match; sequence: a record carries the wrong offset;
+   * header: the segment header was never completely written.
+   */
+  reason: 'truncated' | 'length' | 'checksum' | 'sequence' | 'header';
+  /**
+   * cut: found while opening the last segment of a partition, which was truncated at `position`
+   * (records from `offset` on are dropped and their offsets will be reused by new appends).
+   * halted: found while reading an older segment; nothing is changed on disk and delivery of that
+   * partition stops until an operator repairs or removes the segment.
+   */
+  action: 'cut' | 'halted';
+  /** Bytes removed from the file (cut only). */
+  bytesCut: number;
+}
+
+export interface ConsumerErrorContext {
+  group: string;
+  topic: string;
+  partition?: number;
+  /**
+   * onBatch: the handler rejected (the batch is redelivered after redeliveryBackoffMs); onAssign,
+   * onRevoke: the callback threw (the rebalance goes on); read: the partition could not be read
+   * (delivery of it stops); retention: deleting consumed segments failed (retried after the next commit).
+   */
+  stage: 'onBatch' | 'onAssign' | 'onRevoke' | 'read' | 'retention';
+}
+
+export interface LocalLogOptions {
+  /** Data directory; created when missing. One process at a time (a LOCK file enforces it). */
+  dir: string;
+  /** Time source for record timestamps, the group-commit linger and redelivery backoff. Default: system clock. */
+  clock?: Clock;
+  /** A partition rolls to a new segment file once the current one would exceed this many bytes. Default 16 MiB, minimum 1 KiB. */
+  segmentBytes?: number;
+  /**
+   * Milliseconds an idle partition waits before writing, to gather more appends into one write+fsync.
+   * Default 0: write at once; appends arriving while an fsync is in flight are batched into the next
+   * one anyway (group commit), so the linger only helps producers that trickle in.
+   */
+  groupCommitMs?: number;
+  /** Largest key + value of one record, in bytes. Default 1 MiB, at most 64 MiB. */
+  maxRecordBytes?: number;
+  /** Bytes read from a segment per read syscall when consuming. Default 1 MiB, minimum 4 KiB. */
+  readChunkBytes?: number;
+  /**
+   * When no consumer group has committed on a topic, keep all its segments (true, default) or delete
+   * every segment but the one being written (false: the topic holds only recent data).
+   */
+  retainUncommittedSegments?: boolean;
+  /** Delay before a batch whose onBatch rejected is delivered again, in ms. Default 1000. */
+  redeliveryBackoffMs?: number;
+  /** Damaged data found on open or read. Default: a warning on stderr. */
+  onCorruption?(report: CorruptionReport): void;
+  /** Errors raised by consumer callbacks or reads. Default: printed on stderr. */
+  onConsumerError?(error: unknown, context: ConsumerErrorContext): void;
+}
+
+export type ResolvedLocalLogOptions = Required<LocalLogOptions>;
+
+export const LOCAL_LOG_DEFAULTS = {
+  segmentBytes: 16 * 1024 * 1024,
+  groupCommitMs: 0,
+  maxRecordBytes: 1024 * 1024,
+  readChunkBytes: 1024 * 1024,
+  retainUncommittedSegments: true,
+  redeliveryBackoffMs: 1000,
+} as const;
+
+function defaultOnCorruption(report: CorruptionReport): void {
+  console.warn(`local-log: ${report.reason} damage in ${report.file} at byte ${report.position} (offset ${report.offset}), ${report.action}` +
+    (report.action === 'cut' ? `: ${report.bytesCut} bytes removed` : ': delivery of this partition stopped'));
+}
+
+function defaultOnConsumerError(error: unknown, context: ConsumerErrorContext): void {
+  console.error(`local-log: consumer group ${context.group} ${context.stage} failed on ${context.topic}` +
+    (context.partition === undefined ? '' : `/${context.partition}`), error);
+}
+
+function integerOption(name: string, value: unknown, fallback: number, min: number, max: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
+    throw new FleetError('VALIDATION_FAILED', `local log option ${name} must be an integer from ${min} to ${max}`, { detail: { option: name, value } });
+  }
+  return value;
+}
+
+export function resolveLocalLogOptions(options: LocalLogOptions): ResolvedLocalLogOptions {
+  if (options === null || typeof options !== 'object') throw new FleetError('VALIDATION_FAILED', 'local log options must be an object');
+  if (typeof options.dir !== 'string' || options.dir.length === 0) {
+    throw new FleetError('VALIDATION_FAILED', 'local log option dir must be a non-empty path', { detail: { option: 'dir' } });
+  }
+  if (options.retainUncommittedSegments !== undefined && typeof options.retainUncommittedSegments !== 'boolean') {
+    throw new FleetError('VALIDATION_FAILED', 'local log option retainUncommittedSegments must be a boolean', { detail: { option: 'retainUncommittedSegments' } });
+  }
+  const d = LOCAL_LOG_DEFAULTS;
+  return {
+    dir: options.dir,
+    clock: options.clock ?? systemClock,
+    segmentBytes: integerOption('segmentBytes', options.segmentBytes, d.segmentBytes, 1024, 2 ** 40),
+    groupCommitMs: integerOption('groupCommitMs', options.groupCommitMs, d.groupCommitMs, 0, 60_000),
+    maxRecordBytes: integerOption('maxRecordBytes', options.maxRecordBytes, d.maxRecordBytes, 1, MAX_RECORD_BYTES_LIMIT),
+    readChunkBytes: integerOption('readChunkBytes', options.readChunkBytes, d.readChunkBytes, 4096, 256 * 1024 * 1024),
+    retainUncommittedSegments: options.retainUncommittedSegments ?? d.retainUncommittedSegments,
+    redeliveryBackoffMs: integerOption('redeliveryBackoffMs', options.redeliveryBackoffMs, d.redeliveryBackoffMs, 0, 3_600_000),
+    onCorruption: options.onCorruption ?? defaultOnCorruption,
+    onConsumerError: options.onConsumerError ?? defaultOnConsumerError,
+  };
+}

@@ -1,0 +1,111 @@
+/**
+ * Delivery loop of one assigned partition: read a batch, hand it to onBatch, wait for it to settle,
+ * repeat. Idle partitions sleep until a flush makes new records durable (an in-process wake-up, no
+ * polling). A batch whose handler rejected is delivered again after a backoff; a batch read while
+ * the partition was being paused is held and delivered after resume.
+ */
+import type { Clock } from '../../engine/clock.ts';
+import type { LogRecord, RecordBatch } from '../../engine/ports/log.ts';
+import type { PartitionLog } from './PartitionLog.ts';
+import type { PartitionReader } from './PartitionReader.ts';
+
+export interface PartitionFetcherConfig {
+  log: PartitionLog;
+  reader: PartitionReader;
+  maxBatchRecords: number;
+  clock: Clock;
+  redeliveryBackoffMs: number;
+  deliver(batch: RecordBatch): Promise<void>;
+  reportError(error: unknown, stage: 'onBatch' | 'read'): void;
+}
+
+export class PartitionFetcher {
+  #config: PartitionFetcherConfig;
+  #paused = false;
+  #stopped = false;
+  #wake: (() => void) | undefined;
+  #loop: Promise<void> | undefined;
+  #held: LogRecord[] | undefined;
+
+  constructor(config: PartitionFetcherConfig) {
+    this.#config = config;
+  }
+
+  start(): void {
+    this.#loop ??= this.#run();
+  }
+
+  pause(): void {
+    this.#paused = true;
+  }
+
+  resume(): void {
+    this.#paused = false;
+    this.#signal();
+  }
+
+  /** Resolves once no batch of this partition is in flight and none will start. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#signal();
+    await this.#loop;
+  }
+
+  #signal(): void {
+    const wake = this.#wake;
+    this.#wake = undefined;
+    wake?.();
+  }
+
+  #sleep(): Promise<void> {
+    return new Promise((resolve) => { this.#wake = resolve; });
+  }
+
+  async #run(): Promise<void> {
+    const { log, reader, maxBatchRecords } = this.#config;
+    while (!this.#stopped) {
+      if (this.#paused) { await this.#sleep(); continue; }
+      let records = this.#held;
+      if (records === undefined) {
+        if (!reader.hasMore) { await this.#waitForData(); continue; }
+        try {
+          records = await reader.read(maxBatchRecords);
+        } catch (error) {
+          // damaged data: stop this partition rather than skip records or spin on the error
+          this.#config.reportError(error, 'read');
+          while (!this.#stopped) await this.#sleep();
+          return;
+        }
+        if (records.length === 0) { await this.#waitForData(); continue; }
+        this.#held = records;
+        if (this.#stopped || this.#paused) continue;
+      }
+      try {
+        await this.#config.deliver({ topic: log.topic, partition: log.partition, records });
+        this.#held = undefined;
+      } catch (error) {
+        this.#config.reportError(error, 'onBatch');
+        await this.#backoff();
+      }
+    }
+  }
+
+  async #waitForData(): Promise<void> {
+    const unsubscribe = this.#config.log.onDurable(() => this.#signal());
+    try {
+      if (!this.#config.reader.hasMore && !this.#stopped && !this.#paused) await this.#sleep();
+    } finally {
+      unsubscribe();
+    }
+  }
+
+  async #backoff(): Promise<void> {
+    if (this.#stopped) return;
+    const timer = this.#config.clock.setTimeout(() => this.#signal(), this.#config.redeliveryBackoffMs);
+    try {
+      await this.#sleep();
+    } finally {
+      timer.cancel();
+    }
+  }
+}

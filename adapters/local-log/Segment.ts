@@ -1,0 +1,135 @@
+/**
+ * One segment file of a partition: records from `baseOffset` on, named after that offset so the
+ * directory listing alone orders the segments. Only the last segment of a partition is written.
+ */
+import { open, unlink, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import { SEGMENT_HEADER_BYTES } from './recordFrame.ts';
+
+/** Bytes between sparse index entries: a seek scans at most about this much (or one append's chunk). */
+export const INDEX_INTERVAL_BYTES = 64 * 1024;
+
+const NAME = /^(\d{20})\.seg$/;
+
+export function segmentFileName(baseOffset: number): string {
+  return `${String(baseOffset).padStart(20, '0')}.seg`;
+}
+
+export function parseSegmentFileName(name: string): number | undefined {
+  const match = NAME.exec(name);
+  if (!match) return undefined;
+  const base = Number(match[1]);
+  return Number.isSafeInteger(base) ? base : undefined;
+}
+
+export class Segment {
+  readonly baseOffset: number;
+  readonly file: string;
+  /** Bytes known durable (fsynced); readers never look past this. */
+  durableSize: number;
+  /** Sparse index, ascending: offsets of some records and the byte positions of their frames. */
+  readonly indexOffsets: number[] = [];
+  readonly indexPositions: number[] = [];
+  #handle: Promise<FileHandle> | undefined;
+  #flags: string;
+  #reads = 0;
+  #deleted = false;
+  #closeWhenIdle: (() => void) | undefined;
+
+  constructor(dir: string, baseOffset: number, durableSize: number, writable: boolean) {
+    this.baseOffset = baseOffset;
+    this.file = join(dir, segmentFileName(baseOffset));
+    this.durableSize = durableSize;
+    this.#flags = writable ? 'r+' : 'r';
+  }
+
+  /** Creates the file of a new segment (failing if it exists: offsets are never reused for a live file). */
+  static create(dir: string, baseOffset: number): Segment {
+    const segment = new Segment(dir, baseOffset, 0, true);
+    segment.#handle = open(segment.file, 'wx+');
+    return segment;
+  }
+
+  get deleted(): boolean {
+    return this.#deleted;
+  }
+
+  #open(): Promise<FileHandle> {
+    this.#handle ??= open(this.file, this.#flags);
+    return this.#handle;
+  }
+
+  /** Reads up to `length` bytes at file `position` into `buf` at `at`; returns the bytes read. */
+  async read(buf: Buffer, at: number, length: number, position: number): Promise<number> {
+    this.#reads++;
+    try {
+      const handle = await this.#open();
+      let total = 0;
+      while (total < length) {
+        const { bytesRead } = await handle.read(buf, at + total, length - total, position + total);
+        if (bytesRead === 0) break;
+        total += bytesRead;
+      }
+      return total;
+    } finally {
+      this.#reads--;
+      if (this.#reads === 0) this.#closeWhenIdle?.();
+    }
+  }
+
+  /** Writes `buffers` contiguously at `position`. */
+  async write(buffers: Buffer[], position: number): Promise<void> {
+    const handle = await this.#open();
+    let expected = 0;
+    for (const b of buffers) expected += b.length;
+    const { bytesWritten } = await handle.writev(buffers, position);
+    if (bytesWritten !== expected) {
+      // writev of a regular file only comes back short on errors such as a full disk
+      throw new Error(`short write to ${this.file}: ${bytesWritten} of ${expected} bytes`);
+    }
+  }
+
+  /** fdatasync: the data and the file size are durable once this resolves. */
+  async sync(): Promise<void> {
+    await (await this.#open()).datasync();
+  }
+
+  addIndexEntry(offset: number, position: number): void {
+    const n = this.indexPositions.length;
+    const last = n === 0 ? SEGMENT_HEADER_BYTES : this.indexPositions[n - 1];
+    if (position - last < INDEX_INTERVAL_BYTES) return;
+    this.indexOffsets.push(offset);
+    this.indexPositions.push(position);
+  }
+
+  /** An index entry at or before `offset`: where a scan for that offset may start. */
+  lookup(offset: number): { offset: number; position: number } {
+    const offsets = this.indexOffsets;
+    let lo = 0;
+    let hi = offsets.length - 1;
+    let found = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (offsets[mid] <= offset) { found = mid; lo = mid + 1; } else hi = mid - 1;
+    }
+    return found < 0 ? { offset: this.baseOffset, position: SEGMENT_HEADER_BYTES } : { offset: offsets[found], position: this.indexPositions[found] };
+  }
+
+  /** Removes the file; the descriptor closes once reads in flight are done. */
+  async delete(): Promise<void> {
+    if (this.#deleted) return;
+    this.#deleted = true;
+    await unlink(this.file);
+    if (this.#reads === 0) await this.close();
+    else {
+      await new Promise<void>((resolve) => { this.#closeWhenIdle = resolve; });
+      await this.close();
+    }
+  }
+
+  async close(): Promise<void> {
+    const handle = this.#handle;
+    this.#handle = undefined;
+    if (handle) await (await handle).close();
+  }
+}
