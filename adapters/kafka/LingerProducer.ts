@@ -1,0 +1,253 @@
+/**
+ * Appends to Kafka with producer-side batching: appends arriving within `lingerMs` of each other
+ * (or while the previous request is still unacknowledged) leave in one produce request, and each
+ * append's promise settles only when Kafka acknowledged its records (acks=-1: all in-sync replicas).
+ *
+ * One produce request is in flight at a time. That keeps the records of a partition in append-call
+ * order without relying on kafkajs's in-flight ordering, and under load it batches by itself: what
+ * arrives during a round trip leaves with the next request.
+ */
+import type { Producer, RecordMetadata, TopicMessages } from 'kafkajs';
+import type { Clock, TimerHandle } from '../../engine/clock.ts';
+import { FleetError } from '../../engine/errors.ts';
+import type { ProducerRecord, RecordPosition } from '../../engine/ports/log.ts';
+import { partitionFor } from '../../engine/partition.ts';
+import { kafkaErrorToFleetError } from './kafkaErrors.ts';
+
+export interface FlushInfo {
+  /** Records in the produce request. */
+  records: number;
+  /** Append calls the request carried. */
+  appends: number;
+  /** From sending the request to Kafka's acknowledgement (or failure), ms. */
+  durationMs: number;
+  error?: FleetError;
+}
+
+export interface LingerProducerOptions {
+  /** A kafkajs producer (idempotent, acks=-1 requests are sent by this class). */
+  producer: Producer;
+  /** Connects the producer; called before each request, must be cheap once connected. */
+  connect(): Promise<void>;
+  /** Partition count of a topic (cached by the caller); rejects NOT_FOUND for unknown topics. */
+  partitionCount(topic: string): Promise<number>;
+  clock: Clock;
+  /** ms an append waits for company before its request leaves. */
+  lingerMs: number;
+  /** Records per produce request; a request leaves early when it is full. An append is never split. */
+  maxBatchRecords: number;
+  /** Records queued or in flight; appends beyond it reject with BACKPRESSURE. */
+  maxPendingRecords: number;
+  /** ms after which an unacknowledged append rejects with TIMEOUT (retriable); its records may still land. */
+  appendTimeoutMs: number;
+  /** ms the broker waits for in-sync replicas before answering a produce request. */
+  ackTimeoutMs: number;
+  onFlush?: (info: FlushInfo) => void;
+}
+
+interface PendingAppend {
+  topic: string;
+  records: ProducerRecord[];
+  partitions: number[];
+  timestamps: number[];
+  resolve(positions: RecordPosition[]): void;
+  reject(error: FleetError): void;
+  settled: boolean;
+  timer: TimerHandle;
+}
+
+export class LingerProducer {
+  readonly #options: LingerProducerOptions;
+  #queue: PendingAppend[] = [];
+  #queuedRecords = 0;
+  #inFlightRecords = 0;
+  #sending = false;
+  #lingerTimer: TimerHandle | undefined;
+  #closed = false;
+  #idle: (() => void)[] = [];
+
+  constructor(options: LingerProducerOptions) {
+    this.#options = options;
+  }
+
+  async append(topic: string, records: ProducerRecord[]): Promise<RecordPosition[]> {
+    if (this.#closed) throw new FleetError('CLOSED', 'the Kafka log is closed');
+    if (records.length === 0) return [];
+    const partitions = await this.#options.partitionCount(topic);
+    if (this.#closed) throw new FleetError('CLOSED', 'the Kafka log is closed');
+    const pending = this.#queuedRecords + this.#inFlightRecords;
+    if (pending + records.length > this.#options.maxPendingRecords) {
+      throw new FleetError('BACKPRESSURE', `${pending} records are waiting for Kafka; limit ${this.#options.maxPendingRecords}`);
+    }
+    const now = this.#options.clock.now();
+    return new Promise<RecordPosition[]>((resolve, reject) => {
+      const entry: PendingAppend = {
+        topic,
+        records,
+        partitions: records.map((r) => partitionFor(r.key, partitions)),
+        timestamps: records.map((r) => r.timestamp ?? now),
+        resolve,
+        reject,
+        settled: false,
+        timer: this.#options.clock.setTimeout(() => this.#expire(entry), this.#options.appendTimeoutMs),
+      };
+      this.#queue.push(entry);
+      this.#queuedRecords += records.length;
+      this.#schedule();
+    });
+  }
+
+  /** Sends what is queued and waits until nothing is queued or in flight; later appends reject CLOSED. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#lingerTimer?.cancel();
+    this.#lingerTimer = undefined;
+    if (!this.#sending) void this.#flush();
+    if (this.#queue.length === 0 && !this.#sending) return;
+    await new Promise<void>((resolve) => this.#idle.push(resolve));
+  }
+
+  #schedule(): void {
+    if (this.#sending) return; // the completion of the current request sends the rest
+    if (this.#queuedRecords >= this.#options.maxBatchRecords || this.#closed) {
+      this.#lingerTimer?.cancel();
+      this.#lingerTimer = undefined;
+      void this.#flush();
+      return;
+    }
+    if (this.#lingerTimer === undefined) {
+      this.#lingerTimer = this.#options.clock.setTimeout(() => {
+        this.#lingerTimer = undefined;
+        void this.#flush();
+      }, this.#options.lingerMs);
+    }
+  }
+
+  #expire(entry: PendingAppend): void {
+    if (entry.settled) return;
+    const queuedAt = this.#queue.indexOf(entry);
+    if (queuedAt >= 0) {
+      // never sent: drop it so it cannot land after the caller was told it failed
+      this.#queue.splice(queuedAt, 1);
+      this.#queuedRecords -= entry.records.length;
+    }
+    this.#settle(entry, new FleetError('TIMEOUT', `Kafka did not acknowledge the append within ${this.#options.appendTimeoutMs} ms`, {
+      retriable: true,
+      detail: { topic: entry.topic, sent: queuedAt < 0 },
+    }));
+  }
+
+  #settle(entry: PendingAppend, result: RecordPosition[] | FleetError): void {
+    if (entry.settled) return;
+    entry.settled = true;
+    entry.timer.cancel();
+    if (result instanceof FleetError) entry.reject(result);
+    else entry.resolve(result);
+  }
+
+  async #flush(): Promise<void> {
+    if (this.#sending) return;
+    const batch: PendingAppend[] = [];
+    let count = 0;
+    while (this.#queue.length > 0) {
+      const next = this.#queue[0];
+      if (batch.length > 0 && count + next.records.length > this.#options.maxBatchRecords) break;
+      this.#queue.shift();
+      batch.push(next);
+      count += next.records.length;
+    }
+    this.#queuedRecords -= count;
+    if (batch.length === 0) {
+      this.#notifyIdle();
+      return;
+    }
+    this.#sending = true;
+    this.#inFlightRecords = count;
+    const started = this.#options.clock.now();
+    let error: FleetError | undefined;
+    try {
+      await this.#options.connect();
+      const metadata = await this.#options.producer.sendBatch({
+        topicMessages: toTopicMessages(batch),
+        acks: -1,
+        timeout: this.#options.ackTimeoutMs,
+      });
+      assignPositions(batch, metadata, (entry, positions) => this.#settle(entry, positions));
+    } catch (cause) {
+      error = kafkaErrorToFleetError(cause, 'append');
+      for (const entry of batch) this.#settle(entry, error);
+    } finally {
+      this.#sending = false;
+      this.#inFlightRecords = 0;
+    }
+    this.#options.onFlush?.({ records: count, appends: batch.length, durationMs: this.#options.clock.now() - started, error });
+    if (this.#queue.length > 0) {
+      // what queued up during the round trip has waited long enough: send it now
+      void this.#flush();
+    } else {
+      this.#notifyIdle();
+    }
+  }
+
+  #notifyIdle(): void {
+    if (this.#queue.length > 0 || this.#sending) return;
+    const waiters = this.#idle;
+    this.#idle = [];
+    for (const resolve of waiters) resolve();
+  }
+}
+
+function toTopicMessages(batch: PendingAppend[]): TopicMessages[] {
+  const byTopic = new Map<string, TopicMessages>();
+  for (const entry of batch) {
+    let topicMessages = byTopic.get(entry.topic);
+    if (!topicMessages) {
+      topicMessages = { topic: entry.topic, messages: [] };
+      byTopic.set(entry.topic, topicMessages);
+    }
+    for (let i = 0; i < entry.records.length; i++) {
+      const record = entry.records[i];
+      topicMessages.messages.push({
+        key: Buffer.from(record.key, 'utf8'),
+        value: Buffer.from(record.value.buffer, record.value.byteOffset, record.value.byteLength),
+        // explicit partition: the engine's murmur2 mapping, identical to the local log's
+        partition: entry.partitions[i],
+        timestamp: String(entry.timestamps[i]),
+      });
+    }
+  }
+  return [...byTopic.values()];
+}
+
+/**
+ * kafkajs returns one RecordMetadata per topic-partition with the base offset of the records it
+ * wrote there, in the order they were given; the n-th record of a partition has baseOffset + n.
+ */
+function assignPositions(
+  batch: PendingAppend[],
+  metadata: RecordMetadata[],
+  settle: (entry: PendingAppend, positions: RecordPosition[] | FleetError) => void,
+): void {
+  const next = new Map<string, number>();
+  for (const m of metadata) {
+    if (m.baseOffset === undefined) continue;
+    next.set(`${m.topicName}\u0000${m.partition}`, Number(m.baseOffset));
+  }
+  for (const entry of batch) {
+    const positions: RecordPosition[] = [];
+    let missing = false;
+    for (const partition of entry.partitions) {
+      const key = `${entry.topic}\u0000${partition}`;
+      const offset = next.get(key);
+      if (offset === undefined) {
+        missing = true;
+        break;
+      }
+      positions.push({ partition, offset });
+      next.set(key, offset + 1);
+    }
+    settle(entry, missing
+      ? new FleetError('INTERNAL', 'Kafka acknowledged the request without the offsets of every partition', { detail: { topic: entry.topic } })
+      : positions);
+  }
+}

@@ -1,0 +1,338 @@
+/**
+ * The log port on Apache Kafka through kafkajs: the distributed adapter of DESIGN §2.
+ *
+ * - append: idempotent producer, acks=-1, the partition chosen by engine/partition.ts (so a key
+ *   lands on the same partition as with the local log), appends batched for `lingerMs`
+ *   (LingerProducer); each promise resolves with Kafka's offsets once acknowledged.
+ * - consumer: a kafkajs consumer group delivering per-partition batches; see KafkaGroupConsumer
+ *   for what is guaranteed around rebalances.
+ */
+import kafkajs from 'kafkajs';
+import type { Admin, Kafka, Producer, RetryOptions } from 'kafkajs';
+import { systemClock, type Clock } from '../../engine/clock.ts';
+import { FleetError } from '../../engine/errors.ts';
+import type { Consumer, ConsumerOptions, Log, ProducerRecord, RecordPosition, TopicSpec } from '../../engine/ports/log.ts';
+import { KafkaGroupConsumer, type ConsumerErrorContext } from './KafkaGroupConsumer.ts';
+import { kafkaErrorToFleetError } from './kafkaErrors.ts';
+import { LingerProducer, type FlushInfo } from './LingerProducer.ts';
+
+const { Kafka: KafkaClient, logLevel: KafkaLogLevel, Partitioners } = kafkajs;
+
+export type KafkaLogLevel = 'nothing' | 'error' | 'warn' | 'info' | 'debug';
+
+export interface KafkaLogOptions {
+  /** Bootstrap brokers as host:port, e.g. ['127.0.0.1:19092']. Required. */
+  brokers: string[];
+  /** Client id in broker logs and quotas. Default 'fleetstream'. */
+  clientId?: string;
+  /** How long an append waits for others to share its produce request, ms. Default 5. */
+  lingerMs?: number;
+  /** Records per produce request (an append is never split). Default 5000. */
+  maxBatchRecords?: number;
+  /** Records queued or awaiting acknowledgement; appends beyond it reject BACKPRESSURE. Default 100000. */
+  maxPendingRecords?: number;
+  /** An append not acknowledged after this many ms rejects with TIMEOUT (retriable). Default 30000. */
+  appendTimeoutMs?: number;
+  /** Partition count ensureTopics uses for a TopicSpec without `partitions`. Default 4. */
+  defaultPartitions?: number;
+  /** Replication factor of created topics; -1 takes the broker's default. Default -1. */
+  replicationFactor?: number;
+  /** kafkajs's own log output (to the console). Default 'error'. */
+  logLevel?: KafkaLogLevel;
+  /** TCP connect timeout, ms. Default 3000. */
+  connectionTimeoutMs?: number;
+  /** Request timeout, ms. Default 30000. */
+  requestTimeoutMs?: number;
+  /** Consumer group session timeout, ms (the broker allows 6000..1800000 by default). Default 30000. */
+  sessionTimeoutMs?: number;
+  /** Consumer heartbeat interval, ms; also bounds how late a busy consumer notices a rebalance. Default 3000. */
+  heartbeatIntervalMs?: number;
+  /** How long the group waits for members to rejoin (and onRevoke to finish), ms. Default 60000. */
+  rebalanceTimeoutMs?: number;
+  /** Fetch long-poll, ms; bounds how late an idle consumer notices a rebalance. Default 500. */
+  maxWaitMs?: number;
+  /** Partitions whose batches a consumer processes at the same time. Default 4. */
+  partitionsConsumedConcurrently?: number;
+  /** Records per onBatch call when ConsumerOptions.maxBatchRecords is not given. Default 500. */
+  consumerMaxBatchRecords?: number;
+  /** Delay before a batch whose onBatch rejected is delivered again, ms. Default 1000. */
+  redeliveryBackoffMs?: number;
+  /** Time for linger, deadlines and back-offs. Default the system clock. */
+  clock?: Clock;
+  /** Called after every produce request (instrumentation; nothing is computed when absent). */
+  onFlush?: (info: FlushInfo) => void;
+  /** Errors no caller awaits: rejected consumer callbacks, group failures. Default: printed on stderr. */
+  onConsumerError?(error: FleetError, context: ConsumerErrorContext): void;
+}
+
+const LOG_LEVELS: Record<KafkaLogLevel, number> = {
+  nothing: KafkaLogLevel.NOTHING,
+  error: KafkaLogLevel.ERROR,
+  warn: KafkaLogLevel.WARN,
+  info: KafkaLogLevel.INFO,
+  debug: KafkaLogLevel.DEBUG,
+};
+
+/** Kafka's legal topic names (org.apache.kafka.common.internals.Topic). */
+const TOPIC_NAME = /^[a-zA-Z0-9._-]{1,249}$/;
+
+export function createKafkaLog(options: KafkaLogOptions): Log {
+  return new KafkaLog(options);
+}
+
+class KafkaLog implements Log {
+  readonly #kafka: Kafka;
+  readonly #admin: Admin;
+  readonly #producer: Producer;
+  readonly #appender: LingerProducer;
+  readonly #options: Required<Pick<KafkaLogOptions, 'defaultPartitions' | 'replicationFactor'>> & KafkaLogOptions;
+  readonly #clock: Clock;
+  readonly #retry: RetryOptions;
+  #adminReady: Promise<void> | undefined;
+  #producerReady: Promise<void> | undefined;
+  #partitions = new Map<string, Promise<number>>();
+  #consumers = new Set<KafkaGroupConsumer>();
+  #closed = false;
+  #closing: Promise<void> | undefined;
+
+  constructor(options: KafkaLogOptions) {
+    validateOptions(options);
+    this.#options = { defaultPartitions: 4, replicationFactor: -1, ...options };
+    this.#clock = options.clock ?? systemClock;
+    // Bounded retries for admin and consumer calls: a caller hears about an outage in seconds.
+    this.#retry = { initialRetryTime: 100, maxRetryTime: 2000, retries: 5 };
+    this.#kafka = new KafkaClient({
+      brokers: options.brokers,
+      clientId: options.clientId ?? 'fleetstream',
+      connectionTimeout: options.connectionTimeoutMs ?? 3000,
+      requestTimeout: options.requestTimeoutMs ?? 30000,
+      retry: this.#retry,
+      logLevel: LOG_LEVELS[options.logLevel ?? 'error'],
+    });
+    this.#admin = this.#kafka.admin({ retry: this.#retry });
+    this.#producer = this.#kafka.producer({
+      idempotent: true,
+      maxInFlightRequests: 1,
+      // Every message carries its partition; the partitioner is never consulted (and naming one
+      // silences kafkajs's partitioner-change warning).
+      createPartitioner: Partitioners.DefaultPartitioner,
+      allowAutoTopicCreation: false,
+      // The idempotent producer retries without limit (kafkajs's EoS requirement: a sequence number
+      // given up on could be reused for other records). appendTimeoutMs bounds what callers wait.
+      retry: { initialRetryTime: 100, maxRetryTime: 2000, retries: Number.MAX_SAFE_INTEGER },
+    });
+    this.#appender = new LingerProducer({
+      producer: this.#producer,
+      connect: () => this.#connectProducer(),
+      partitionCount: (topic) => this.partitionCount(topic),
+      clock: this.#clock,
+      lingerMs: options.lingerMs ?? 5,
+      maxBatchRecords: options.maxBatchRecords ?? 5000,
+      maxPendingRecords: options.maxPendingRecords ?? 100_000,
+      appendTimeoutMs: options.appendTimeoutMs ?? 30_000,
+      ackTimeoutMs: options.requestTimeoutMs ?? 30_000,
+      onFlush: options.onFlush,
+    });
+  }
+
+  async ensureTopics(topics: TopicSpec[]): Promise<void> {
+    this.#assertOpen();
+    if (!Array.isArray(topics)) throw new FleetError('VALIDATION_FAILED', 'topics must be an array of {name, partitions}');
+    const specs = topics.map((spec) => this.#validTopicSpec(spec));
+    if (specs.length === 0) return;
+    await this.#connectAdmin();
+    try {
+      const existing = new Set(await this.#admin.listTopics());
+      const missing = specs.filter((s) => !existing.has(s.name));
+      if (missing.length > 0) {
+        // false means they all exist already (created meanwhile by another process): fine
+        await this.#admin.createTopics({
+          waitForLeaders: true,
+          topics: missing.map((s) => ({ topic: s.name, numPartitions: s.partitions, replicationFactor: this.#options.replicationFactor })),
+        });
+      }
+    } catch (error) {
+      if (!isAlreadyExists(error)) throw kafkaErrorToFleetError(error, 'ensureTopics');
+    }
+    for (const s of specs) this.#partitions.delete(s.name); // existing ones keep their count: re-read it
+  }
+
+  partitionCount(topic: string): Promise<number> {
+    if (this.#closed) return Promise.reject(new FleetError('CLOSED', 'the Kafka log is closed'));
+    if (typeof topic !== 'string' || !TOPIC_NAME.test(topic)) {
+      return Promise.reject(new FleetError('VALIDATION_FAILED', `invalid topic name ${JSON.stringify(topic)}`, { detail: { field: 'topic' } }));
+    }
+    let count = this.#partitions.get(topic);
+    if (!count) {
+      count = this.#fetchPartitionCount(topic);
+      this.#partitions.set(topic, count);
+      // failures are not cached: the topic may be created, the broker may come back
+      count.catch(() => {
+        if (this.#partitions.get(topic) === count) this.#partitions.delete(topic);
+      });
+    }
+    return count;
+  }
+
+  async append(topic: string, records: ProducerRecord[]): Promise<RecordPosition[]> {
+    this.#assertOpen();
+    validateRecords(records);
+    return this.#appender.append(topic, records);
+  }
+
+  consumer(options: ConsumerOptions): Consumer {
+    this.#assertOpen();
+    const consumer = new KafkaGroupConsumer({
+      kafka: this.#kafka,
+      clock: this.#clock,
+      partitionCount: (topic) => this.partitionCount(topic),
+      sessionTimeoutMs: this.#options.sessionTimeoutMs ?? 30_000,
+      heartbeatIntervalMs: this.#options.heartbeatIntervalMs ?? 3000,
+      rebalanceTimeoutMs: this.#options.rebalanceTimeoutMs ?? 60_000,
+      maxWaitMs: this.#options.maxWaitMs ?? 500,
+      partitionsConsumedConcurrently: this.#options.partitionsConsumedConcurrently ?? 4,
+      defaultMaxBatchRecords: this.#options.consumerMaxBatchRecords ?? 500,
+      redeliveryBackoffMs: this.#options.redeliveryBackoffMs ?? 1000,
+      retry: this.#retry,
+      onError: this.#options.onConsumerError ?? defaultOnConsumerError,
+      onClosed: (c) => this.#consumers.delete(c),
+    }, options);
+    this.#consumers.add(consumer);
+    return consumer;
+  }
+
+  async committed(group: string, topic: string, partition: number): Promise<number> {
+    this.#assertOpen();
+    if (typeof group !== 'string' || group.length === 0) throw new FleetError('VALIDATION_FAILED', 'group must be a non-empty string', { detail: { field: 'group' } });
+    if (!Number.isSafeInteger(partition) || partition < 0) {
+      throw new FleetError('VALIDATION_FAILED', 'partition must be a non-negative integer', { detail: { field: 'partition' } });
+    }
+    const partitions = await this.partitionCount(topic);
+    if (partition >= partitions) {
+      throw new FleetError('VALIDATION_FAILED', `topic ${topic} has ${partitions} partitions`, { detail: { field: 'partition' } });
+    }
+    await this.#connectAdmin();
+    // kafkajs's admin does not retry OffsetFetch; a coordinator that is moving or still loading
+    // (the first group of a fresh cluster creates __consumer_offsets) answers again shortly.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const offsets = await this.#admin.fetchOffsets({ groupId: group, topics: [topic] });
+        const found = offsets.find((t) => t.topic === topic)?.partitions.find((p) => p.partition === partition);
+        const offset = found ? Number(found.offset) : -1;
+        return offset >= 0 ? offset : 0; // -1: the group never committed this partition
+      } catch (error) {
+        const mapped = kafkaErrorToFleetError(error, 'committed');
+        if (!mapped.retriable || attempt >= 5 || this.#closed) throw mapped;
+        await new Promise<void>((resolve) => this.#clock.setTimeout(resolve, 100 * 2 ** attempt));
+      }
+    }
+  }
+
+  close(): Promise<void> {
+    this.#closed = true;
+    this.#closing ??= (async () => {
+      await Promise.allSettled([...this.#consumers].map((c) => c.stop()));
+      await this.#appender.close();
+      await Promise.allSettled([this.#producer.disconnect(), this.#admin.disconnect()]);
+    })();
+    return this.#closing;
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new FleetError('CLOSED', 'the Kafka log is closed');
+  }
+
+  #validTopicSpec(spec: TopicSpec): TopicSpec {
+    if (typeof spec !== 'object' || spec === null) throw new FleetError('VALIDATION_FAILED', 'a topic spec must be {name, partitions}');
+    if (typeof spec.name !== 'string' || !TOPIC_NAME.test(spec.name) || spec.name === '.' || spec.name === '..') {
+      throw new FleetError('VALIDATION_FAILED', `invalid topic name ${JSON.stringify(spec.name)}`, { detail: { field: 'name' } });
+    }
+    const partitions = spec.partitions ?? this.#options.defaultPartitions;
+    if (!Number.isSafeInteger(partitions) || partitions < 1) {
+      throw new FleetError('VALIDATION_FAILED', `topic ${spec.name}: partitions must be a positive integer`, { detail: { field: 'partitions' } });
+    }
+    return { name: spec.name, partitions };
+  }
+
+  async #fetchPartitionCount(topic: string): Promise<number> {
+    await this.#connectAdmin();
+    let topics: { name: string; partitions: unknown[] }[];
+    try {
+      // All topics in one metadata request: asking for a missing topic by name makes kafkajs
+      // retry UNKNOWN_TOPIC_OR_PARTITION for seconds before giving up.
+      ({ topics } = await this.#admin.fetchTopicMetadata());
+    } catch (error) {
+      throw kafkaErrorToFleetError(error, `partitionCount ${topic}`);
+    }
+    const found = topics.find((t) => t.name === topic);
+    if (!found) throw new FleetError('NOT_FOUND', `topic ${topic} does not exist`, { detail: { topic } });
+    return found.partitions.length;
+  }
+
+  #connectAdmin(): Promise<void> {
+    this.#adminReady ??= this.#admin.connect().catch((error: unknown) => {
+      this.#adminReady = undefined;
+      throw kafkaErrorToFleetError(error, 'connect');
+    });
+    return this.#adminReady;
+  }
+
+  #connectProducer(): Promise<void> {
+    this.#producerReady ??= this.#producer.connect().catch((error: unknown) => {
+      this.#producerReady = undefined;
+      throw kafkaErrorToFleetError(error, 'connect');
+    });
+    return this.#producerReady;
+  }
+}
+
+function defaultOnConsumerError(error: FleetError, context: ConsumerErrorContext): void {
+  console.error(`kafka-log: consumer group ${context.group} ${context.stage} failed` +
+    (context.topic === undefined ? '' : ` on ${context.topic}/${context.partition}`), error);
+}
+
+function isAlreadyExists(error: unknown): boolean {
+  const e = error as { type?: unknown; errors?: unknown } | null;
+  if (typeof e !== 'object' || e === null) return false;
+  if (e.type === 'TOPIC_ALREADY_EXISTS') return true;
+  return Array.isArray(e.errors) && e.errors.length > 0 && e.errors.every((inner) => (inner as { type?: unknown } | null)?.type === 'TOPIC_ALREADY_EXISTS');
+}
+
+function validateOptions(options: KafkaLogOptions): void {
+  if (typeof options !== 'object' || options === null) throw new FleetError('VALIDATION_FAILED', 'Kafka log options must be an object');
+  if (!Array.isArray(options.brokers) || options.brokers.length === 0 || !options.brokers.every((b) => typeof b === 'string' && /^[^\s:]+:\d{1,5}$/.test(b))) {
+    throw new FleetError('VALIDATION_FAILED', 'brokers must be a non-empty array of host:port', { detail: { option: 'brokers' } });
+  }
+  const positive = ['maxBatchRecords', 'maxPendingRecords', 'appendTimeoutMs', 'defaultPartitions', 'connectionTimeoutMs', 'requestTimeoutMs', 'sessionTimeoutMs', 'heartbeatIntervalMs', 'rebalanceTimeoutMs', 'partitionsConsumedConcurrently', 'consumerMaxBatchRecords'] as const;
+  for (const field of positive) {
+    const value = options[field];
+    if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) {
+      throw new FleetError('VALIDATION_FAILED', `${field} must be a positive integer`, { detail: { option: field } });
+    }
+  }
+  for (const field of ['lingerMs', 'maxWaitMs', 'redeliveryBackoffMs'] as const) {
+    const value = options[field];
+    if (value !== undefined && !(Number.isSafeInteger(value) && value >= 0)) {
+      throw new FleetError('VALIDATION_FAILED', `${field} must be a non-negative integer`, { detail: { option: field } });
+    }
+  }
+  if (options.replicationFactor !== undefined && !(Number.isSafeInteger(options.replicationFactor) && (options.replicationFactor > 0 || options.replicationFactor === -1))) {
+    throw new FleetError('VALIDATION_FAILED', 'replicationFactor must be a positive integer or -1', { detail: { option: 'replicationFactor' } });
+  }
+  if (options.logLevel !== undefined && !(options.logLevel in LOG_LEVELS)) {
+    throw new FleetError('VALIDATION_FAILED', `logLevel must be one of ${Object.keys(LOG_LEVELS).join(', ')}`, { detail: { option: 'logLevel' } });
+  }
+}
+
+function validateRecords(records: ProducerRecord[]): void {
+  if (!Array.isArray(records)) throw new FleetError('VALIDATION_FAILED', 'records must be an array');
+  for (let i = 0; i < records.length; i++) {
+    const r = records[i];
+    if (typeof r !== 'object' || r === null) throw new FleetError('VALIDATION_FAILED', `record ${i} must be an object`, { detail: { index: i } });
+    if (typeof r.key !== 'string') throw new FleetError('VALIDATION_FAILED', `record ${i}: key must be a string`, { detail: { index: i, field: 'key' } });
+    if (!(r.value instanceof Uint8Array)) throw new FleetError('VALIDATION_FAILED', `record ${i}: value must be a Uint8Array`, { detail: { index: i, field: 'value' } });
+    if (r.timestamp !== undefined && !(Number.isSafeInteger(r.timestamp) && r.timestamp >= 0)) {
+      throw new FleetError('VALIDATION_FAILED', `record ${i}: timestamp must be epoch milliseconds`, { detail: { index: i, field: 'timestamp' } });
+    }
+  }
+}
