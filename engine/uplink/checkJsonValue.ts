@@ -1,0 +1,94 @@
+/**
+ * Guards what reaches a StateRow: plain JSON values only (schemas/messages.ts JsonValue), with
+ * finite numbers, nested no deeper than the body limit. Values come from JSON.parse (1e400 parses
+ * to Infinity), from the CBOR decoder (markers for what JSON cannot hold) and from binary
+ * decoders (any JavaScript value), so nothing else is trusted to have produced clean data.
+ */
+import { CborMap, CborSimple, CborTag } from './decodeCbor.ts';
+
+export interface ValueProblem {
+  code: 'TOO_DEEP' | 'INVALID_STATE';
+  reason: string;
+}
+
+interface Found {
+  code: ValueProblem['code'];
+  what: string;
+  /** Path from the checked value down to the offender, built only on failure. */
+  path: Array<string | number>;
+}
+
+function describe(value: unknown): string | undefined {
+  switch (typeof value) {
+    case 'number':
+      return `number ${value} is not finite (NaN and ±Infinity cannot be stored; 1e400 overflows a 64-bit float)`;
+    case 'bigint':
+      return `integer ${value} is outside ±(2^53−1) and cannot be stored exactly`;
+    case 'undefined':
+      return 'undefined is not a JSON value';
+    case 'function':
+    case 'symbol':
+      return `a ${typeof value} is not a JSON value`;
+    default:
+      break;
+  }
+  if (value instanceof Uint8Array) return 'a byte string is not a JSON value';
+  if (value instanceof CborTag) {
+    return value.tag === 2 || value.tag === 3
+      ? `bignum (CBOR tag ${value.tag}) is outside ±(2^53−1) and cannot be stored exactly`
+      : `CBOR tag ${value.tag} is not supported here`;
+  }
+  if (value instanceof CborMap) return 'a map with keys other than text strings is not a JSON object';
+  if (value instanceof CborSimple) return `CBOR simple value ${value.value} is not a JSON value`;
+  return `a ${(value as object).constructor?.name ?? 'prototype-less'} object is not a JSON value`;
+}
+
+function walk(value: unknown, depth: number, maxDepth: number): Found | undefined {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return undefined;
+    case 'number':
+      return Number.isFinite(value) ? undefined : { code: 'INVALID_STATE', what: describe(value)!, path: [] };
+    case 'object': {
+      if (value === null) return undefined;
+      if (Array.isArray(value)) {
+        if (depth >= maxDepth) return { code: 'TOO_DEEP', what: `nesting deeper than ${maxDepth} levels`, path: [] };
+        for (let i = 0; i < value.length; i++) {
+          const found = walk(value[i], depth + 1, maxDepth);
+          if (found !== undefined) {
+            found.path.unshift(i);
+            return found;
+          }
+        }
+        return undefined;
+      }
+      const proto = Object.getPrototypeOf(value);
+      if (proto !== Object.prototype && proto !== null) break;
+      if (depth >= maxDepth) return { code: 'TOO_DEEP', what: `nesting deeper than ${maxDepth} levels`, path: [] };
+      for (const key in value) {
+        const found = walk((value as Record<string, unknown>)[key], depth + 1, maxDepth);
+        if (found !== undefined) {
+          found.path.unshift(key);
+          return found;
+        }
+      }
+      return undefined;
+    }
+    default:
+      break;
+  }
+  return { code: 'INVALID_STATE', what: describe(value)!, path: [] };
+}
+
+/**
+ * Undefined when `value` is a storable JSON value; otherwise the problem, its reason naming the
+ * path under `label` (e.g. "value/location/latitude: number Infinity is not finite …").
+ * `depth` is how many containers already enclose `value` in its message.
+ */
+export function checkJsonValue(value: unknown, depth: number, maxDepth: number, label = 'value'): ValueProblem | undefined {
+  const found = walk(value, depth, maxDepth);
+  if (found === undefined) return undefined;
+  const path = found.path.length === 0 ? label : `${label}/${found.path.join('/')}`;
+  return { code: found.code, reason: `${path}: ${found.what}` };
+}

@@ -1,0 +1,297 @@
+/**
+ * The device actor's hot path (DESIGN.md §3–4): one uplink envelope in, state rows and rejections
+ * out. Pure: no I/O, no clock (times come from the envelope), never throws.
+ *
+ * Wire forms (spec §2.1–2.2):
+ * - json + envelope.asset: asset state `{"value": …, "at"?: …}`. Other keys are ignored.
+ * - json without asset: device state `{"<asset>": {"value": …, "at"?: …}, …}`; an entry that is not
+ *   such an object is rejected for that asset. `{}` yields nothing.
+ * - cbor: a map asset name → entry, or one entry when envelope.asset is set. Each entry is, by shape:
+ *     tag 120 (AllThingsTalk IoT data point): 120(v), or 120([v, time?, location?]) with time a tag
+ *       0 / 1 / 1001 time (or a plain date-time string) or null, and location tag 103
+ *       ([lat, lon, elevation?, uncertainty?]) or null. The location is checked and then dropped:
+ *       a state row has no place for it (send it as a location asset to keep it).
+ *     full form: a map whose keys are exactly "value", or "value" and "at".
+ *     simplified form: anything else, taken as the bare value.
+ *   So a bare value that is itself a map with only a "value" (and "at") key reads as the full
+ *   form: `{"v": {"value": 5}}` stores 5 for asset v. To store the object, wrap it:
+ *   `{"v": {"value": {"value": 5}}}`. One rule per entry; entries of one map may mix forms.
+ * - binary: the device's binary decoder gives asset name → bare value (envelope.asset is ignored).
+ *
+ * `at` (measurement time → row.ts): see parseTimestamp.ts for the accepted ISO 8601 strings
+ * (zone-less means UTC). null or absent → the network's receive time when an LPWAN network reported
+ * one, else the envelope's receivedAt. Numbers are refused in every form: epoch seconds and epoch
+ * milliseconds look alike. CBOR senders can use tag 1 (epoch seconds, int or float, RFC 8949
+ * §3.4.2), tag 0 (date-time string) or tag 1001 (RFC 9581, keys 1 and one of -3/-6/-9 only).
+ *
+ * Rejections: per asset (the others of the same message still yield rows): UNKNOWN_ASSET,
+ * INVALID_AT, PROFILE_VIOLATION, INVALID_STATE (not a storable JSON value: non-finite or out-of-range
+ * number, bigint, byte string, unsupported tag, ...). Whole message (one rejection, no rows):
+ * MALFORMED_JSON, MALFORMED_CBOR, INVALID_STATE (wrong top-level shape), TOO_DEEP (more than
+ * MAX_BODY_DEPTH nested arrays/objects — and, in CBOR, tags), DECODE_FAILED,
+ * UNSUPPORTED_CONTENT_TYPE, PROCESSING_FAILED.
+ */
+import type { ErrorCode } from '../errors.ts';
+import type { JsonValue, StateRow, UplinkEnvelope } from '../../schemas/messages.ts';
+import { checkJsonValue } from './checkJsonValue.ts';
+import type { CompiledDevice } from './compileDevice.ts';
+import { CborDecodeError, CborMap, CborTag, decodeCbor } from './decodeCbor.ts';
+import { parseTimestamp } from './parseTimestamp.ts';
+
+/** Nesting limit of a body: deep enough for any real state, shallow enough for any stack. */
+export const MAX_BODY_DEPTH = 32;
+
+export interface Rejection {
+  code: ErrorCode;
+  reason: string;
+  /** The asset the rejection concerns; absent when it concerns the whole message. */
+  asset?: string;
+}
+
+/** Filled by processUplink; the caller owns and reuses the arrays (it only pushes). */
+export interface UplinkOutput {
+  rows: StateRow[];
+  rejections: Rejection[];
+}
+
+/** Whole-message rejection raised deep inside; processUplink drops the message's rows for it. */
+class Abort {
+  readonly rejection: Rejection;
+  constructor(code: ErrorCode, reason: string) {
+    this.rejection = { code, reason };
+  }
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+const TAG_DATE_TIME = 0;
+const TAG_EPOCH = 1;
+const TAG_EXTENDED_TIME = 1001;
+const TAG_GEO = 103;
+const TAG_DATA_POINT = 120;
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+}
+
+function reject(out: UplinkOutput, code: ErrorCode, reason: string, asset?: string): void {
+  out.rejections.push(asset === undefined ? { code, reason } : { code, reason, asset });
+}
+
+function epochSeconds(s: unknown): number {
+  if (typeof s !== 'number') return NaN;
+  const ms = Math.round(s * 1000);
+  return Number.isSafeInteger(ms) ? ms : NaN;
+}
+
+/** RFC 9581 extended time, the subset: {1: seconds} plus at most one of -3 / -6 / -9 (ms/µs/ns). */
+function extendedTime(content: unknown): number {
+  if (!(content instanceof CborMap)) return NaN;
+  let seconds: unknown;
+  let fraction = 0;
+  let fractions = 0;
+  for (const [k, v] of content.entries) {
+    if (k === 1) seconds = v;
+    else if ((k === -3 || k === -6 || k === -9) && Number.isSafeInteger(v) && (v as number) >= 0) {
+      fraction = (v as number) / 10 ** (-k - 3);
+      fractions++;
+    } else return NaN;
+  }
+  if (fractions > 1 || (fractions === 1 && !Number.isSafeInteger(seconds))) return NaN;
+  const ms = epochSeconds(seconds);
+  return Number.isNaN(ms) ? NaN : ms + Math.floor(fraction);
+}
+
+/** Epoch ms of an `at`, the default when absent or null, NaN when malformed. */
+function resolveAt(at: unknown, defaultTs: number, cbor: boolean): number {
+  if (at === undefined || at === null) return defaultTs;
+  if (typeof at === 'string') return parseTimestamp(at);
+  if (cbor && at instanceof CborTag) {
+    if (at.tag === TAG_DATE_TIME) return typeof at.value === 'string' ? parseTimestamp(at.value) : NaN;
+    if (at.tag === TAG_EPOCH) return epochSeconds(at.value);
+    if (at.tag === TAG_EXTENDED_TIME) return extendedTime(at.value);
+  }
+  return NaN;
+}
+
+function describeAt(at: unknown, cbor: boolean): string {
+  const hint = 'e.g. "2024-05-01T12:00:00Z"';
+  if (typeof at === 'string') {
+    const shown = at.length > 64 ? `${JSON.stringify(at.slice(0, 61))}...` : JSON.stringify(at);
+    return `at ${shown} is not an ISO 8601 timestamp with date and time (${hint})`;
+  }
+  if (at instanceof CborTag) return `at: CBOR tag ${at.tag} does not hold a time this service reads (tag 0 string, tag 1 epoch seconds, tag 1001 {1: s, -3|-6|-9: fraction})`;
+  if (typeof at === 'number') {
+    return `at must be an ISO 8601 timestamp string (${hint}), not a number${cbor ? '; CBOR senders may tag epoch seconds with tag 1' : ''}`;
+  }
+  return `at must be an ISO 8601 timestamp string (${hint})`;
+}
+
+/**
+ * One asset state: checks and pushes a row or a rejection. `depth` is how many containers enclose
+ * `value` in the body.
+ */
+function emit(
+  env: UplinkEnvelope, device: CompiledDevice, out: UplinkOutput, defaultTs: number,
+  name: string, value: unknown, at: unknown, depth: number, cbor: boolean,
+): void {
+  const problem = checkJsonValue(value, depth, MAX_BODY_DEPTH);
+  if (problem !== undefined && problem.code === 'TOO_DEEP') throw new Abort('TOO_DEEP', problem.reason);
+  const asset = device.assets.get(name);
+  if (asset === undefined) return reject(out, 'UNKNOWN_ASSET', `device ${env.deviceId} has no asset "${name}"`, name);
+  if (problem !== undefined) return reject(out, problem.code, problem.reason, name);
+  const ts = resolveAt(at, defaultTs, cbor);
+  if (Number.isNaN(ts)) return reject(out, 'INVALID_AT', describeAt(at, cbor), name);
+  const violation = asset.check(value);
+  if (violation !== undefined) return reject(out, 'PROFILE_VIOLATION', violation, name);
+  out.rows.push({ deviceId: env.deviceId, asset: name, ts, receivedAt: env.receivedAt, value: value as JsonValue, uplinkId: env.id });
+}
+
+/** Ignored members of a JSON asset state still count towards the body's nesting limit. */
+function checkIgnoredDepth(state: Record<string, unknown>, depth: number): void {
+  for (const key in state) {
+    const v = state[key];
+    if (key !== 'value' && typeof v === 'object' && v !== null) {
+      const problem = checkJsonValue(v, depth, MAX_BODY_DEPTH, key);
+      if (problem !== undefined && problem.code === 'TOO_DEEP') throw new Abort('TOO_DEEP', problem.reason);
+    }
+  }
+}
+
+/** A top-level JSON value of the wrong shape; a too deeply nested one is reported as such. */
+function badShape(doc: unknown, reason: string): Abort {
+  const problem = checkJsonValue(doc, 0, MAX_BODY_DEPTH, 'body');
+  return problem !== undefined && problem.code === 'TOO_DEEP' ? new Abort('TOO_DEEP', problem.reason) : new Abort('INVALID_STATE', reason);
+}
+
+function processJson(env: UplinkEnvelope, device: CompiledDevice, out: UplinkOutput, defaultTs: number): void {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(utf8.decode(env.body));
+  } catch (error) {
+    if (error instanceof RangeError) throw new Abort('TOO_DEEP', `body nests too deeply to parse (limit ${MAX_BODY_DEPTH} levels)`);
+    const why = error instanceof TypeError ? 'is not valid UTF-8' : `is not valid JSON: ${(error as Error).message}`;
+    throw new Abort('MALFORMED_JSON', `body ${why}`);
+  }
+  if (env.asset !== undefined) {
+    // spec §2.1 asset state
+    if (!isObject(doc)) throw badShape(doc, 'asset state must be a JSON object {"value": …, "at"?: "<ISO 8601>"}');
+    checkIgnoredDepth(doc, 1);
+    if (!Object.hasOwn(doc, 'value')) throw new Abort('INVALID_STATE', 'asset state has no "value"');
+    return emit(env, device, out, defaultTs, env.asset, doc.value, doc.at, 1, false);
+  }
+  // spec §2.2 device state
+  if (!isObject(doc)) throw badShape(doc, 'device state must be a JSON object of asset name → {"value": …, "at"?: …}');
+  for (const name in doc) {
+    const state = doc[name];
+    if (isObject(state)) {
+      checkIgnoredDepth(state, 2);
+      if (Object.hasOwn(state, 'value')) {
+        emit(env, device, out, defaultTs, name, state.value, state.at, 2, false);
+        continue;
+      }
+    } else {
+      const problem = checkJsonValue(state, 1, MAX_BODY_DEPTH, name);
+      if (problem !== undefined && problem.code === 'TOO_DEEP') throw new Abort('TOO_DEEP', problem.reason);
+    }
+    reject(out, 'INVALID_STATE', `state of asset "${name}" must be an object with "value" (and optional "at")`, name);
+  }
+}
+
+/** Exactly "value", or "value" and "at": the full form (see the module doc for the ambiguity). */
+function isFullForm(entry: unknown): entry is Record<string, unknown> {
+  if (!isObject(entry)) return false;
+  let keys = 0;
+  for (const key in entry) {
+    if (key !== 'value' && key !== 'at') return false;
+    keys++;
+  }
+  return keys > 0 && Object.hasOwn(entry, 'value');
+}
+
+function isLocation(g: unknown): boolean {
+  if (g === null || g === undefined) return true;
+  if (!(g instanceof CborTag) || g.tag !== TAG_GEO || !Array.isArray(g.value)) return false;
+  const a = g.value;
+  if (a.length < 2 || a.length > 4) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i];
+    if (!(typeof x === 'number' && Number.isFinite(x)) && !(i === 2 && x === undefined)) return false;
+  }
+  return true;
+}
+
+function emitCbor(
+  env: UplinkEnvelope, device: CompiledDevice, out: UplinkOutput, defaultTs: number,
+  name: string, entry: unknown, depth: number,
+): void {
+  if (entry instanceof CborTag && entry.tag === TAG_DATA_POINT) {
+    const point = entry.value;
+    if (!Array.isArray(point)) return emit(env, device, out, defaultTs, name, point, undefined, depth + 1, true);
+    if (point.length < 1 || point.length > 3) {
+      return reject(out, 'INVALID_STATE', `data point (tag 120) array must hold 1 to 3 items, not ${point.length}`, name);
+    }
+    if (!isLocation(point[2])) {
+      return reject(out, 'INVALID_STATE', 'data point (tag 120) location must be tag 103 [latitude, longitude, elevation?, uncertainty?] or null', name);
+    }
+    return emit(env, device, out, defaultTs, name, point[0], point[1], depth + 2, true);
+  }
+  if (isFullForm(entry)) return emit(env, device, out, defaultTs, name, entry.value, entry.at, depth + 1, true);
+  emit(env, device, out, defaultTs, name, entry, undefined, depth, true);
+}
+
+function processCbor(env: UplinkEnvelope, device: CompiledDevice, out: UplinkOutput, defaultTs: number): void {
+  let doc: unknown;
+  try {
+    doc = decodeCbor(env.body, MAX_BODY_DEPTH);
+  } catch (error) {
+    if (error instanceof CborDecodeError) throw new Abort(error.code, `body ${error.code === 'TOO_DEEP' ? 'nests too deeply' : 'is not valid CBOR'}: ${error.message}`);
+    if (error instanceof RangeError) throw new Abort('TOO_DEEP', 'body nests too deeply to decode');
+    throw error;
+  }
+  if (env.asset !== undefined) return emitCbor(env, device, out, defaultTs, env.asset, doc, 0);
+  if (doc instanceof CborMap) throw new Abort('INVALID_STATE', 'device state map keys must be asset names (text strings)');
+  if (!isObject(doc)) throw new Abort('INVALID_STATE', 'device state must be a CBOR map of asset name → value or {value, at}');
+  for (const name in doc) emitCbor(env, device, out, defaultTs, name, doc[name], 1);
+}
+
+function processBinary(env: UplinkEnvelope, device: CompiledDevice, out: UplinkOutput, defaultTs: number): void {
+  const decoder = device.binaryDecoder;
+  if (decoder === undefined) throw new Abort('DECODE_FAILED', 'binary payload, but the device type defines no binary decoder');
+  const meta = device.binaryMeta;
+  meta.fPort = env.network?.fPort;
+  let decoded: unknown;
+  try {
+    decoded = decoder(env.body, meta);
+  } catch (error) {
+    throw new Abort('DECODE_FAILED', `binary decoder failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  if (!isObject(decoded)) throw new Abort('DECODE_FAILED', 'binary decoder did not return a map of asset name → value');
+  for (const name in decoded) emit(env, device, out, defaultTs, name, decoded[name], undefined, 1, false);
+}
+
+export function processUplink(envelope: UplinkEnvelope, device: CompiledDevice, out: UplinkOutput): void {
+  const rowsBefore = out.rows.length;
+  const rejectionsBefore = out.rejections.length;
+  // An LPWAN network's own receive time is closer to the measurement than ours.
+  const defaultTs = envelope.network?.receivedAt ?? envelope.receivedAt;
+  try {
+    if (envelope.deviceId !== device.info.id) {
+      throw new Abort('PROCESSING_FAILED', `uplink for device ${envelope.deviceId} reached the actor of device ${device.info.id}`);
+    }
+    switch (envelope.contentType) {
+      case 'json': return processJson(envelope, device, out, defaultTs);
+      case 'cbor': return processCbor(envelope, device, out, defaultTs);
+      case 'binary': return processBinary(envelope, device, out, defaultTs);
+      default: throw new Abort('UNSUPPORTED_CONTENT_TYPE', `content type ${JSON.stringify(envelope.contentType)} is not json, cbor or binary`);
+    }
+  } catch (error) {
+    out.rows.length = rowsBefore;
+    out.rejections.length = rejectionsBefore;
+    out.rejections.push(error instanceof Abort
+      ? error.rejection
+      : { code: 'PROCESSING_FAILED', reason: `uplink processing failed: ${error instanceof Error ? error.message : String(error)}` });
+  }
+}
