@@ -26,7 +26,7 @@ answers() {
   if command -v curl >/dev/null 2>&1; then
     [ "$(curl -fsS --max-time 2 "$(url)/?query=SELECT%201" 2>/dev/null)" = "1" ]
   else
-    exec 3<>"/dev/tcp/127.0.0.1/${http_port}" 2>/dev/null || return 1
+    { exec 3<>"/dev/tcp/127.0.0.1/${http_port}"; } 2>/dev/null || return 1
     printf 'GET /?query=SELECT%%201 HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
     local body; body=$(timeout 2 cat <&3 | tail -n 1); exec 3<&- 3>&-
     [ "$body" = "1" ]

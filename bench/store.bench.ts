@@ -1,0 +1,141 @@
+/**
+ * State store insert throughput (rows/s). Not part of the test suite.
+ *
+ *   npx node bench/store.bench.ts                  chDB, batches of 1k and 10k rows
+ *   CLICKHOUSE_URL=http://127.0.0.1:18123 npx node bench/store.bench.ts   also the server adapter
+ *   BENCH_ROWS=400000 npx node bench/store.bench.ts                        rows per case (default 200 000)
+ *
+ * Baseline measured in the same run: encoding the same rows to the TSV payload alone, so each
+ * insert figure is also given as a share of what the encoder could feed. A StateBatcher case shows
+ * what many small appends (10 rows, as a device actor makes) reach through batching.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createChdbStore } from '../adapters/chdb/createChdbStore.ts';
+import { createClickHouseStore } from '../adapters/clickhouse/createClickHouseStore.ts';
+import { encodeStateRowsTsv } from '../adapters/clickhouse-sql/encodeStateRowsTsv.ts';
+import { systemClock } from '../engine/clock.ts';
+import type { StateStore } from '../engine/ports/store.ts';
+import { StateBatcher } from '../engine/StateBatcher.ts';
+import type { JsonValue, StateRow } from '../schemas/messages.ts';
+
+const total = Number(process.env.BENCH_ROWS ?? 200_000);
+const clickhouseUrl = process.env.CLICKHOUSE_URL;
+
+/** 1000 devices × 4 assets; 80 % numbers, the rest strings, booleans and location objects. */
+function makeRows(count: number, run: number): StateRow[] {
+  const t0 = Date.UTC(2024, 0, 1) + run * 10_000_000_000;
+  const rows = new Array<StateRow>(count);
+  for (let i = 0; i < count; i++) {
+    const kind = i % 10;
+    const value: JsonValue = kind < 8 ? Math.round(Math.sin(i) * 10_000) / 100 : kind === 8 ? `status ${i % 7}` : { latitude: 50.85, longitude: 4.35 + i / 1e6 };
+    rows[i] = {
+      deviceId: `device-${i % 1000}`,
+      asset: ['temperature', 'humidity', 'battery', 'location'][(i >> 3) % 4],
+      ts: t0 + i * 10,
+      receivedAt: t0 + i * 10 + 3,
+      value,
+      uplinkId: `uplink-${run}-${i >> 2}`,
+    };
+  }
+  return rows;
+}
+
+function batches(rows: StateRow[], size: number): StateRow[][] {
+  const out: StateRow[][] = [];
+  for (let i = 0; i < rows.length; i += size) out.push(rows.slice(i, i + size));
+  return out;
+}
+
+function report(label: string, rows: number, ms: number, baseline?: number): number {
+  const rate = rows / (ms / 1000);
+  const ratio = baseline ? `  (${((rate / baseline) * 100).toFixed(1)} % of encode-only)` : '';
+  console.log(`${label.padEnd(44)} ${Math.round(rate).toLocaleString('en-US').padStart(12)} rows/s  ${ms.toFixed(0).padStart(6)} ms${ratio}`);
+  return rate;
+}
+
+let run = 0;
+function encodeBaseline(): number {
+  for (const part of batches(makeRows(50_000, run++), 10_000)) encodeStateRowsTsv(part); // warm-up
+  const rows = makeRows(total, run++);
+  const parts = batches(rows, 10_000);
+  const started = performance.now();
+  let bytes = 0;
+  for (const part of parts) bytes += encodeStateRowsTsv(part).length;
+  const rate = report('encode TSV only (baseline)', rows.length, performance.now() - started);
+  console.log(`  payload ${(bytes / rows.length).toFixed(1)} bytes/row`);
+  return rate;
+}
+
+async function insertCase(label: string, store: StateStore, size: number, baseline: number): Promise<void> {
+  const parts = batches(makeRows(total, run++), size);
+  const started = performance.now();
+  for (const part of parts) await store.append(part);
+  report(`${label} batch ${size.toLocaleString('en-US')}`, total, performance.now() - started, baseline);
+}
+
+async function batcherCase(label: string, store: StateStore, baseline: number): Promise<void> {
+  const batcher = new StateBatcher({ store, clock: systemClock, maxRows: 5_000, maxDelayMs: 50, maxPendingRows: 20_000 });
+  const appends = batches(makeRows(total, run++), 10);
+  const started = performance.now();
+  // 1000 concurrent callers, each awaiting its append before the next, like device actors: at most
+  // 10 000 rows are outstanding, so batches fill to maxRows rather than waiting for maxDelayMs.
+  let next = 0;
+  await Promise.all(Array.from({ length: 1000 }, async () => {
+    while (next < appends.length) await batcher.append(appends[next++]);
+  }));
+  await batcher.close();
+  report(`${label} StateBatcher, appends of 10`, total, performance.now() - started, baseline);
+}
+
+async function queryCase(label: string, store: StateStore, tableRows: number): Promise<void> {
+  const rounds = 20;
+  const time = async (name: string, query: (i: number) => Promise<unknown>) => {
+    const started = performance.now();
+    for (let i = 0; i < rounds; i++) await query(i);
+    console.log(`${`${label} ${name}`.padEnd(44)} ${((performance.now() - started) / rounds).toFixed(1).padStart(12)} ms per query (${tableRows.toLocaleString('en-US')} rows stored)`);
+  };
+  await time('latest', (i) => store.latest(`device-${i}`));
+  await time('history limit 100', (i) => store.history({ deviceId: `device-${i}`, asset: 'temperature', limit: 100 }));
+  const from = Date.UTC(2024, 0, 1);
+  await time('aggregate hour', (i) => store.aggregate({ deviceId: `device-${i}`, asset: 'temperature', from, to: from + 365 * 86_400_000, resolution: 'hour' }));
+}
+
+console.log(`state store bench: ${total.toLocaleString('en-US')} rows per case, node ${process.version}`);
+// systemClock timers are unref'd; this keeps the process alive while the batcher waits on one.
+const keepAlive = setInterval(() => {}, 1_000);
+const baseline = encodeBaseline();
+
+const dir = mkdtempSync(join(tmpdir(), 'fleetstream-bench-'));
+try {
+  const chdb = createChdbStore({ dir });
+  await chdb.init();
+  await insertCase('chDB', chdb, 1_000, baseline);
+  await insertCase('chDB', chdb, 10_000, baseline);
+  await batcherCase('chDB', chdb, baseline);
+  await queryCase('chDB', chdb, 3 * total);
+  await chdb.close();
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
+
+if (clickhouseUrl) {
+  const database = `fleetstream_bench_${process.pid}`;
+  const server = createClickHouseStore({ url: clickhouseUrl, database });
+  await server.init();
+  const version = await (await fetch(`${clickhouseUrl}/?query=SELECT%20version()`)).text();
+  const label = `server ${version.trim()}`;
+  try {
+    await insertCase(label, server, 1_000, baseline);
+    await insertCase(label, server, 10_000, baseline);
+    await batcherCase(label, server, baseline);
+    await queryCase(label, server, 3 * total);
+  } finally {
+    await server.close();
+    await fetch(`${clickhouseUrl}/?query=${encodeURIComponent(`DROP DATABASE IF EXISTS ${database}`)}`, { method: 'POST' });
+  }
+} else {
+  console.log('CLICKHOUSE_URL not set: server adapter not measured');
+}
+clearInterval(keepAlive);
