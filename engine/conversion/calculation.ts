@@ -1,0 +1,260 @@
+/**
+ * `calculation` expressions of the conversion language: arithmetic over `val`, the value a selector
+ * read. They are parsed into a small AST and compiled into closures; user text is never evaluated
+ * as JavaScript (DESIGN.md §7).
+ *
+ * Grammar (the whole language, no functions, no other names):
+ *   expr    := term (('+' | '-') term)*
+ *   term    := unary (('*' | '/' | '%') unary)*
+ *   unary   := '-' unary | primary
+ *   primary := number | 'val' | '(' expr ')'
+ *   number  := digits ['.' digits] [('e' | 'E') ['+' | '-'] digits]  |  '.' digits [...]
+ *
+ * Real device-type scripts only scale and offset (`val / 100`, `val * 0.036`, `val * 0.5 - 40`), so
+ * no function set is offered; anything else is rejected with the character position.
+ */
+
+export type CalcNode =
+  | { readonly k: 'num'; readonly v: number }
+  | { readonly k: 'val' }
+  | { readonly k: 'neg'; readonly a: CalcNode }
+  | { readonly k: 'bin'; readonly op: '+' | '-' | '*' | '/' | '%'; readonly a: CalcNode; readonly b: CalcNode };
+
+/** Longest expression accepted; scripts use a handful of characters. */
+export const MAX_CALCULATION_LENGTH = 256;
+const MAX_DEPTH = 32;
+
+export class CalculationError extends Error {
+  /** Zero-based character position of the problem. */
+  readonly position: number;
+  constructor(message: string, position: number) {
+    super(message);
+    this.name = 'CalculationError';
+    this.position = position;
+  }
+}
+
+type Token = { t: 'num'; v: number; at: number } | { t: 'val'; at: number } | { t: 'op'; v: string; at: number } | { t: 'end'; at: number };
+
+function tokenize(text: string): Token[] {
+  const tokens: Token[] = [];
+  let i = 0;
+  while (i < text.length) {
+    const c = text[i];
+    if (c === ' ' || c === '\t' || c === '\n' || c === '\r') { i++; continue; }
+    if ('+-*/%()'.includes(c)) { tokens.push({ t: 'op', v: c, at: i }); i++; continue; }
+    if ((c >= '0' && c <= '9') || c === '.') {
+      const m = /^(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?/.exec(text.slice(i));
+      if (!m) throw new CalculationError(`malformed number at ${i}`, i);
+      const v = Number(m[0]);
+      if (!Number.isFinite(v)) throw new CalculationError(`number out of range at ${i}`, i);
+      tokens.push({ t: 'num', v, at: i });
+      i += m[0].length;
+      continue;
+    }
+    if (/[A-Za-z_$]/.test(c)) {
+      const m = /^[A-Za-z_$][A-Za-z0-9_$]*/.exec(text.slice(i))!;
+      if (m[0] !== 'val') throw new CalculationError(`unknown name '${m[0]}' at ${i}: only val, numbers, + - * / %, parentheses and unary minus are allowed`, i);
+      tokens.push({ t: 'val', at: i });
+      i += m[0].length;
+      continue;
+    }
+    throw new CalculationError(`unexpected character '${c}' at ${i}: only val, numbers, + - * / %, parentheses and unary minus are allowed`, i);
+  }
+  tokens.push({ t: 'end', at: text.length });
+  return tokens;
+}
+
+function describe(t: Token): string {
+  return t.t === 'op' ? t.v : t.t === 'num' ? String(t.v) : t.t;
+}
+
+/** Parses a calculation; throws CalculationError naming the position of the first problem. */
+export function parseCalculation(text: string): CalcNode {
+  if (text.length > MAX_CALCULATION_LENGTH) throw new CalculationError(`longer than ${MAX_CALCULATION_LENGTH} characters`, MAX_CALCULATION_LENGTH);
+  const tokens = tokenize(text);
+  let p = 0;
+  let depth = 0;
+  const peek = () => tokens[p];
+  const isOp = (v: string) => { const t = tokens[p]; return t.t === 'op' && t.v === v; };
+
+  function expr(): CalcNode {
+    if (++depth > MAX_DEPTH) throw new CalculationError(`nested deeper than ${MAX_DEPTH}`, peek().at);
+    let a = term();
+    while (isOp('+') || isOp('-')) {
+      const op = (tokens[p++] as { v: '+' | '-' }).v;
+      a = { k: 'bin', op, a, b: term() };
+    }
+    depth--;
+    return a;
+  }
+  function term(): CalcNode {
+    let a = unary();
+    while (isOp('*') || isOp('/') || isOp('%')) {
+      const op = (tokens[p++] as { v: '*' | '/' | '%' }).v;
+      a = { k: 'bin', op, a, b: unary() };
+    }
+    return a;
+  }
+  function unary(): CalcNode {
+    if (isOp('-')) {
+      p++;
+      if (++depth > MAX_DEPTH) throw new CalculationError(`nested deeper than ${MAX_DEPTH}`, peek().at);
+      const a = unary();
+      depth--;
+      return { k: 'neg', a };
+    }
+    return primary();
+  }
+  function primary(): CalcNode {
+    const t = tokens[p];
+    if (t.t === 'num') { p++; return { k: 'num', v: t.v }; }
+    if (t.t === 'val') { p++; return { k: 'val' }; }
+    if (t.t === 'op' && t.v === '(') {
+      p++;
+      const e = expr();
+      if (!isOp(')')) throw new CalculationError(`expected ')' at ${peek().at}`, peek().at);
+      p++;
+      return e;
+    }
+    if (t.t === 'end') throw new CalculationError(`unexpected end of expression at ${t.at}`, t.at);
+    throw new CalculationError(`unexpected '${describe(t)}' at ${t.at}`, t.at);
+  }
+
+  const tree = expr();
+  const rest = peek();
+  if (rest.t !== 'end') throw new CalculationError(`unexpected '${describe(rest)}' at ${rest.at}`, rest.at);
+  return tree;
+}
+
+/** Number of times `val` occurs. */
+export function countVal(node: CalcNode): number {
+  switch (node.k) {
+    case 'num': return 0;
+    case 'val': return 1;
+    case 'neg': return countVal(node.a);
+    case 'bin': return countVal(node.a) + countVal(node.b);
+  }
+}
+
+function apply(op: string, x: number, y: number): number {
+  switch (op) {
+    case '+': return x + y;
+    case '-': return x - y;
+    case '*': return x * y;
+    case '/': return x / y;
+    default: return x % y;
+  }
+}
+
+/** Folds every sub-tree without `val` into a number. */
+export function fold(node: CalcNode): CalcNode {
+  if (node.k === 'neg') {
+    const a = fold(node.a);
+    return a.k === 'num' ? { k: 'num', v: -a.v } : { k: 'neg', a };
+  }
+  if (node.k === 'bin') {
+    const a = fold(node.a);
+    const b = fold(node.b);
+    if (a.k === 'num' && b.k === 'num') return { k: 'num', v: apply(node.op, a.v, b.v) };
+    return { k: 'bin', op: node.op, a, b };
+  }
+  return node;
+}
+
+/**
+ * Problems a parsed calculation has as a field conversion: it must use `val`, and dividing by a
+ * constant zero is always a mistake. Returns a message, or undefined when fine.
+ */
+export function calculationProblem(node: CalcNode): string | undefined {
+  if (countVal(node) === 0) return 'calculation must use val';
+  const check = (n: CalcNode): string | undefined => {
+    if (n.k === 'neg') return check(n.a);
+    if (n.k !== 'bin') return undefined;
+    const b = fold(n.b);
+    if ((n.op === '/' || n.op === '%') && b.k === 'num' && b.v === 0) return 'calculation divides by zero';
+    const folded = fold(n);
+    if (folded.k === 'num' && !Number.isFinite(folded.v)) return 'calculation overflows';
+    return check(n.a) ?? check(n.b);
+  };
+  return check(node);
+}
+
+/** Compiles a calculation into `(val) => number`; common shapes get dedicated closures. */
+export function compileCalculation(tree: CalcNode): (val: number) => number {
+  const node = fold(tree);
+  if (node.k === 'val') return (v) => v;
+  if (node.k === 'num') { const c = node.v; return () => c; }
+  if (node.k === 'bin' && node.a.k === 'val' && node.b.k === 'num') {
+    const c = node.b.v;
+    switch (node.op) {
+      case '+': return (v) => v + c;
+      case '-': return (v) => v - c;
+      case '*': return (v) => v * c;
+      case '/': return (v) => v / c;
+      default: return (v) => v % c;
+    }
+  }
+  if (node.k === 'bin' && node.b.k === 'num' && node.a.k === 'bin' && node.a.a.k === 'val' && node.a.b.k === 'num'
+      && (node.a.op === '*' || node.a.op === '/') && (node.op === '+' || node.op === '-')) {
+    // scale then offset: `val * 0.5 - 40`
+    const s = node.a.op === '*' ? node.a.b.v : 1 / node.a.b.v;
+    const exact = node.a.op === '*';
+    const d = node.a.b.v;
+    const o = node.op === '+' ? node.b.v : -node.b.v;
+    return exact ? (v) => v * s + o : (v) => v / d + o;
+  }
+  return build(node);
+}
+
+function build(node: CalcNode): (val: number) => number {
+  switch (node.k) {
+    case 'num': { const c = node.v; return () => c; }
+    case 'val': return (v) => v;
+    case 'neg': { const a = build(node.a); return (v) => -a(v); }
+    case 'bin': {
+      const a = build(node.a);
+      const b = build(node.b);
+      switch (node.op) {
+        case '+': return (v) => a(v) + b(v);
+        case '-': return (v) => a(v) - b(v);
+        case '*': return (v) => a(v) * b(v);
+        case '/': return (v) => a(v) / b(v);
+        default: return (v) => a(v) % b(v);
+      }
+    }
+  }
+}
+
+/**
+ * The inverse of a calculation, for encoding: given the calculated value, the raw value. Only
+ * expressions with a single `val` and no `%` have one; returns undefined otherwise.
+ */
+export function invertCalculation(tree: CalcNode): ((result: number) => number) | undefined {
+  const node = fold(tree);
+  if (countVal(node) !== 1) return undefined;
+  // Peel operations off the outside of the expression, building the inverse inside out.
+  const steps: Array<(y: number) => number> = [];
+  let n: CalcNode = node;
+  while (n.k !== 'val') {
+    if (n.k === 'neg') { steps.push((y) => -y); n = n.a; continue; }
+    if (n.k !== 'bin' || n.op === '%') return undefined;
+    const valLeft = countVal(n.a) === 1;
+    const other = valLeft ? n.b : n.a;
+    if (other.k !== 'num') return undefined;
+    const c = other.v;
+    switch (n.op) {
+      case '+': steps.push((y) => y - c); break;
+      case '-': steps.push(valLeft ? (y) => y + c : (y) => c - y); break;
+      case '*': if (c === 0) return undefined; steps.push((y) => y / c); break;
+      case '/':
+        if (valLeft) { if (c === 0) return undefined; steps.push((y) => y * c); }
+        else steps.push((y) => c / y);
+        break;
+    }
+    n = valLeft ? n.a : n.b;
+  }
+  if (steps.length === 0) return (y) => y;
+  if (steps.length === 1) return steps[0];
+  return (y) => { for (let i = 0; i < steps.length; i++) y = steps[i](y); return y; };
+}

@@ -1,0 +1,178 @@
+/**
+ * Readers: one closure per selector, built once per script. A block checks the payload length once
+ * (FieldSpec.minLength), so the fixed-position readers index without further bounds checks.
+ */
+import { FleetError } from '../errors.ts';
+import { compileCalculation } from './calculation.ts';
+import type { FieldSpec } from './fieldSpec.ts';
+
+export type Reader = (b: Uint8Array) => unknown;
+type NumReader = (b: Uint8Array) => number;
+
+const HEX: string[] = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+const scratch = new DataView(new ArrayBuffer(8));
+
+export function decodeFailed(reason: string): FleetError {
+  return new FleetError('DECODE_FAILED', reason);
+}
+
+/** Unsigned big- or little-endian integer of up to 6 bytes (exact in a double). */
+export function readUint(b: Uint8Array, o: number, n: number, little: boolean): number {
+  let v = 0;
+  if (little) for (let i = n - 1; i >= 0; i--) v = v * 256 + b[o + i];
+  else for (let i = 0; i < n; i++) v = v * 256 + b[o + i];
+  return v;
+}
+
+/** Integers wider than 6 bytes: exact up to 2^53, the nearest double beyond (README.md). */
+function readWide(b: Uint8Array, o: number, n: number, little: boolean, signed: boolean): number {
+  let v = 0n;
+  if (little) for (let i = n - 1; i >= 0; i--) v = (v << 8n) | BigInt(b[o + i]);
+  else for (let i = 0; i < n; i++) v = (v << 8n) | BigInt(b[o + i]);
+  return Number(signed ? BigInt.asIntN(n * 8, v) : v);
+}
+
+export function float16(bits: number): number {
+  const sign = bits & 0x8000 ? -1 : 1;
+  const exp = (bits >> 10) & 0x1f;
+  const frac = bits & 0x3ff;
+  if (exp === 0) return sign * frac * 2 ** -24;
+  if (exp === 0x1f) return frac ? NaN : sign * Infinity;
+  return sign * (1 + frac / 1024) * 2 ** (exp - 15);
+}
+
+function fixedInt(o: number, n: number, little: boolean, signed: boolean): NumReader {
+  if (n === 1) return signed ? (b) => (b[o] << 24) >> 24 : (b) => b[o];
+  if (n === 2) {
+    if (little) return signed ? (b) => ((b[o + 1] << 24) >> 16) | b[o] : (b) => (b[o + 1] << 8) | b[o];
+    return signed ? (b) => ((b[o] << 24) >> 16) | b[o + 1] : (b) => (b[o] << 8) | b[o + 1];
+  }
+  if (n === 3) {
+    if (little) return signed ? (b) => ((b[o + 2] << 24) >> 8) | (b[o + 1] << 8) | b[o] : (b) => (b[o + 2] << 16) | (b[o + 1] << 8) | b[o];
+    return signed ? (b) => ((b[o] << 24) >> 8) | (b[o + 1] << 8) | b[o + 2] : (b) => (b[o] << 16) | (b[o + 1] << 8) | b[o + 2];
+  }
+  if (n === 4) {
+    if (little) {
+      return signed
+        ? (b) => (b[o + 3] << 24) | (b[o + 2] << 16) | (b[o + 1] << 8) | b[o]
+        : (b) => b[o + 3] * 0x1000000 + ((b[o + 2] << 16) | (b[o + 1] << 8) | b[o]);
+    }
+    return signed
+      ? (b) => (b[o] << 24) | (b[o + 1] << 16) | (b[o + 2] << 8) | b[o + 3]
+      : (b) => b[o] * 0x1000000 + ((b[o + 1] << 16) | (b[o + 2] << 8) | b[o + 3]);
+  }
+  if (n <= 6) {
+    const half = 2 ** (n * 8 - 1);
+    const full = 2 ** (n * 8);
+    return signed
+      ? (b) => { const v = readUint(b, o, n, little); return v >= half ? v - full : v; }
+      : (b) => readUint(b, o, n, little);
+  }
+  return (b) => readWide(b, o, n, little, signed);
+}
+
+function floatAt(b: Uint8Array, o: number, n: number, little: boolean): number {
+  if (n === 2) return float16(little ? b[o] | (b[o + 1] << 8) : (b[o] << 8) | b[o + 1]);
+  for (let i = 0; i < n; i++) scratch.setUint8(i, b[o + i]);
+  return n === 4 ? scratch.getFloat32(0, little) : scratch.getFloat64(0, little);
+}
+
+/** Where the field starts and how long it is, for the payload at hand. */
+function place(spec: FieldSpec): { start: (b: Uint8Array) => number; len: (b: Uint8Array) => number } {
+  const { offset, endOffset, length } = spec;
+  if (spec.anchor === 'start') return { start: () => offset, len: () => length };
+  if (spec.anchor === 'end') return { start: (b) => b.length + offset, len: () => length };
+  return { start: () => offset, len: (b) => b.length + endOffset - offset };
+}
+
+function numberReader(spec: FieldSpec, path: string): NumReader {
+  const { kind, little, length, bit, bitlength } = spec;
+  const signed = kind === 'int';
+  if (kind === 'float') {
+    if (spec.anchor === 'start') {
+      const o = spec.offset;
+      return (b) => floatAt(b, o, length, little);
+    }
+    const { start, len } = place(spec);
+    return (b) => {
+      const n = len(b);
+      if (n !== 2 && n !== 4 && n !== 8) throw decodeFailed(`${path}: a float needs 2, 4 or 8 bytes, the range has ${n}`);
+      return floatAt(b, start(b), n, little);
+    };
+  }
+  if (bit !== undefined) {
+    // Bit fields live within 6 bytes (FieldSpec), so the raw integer is exact.
+    const { start } = place(spec);
+    const raw: NumReader = spec.anchor === 'start' ? fixedInt(spec.offset, length, little, false) : (b) => readUint(b, start(b), length, little);
+    const width = 2 ** bitlength;
+    const shift = 2 ** bit;
+    const half = width / 2;
+    if (bit + bitlength <= 31) {
+      const mask = width - 1;
+      return signed ? (b) => { const v = (raw(b) >>> bit) & mask; return v >= half ? v - width : v; } : (b) => (raw(b) >>> bit) & mask;
+    }
+    return signed
+      ? (b) => { const v = Math.floor(raw(b) / shift) % width; return v >= half ? v - width : v; }
+      : (b) => Math.floor(raw(b) / shift) % width;
+  }
+  if (spec.anchor === 'start') return fixedInt(spec.offset, length, little, signed);
+  const { start, len } = place(spec);
+  return (b) => {
+    const n = len(b);
+    if (n < 1) throw decodeFailed(`${path}: the range selects no bytes`);
+    if (n > 6) return readWide(b, start(b), n, little, signed);
+    const v = readUint(b, start(b), n, little);
+    return signed && v >= 2 ** (n * 8 - 1) ? v - 2 ** (n * 8) : v;
+  };
+}
+
+/**
+ * The reader of a selector: the decoded value, after `calculation`. Numbers that are not finite
+ * (a NaN float, a division by zero) read as null, since JSON has no NaN.
+ */
+export function makeReader(spec: FieldSpec, path: string): Reader {
+  const { kind, little } = spec;
+  if (kind === 'uint' || kind === 'int' || kind === 'float') {
+    const read = numberReader(spec, path);
+    const calc = spec.calc ? compileCalculation(spec.calc) : undefined;
+    if (calc) return (b) => { const v = calc(read(b)); return v - v === 0 ? v : null; };
+    if (kind === 'float') return (b) => { const v = read(b); return v - v === 0 ? v : null; };
+    return read;
+  }
+  const { start, len } = place(spec);
+  if (kind === 'bool') {
+    if (spec.bit !== undefined) {
+      const bits = numberReader({ ...spec, kind: 'uint' }, path);
+      return (b) => bits(b) !== 0;
+    }
+    if (spec.anchor === 'start' && spec.length === 1) { const o = spec.offset; return (b) => b[o] !== 0; }
+    return (b) => {
+      const s = start(b);
+      const e = s + len(b);
+      for (let i = s; i < e; i++) if (b[i] !== 0) return true;
+      return false;
+    };
+  }
+  if (kind === 'hex') {
+    return (b) => {
+      const s = start(b);
+      const n = len(b);
+      let out = '';
+      if (little) for (let i = n - 1; i >= 0; i--) out += HEX[b[s + i]];
+      else for (let i = 0; i < n; i++) out += HEX[b[s + i]];
+      return out;
+    };
+  }
+  return (b) => {
+    const s = start(b);
+    let e = s + len(b);
+    // Fixed-width text fields are padded with NUL bytes.
+    while (e > s && b[e - 1] === 0) e--;
+    try {
+      return utf8.decode(b.subarray(s, e));
+    } catch {
+      throw decodeFailed(`${path}: bytes ${s}..${e - 1} are not valid UTF-8`);
+    }
+  };
+}
