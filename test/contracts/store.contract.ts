@@ -354,6 +354,24 @@ export function storeContract(name: string, factory: () => Promise<StoreFixture>
     assert.is((await s.latest('d9')).length, 7);
   });
 
+  test('concurrent appends and queries all complete and nothing is lost', async (ctx) => {
+    const s = store(ctx);
+    const work: Promise<unknown>[] = [];
+    for (let i = 0; i < 20; i++) {
+      work.push(s.append(Array.from({ length: 50 }, (_, j) => row(`c${i % 4}`, `a${j % 5}`, T0 + i * 100 + j, i * 100 + j, `u-${i}-${j}`))));
+      work.push(s.latest(`c${i % 4}`), s.history({ deviceId: `c${i % 4}`, asset: 'a0' }));
+    }
+    await Promise.all(work);
+    let total = 0;
+    for (let d = 0; d < 4; d++) {
+      for (let a = 0; a < 5; a++) {
+        const [bucket] = await s.aggregate({ deviceId: `c${d}`, asset: `a${a}`, from: T0, to: T0 + DAY, resolution: 'day' });
+        total += bucket.count;
+      }
+    }
+    assert.is(total, 1000);
+  });
+
   test('a closed store refuses work with CLOSED; close is idempotent', async (ctx) => {
     const s = store(ctx);
     await s.append([row('d1', 'a', T0, 1)]);
