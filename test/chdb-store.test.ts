@@ -38,8 +38,9 @@ test('states survive closing and reopening the data directory', async () => {
 test('a second data directory in the same process is refused while the first is open', async () => {
   const a = mkdtempSync(join(tmpdir(), 'fleetstream-chdb-'));
   const b = mkdtempSync(join(tmpdir(), 'fleetstream-chdb-'));
-  const first = createChdbStore({ dir: a });
+  let first: ReturnType<typeof createChdbStore> | undefined;
   try {
+    first = createChdbStore({ dir: a });
     let error: unknown;
     try {
       createChdbStore({ dir: b });
@@ -50,7 +51,7 @@ test('a second data directory in the same process is refused while the first is 
     assert.is((error as FleetError).code, 'UNAVAILABLE');
     assert.is((error as FleetError).retriable, false);
   } finally {
-    await first.close();
+    await first?.close();
     rmSync(a, { recursive: true, force: true });
     rmSync(b, { recursive: true, force: true });
   }
