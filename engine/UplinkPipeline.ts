@@ -1,0 +1,236 @@
+/**
+ * Topic `uplinks` → device actors → state store (DESIGN.md §2, §4). Offsets are committed only
+ * after the states of every earlier record of that partition are in the store and its rejections
+ * are on the dead-letter topic; a crash replays from there and idempotent writes absorb the replay.
+ */
+import type { Clock, TimerHandle } from './clock.ts';
+import { DeadLetterSink } from './DeadLetterSink.ts';
+import { decodeEnvelope } from './envelope.ts';
+import { toFleetError, type FleetError } from './errors.ts';
+import { OffsetTracker } from './OffsetTracker.ts';
+import { DeviceActors, type DeviceActorsOptions } from './actors/DeviceActors.ts';
+import type { UplinkSink, UplinkWork } from './actors/DeviceActor.ts';
+import type { DeviceDirectory, DeviceInfo } from './ports/directory.ts';
+import type { CommitRequest, Consumer, Log, LogRecord, RecordBatch, TopicPartition } from './ports/log.ts';
+import { compileDevice, type CompiledDevice } from './uplink/compileDevice.ts';
+import type { UplinkOutput } from './uplink/processUplink.ts';
+import { Topics, type DeadLetter, type StateRow, type UplinkEnvelope } from '../schemas/messages.ts';
+
+/** Where processed rows go: resolves once they are durable (StateBatcher over a StateStore). */
+export interface RowSink {
+  append(rows: readonly StateRow[]): Promise<void>;
+  flush(): Promise<void>;
+}
+
+export interface UplinkPipelineOptions {
+  log: Log;
+  rows: RowSink;
+  directory: DeviceDirectory;
+  clock: Clock;
+  /** Consumer group of the engine processes. Default 'fleetstream-engine'. */
+  group?: string;
+  topic?: string;
+  /** Uplinks dispatched and not yet durable before fetching pauses. Default 20 000. */
+  maxInFlight?: number;
+  /** How often advanced offsets are committed (ms). Default 200. */
+  commitIntervalMs?: number;
+  maxBatchRecords?: number;
+  /** Compiles a device for its actor; default compileDevice with no binary decoder. */
+  compile?(info: DeviceInfo): CompiledDevice;
+  actors?: Omit<DeviceActorsOptions, 'directory' | 'compile' | 'sink' | 'clock'>;
+  onDeadLetters?(letters: readonly DeadLetter[]): void | Promise<void>;
+  /** A store or log failure that stops progress (nothing is committed past it). */
+  onError?(error: FleetError): void;
+}
+
+export interface PipelineStats {
+  received: number;
+  stored: number;
+  rejected: number;
+  inFlight: number;
+  actors: number;
+  actorsCreated: number;
+  actorsPassivated: number;
+  committed: number;
+}
+
+export class UplinkPipeline implements UplinkSink {
+  readonly actors: DeviceActors;
+  readonly deadLetters: DeadLetterSink;
+  readonly #options: UplinkPipelineOptions;
+  readonly #topic: string;
+  readonly #maxInFlight: number;
+  readonly #trackers = new Map<string, OffsetTracker>();
+  #consumer: Consumer | undefined;
+  #commitTimer: TimerHandle | undefined;
+  #inFlight = 0;
+  #capacityWaiters: (() => void)[] = [];
+  #drainWaiters: (() => void)[] = [];
+  #failed: FleetError | undefined;
+  #stopping = false;
+  readonly stats: PipelineStats = { received: 0, stored: 0, rejected: 0, inFlight: 0, actors: 0, actorsCreated: 0, actorsPassivated: 0, committed: 0 };
+
+  constructor(options: UplinkPipelineOptions) {
+    this.#options = options;
+    this.#topic = options.topic ?? Topics.uplinks;
+    this.#maxInFlight = options.maxInFlight ?? 20_000;
+    this.deadLetters = new DeadLetterSink({ log: options.log, clock: options.clock, onDeadLetters: options.onDeadLetters });
+    this.actors = new DeviceActors({
+      ...options.actors,
+      directory: options.directory,
+      compile: options.compile ?? ((info) => compileDevice(info)),
+      sink: this,
+      clock: options.clock,
+    });
+  }
+
+  get failure(): FleetError | undefined {
+    return this.#failed;
+  }
+
+  async start(): Promise<void> {
+    this.#consumer = this.#options.log.consumer({
+      group: this.#options.group ?? 'fleetstream-engine',
+      topics: [this.#topic],
+      maxBatchRecords: this.#options.maxBatchRecords,
+      onBatch: (batch) => this.#onBatch(batch),
+      onRevoke: (partitions) => this.#onRevoke(partitions),
+    });
+    await this.#consumer.start();
+    this.#scheduleCommit();
+  }
+
+  /** Stops fetching, finishes in-flight uplinks, makes them durable, commits, passivates actors. */
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    this.#commitTimer?.cancel();
+    await this.#consumer?.stop();
+    await this.#drain();
+    await this.#commit();
+    this.actors.stop();
+  }
+
+  /** Resolves when every dispatched uplink is durable. */
+  async drained(): Promise<void> {
+    await this.#drain();
+  }
+
+  emit(work: UplinkWork, out: UplinkOutput): void {
+    const { rows, rejections } = out;
+    const stored = rows.length > 0 ? this.#options.rows.append(rows) : undefined;
+    const dead = rejections.length > 0 ? this.deadLetters.add(work.envelope, rejections) : undefined;
+    this.stats.stored += rows.length;
+    this.stats.rejected += rejections.length;
+    if (stored === undefined && dead === undefined) {
+      this.#finish(work);
+      return;
+    }
+    const done = stored !== undefined && dead !== undefined ? Promise.all([stored, dead]) : (stored ?? dead)!;
+    done.then(() => this.#finish(work), (error: unknown) => this.#fail(error));
+  }
+
+  async #onBatch(batch: RecordBatch): Promise<void> {
+    if (this.#failed !== undefined) return;
+    const tracker = this.#tracker(batch.topic, batch.partition, batch.records[0].offset);
+    for (const record of batch.records) {
+      tracker.start(record.offset);
+      this.#inFlight++;
+      this.stats.received++;
+      let envelope: UplinkEnvelope;
+      try {
+        envelope = decodeEnvelope(record.value);
+      } catch (error) {
+        this.#deadLetterRecord(record, error);
+        continue;
+      }
+      const wait = this.actors.dispatch({ envelope, partition: record.partition, offset: record.offset });
+      if (wait !== undefined) await wait;
+    }
+    if (this.#inFlight > this.#maxInFlight) {
+      await new Promise<void>((resolve) => this.#capacityWaiters.push(resolve));
+    }
+  }
+
+  /** An undecodable record is dead-lettered under a synthetic envelope that keeps its raw bytes. */
+  #deadLetterRecord(record: LogRecord, error: unknown): void {
+    const envelope: UplinkEnvelope = {
+      id: `log:${record.topic}:${record.partition}:${record.offset}`,
+      channel: 'http',
+      contentType: 'binary',
+      deviceId: record.key,
+      receivedAt: record.timestamp,
+      body: record.value,
+    };
+    const reason = toFleetError(error, 'MALFORMED_PAYLOAD').message;
+    this.emit({ envelope, partition: record.partition, offset: record.offset }, { rows: [], rejections: [{ code: 'MALFORMED_PAYLOAD', reason }] });
+  }
+
+  #tracker(topic: string, partition: number, firstOffset: number): OffsetTracker {
+    const key = `${topic}\u0000${partition}`;
+    let tracker = this.#trackers.get(key);
+    if (tracker === undefined) {
+      tracker = new OffsetTracker(firstOffset);
+      this.#trackers.set(key, tracker);
+    }
+    return tracker;
+  }
+
+  #finish(work: UplinkWork): void {
+    this.#trackers.get(`${this.#topic}\u0000${work.partition}`)?.finish(work.offset);
+    this.#inFlight--;
+    if (this.#inFlight <= this.#maxInFlight / 2 && this.#capacityWaiters.length > 0) {
+      const waiters = this.#capacityWaiters;
+      this.#capacityWaiters = [];
+      for (const wake of waiters) wake();
+    }
+    if (this.#drainWaiters.length > 0) {
+      const waiters = this.#drainWaiters;
+      this.#drainWaiters = [];
+      for (const wake of waiters) wake();
+    }
+  }
+
+  #fail(error: unknown): void {
+    if (this.#failed !== undefined) return;
+    this.#failed = toFleetError(error, 'UNAVAILABLE');
+    this.#options.onError?.(this.#failed);
+    for (const wake of this.#drainWaiters.splice(0)) wake();
+  }
+
+  /** Flushes and waits until every dispatched uplink is durable (or the pipeline failed). */
+  async #drain(): Promise<void> {
+    for (;;) {
+      await Promise.all([this.#options.rows.flush(), this.deadLetters.flush()]);
+      if (this.#inFlight === 0 || this.#failed !== undefined) return;
+      // Woken by the next finished uplink; uplinks still waiting for their device reach the sinks later.
+      await new Promise<void>((resolve) => this.#drainWaiters.push(resolve));
+    }
+  }
+
+  async #onRevoke(partitions: TopicPartition[]): Promise<void> {
+    await this.#drain();
+    await this.#commit();
+    for (const { topic, partition } of partitions) this.#trackers.delete(`${topic}\u0000${partition}`);
+  }
+
+  async #commit(): Promise<void> {
+    if (this.#failed !== undefined || this.#consumer === undefined) return;
+    const offsets: CommitRequest[] = [];
+    for (const [key, tracker] of this.#trackers) {
+      const offset = tracker.takeCommit();
+      if (offset === undefined) continue;
+      const [topic, partition] = key.split('\u0000');
+      offsets.push({ topic, partition: Number(partition), offset });
+    }
+    if (offsets.length === 0) return;
+    await this.#consumer.commit(offsets);
+    this.stats.committed += offsets.length;
+  }
+
+  #scheduleCommit(): void {
+    if (this.#stopping) return;
+    this.#commitTimer = this.#options.clock.setTimeout(() => {
+      this.#commit().catch((error: unknown) => this.#fail(error)).finally(() => this.#scheduleCommit());
+    }, this.#options.commitIntervalMs ?? 200);
+  }
+}

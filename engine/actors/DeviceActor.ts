@@ -1,0 +1,162 @@
+/**
+ * One actor per active device: processes that device's uplinks strictly in order, holding the
+ * device's compiled profiles and decoder. The lifecycle is the xstate machine in deviceMachine.ts;
+ * the hot path (decode, validate, hand rows to the sink) is plain code with no awaits, so an active
+ * device's uplink is processed inline as it is dispatched.
+ */
+import { createActor, type Actor } from 'xstate';
+import type { Clock, TimerHandle } from '../clock.ts';
+import { FleetError, toFleetError } from '../errors.ts';
+import type { DeviceDirectory, DeviceInfo } from '../ports/directory.ts';
+import type { UplinkEnvelope } from '../../schemas/messages.ts';
+import type { CompiledDevice } from '../uplink/compileDevice.ts';
+import { processUplink, type UplinkOutput } from '../uplink/processUplink.ts';
+import { Mailbox } from './Mailbox.ts';
+import { deviceMachine, type DeviceLifecycleState } from './deviceMachine.ts';
+
+/** One unit of work: a decoded envelope and an opaque handle the sink uses to track completion. */
+export interface UplinkWork {
+  envelope: UplinkEnvelope;
+  partition: number;
+  offset: number;
+}
+
+/** Receives the outcome of every processed uplink (rows to store, rejections to dead-letter). */
+export interface UplinkSink {
+  emit(work: UplinkWork, out: UplinkOutput): void;
+}
+
+export interface DeviceActorEnv {
+  directory: DeviceDirectory;
+  compile(info: DeviceInfo): CompiledDevice;
+  sink: UplinkSink;
+  clock: Clock;
+  mailboxCapacity: number;
+  /** Device info older than this is re-read from the directory on the next uplink (ms). */
+  refreshAfterMs: number;
+  /** Delay before retrying a failed directory read (ms). */
+  loadRetryMs: number;
+  onLoadError?(deviceId: string, error: FleetError): void;
+}
+
+export class DeviceActor {
+  readonly deviceId: string;
+  readonly mailbox: Mailbox<UplinkWork>;
+  lastActive: number;
+  #env: DeviceActorEnv;
+  #lifecycle: Actor<typeof deviceMachine>;
+  #device: CompiledDevice | undefined;
+  /** Set when the device cannot be processed at all (unknown, or its profiles do not compile). */
+  #rejectAll: { code: 'UNKNOWN_DEVICE' | 'PROCESSING_FAILED'; reason: string } | undefined;
+  #loadedAt = 0;
+  #retryTimer: TimerHandle | undefined;
+
+  constructor(deviceId: string, env: DeviceActorEnv) {
+    this.deviceId = deviceId;
+    this.#env = env;
+    this.mailbox = new Mailbox(env.mailboxCapacity);
+    this.lastActive = env.clock.now();
+    this.#lifecycle = createActor(deviceMachine);
+    this.#lifecycle.start();
+    this.#load();
+  }
+
+  get state(): DeviceLifecycleState {
+    return this.#lifecycle.getSnapshot().value as DeviceLifecycleState;
+  }
+
+  /** True when the actor holds no work and no load is under way, so it may be passivated. */
+  get idle(): boolean {
+    return this.mailbox.size === 0 && this.state !== 'loading';
+  }
+
+  /**
+   * Processes `work` now when the device is ready and nothing is queued before it, else queues it.
+   * Returns false when the mailbox is full: await `mailbox.space()` and offer again.
+   */
+  offer(work: UplinkWork): boolean {
+    const now = this.#env.clock.now();
+    this.lastActive = now;
+    const state = this.state;
+    if (state !== 'loading' && now - this.#loadedAt > this.#env.refreshAfterMs) {
+      this.#lifecycle.send({ type: 'STALE' });
+      this.#load();
+    }
+    if (this.state !== 'loading' && this.mailbox.size === 0) {
+      this.#process(work);
+      return true;
+    }
+    return this.mailbox.offer(work);
+  }
+
+  /** Forgets the cached device so the next uplink re-reads it (profiles or payload changed). */
+  invalidate(): void {
+    this.#loadedAt = Number.NEGATIVE_INFINITY;
+  }
+
+  passivate(): void {
+    this.#retryTimer?.cancel();
+    this.#lifecycle.send({ type: 'PASSIVATE' });
+    this.#lifecycle.stop();
+    this.#device = undefined;
+  }
+
+  #load(): void {
+    const env = this.#env;
+    env.directory.getDevice(this.deviceId).then(
+      (info) => {
+        if (this.state !== 'loading') return;
+        this.#loadedAt = env.clock.now();
+        if (info === undefined) {
+          this.#device = undefined;
+          this.#rejectAll = { code: 'UNKNOWN_DEVICE', reason: `device ${this.deviceId} does not exist` };
+          this.#lifecycle.send({ type: 'NOT_FOUND' });
+        } else {
+          try {
+            this.#device = env.compile(info);
+            this.#rejectAll = undefined;
+          } catch (error) {
+            this.#device = undefined;
+            this.#rejectAll = { code: 'PROCESSING_FAILED', reason: `device ${this.deviceId} cannot be compiled: ${toFleetError(error).message}` };
+          }
+          this.#lifecycle.send({ type: 'LOADED' });
+        }
+        this.#drain();
+      },
+      (error: unknown) => {
+        if (this.state !== 'loading') return;
+        const fleetError = toFleetError(error, 'UNAVAILABLE');
+        env.onLoadError?.(this.deviceId, fleetError);
+        this.#lifecycle.send({ type: 'LOAD_FAILED' });
+        // Queued work waits (the full mailbox pushes back to the source) until the directory answers.
+        this.#retryTimer = env.clock.setTimeout(() => {
+          this.#retryTimer = undefined;
+          if (this.state === 'loading') this.#load();
+        }, env.loadRetryMs);
+      },
+    );
+  }
+
+  #drain(): void {
+    let work: UplinkWork | undefined;
+    while (this.state !== 'loading' && (work = this.mailbox.take()) !== undefined) this.#process(work);
+  }
+
+  #process(work: UplinkWork): void {
+    const out: UplinkOutput = { rows: [], rejections: [] };
+    if (this.#rejectAll !== undefined || this.#device === undefined) {
+      const reject = this.#rejectAll ?? { code: 'PROCESSING_FAILED' as const, reason: 'device not loaded' };
+      out.rejections.push({ code: reject.code, reason: reject.reason });
+    } else {
+      try {
+        processUplink(work.envelope, this.#device, out);
+      } catch (error) {
+        // A defect in one uplink's processing never stops the actor: the uplink is dead-lettered.
+        out.rows.length = 0;
+        out.rejections.length = 0;
+        out.rejections.push({ code: 'PROCESSING_FAILED', reason: toFleetError(error).message });
+      }
+    }
+    this.#env.sink.emit(work, out);
+  }
+}

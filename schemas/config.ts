@@ -1,0 +1,58 @@
+/**
+ * Process configuration (validated where the process is wired, bin/fleetstream.ts). Every field has
+ * a default that runs everything embedded under `dataDir`; a URL switches a port to its distributed
+ * adapter (DESIGN.md §2).
+ */
+import Type, { type Static } from 'typebox';
+
+export const Role = Type.Union([Type.Literal('all'), Type.Literal('edge'), Type.Literal('engine')]);
+export type Role = Static<typeof Role>;
+
+export const Config = Type.Object({
+  /** What this process runs: the HTTP edge, the engine (device actors), or both. */
+  role: Role,
+  /** Embedded data: local log, chDB, PGlite. */
+  dataDir: Type.String({ minLength: 1 }),
+  http: Type.Object({
+    host: Type.String(),
+    port: Type.Integer({ minimum: 0, maximum: 65535 }),
+    /** Largest accepted request body, bytes. */
+    maxBodyBytes: Type.Integer({ minimum: 1 }),
+    /** Sustained requests per second per token; 0 disables the limit. */
+    rateLimitPerSecond: Type.Number({ minimum: 0 }),
+    /** Requests a token may burst above the sustained rate. */
+    rateLimitBurst: Type.Integer({ minimum: 1 }),
+  }),
+  /** Kafka brokers (host:port, comma separated). Unset: the embedded local log. */
+  kafkaBrokers: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+  /** ClickHouse server HTTP URL. Unset: embedded chDB. */
+  clickhouseUrl: Type.Optional(Type.String({ minLength: 1 })),
+  /** PostgreSQL URL. Unset: embedded PGlite. */
+  databaseUrl: Type.Optional(Type.String({ minLength: 1 })),
+  engine: Type.Object({
+    /** Partitions of the `uplinks` topic (fixed once created). */
+    partitions: Type.Integer({ minimum: 1, maximum: 1024 }),
+    /** Idle time after which a device actor is passivated, ms. */
+    passivateAfterMs: Type.Integer({ minimum: 1 }),
+    /** Uplinks queued per device before its partition is paused. */
+    mailboxCapacity: Type.Integer({ minimum: 1 }),
+    /** Uplinks dispatched but not yet durable before all fetching pauses. */
+    maxInFlight: Type.Integer({ minimum: 1 }),
+    /** Rows per state-store insert. */
+    batchRows: Type.Integer({ minimum: 1 }),
+    /** Longest a row waits before its batch is inserted, ms. */
+    batchDelayMs: Type.Integer({ minimum: 0 }),
+  }),
+  log: Type.Object({
+    level: Type.Union([Type.Literal('debug'), Type.Literal('info'), Type.Literal('warn'), Type.Literal('error')]),
+  }),
+});
+export type Config = Static<typeof Config>;
+
+export const defaultConfig: Config = {
+  role: 'all',
+  dataDir: './data',
+  http: { host: '0.0.0.0', port: 8080, maxBodyBytes: 64 * 1024, rateLimitPerSecond: 0, rateLimitBurst: 100 },
+  engine: { partitions: 8, passivateAfterMs: 60_000, mailboxCapacity: 256, maxInFlight: 20_000, batchRows: 10_000, batchDelayMs: 100 },
+  log: { level: 'info' },
+};
