@@ -155,3 +155,87 @@ export const NewGround = Type.Object({
   userId: Type.Optional(Id),
 });
 export type NewGround = Static<typeof NewGround>;
+
+// ---- activation service (spec §2.5–2.8, §4.5–4.6) ----
+
+/** Device type name: the second part of `<partner>/<device_type_name>` (spec §2.7). */
+export const DEVICE_TYPE_NAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$';
+export const DeviceTypeName = Type.String({ pattern: DEVICE_TYPE_NAME_PATTERN });
+
+/** What a published device type version gives every device activated with it. */
+export const DeviceTypeDefinition = Type.Object({
+  description: Type.Optional(Description),
+  assets: Type.Array(NewAsset, { maxItems: 256 }),
+  payload: Type.Optional(PayloadSettings),
+});
+export type DeviceTypeDefinition = Static<typeof DeviceTypeDefinition>;
+
+/** One immutable, published version of a partner's device type (spec §9). */
+export const DeviceTypeVersion = Type.Object({
+  partnerId: Id,
+  name: DeviceTypeName,
+  version: Type.Integer({ minimum: 1 }),
+  /** `<partnerId>/<name>:<version>`. */
+  ref: DeviceTypeRef,
+  definition: DeviceTypeDefinition,
+  publishedAt: EpochMs,
+});
+export type DeviceTypeVersion = Static<typeof DeviceTypeVersion>;
+
+/**
+ * Activation code: 16 Crockford base32 characters (80 random bits), upper case. People type these
+ * from a label, so lookups also accept lower case, `-`/space grouping and I/L/O for 1/1/0.
+ */
+export const ACTIVATION_CODE_PATTERN = '^[0-9A-HJKMNP-TV-Z]{16}$';
+export const ActivationCode = Type.String({ pattern: ACTIVATION_CODE_PATTERN });
+
+export const ActivationStatus = Type.Union([Type.Literal('unused'), Type.Literal('used')]);
+export type ActivationStatus = Static<typeof ActivationStatus>;
+
+export const NewActivationOption = Type.Object({
+  description: Type.Optional(Description),
+  /** `<partner>/<device_type_name>[:<version>|:latest]`; the partner must be the activation's partner. */
+  device: Type.Object({ type: DeviceTypeRef }),
+  network: NetworkBinding,
+});
+export type NewActivationOption = Static<typeof NewActivationOption>;
+
+/** Spec §4.5 request body. */
+export const NewActivation = Type.Object({
+  description: Type.Optional(Description),
+  hardware: Type.Object({ id: DeviceName }),
+  options: Type.Array(NewActivationOption, { minItems: 1, maxItems: 32 }),
+});
+export type NewActivation = Static<typeof NewActivation>;
+
+export const ActivationOption = Type.Object({
+  id: Id,
+  description: Type.String(),
+  /** As requested, with `:latest` appended when the request named no version (spec §2.7); resolved at activation. */
+  device: Type.Object({ type: DeviceTypeRef }),
+  network: NetworkBinding,
+});
+export type ActivationOption = Static<typeof ActivationOption>;
+
+/** Spec §2.5. */
+export const Activation = Type.Object({
+  code: ActivationCode,
+  partnerId: Id,
+  description: Type.String(),
+  status: ActivationStatus,
+  activatedDeviceId: Type.Union([Id, Type.Null()]),
+  activatedOptionId: Type.Union([Id, Type.Null()]),
+  hardware: Type.Object({ id: DeviceName }),
+  options: Type.Array(ActivationOption),
+  createdAt: EpochMs,
+});
+export type Activation = Static<typeof Activation>;
+
+/** Spec §4.6 request body, plus the user the bearer token named. */
+export const ActivateRequest = Type.Object({
+  code: Type.String({ maxLength: 64 }),
+  option: Id,
+  groundId: Id,
+  userId: Id,
+});
+export type ActivateRequest = Static<typeof ActivateRequest>;

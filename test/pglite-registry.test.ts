@@ -4,16 +4,21 @@ import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createPgliteRegistry } from '../adapters/pglite/createPgliteRegistry.ts';
-import { registryContract, rejects } from './contracts/registry.contract.ts';
+import { migrations as allMigrations } from '../adapters/sql-registry/migrations.ts';
+import { activationContract } from './contracts/activation.contract.ts';
+import { registryContract, rejects, type RegistryFactory } from './contracts/registry.contract.ts';
 
-registryContract('pglite (in memory)', async ({ clock }) => {
+const inMemory: RegistryFactory = async ({ clock }) => {
   const registry = await createPgliteRegistry({ clock });
   return {
     registry,
     sql: async (text, params) => (await registry.executor.query<Record<string, unknown>>(text, params)).rows,
     dispose: () => registry.close(),
   };
-}).run();
+};
+
+registryContract('pglite (in memory)', inMemory).run();
+activationContract('pglite (in memory)', inMemory).run();
 
 const files = suite('pglite registry: data dir');
 
@@ -28,7 +33,7 @@ files('data survives a reopen; one open registry per data dir', async () => {
     assert.equal(await second.getUser(user.entity.id), user.entity);
     assert.equal(await second.authenticate(user.token), { scope: 'user', subjectId: user.entity.id });
     const migrations = (await second.executor.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version')).rows;
-    assert.equal(migrations.map((m) => Number(m.version)), [1], 'reopening applies nothing twice');
+    assert.equal(migrations.map((m) => Number(m.version)), allMigrations.map((m) => m.version), 'reopening applies nothing twice');
     await second.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -7,7 +7,9 @@ import pg from 'pg';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createPostgresRegistry } from '../adapters/postgres/createPostgresRegistry.ts';
-import { registryContract, rejects } from './contracts/registry.contract.ts';
+import { migrations as allMigrations } from '../adapters/sql-registry/migrations.ts';
+import { activationContract } from './contracts/activation.contract.ts';
+import { registryContract, rejects, type RegistryFactory } from './contracts/registry.contract.ts';
 
 const url = process.env.DATABASE_URL_TEST;
 
@@ -28,7 +30,7 @@ function schemaName(): string {
 if (!url) {
   console.log('postgres registry: DATABASE_URL_TEST is not configured; PostgreSQL contract not run');
 } else {
-  registryContract('postgres', async ({ clock }) => {
+  const isolated: RegistryFactory = async ({ clock }) => {
     const schema = schemaName();
     const registry = await createPostgresRegistry({ url, schema, clock, poolSize: 4 });
     return {
@@ -39,7 +41,9 @@ if (!url) {
         await dropSchema(schema);
       },
     };
-  }).run();
+  };
+  registryContract('postgres', isolated).run();
+  activationContract('postgres', isolated).run();
 
   const server = suite('postgres registry: server specifics');
 
@@ -54,7 +58,7 @@ if (!url) {
       const [r1, r2] = await Promise.all([createPostgresRegistry({ url, schema: a }), createPostgresRegistry({ url, schema: a })]);
       assert.equal(await r1.getUser(user.entity.id), user.entity);
       const versions = (await r2.executor.query<{ version: number }>('SELECT version FROM schema_migrations')).rows;
-      assert.equal(versions.map((v) => Number(v.version)), [1]);
+      assert.equal(versions.map((v) => Number(v.version)).sort(), allMigrations.map((m) => m.version));
       await Promise.all([ra.close(), rb.close(), r1.close(), r2.close()]);
     } finally {
       await dropSchema(a);

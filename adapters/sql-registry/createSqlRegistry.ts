@@ -9,6 +9,7 @@ import { isId, newId } from '../../engine/ids.ts';
 import type { Asset, AssetFields, Device, DevicePatch, DeviceWithAssets, Ground, NewDevice, NewGround, Partner, Principal, Registry, TokenScope, User, WithToken } from '../../engine/ports/registry.ts';
 import { hashToken, newToken, tokenScope } from '../../engine/tokens.ts';
 import * as S from '../../schemas/registry.ts';
+import { activationOperations } from './activations.ts';
 import { createDevice } from './createDevice.ts';
 import type { SqlExecutor, SqlQueryable } from './executor.ts';
 import { migrate } from './migrate.ts';
@@ -298,6 +299,8 @@ export async function createSqlRegistry(executor: SqlExecutor, options: SqlRegis
       if (!tokenScope(token)) return false;
       return guard(async () => (await executor.query('UPDATE tokens SET revoked_at = $2 WHERE hash = $1 AND revoked_at IS NULL', [hashToken(token), clock.now()])).rowCount > 0);
     },
+
+    ...activationOperations({ executor, clock, guard, insertToken }),
 
     async close() {
       if (closed) return;

@@ -1,8 +1,8 @@
 /**
  * Registry schema as numbered migrations, applied in order by migrate.ts. A migration, once
  * released, never changes (migrate.ts refuses a database whose recorded checksum differs); changes
- * go in a new migration. Versions 2+ are reserved for the activation service (spec §2.5–2.8):
- * device types with versions, activations, options.
+ * go in a new migration. Version 2 holds the activation service (spec §2.5–2.8): device types
+ * with versions, activations, options.
  *
  * Times are bigint epoch milliseconds (as everywhere in Fleetstream). Constraint names are stable:
  * sqlErrors.ts maps their violations to FleetError codes.
@@ -87,6 +87,57 @@ CREATE TABLE tokens (
   revoked_at bigint
 );
 CREATE INDEX tokens_subject_idx ON tokens (scope, subject_id);
+`,
+  },
+  {
+    version: 2,
+    name: 'device types activations options',
+    sql: `
+CREATE TABLE device_types (
+  id         text PRIMARY KEY,
+  partner_id text NOT NULL CONSTRAINT device_types_partner_id_fkey REFERENCES partners (id),
+  name       text NOT NULL,
+  created_at bigint NOT NULL,
+  CONSTRAINT device_types_partner_name_key UNIQUE (partner_id, name)
+);
+
+-- Published versions are immutable: a change is a new version (spec §9).
+CREATE TABLE device_type_versions (
+  device_type_id text NOT NULL CONSTRAINT device_type_versions_type_fkey REFERENCES device_types (id) ON DELETE CASCADE,
+  version        integer NOT NULL CONSTRAINT device_type_versions_version_check CHECK (version >= 1),
+  definition     jsonb NOT NULL,
+  published_at   bigint NOT NULL,
+  PRIMARY KEY (device_type_id, version)
+);
+
+-- spec §2.6: one hardware id maps to exactly one activation code (within the partner's reference system).
+-- activated_device_id has no foreign key: the activation stays on record after its device is deleted.
+CREATE TABLE activations (
+  code                text PRIMARY KEY CONSTRAINT activations_code_check CHECK (code ~ '^[0-9A-HJKMNP-TV-Z]{16}$'),
+  partner_id          text NOT NULL CONSTRAINT activations_partner_id_fkey REFERENCES partners (id),
+  description         text NOT NULL,
+  hardware_id         text NOT NULL,
+  status              text NOT NULL CONSTRAINT activations_status_check CHECK (status IN ('unused', 'used')),
+  activated_device_id text,
+  activated_option_id text,
+  activated_at        bigint,
+  created_at          bigint NOT NULL,
+  CONSTRAINT activations_partner_hardware_key UNIQUE (partner_id, hardware_id),
+  CONSTRAINT activations_used_check CHECK ((status = 'used') = (activated_option_id IS NOT NULL))
+);
+
+CREATE TABLE activation_options (
+  id              text PRIMARY KEY,
+  activation_code text NOT NULL CONSTRAINT activation_options_code_fkey REFERENCES activations (code) ON DELETE CASCADE,
+  position        integer NOT NULL,
+  description     text NOT NULL,
+  device_type_id  text NOT NULL CONSTRAINT activation_options_type_fkey REFERENCES device_types (id),
+  -- 'latest' or a version number, as the option asked; resolved when the code is redeemed.
+  type_version    text NOT NULL CONSTRAINT activation_options_version_check CHECK (type_version ~ '^(latest|[0-9]{1,9})$'),
+  network_id      text NOT NULL,
+  network_data    jsonb NOT NULL,
+  CONSTRAINT activation_options_position_key UNIQUE (activation_code, position)
+);
 `,
   },
 ];

@@ -21,6 +21,9 @@ const BY_CONSTRAINT: Record<string, Mapping> = {
   assets_device_id_fkey: { code: 'NOT_FOUND', message: 'device not found', field: 'deviceId' },
   memberships_ground_id_fkey: { code: 'NOT_FOUND', message: 'ground not found', field: 'groundId' },
   memberships_user_id_fkey: { code: 'NOT_FOUND', message: 'user not found', field: 'userId' },
+  device_types_partner_id_fkey: { code: 'NOT_FOUND', message: 'partner not found', field: 'partnerId' },
+  activations_partner_id_fkey: { code: 'NOT_FOUND', message: 'partner not found', field: 'partnerId' },
+  activations_partner_hardware_key: { code: 'CONFLICT', message: 'the partner already has an activation for that hardware id', field: 'hardware.id' },
 };
 
 /** Exact SQLSTATEs (PostgreSQL Appendix A). */

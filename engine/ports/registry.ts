@@ -11,11 +11,16 @@
  * without querying.
  */
 import type {
+  ActivateRequest,
+  Activation,
   Asset,
   AssetFields,
   Device,
   DevicePatch,
+  DeviceTypeDefinition,
+  DeviceTypeVersion,
   Ground,
+  NewActivation,
   NewDevice,
   NewGround,
   Partner,
@@ -26,11 +31,18 @@ import type {
 import type { DeviceDirectory, DeviceInfo } from './directory.ts';
 
 export type {
+  ActivateRequest,
+  Activation,
+  ActivationOption,
   Asset,
   AssetFields,
   Device,
   DevicePatch,
+  DeviceTypeDefinition,
+  DeviceTypeVersion,
   Ground,
+  NewActivation,
+  NewActivationOption,
   NewAsset,
   NewDevice,
   NewGround,
@@ -61,6 +73,13 @@ export interface UpsertedAsset {
   asset: Asset;
   /** True when this call created the asset, false when it updated an existing one. */
   created: boolean;
+}
+
+/** The result of redeeming an activation code (spec §4.6). */
+export interface Activated {
+  /** Now `used`, naming the device and the option chosen. */
+  activation: Activation;
+  device: CreatedDevice;
 }
 
 export interface Registry {
@@ -123,6 +142,34 @@ export interface Registry {
   issueToken(scope: TokenScope, subjectId: string): Promise<string>;
   /** True when the token existed and was not revoked before. */
   revokeToken(token: string): Promise<boolean>;
+
+  // ---- activation service (spec §2.5–2.8, §4.5–4.6) ----
+  /**
+   * Publishes the next version (1, 2, …) of the partner's device type, creating the type on first
+   * use. NOT_FOUND when the partner does not exist; VALIDATION_FAILED for a bad name or definition.
+   */
+  publishDeviceType(partnerId: string, name: string, definition: DeviceTypeDefinition): Promise<DeviceTypeVersion>;
+  /** A published version by `<partnerId>/<name>[:<n>|:latest]` (no suffix: the latest). */
+  resolveDeviceType(ref: string): Promise<DeviceTypeVersion | undefined>;
+  /**
+   * Creates an `unused` activation with a generated code and option ids (spec §4.5). Option device
+   * types must belong to the partner (FORBIDDEN otherwise); a `:latest`/unversioned type without
+   * any published version gets an empty version 1 published first (spec §2.7); a numbered version
+   * must exist (NOT_FOUND). CONFLICT when the partner already has an activation for the hardware id.
+   */
+  createActivation(partnerId: string, input: NewActivation): Promise<Activation>;
+  /** The partner's activation by code (any case, `-`/space grouping accepted); another partner's reads as undefined. */
+  getActivation(partnerId: string, code: string): Promise<Activation | undefined>;
+  /** The partner's activation of a hardware id (spec §2.6: troubleshooting). */
+  findActivationByHardware(partnerId: string, hardwareId: string): Promise<Activation | undefined>;
+  /**
+   * Redeems a code in one transaction (spec §4.6): the device, named after the hardware id, is
+   * created in the ground from the option's device type version (resolved now) and network, and the
+   * activation becomes `used`. FORBIDDEN when the user is not a member of the ground; NOT_FOUND for
+   * an unknown code or an option of another activation; CONFLICT when the code was already used or
+   * the device name / devEui is taken (the code then stays unused).
+   */
+  activate(request: ActivateRequest): Promise<Activated>;
 
   close(): Promise<void>;
 }
