@@ -118,6 +118,13 @@ test('json device state: empty object yields nothing', () => {
   assert.equal(runJson({}), { rows: [], rejections: [] });
 });
 
+test('json: a very long unknown asset name is kept whole in the rejection, shortened in its reason', () => {
+  const name = 'n'.repeat(10_000);
+  const out = runJson({ [name]: { value: 1 } });
+  assert.equal(codes(out), [['UNKNOWN_ASSET', name]]);
+  assert.ok(out.rejections[0].reason.length < 200);
+});
+
 test('json: a "__proto__" asset name is data, not a prototype', () => {
   const out = runJson('{"__proto__": {"value": 1}, "door": {"value": true}}');
   assert.equal(codes(out), [['UNKNOWN_ASSET', '__proto__']]);

@@ -76,6 +76,11 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return proto === Object.prototype || proto === null;
 }
 
+/** An asset name for a reason text; the rejection's `asset` field keeps it whole. */
+function quote(name: string): string {
+  return JSON.stringify(name.length > 100 ? `${name.slice(0, 97)}...` : name);
+}
+
 function reject(out: UplinkOutput, code: ErrorCode, reason: string, asset?: string): void {
   out.rejections.push(asset === undefined ? { code, reason } : { code, reason, asset });
 }
@@ -140,7 +145,7 @@ function emit(
   const problem = checkJsonValue(value, depth, MAX_BODY_DEPTH);
   if (problem !== undefined && problem.code === 'TOO_DEEP') throw new Abort('TOO_DEEP', problem.reason);
   const asset = device.assets.get(name);
-  if (asset === undefined) return reject(out, 'UNKNOWN_ASSET', `device ${env.deviceId} has no asset "${name}"`, name);
+  if (asset === undefined) return reject(out, 'UNKNOWN_ASSET', `device ${env.deviceId} has no asset ${quote(name)}`, name);
   if (problem !== undefined) return reject(out, problem.code, problem.reason, name);
   const ts = resolveAt(at, defaultTs, cbor);
   if (Number.isNaN(ts)) return reject(out, 'INVALID_AT', describeAt(at, cbor), name);
@@ -196,7 +201,7 @@ function processJson(env: UplinkEnvelope, device: CompiledDevice, out: UplinkOut
       const problem = checkJsonValue(state, 1, MAX_BODY_DEPTH, name);
       if (problem !== undefined && problem.code === 'TOO_DEEP') throw new Abort('TOO_DEEP', problem.reason);
     }
-    reject(out, 'INVALID_STATE', `state of asset "${name}" must be an object with "value" (and optional "at")`, name);
+    reject(out, 'INVALID_STATE', `state of asset ${quote(name)} must be an object with "value" (and optional "at")`, name);
   }
 }
 
