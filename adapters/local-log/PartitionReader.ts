@@ -23,6 +23,8 @@ export class PartitionReader {
   #pos = 0;
   #chunkBytes: number;
   #report: (report: CorruptionReport) => void;
+  /** Damage met after some good records: those are returned first, the error on the next read. */
+  #damage: FleetError | undefined;
 
   constructor(log: PartitionLog, offset: number, chunkBytes: number, report: (report: CorruptionReport) => void) {
     this.#log = log;
@@ -43,8 +45,19 @@ export class PartitionReader {
 
   /** Up to `max` records from the reader's offset on; empty when none is durable yet. */
   async read(max: number): Promise<LogRecord[]> {
-    const log = this.#log;
+    if (this.#damage) throw this.#damage;
     const out: LogRecord[] = [];
+    try {
+      await this.#fill(out, max);
+    } catch (error) {
+      if (out.length === 0) throw error;
+      this.#damage = error as FleetError;
+    }
+    return out;
+  }
+
+  async #fill(out: LogRecord[], max: number): Promise<void> {
+    const log = this.#log;
     while (out.length < max && this.#offset < log.durableOffset) {
       let segment = this.#segment;
       if (segment === undefined || segment.deleted) {
@@ -77,7 +90,6 @@ export class PartitionReader {
       this.#bufPos = 0;
       this.#bufEnd = leftover + n;
     }
-    return out;
   }
 
   #parse(segment: Segment, out: LogRecord[], max: number): void {

@@ -382,6 +382,7 @@ export function logContract(name: string, factory: () => Promise<LogFixture>, op
     const inFlight = new Map<number, string>();
     const violations: string[] = [];
     const delivered = new Set<string>();
+    // Slow handlers keep batches in flight, so both rebalances below happen mid-batch.
     const member = (name: string): { recorder: Recorder; consumer: Consumer } => {
       const recorder = new Recorder();
       let self: Consumer;
@@ -390,13 +391,18 @@ export function logContract(name: string, factory: () => Promise<LogFixture>, op
         if (holder !== undefined) violations.push(`${name} got partition ${batch.partition} while ${holder} was processing it`);
         if (!recorder.owned.has(tpKey(topic, batch.partition))) violations.push(`${name} got partition ${batch.partition} it does not own`);
         inFlight.set(batch.partition, name);
-        await delay(2);
-        await recorder.onBatch(batch);
-        for (const r of batch.records) delivered.add(`${r.partition}@${r.offset}`);
-        inFlight.delete(batch.partition);
-        await self.commit([{ topic, partition: batch.partition, offset: batch.records[batch.records.length - 1].offset + 1 }]);
+        try {
+          await delay(5);
+          await recorder.onBatch(batch);
+          for (const r of batch.records) delivered.add(`${r.partition}@${r.offset}`);
+          await self.commit([{ topic, partition: batch.partition, offset: batch.records[batch.records.length - 1].offset + 1 }]);
+        } catch (error) {
+          violations.push(`${name} failed on partition ${batch.partition}: ${String(error)}`);
+        } finally {
+          inFlight.delete(batch.partition);
+        }
       };
-      self = consumer({ group, topics: [topic], maxBatchRecords: 10, onBatch, onAssign: recorder.onAssign, onRevoke: recorder.onRevoke });
+      self = consumer({ group, topics: [topic], maxBatchRecords: 5, onBatch, onAssign: recorder.onAssign, onRevoke: recorder.onRevoke });
       return { recorder, consumer: self };
     };
     const a = member('a');
@@ -406,17 +412,22 @@ export function logContract(name: string, factory: () => Promise<LogFixture>, op
     };
     await a.consumer.start();
     await until(() => a.recorder.owned.size === partitions, 'a to own every partition');
-    await appendMany(200, 'x');
+    await appendMany(400, 'x');
+    await until(() => a.recorder.records.length >= 20, 'a to be busy');
     await b.consumer.start();
     await until(() => a.recorder.owned.size > 0 && b.recorder.owned.size > 0 && a.recorder.owned.size + b.recorder.owned.size === partitions, 'a and b to split the partitions');
     for (const key of a.recorder.owned) assert.not.ok(b.recorder.owned.has(key), `${key} owned by both`);
     await appendMany(200, 'y');
-    await until(() => delivered.size >= 400, 'all 400 records');
+    await until(() => delivered.size >= 600, 'all 600 records');
     assert.ok(b.recorder.records.length > 0, 'b received records');
+    const bBefore = b.recorder.records.length;
+    await appendMany(200, 'z');
+    await until(() => b.recorder.records.length > bBefore, 'b to be busy');
     await b.consumer.stop();
     await until(() => a.recorder.owned.size === partitions, 'a to own every partition again');
-    await appendMany(40, 'z');
-    await until(() => delivered.size >= 440, 'all 440 records');
+    await until(() => delivered.size >= 800, 'all 800 records');
+    await appendMany(20, 'w');
+    await until(() => delivered.size >= 820, 'all 820 records');
     assert.equal(violations, []);
   }));
 
