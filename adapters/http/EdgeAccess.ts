@@ -1,0 +1,148 @@
+/**
+ * Who may do what at the edge (DESIGN.md §5). A bearer token is resolved by the registry into a
+ * principal; then:
+ *   - a device token reaches only its own device: it reads the device, its assets, states and
+ *     rejections, sends states, and creates or updates its assets (the AllThingsTalk SDKs declare
+ *     their assets with the device token); it cannot rename or delete the device or delete assets;
+ *   - a user token reaches the devices of the grounds the user is a member of, fully;
+ *   - a partner token reaches none of these routes.
+ * Existence is checked before membership (404 before 403): ids are 131 random bits, so answering
+ * 404 tells nothing an attacker could enumerate. A device token asking for another device gets 403
+ * without a lookup.
+ *
+ * Every uplink needs a token, a device and (for users) a membership: without a cache that is two or
+ * three registry queries per state. Positive answers are kept `cacheTtlMs`; changes made through
+ * this edge drop what they touch at once (forget()), changes made elsewhere (another edge, the
+ * admin CLI revoking a token) take effect within cacheTtlMs. Failed lookups are never cached.
+ */
+import type { Clock } from '../../engine/clock.ts';
+import { FleetError } from '../../engine/errors.ts';
+import { tokenScope } from '../../engine/tokens.ts';
+import type { Asset, DeviceWithAssets, Ground, Principal, Registry } from '../../engine/ports/registry.ts';
+import { TtlCache } from './TtlCache.ts';
+
+/** read: GETs; write: states and asset create/update; manage: device rename/delete, asset delete. */
+export type DeviceNeed = 'read' | 'write' | 'manage';
+
+export interface Authenticated {
+  principal: Principal;
+  token: string;
+}
+
+const BEARER = /^Bearer +(\S+) *$/i;
+
+export interface EdgeAccessOptions {
+  registry: Registry;
+  clock: Clock;
+  /** How long a token's principal, a device and a membership are reused, ms. 0: always ask the registry. */
+  cacheTtlMs: number;
+}
+
+export class EdgeAccess {
+  readonly #registry: Registry;
+  readonly #principals: TtlCache<string, Principal>;
+  readonly #devices: TtlCache<string, DeviceWithAssets>;
+  readonly #members: TtlCache<string, true>;
+  /** Asset id → device id: an asset never moves to another device. */
+  readonly #assetDevices: TtlCache<string, string>;
+
+  constructor(options: EdgeAccessOptions) {
+    this.#registry = options.registry;
+    const cache = { clock: options.clock, ttlMs: options.cacheTtlMs };
+    this.#principals = new TtlCache(cache);
+    this.#devices = new TtlCache(cache);
+    this.#members = new TtlCache(cache);
+    this.#assetDevices = new TtlCache(cache);
+  }
+
+  /** Drops what is cached about a device; when it was deleted, its tokens' principals too. */
+  forget(deviceId: string, deleted = false): void {
+    this.#devices.delete(deviceId);
+    if (deleted) this.#principals.deleteWhere((p) => p.scope === 'device' && p.subjectId === deviceId);
+  }
+
+  /** 401 for a missing, malformed, unknown or revoked token. */
+  async authenticate(header: string | undefined): Promise<Authenticated> {
+    if (header === undefined || header === '') throw new FleetError('UNAUTHORIZED', 'missing bearer token');
+    const match = BEARER.exec(header);
+    if (match === null) throw new FleetError('UNAUTHORIZED', 'authorization must be "Bearer <token>"');
+    const token = match[1];
+    // Not shaped like a token: refuse without a registry lookup.
+    if (tokenScope(token) === undefined) throw new FleetError('UNAUTHORIZED', 'invalid token');
+    let principal = this.#principals.get(token);
+    if (principal === undefined) {
+      principal = await this.#registry.authenticate(token);
+      if (principal === undefined) throw new FleetError('UNAUTHORIZED', 'invalid or revoked token');
+      this.#principals.set(token, principal);
+    }
+    return { principal, token };
+  }
+
+  /** A ground the principal is a member of (user tokens only). */
+  async ground(principal: Principal, groundId: string): Promise<Ground> {
+    if (principal.scope !== 'user') throw new FleetError('FORBIDDEN', `a ${principal.scope} token cannot manage grounds`);
+    const ground = await this.#registry.getGround(groundId);
+    if (ground === undefined) throw new FleetError('NOT_FOUND', `ground ${groundId} not found`);
+    if (!(await this.#isMember(groundId, principal.subjectId))) throw new FleetError('FORBIDDEN', 'not a member of this ground');
+    return ground;
+  }
+
+  /** The device with its assets, when the principal may `need` it. */
+  async device(principal: Principal, deviceId: string, need: DeviceNeed): Promise<DeviceWithAssets> {
+    this.#precheck(principal, deviceId, need);
+    let device = this.#devices.get(deviceId);
+    if (device === undefined) {
+      device = await this.#registry.getDevice(deviceId);
+      if (device === undefined) throw new FleetError('UNKNOWN_DEVICE', `device ${deviceId} not found`);
+      this.#devices.set(deviceId, device);
+    }
+    if (principal.scope === 'user' && !(await this.#isMember(device.groundId, principal.subjectId))) {
+      throw new FleetError('FORBIDDEN', 'not a member of the ground of this device');
+    }
+    return device;
+  }
+
+  /** An asset by its global id (spec §4.1 `asset/<AssetID>/…`) and its device. */
+  async asset(principal: Principal, assetId: string, need: DeviceNeed): Promise<{ device: DeviceWithAssets; asset: Asset }> {
+    if (principal.scope === 'partner') throw new FleetError('FORBIDDEN', 'a partner token cannot reach devices');
+    let deviceId = this.#assetDevices.get(assetId);
+    if (deviceId === undefined) {
+      const asset = await this.#registry.getAssetById(assetId);
+      if (asset === undefined) {
+        // A device token only learns about its own assets.
+        if (principal.scope === 'device') throw new FleetError('FORBIDDEN', 'not an asset of this device');
+        throw new FleetError('UNKNOWN_ASSET', `asset ${assetId} not found`);
+      }
+      deviceId = asset.deviceId;
+      this.#assetDevices.set(assetId, deviceId);
+    }
+    const device = await this.device(principal, deviceId, need);
+    const current = device.assets.find((a) => a.id === assetId);
+    // Deleted between the two reads.
+    if (current === undefined) throw new FleetError('UNKNOWN_ASSET', `asset ${assetId} not found`);
+    return { device, asset: current };
+  }
+
+  async #isMember(groundId: string, userId: string): Promise<boolean> {
+    const key = `${groundId}/${userId}`;
+    if (this.#members.get(key)) return true;
+    const member = await this.#registry.isMember(groundId, userId);
+    if (member) this.#members.set(key, true);
+    return member;
+  }
+
+  #precheck(principal: Principal, deviceId: string, need: DeviceNeed): void {
+    if (principal.scope === 'partner') throw new FleetError('FORBIDDEN', 'a partner token cannot reach devices');
+    if (principal.scope === 'device') {
+      if (principal.subjectId !== deviceId) throw new FleetError('FORBIDDEN', 'a device token reaches only its own device');
+      if (need === 'manage') throw new FleetError('FORBIDDEN', 'a device token cannot rename or delete its device or delete assets');
+    }
+  }
+}
+
+/** The asset of a device by name, or UNKNOWN_ASSET (404). */
+export function assetOf(device: DeviceWithAssets, name: string): Asset {
+  const asset = device.assets.find((a) => a.name === name);
+  if (asset === undefined) throw new FleetError('UNKNOWN_ASSET', `device ${device.id} has no asset "${name}"`);
+  return asset;
+}

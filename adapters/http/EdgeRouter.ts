@@ -1,0 +1,108 @@
+/**
+ * Registers routes on a Hono app from a description (TypeBox schemas for path, query, body and
+ * responses) and keeps the descriptions, so the OpenAPI document is built from the very schemas
+ * that validate requests. Every authenticated route runs, in order: bearer authentication (401),
+ * the per-token rate limit (429), path parameters (400: a malformed id never reaches SQL), query
+ * parameters (422), then the handler. Anything thrown becomes a problem+json answer.
+ */
+import type { Context, Hono } from 'hono';
+import type { Static, TSchema } from 'typebox';
+import { FleetError } from '../../engine/errors.ts';
+import type { Authenticated, EdgeAccess } from './EdgeAccess.ts';
+import { problemResponse } from './problemResponse.ts';
+import type { TokenBuckets } from './TokenBuckets.ts';
+import { check, coerceQuery } from './validate.ts';
+
+export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+export interface ResponseSpec {
+  description: string;
+  /** Media type → schema. */
+  content?: Record<string, TSchema>;
+  headers?: Record<string, { description: string; schema: TSchema }>;
+}
+
+export interface RouteSpec<P extends TSchema = TSchema, Q extends TSchema = TSchema> {
+  methods: HttpMethod[];
+  /** OpenAPI form: `/device/{id}/state`. */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tags: string[];
+  params?: P;
+  query?: Q;
+  body?: { required: boolean; content: Record<string, TSchema> };
+  responses: Record<number, ResponseSpec>;
+  /** Statuses answered with application/problem+json besides the common ones. */
+  errors?: number[];
+}
+
+export interface RouteInput<P, Q> {
+  params: P;
+  query: Q;
+}
+
+export interface AuthedInput<P, Q> extends RouteInput<P, Q>, Authenticated {}
+
+export interface RegisteredRoute {
+  spec: RouteSpec;
+  authenticated: boolean;
+}
+
+export interface EdgeRouterOptions {
+  app: Hono;
+  access: EdgeAccess;
+  /** Per-token limit; absent: none. */
+  limiter?: TokenBuckets;
+  onInternal?(error: unknown, context: { method: string; path: string }): void;
+}
+
+export class EdgeRouter {
+  readonly routes: RegisteredRoute[] = [];
+  readonly #options: EdgeRouterOptions;
+
+  constructor(options: EdgeRouterOptions) {
+    this.#options = options;
+  }
+
+  /** A route that needs a bearer token. */
+  route<P extends TSchema = TSchema, Q extends TSchema = TSchema>(
+    spec: RouteSpec<P, Q>,
+    handler: (c: Context, input: AuthedInput<Static<P>, Static<Q>>) => Promise<Response>,
+  ): void {
+    this.#register(spec as RouteSpec, true, async (c) => {
+      const auth = await this.#options.access.authenticate(c.req.header('authorization'));
+      const wait = this.#options.limiter?.take(auth.token) ?? 0;
+      if (wait > 0) {
+        throw new FleetError('RATE_LIMITED', 'too many requests for this token', { detail: { retryAfter: wait } });
+      }
+      const input = this.#input(c, spec as RouteSpec);
+      return handler(c, { ...auth, params: input.params as Static<P>, query: input.query as Static<Q> });
+    });
+  }
+
+  /** A route open to anyone (health, the OpenAPI document). */
+  publicRoute(spec: RouteSpec, handler: (c: Context) => Promise<Response> | Response): void {
+    this.#register(spec, false, async (c) => handler(c));
+  }
+
+  #input(c: Context, spec: RouteSpec): RouteInput<unknown, unknown> {
+    const params = spec.params ? check(spec.params, c.req.param(), 'path', 'BAD_REQUEST') : {};
+    const query = spec.query ? check(spec.query, coerceQuery(spec.query, c.req.queries()), 'query') : {};
+    return { params, query };
+  }
+
+  #register(spec: RouteSpec, authenticated: boolean, run: (c: Context) => Promise<Response>): void {
+    this.routes.push({ spec, authenticated });
+    const honoPath = spec.path.replace(/\{([A-Za-z0-9_]+)\}/g, ':$1');
+    const methods = spec.methods.map((m) => m.toUpperCase());
+    this.#options.app.on(methods, honoPath, async (c) => {
+      try {
+        return await run(c);
+      } catch (error) {
+        return problemResponse(error, c.req.path, (e) => this.#options.onInternal?.(e, { method: c.req.method, path: c.req.path }));
+      }
+    });
+  }
+}

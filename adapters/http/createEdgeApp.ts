@@ -1,0 +1,87 @@
+/**
+ * The HTTP edge for devices, assets and states (DESIGN.md §5) as a Hono app: routes described by
+ * TypeBox schemas (schemas/edge.ts), the OpenAPI document generated from them at /openapi.json,
+ * /health for probes, and every error as application/problem+json with a stable code.
+ */
+import { Hono } from 'hono';
+import { FleetError } from '../../engine/errors.ts';
+import { Health } from '../../schemas/edge.ts';
+import { assetRoutes } from './assetRoutes.ts';
+import { deviceRoutes } from './deviceRoutes.ts';
+import { EdgeAccess } from './EdgeAccess.ts';
+import { DEFAULT_MAX_BODY_BYTES, type EdgeContext, type EdgeDeps } from './EdgeDeps.ts';
+import { EdgeRouter } from './EdgeRouter.ts';
+import { openApiDocument } from './openApiDocument.ts';
+import { problemResponse } from './problemResponse.ts';
+import { stateRoutes } from './stateRoutes.ts';
+import { TokenBuckets } from './TokenBuckets.ts';
+import { uplinkRoutes } from './uplinkRoutes.ts';
+
+export type { EdgeDeps, EdgeLimits, EdgeLogger, UplinkIngestPort } from './EdgeDeps.ts';
+
+const JSON_TYPE = 'application/json';
+
+export function createEdgeApp(deps: EdgeDeps): Hono {
+  const maxBodyBytes = deps.limits?.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  if (!(Number.isSafeInteger(maxBodyBytes) && maxBodyBytes > 0)) throw new RangeError('limits.maxBodyBytes must be a positive integer');
+  const rate = deps.limits?.rateLimit;
+  const limiter = rate !== undefined && rate.perSecond > 0
+    ? new TokenBuckets({ clock: deps.clock, perSecond: rate.perSecond, burst: rate.burst })
+    : undefined;
+
+  const app = new Hono();
+  const logInternal = (error: unknown, where: Record<string, unknown>) => {
+    deps.logger?.error('http edge internal error', { ...where, error: error instanceof Error ? error : String(error) });
+  };
+  const access = new EdgeAccess({ registry: deps.registry, clock: deps.clock, cacheTtlMs: deps.cacheTtlMs ?? 2000 });
+  const router = new EdgeRouter({ app, access, limiter, onInternal: (error, where) => logInternal(error, where) });
+  const edge: EdgeContext = {
+    deps,
+    router,
+    access,
+    maxBodyBytes,
+    changed(deviceId, deleted = false) {
+      access.forget(deviceId, deleted);
+      try {
+        deps.onDeviceChanged?.(deviceId);
+      } catch (error) {
+        logInternal(error, { onDeviceChanged: deviceId });
+      }
+    },
+  };
+
+  router.publicRoute({
+    methods: ['get'],
+    path: '/health',
+    operationId: 'health',
+    summary: 'Liveness probe',
+    tags: ['meta'],
+    responses: { 200: { description: 'the process serves requests', content: { [JSON_TYPE]: Health } } },
+  }, (c) => c.json({ status: 'ok' }));
+
+  deviceRoutes(edge);
+  assetRoutes(edge);
+  uplinkRoutes(edge);
+  stateRoutes(edge);
+
+  let document: Record<string, unknown> | undefined;
+  router.publicRoute({
+    methods: ['get'],
+    path: '/openapi.json',
+    operationId: 'openapi',
+    summary: 'This OpenAPI 3.1 document',
+    tags: ['meta'],
+    responses: { 200: { description: 'OpenAPI 3.1 document' } },
+  }, (c) => {
+    document ??= openApiDocument(router.routes, {
+      title: 'Fleetstream device data exchange',
+      version: '1',
+      description: 'Devices, assets and states (uplink, reads, history). Errors are application/problem+json with a stable `code`.',
+    });
+    return c.json(document);
+  });
+
+  app.notFound((c) => problemResponse(new FleetError('NOT_FOUND', `no route ${c.req.method} ${c.req.path}`), c.req.path));
+  app.onError((error, c) => problemResponse(error, c.req.path, (e) => logInternal(e, { method: c.req.method, path: c.req.path })));
+  return app;
+}

@@ -1,0 +1,108 @@
+/**
+ * Device management (DESIGN.md §5, AllThingsTalk habits): create and list the devices of a ground
+ * with a user token of a member; read, rename and delete a device. Creating answers the device
+ * token once.
+ */
+import type { Device } from '../../engine/ports/registry.ts';
+import {
+  CreatedDevice,
+  DeviceCreateBody,
+  DeviceList,
+  DeviceParams,
+  DevicePatchBody,
+  DeviceWithAssets,
+  GroundParams,
+} from '../../schemas/edge.ts';
+import type { EdgeContext } from './EdgeDeps.ts';
+import { readJsonBody } from './requestBody.ts';
+import { check } from './validate.ts';
+
+const JSON_TYPE = 'application/json';
+const TAGS = ['devices'];
+
+export function deviceRoutes(edge: EdgeContext): void {
+  const { router, access, deps } = edge;
+  const { registry } = deps;
+
+  router.route({
+    methods: ['post'],
+    path: '/ground/{groundId}/devices',
+    operationId: 'createDevice',
+    summary: 'Create a device (and its assets) in a ground; answers its device token once',
+    tags: TAGS,
+    params: GroundParams,
+    body: { required: true, content: { [JSON_TYPE]: DeviceCreateBody } },
+    responses: { 201: { description: 'created', content: { [JSON_TYPE]: CreatedDevice } } },
+    errors: [404, 409, 413, 415, 422],
+  }, async (c, { principal, params }) => {
+    const ground = await access.ground(principal, params.groundId);
+    const body = check<DeviceCreateBody>(DeviceCreateBody, await readJsonBody(c.req.raw, edge.maxBodyBytes), 'body');
+    const created = await registry.createDevice({ ...body, groundId: ground.id });
+    edge.changed(created.device.id);
+    c.header('location', `/device/${created.device.id}`);
+    c.header('cache-control', 'no-store');
+    return c.json({ ...created.device, token: created.token }, 201);
+  });
+
+  router.route({
+    methods: ['get'],
+    path: '/ground/{groundId}/devices',
+    operationId: 'listDevices',
+    summary: 'Devices of a ground, oldest first',
+    tags: TAGS,
+    params: GroundParams,
+    responses: { 200: { description: 'the devices', content: { [JSON_TYPE]: DeviceList } } },
+    errors: [404],
+  }, async (c, { principal, params }) => {
+    const ground = await access.ground(principal, params.groundId);
+    const devices: Device[] = await registry.listDevices(ground.id);
+    return c.json(devices);
+  });
+
+  router.route({
+    methods: ['get'],
+    path: '/device/{id}',
+    operationId: 'getDevice',
+    summary: 'A device with its assets (user of its ground, or its own device token)',
+    tags: TAGS,
+    params: DeviceParams,
+    responses: { 200: { description: 'the device', content: { [JSON_TYPE]: DeviceWithAssets } } },
+    errors: [404],
+  }, async (c, { principal, params }) => {
+    return c.json(await access.device(principal, params.id, 'read'));
+  });
+
+  router.route({
+    methods: ['patch'],
+    path: '/device/{id}',
+    operationId: 'updateDevice',
+    summary: 'Change the name, title or description of a device',
+    tags: TAGS,
+    params: DeviceParams,
+    body: { required: true, content: { [JSON_TYPE]: DevicePatchBody } },
+    responses: { 200: { description: 'the device', content: { [JSON_TYPE]: DeviceWithAssets } } },
+    errors: [404, 409, 413, 415, 422],
+  }, async (c, { principal, params }) => {
+    const device = await access.device(principal, params.id, 'manage');
+    const patch = check<DevicePatchBody>(DevicePatchBody, await readJsonBody(c.req.raw, edge.maxBodyBytes), 'body');
+    const updated = await registry.updateDevice(device.id, patch);
+    edge.changed(device.id);
+    return c.json({ ...updated, assets: device.assets });
+  });
+
+  router.route({
+    methods: ['delete'],
+    path: '/device/{id}',
+    operationId: 'deleteDevice',
+    summary: 'Delete a device and its assets; its tokens are revoked',
+    tags: TAGS,
+    params: DeviceParams,
+    responses: { 204: { description: 'deleted' } },
+    errors: [404],
+  }, async (c, { principal, params }) => {
+    const device = await access.device(principal, params.id, 'manage');
+    await registry.deleteDevice(device.id);
+    edge.changed(device.id, true);
+    return c.body(null, 204);
+  });
+}

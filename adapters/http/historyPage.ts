@@ -1,0 +1,96 @@
+/**
+ * Keyset pagination of an asset's state history over the StateStore port, which knows only
+ * `from`/`to`/`limit`/`order` by `ts`. Pages are ordered by (ts, uplinkId) — unique per asset, since
+ * an uplink yields one state per asset and the store hides replayed duplicates — so the order is
+ * total and stable while new states arrive. The cursor is opaque to clients: base64url of the last
+ * row's ts and uplink id.
+ *
+ * The store orders ties on ts by uplinkId in the query's direction (store contract), which is this
+ * order, so a limit cuts a page exactly where it should. What the store cannot do is start inside a
+ * ts: the states sharing the cursor's ts are read whole (at most GROUP_MAX of them; no device sends
+ * more states of one asset for one millisecond) and those past the cursor kept.
+ */
+import { FleetError } from '../../engine/errors.ts';
+import type { Order, StateStore, StoredState } from '../../engine/ports/store.ts';
+
+export const GROUP_MAX = 10_000;
+
+export interface HistoryPageQuery {
+  deviceId: string;
+  asset: string;
+  /** Inclusive, epoch ms. */
+  from?: number;
+  /** Exclusive, epoch ms. */
+  to?: number;
+  limit: number;
+  order: Order;
+  cursor?: string;
+}
+
+export interface HistoryPageResult {
+  items: StoredState[];
+  /** Cursor of the next page, when there is one. */
+  next?: string;
+}
+
+interface Cursor {
+  ts: number;
+  uplinkId: string;
+}
+
+export function encodeCursor(row: Pick<StoredState, 'ts' | 'uplinkId'>, order: Order): string {
+  return Buffer.from(JSON.stringify([row.ts, row.uplinkId, order]), 'utf8').toString('base64url');
+}
+
+function invalidCursor(message: string): FleetError {
+  return new FleetError('VALIDATION_FAILED', `query.cursor: ${message}`, {
+    detail: { errors: [{ path: 'query.cursor', message }] },
+  });
+}
+
+export function decodeCursor(text: string, order: Order): Cursor {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
+  } catch {
+    throw invalidCursor('not a cursor of this API');
+  }
+  if (!Array.isArray(parsed) || parsed.length !== 3) throw invalidCursor('not a cursor of this API');
+  const [ts, uplinkId, cursorOrder] = parsed as unknown[];
+  if (!Number.isSafeInteger(ts) || typeof uplinkId !== 'string' || uplinkId.length > 128) throw invalidCursor('not a cursor of this API');
+  if (cursorOrder !== order) throw invalidCursor(`made for order=${String(cursorOrder)}; pass the same order`);
+  return { ts: ts as number, uplinkId };
+}
+
+function compare(order: Order): (a: Cursor, b: Cursor) => number {
+  const sign = order === 'asc' ? 1 : -1;
+  return (a, b) => sign * (a.ts - b.ts || (a.uplinkId < b.uplinkId ? -1 : a.uplinkId > b.uplinkId ? 1 : 0));
+}
+
+export async function historyPage(store: Pick<StateStore, 'history'>, q: HistoryPageQuery): Promise<HistoryPageResult> {
+  const cmp = compare(q.order);
+  const base = { deviceId: q.deviceId, asset: q.asset, order: q.order };
+  const group = (ts: number) => store.history({ ...base, from: ts, to: ts + 1, limit: GROUP_MAX });
+  let from = q.from;
+  let to = q.to;
+  const rows: StoredState[] = [];
+
+  if (q.cursor !== undefined) {
+    const cursor = decodeCursor(q.cursor, q.order);
+    const inRange = (from === undefined || cursor.ts >= from) && (to === undefined || cursor.ts < to);
+    if (inRange) for (const row of await group(cursor.ts)) if (cmp(row, cursor) > 0) rows.push(row);
+    // The rest lies strictly beyond the cursor's ts.
+    if (q.order === 'desc') to = to === undefined ? cursor.ts : Math.min(to, cursor.ts);
+    else from = from === undefined ? cursor.ts + 1 : Math.max(from, cursor.ts + 1);
+  }
+
+  const wanted = q.limit + 1 - rows.length;
+  if (wanted > 0 && (from === undefined || to === undefined || from < to)) {
+    rows.push(...await store.history({ ...base, from, to, limit: wanted }));
+  }
+
+  // Already in order when the store keeps its contract; sorting keeps pages consistent if it does not.
+  rows.sort(cmp);
+  const items = rows.slice(0, q.limit);
+  return rows.length > q.limit ? { items, next: encodeCursor(items[items.length - 1], q.order) } : { items };
+}

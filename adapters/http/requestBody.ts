@@ -1,0 +1,80 @@
+/**
+ * Request bodies at the edge: media type checks (415), bounded reads (413, readBody.ts), and
+ * syntax checks of JSON (400 MALFORMED_JSON) and CBOR (400 MALFORMED_CBOR). Everything a client
+ * can get wrong synchronously is answered here, before anything reaches the log.
+ */
+import { decode as decodeCborValue } from 'cbor-x';
+import { FleetError } from '../../engine/errors.ts';
+import { readBody } from './readBody.ts';
+
+export type BodyFormat = 'json' | 'cbor';
+
+const MEDIA_TYPES: Record<string, BodyFormat> = {
+  'application/json': 'json',
+  'application/cbor': 'cbor',
+};
+
+/**
+ * The body format named by a Content-Type header, when it is one of `allowed`. A charset other
+ * than UTF-8 on JSON is refused (RFC 8259 §8.1: JSON exchanged between systems is UTF-8).
+ */
+export function bodyFormat(header: string | undefined, allowed: readonly BodyFormat[]): BodyFormat {
+  const names = allowed.map((f) => `application/${f}`).join(' or ');
+  if (header === undefined || header.trim() === '') {
+    throw new FleetError('UNSUPPORTED_CONTENT_TYPE', `content-type required: ${names}`);
+  }
+  const [type, ...params] = header.split(';');
+  const format = MEDIA_TYPES[type.trim().toLowerCase()];
+  if (format === undefined || !allowed.includes(format)) {
+    throw new FleetError('UNSUPPORTED_CONTENT_TYPE', `unsupported content-type "${type.trim().slice(0, 100)}"; expected ${names}`);
+  }
+  for (const param of params) {
+    const [name, value = ''] = param.split('=');
+    if (name.trim().toLowerCase() === 'charset' && !/^"?utf-8"?$/i.test(value.trim())) {
+      throw new FleetError('UNSUPPORTED_CONTENT_TYPE', `unsupported charset "${value.trim().slice(0, 40)}"; JSON must be UTF-8`);
+    }
+  }
+  return format;
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** JSON text → value; 400 MALFORMED_JSON on empty bodies, invalid UTF-8 or syntax errors. */
+export function parseJson(bytes: Uint8Array): unknown {
+  if (bytes.byteLength === 0) throw new FleetError('MALFORMED_JSON', 'empty body; expected JSON');
+  let text: string;
+  try {
+    text = utf8.decode(bytes);
+  } catch (cause) {
+    throw new FleetError('MALFORMED_JSON', 'body is not valid UTF-8', { cause });
+  }
+  try {
+    return JSON.parse(text);
+  } catch (cause) {
+    throw new FleetError('MALFORMED_JSON', `body is not valid JSON: ${(cause as Error).message.slice(0, 200)}`, { cause });
+  }
+}
+
+/**
+ * Checks that the bytes are exactly one well-formed CBOR data item (RFC 8949), trailing bytes
+ * refused. The decoded value is only looked at, never kept: the device actor decodes the raw bytes
+ * again from the log with the device's own settings.
+ */
+export function checkCbor(bytes: Uint8Array): unknown {
+  if (bytes.byteLength === 0) throw new FleetError('MALFORMED_CBOR', 'empty body; expected CBOR');
+  try {
+    return decodeCborValue(bytes);
+  } catch (cause) {
+    throw new FleetError('MALFORMED_CBOR', `body is not well-formed CBOR: ${(cause as Error).message.slice(0, 200)}`, { cause });
+  }
+}
+
+/** A JSON request body of a management route: application/json, bounded, parsed. */
+export async function readJsonBody(request: Request, maxBytes: number): Promise<unknown> {
+  bodyFormat(request.headers.get('content-type') ?? undefined, ['json']);
+  return parseJson(await readBody(request, maxBytes));
+}
+
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,158 @@
+/**
+ * Request and response schemas of the HTTP edge for devices, assets and states (DESIGN.md §5).
+ * The same objects validate requests (typebox/compile) and make up the OpenAPI document served at
+ * `/openapi.json`: TypeBox schemas are JSON Schema, which OpenAPI 3.1 embeds as is.
+ */
+import Type, { type Static } from 'typebox';
+import { Asset, AssetKind, AssetName, AssetProfile, Device, DevicePatch, Id, NewDevice } from './registry.ts';
+
+// ---- errors ----
+
+/** RFC 9457 problem details, plus a stable `code` (engine/errors.ts ErrorCodes). */
+export const Problem = Type.Object({
+  type: Type.String({ description: 'URI reference naming the problem type' }),
+  title: Type.String(),
+  status: Type.Integer(),
+  code: Type.String({ description: 'stable error code (engine/errors.ts)' }),
+  detail: Type.String(),
+  instance: Type.Optional(Type.String({ description: 'the request path' })),
+  errors: Type.Optional(Type.Array(Type.Object({ path: Type.String(), message: Type.String() }))),
+});
+export type Problem = Static<typeof Problem>;
+
+// ---- path parameters ----
+
+export const GroundParams = Type.Object({ groundId: Id });
+export const DeviceParams = Type.Object({ id: Id });
+export const DeviceAssetParams = Type.Object({ id: Id, name: AssetName });
+export const AssetIdParams = Type.Object({ assetId: Id });
+
+// ---- query parameters ----
+
+/** Epoch milliseconds or an RFC 3339 date-time. */
+export const TimeParam = Type.Union([
+  Type.Integer({ minimum: 0, maximum: 8_640_000_000_000_000 }),
+  Type.String({ format: 'date-time' }),
+], { description: 'epoch milliseconds or ISO 8601 date-time' });
+
+export const Resolution = Type.Union([Type.Literal('minute'), Type.Literal('hour'), Type.Literal('day')]);
+
+export const HistoryQuery = Type.Object({
+  from: Type.Optional(TimeParam),
+  to: Type.Optional(TimeParam),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'page size, default 100' })),
+  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 256, pattern: '^[A-Za-z0-9_-]+$', description: 'opaque, from `next` of the previous page' })),
+  order: Type.Optional(Type.Union([Type.Literal('asc'), Type.Literal('desc')], { description: 'by measurement time, default desc' })),
+  resolution: Type.Optional(Resolution),
+}, { additionalProperties: false });
+export type HistoryQuery = Static<typeof HistoryQuery>;
+
+export const RejectionsQuery = Type.Object({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'default 100' })),
+  before: Type.Optional(TimeParam),
+}, { additionalProperties: false });
+export type RejectionsQuery = Static<typeof RejectionsQuery>;
+
+// ---- devices ----
+
+const { groundId: _groundId, assets: _assets, ...newDeviceFields } = NewDevice.properties;
+
+/** Asset in a create request: the AllThingsTalk SDKs' capitalised keys are mapped before this check. */
+export const AssetCreateBody = Type.Object({
+  name: AssetName,
+  is: AssetKind,
+  title: Type.Optional(Asset.properties.title),
+  description: Type.Optional(Asset.properties.description),
+  profile: Type.Optional(AssetProfile),
+}, { additionalProperties: false });
+export type AssetCreateBody = Static<typeof AssetCreateBody>;
+
+/** `PUT /device/{id}/asset/{name}`: creates (then `is` is required) or updates. `name`, when sent, must equal the path's. */
+export const AssetPutBody = Type.Object({
+  name: Type.Optional(AssetName),
+  is: Type.Optional(AssetKind),
+  title: Type.Optional(Asset.properties.title),
+  description: Type.Optional(Asset.properties.description),
+  profile: Type.Optional(AssetProfile),
+}, { additionalProperties: false });
+export type AssetPutBody = Static<typeof AssetPutBody>;
+
+export const DeviceCreateBody = Type.Object({
+  ...newDeviceFields,
+  assets: Type.Optional(Type.Array(AssetCreateBody, { maxItems: 256 })),
+}, { additionalProperties: false });
+export type DeviceCreateBody = Static<typeof DeviceCreateBody>;
+
+export const DevicePatchBody = Type.Object({ ...DevicePatch.properties }, { additionalProperties: false });
+export type DevicePatchBody = Static<typeof DevicePatchBody>;
+
+export const DeviceWithAssets = Type.Object({ ...Device.properties, assets: Type.Array(Asset) });
+
+/** `201` of device creation: the device token is shown once and never again. */
+export const CreatedDevice = Type.Object({
+  ...Device.properties,
+  assets: Type.Array(Asset),
+  token: Type.String({ description: 'device token (fsd_…), shown once' }),
+});
+
+export const DeviceList = Type.Array(Device);
+export const AssetList = Type.Array(Asset);
+
+// ---- states ----
+
+/** Spec §2.1 asset state message. */
+export const AssetStateBody = Type.Object({
+  value: Type.Unknown({ description: 'any JSON value, checked against the asset profile' }),
+  at: Type.Optional(Type.String({ description: 'ISO 8601 measurement time; default: receive time' })),
+});
+
+/** Spec §2.2 device state message (JSON): asset name → asset state. CBOR also takes the simplified form (asset → bare value). */
+export const DeviceStateBody = Type.Record(Type.String(), AssetStateBody);
+
+/** `202`: the uplink is durable in the log; its states are processed asynchronously (see /device/{id}/rejections). */
+export const Accepted = Type.Object({
+  uplinkId: Type.Optional(Type.String()),
+  receivedAt: Type.Optional(Type.String({ format: 'date-time' })),
+});
+
+export const StateValue = Type.Object({
+  value: Type.Unknown(),
+  at: Type.String({ format: 'date-time', description: 'measurement time' }),
+});
+
+/** Latest state of every asset of a device, by asset name (the shape of a device state message). */
+export const DeviceStateOut = Type.Record(Type.String(), StateValue);
+
+/** AllThingsTalk's asset state answer; `state` is null before the first value. */
+export const AssetStateOut = Type.Object({ id: Id, state: Type.Union([StateValue, Type.Null()]) });
+
+export const HistoryPage = Type.Object({
+  items: Type.Array(StateValue),
+  next: Type.Optional(Type.String({ description: 'cursor of the next page; absent on the last one' })),
+});
+
+export const AggregatePage = Type.Object({
+  resolution: Resolution,
+  from: Type.String({ format: 'date-time' }),
+  to: Type.String({ format: 'date-time' }),
+  items: Type.Array(Type.Object({
+    at: Type.String({ format: 'date-time', description: 'bucket start' }),
+    count: Type.Integer(),
+    min: Type.Union([Type.Number(), Type.Null()]),
+    max: Type.Union([Type.Number(), Type.Null()]),
+    avg: Type.Union([Type.Number(), Type.Null()]),
+  })),
+});
+
+export const RejectionList = Type.Object({
+  items: Type.Array(Type.Object({
+    at: Type.String({ format: 'date-time' }),
+    code: Type.String(),
+    reason: Type.String(),
+    asset: Type.Optional(Type.String()),
+    uplinkId: Type.String(),
+    channel: Type.String(),
+  })),
+});
+
+export const Health = Type.Object({ status: Type.Literal('ok') });

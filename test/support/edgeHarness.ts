@@ -1,0 +1,216 @@
+/**
+ * The HTTP edge over real HTTP on loopback, for the http-*.test.ts suites: a registry from a
+ * factory (PGlite in memory, or PostgreSQL in its own schema when DATABASE_URL_TEST is set), the
+ * local log in a temp dir behind engine/UplinkIngest, an optional chDB store, and fetch helpers.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { createEdgeApp, type EdgeDeps } from '../../adapters/http/createEdgeApp.ts';
+import { serveEdge, type ServedEdge } from '../../adapters/http/serveEdge.ts';
+import { createLocalLog, type LocalLog } from '../../adapters/local-log/LocalLog.ts';
+import { createPgliteRegistry } from '../../adapters/pglite/createPgliteRegistry.ts';
+import { createPostgresRegistry } from '../../adapters/postgres/createPostgresRegistry.ts';
+import { SimulatedClock } from '../../engine/clock.ts';
+import { decodeEnvelope } from '../../engine/envelope.ts';
+import type { ProducerRecord, RecordPosition } from '../../engine/ports/log.ts';
+import type { Registry } from '../../engine/ports/registry.ts';
+import type { RejectionRow, RejectionStore } from '../../engine/ports/rejections.ts';
+import type { StateStore } from '../../engine/ports/store.ts';
+import { UplinkIngest } from '../../engine/UplinkIngest.ts';
+import type { UplinkEnvelope } from '../../schemas/messages.ts';
+
+export interface RegistryFactory {
+  name: string;
+  create(): Promise<{ registry: Registry; dispose(): Promise<void> }>;
+}
+
+/** PGlite always; PostgreSQL too when DATABASE_URL_TEST names a server. */
+export function registryFactories(): RegistryFactory[] {
+  const factories: RegistryFactory[] = [{
+    name: 'pglite',
+    async create() {
+      const registry = await createPgliteRegistry();
+      return { registry, dispose: () => registry.close() };
+    },
+  }];
+  const url = process.env.DATABASE_URL_TEST;
+  if (url) {
+    factories.push({
+      name: 'postgres',
+      async create() {
+        const schema = `edge_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+        const registry = await createPostgresRegistry({ url, schema, poolSize: 4 });
+        return {
+          registry,
+          async dispose() {
+            await registry.close();
+            const client = new pg.Client({ connectionString: url });
+            await client.connect();
+            try {
+              await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+            } finally {
+              await client.end();
+            }
+          },
+        };
+      },
+    });
+  }
+  return factories;
+}
+
+/** Rejections kept in memory (the edge only reads them). */
+export class MemoryRejections implements RejectionStore {
+  rows: RejectionRow[] = [];
+  async append(rows: readonly RejectionRow[]): Promise<void> {
+    this.rows.push(...rows);
+  }
+  async recent(deviceId: string, options: { limit?: number; before?: number } = {}): Promise<RejectionRow[]> {
+    return this.rows
+      .filter((r) => r.deviceId === deviceId && (options.before === undefined || r.rejectedAt < options.before))
+      .sort((a, b) => b.rejectedAt - a.rejectedAt)
+      .slice(0, options.limit ?? 100);
+  }
+}
+
+const emptyStore: Pick<StateStore, 'latest' | 'history' | 'aggregate'> = {
+  latest: async () => [],
+  history: async () => [],
+  aggregate: async () => [],
+};
+
+export interface HarnessOptions {
+  registry: Registry;
+  store?: Pick<StateStore, 'latest' | 'history' | 'aggregate'>;
+  limits?: EdgeDeps['limits'];
+  /** Wraps the ingest (e.g. to simulate backpressure). */
+  ingest?(real: UplinkIngest): EdgeDeps['ingest'];
+  clockStart?: number;
+}
+
+export interface Reply {
+  status: number;
+  headers: Headers;
+  text: string;
+  /** Parsed JSON body, or undefined when the body is not JSON. */
+  json: any;
+}
+
+export interface Seeded {
+  userToken: string;
+  userId: string;
+  groundId: string;
+  deviceId: string;
+  deviceToken: string;
+  assetIds: Record<string, string>;
+}
+
+export class EdgeHarness {
+  readonly clock: SimulatedClock;
+  readonly registry: Registry;
+  readonly log: LocalLog;
+  readonly ingest: UplinkIngest;
+  readonly rejections = new MemoryRejections();
+  /** Envelopes the log confirmed durable, in append order. */
+  readonly appended: UplinkEnvelope[] = [];
+  readonly changed: string[] = [];
+  readonly errors: unknown[] = [];
+  #dir: string;
+  #server!: ServedEdge;
+  base = '';
+
+  private constructor(options: HarnessOptions, dir: string, log: LocalLog) {
+    this.clock = new SimulatedClock(options.clockStart ?? Date.UTC(2025, 0, 1));
+    this.registry = options.registry;
+    this.#dir = dir;
+    this.log = log;
+    const appended = this.appended;
+    const counting = {
+      async append(topic: string, records: ProducerRecord[]): Promise<RecordPosition[]> {
+        const positions = await log.append(topic, records);
+        for (const r of records) appended.push(decodeEnvelope(r.value));
+        return positions;
+      },
+    };
+    this.ingest = new UplinkIngest({ log: counting, clock: this.clock });
+  }
+
+  static async start(options: HarnessOptions): Promise<EdgeHarness> {
+    const dir = mkdtempSync(join(tmpdir(), 'fleetstream-edge-'));
+    const log = createLocalLog({ dir: join(dir, 'log') });
+    await log.ensureTopics([{ name: 'uplinks', partitions: 4 }]);
+    const h = new EdgeHarness(options, dir, log);
+    const app = createEdgeApp({
+      registry: options.registry,
+      ingest: options.ingest ? options.ingest(h.ingest) : h.ingest,
+      store: options.store ?? emptyStore,
+      rejections: h.rejections,
+      clock: h.clock,
+      onDeviceChanged: (id) => h.changed.push(id),
+      limits: options.limits,
+      logger: { error: (message, fields) => h.errors.push({ message, ...fields }) },
+    });
+    h.#server = await serveEdge(app, { port: 0 });
+    h.base = `http://127.0.0.1:${h.#server.port}`;
+    return h;
+  }
+
+  async close(): Promise<void> {
+    await this.#server.close();
+    await this.ingest.close();
+    await this.log.close();
+    rmSync(this.#dir, { recursive: true, force: true });
+  }
+
+  async request(method: string, path: string, options: {
+    token?: string;
+    json?: unknown;
+    body?: string | Uint8Array | ReadableStream<Uint8Array>;
+    contentType?: string;
+    headers?: Record<string, string>;
+  } = {}): Promise<Reply> {
+    const headers: Record<string, string> = { ...options.headers };
+    if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
+    let body = options.body;
+    if (options.json !== undefined) {
+      body = JSON.stringify(options.json);
+      headers['content-type'] = 'application/json';
+    }
+    if (options.contentType !== undefined) headers['content-type'] = options.contentType;
+    const res = await fetch(this.base + path, { method, headers, body, duplex: 'half' } as RequestInit);
+    const text = await res.text();
+    let json: unknown;
+    try {
+      json = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    return { status: res.status, headers: res.headers, text, json };
+  }
+
+  /** A user who is a member of a new ground holding one device with the given assets. */
+  async seed(assets: { name: string; is?: 'sensor' | 'actuator' | 'virtual'; profile?: Record<string, unknown> }[] = [
+    { name: 'temperature', profile: { type: 'number' } },
+    { name: 'door', profile: { type: 'boolean' } },
+  ]): Promise<Seeded> {
+    const tag = randomBytes(4).toString('hex');
+    const user = await this.registry.createUser({ name: `user-${tag}` });
+    const ground = await this.registry.createGround({ name: `ground-${tag}`, userId: user.entity.id });
+    const created = await this.registry.createDevice({
+      groundId: ground.id,
+      name: `device-${tag}`,
+      assets: assets.map((a) => ({ name: a.name, is: a.is ?? 'sensor', profile: a.profile ?? {} })),
+    });
+    return {
+      userToken: user.token,
+      userId: user.entity.id,
+      groundId: ground.id,
+      deviceId: created.device.id,
+      deviceToken: created.token,
+      assetIds: Object.fromEntries(created.device.assets.map((a) => [a.name, a.id])),
+    };
+  }
+}
