@@ -10,7 +10,7 @@ export type Reader = (b: Uint8Array) => unknown;
 type NumReader = (b: Uint8Array) => number;
 
 const HEX: string[] = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
-const utf8 = new TextDecoder('utf-8', { fatal: true });
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 const scratch = new DataView(new ArrayBuffer(8));
 
 export function decodeFailed(reason: string): FleetError {
