@@ -40,6 +40,46 @@ for (const c of stateCases) {
   });
 }
 
+test('cbor at: time tags and their limits', () => {
+  const door = (at: string) => run(envelope(hexBytes(`a1 64646f6f72 a2 6576616c7565 f5 626174 ${at}`), 'cbor'));
+  const base = 1363896240000;
+  const good: Array<[string, number]> = [
+    ['d903e9 a2 01 1a514b67b0 25 1a0007a120', base + 500], // 1001({1: s, -6: 500000 µs})
+    ['d903e9 a2 01 1a514b67b0 28 1a1dcd64ff', base + 499], // 1001({1: s, -9: 499999999 ns})
+    ['d903e9 a1 01 1a514b67b0', base],
+    ['d903e9 a1 01 fb41d452d9ec200000', base + 500], // float seconds
+    ['c1 1a514b67b0', base],
+    ['c1 3903e7', -1_000_000], // tag 1, -1000 s
+    ['f6', RECEIVED_AT],
+  ];
+  for (const [at, ts] of good) {
+    const out = door(at);
+    assert.equal(out.rejections, [], at);
+    assert.is(out.rows[0].ts, ts, at);
+  }
+  const bad: Array<[string, RegExp]> = [
+    ['d903e9 a2 01 1a514b67b0 22 1903e8', /tag 1001/], // fraction of a whole second
+    ['d903e9 a3 01 1a514b67b0 22 01 25 01', /tag 1001/], // two fractions
+    ['d903e9 a2 01 fb41d452d9ec200000 22 01', /tag 1001/], // fraction with float seconds
+    ['d903e9 a2 01 1a514b67b0 04 01', /tag 1001/], // key outside the subset
+    ['d903e9 a1 22 05', /tag 1001/], // no base time
+    ['d903e9 01', /tag 1001/],
+    ['c1 fb7e37e43c8800759c', /tag 1/], // 1e300 s
+    ['c1 6161', /tag 1/],
+    ['c1 1bffffffffffffffff', /tag 1/],
+    ['c0 01', /tag 0/],
+    ['c0 63616263', /^at \(tag 0\) "abc" is not an ISO 8601 timestamp/],
+    ['d9 03e8 01', /tag 1000/],
+    ['1a6553f100', /not a number; CBOR senders may tag epoch seconds with tag 1/],
+    ['f5', /must be an ISO 8601 timestamp string/],
+  ];
+  for (const [at, reason] of bad) {
+    const out = door(at);
+    assert.equal(codes(out), [['INVALID_AT', 'door']], at);
+    assert.match(out.rejections[0].reason, reason);
+  }
+});
+
 // ---- the decoder on RFC 8949 Appendix A ----
 
 test('decodeCbor reads the RFC 8949 Appendix A examples', () => {

@@ -104,7 +104,7 @@ function extendedTime(content: unknown): number {
       fractions++;
     } else return NaN;
   }
-  if (fractions > 1 || (fractions === 1 && !Number.isSafeInteger(seconds))) return NaN;
+  if (fractions > 1 || (fractions === 1 && !Number.isSafeInteger(seconds)) || fraction >= 1000) return NaN;
   const ms = epochSeconds(seconds);
   return Number.isNaN(ms) ? NaN : ms + Math.floor(fraction);
 }
@@ -127,7 +127,10 @@ function describeAt(at: unknown, cbor: boolean): string {
     const shown = at.length > 64 ? `${JSON.stringify(at.slice(0, 61))}...` : JSON.stringify(at);
     return `at ${shown} is not an ISO 8601 timestamp with date and time (${hint})`;
   }
-  if (at instanceof CborTag) return `at: CBOR tag ${at.tag} does not hold a time this service reads (tag 0 string, tag 1 epoch seconds, tag 1001 {1: s, -3|-6|-9: fraction})`;
+  if (at instanceof CborTag) {
+    if (at.tag === TAG_DATE_TIME && typeof at.value === 'string') return `at (tag 0) ${describeAt(at.value, cbor).slice(3)}`;
+    return `at: CBOR tag ${at.tag} does not hold a time this service reads (tag 0 date-time string, tag 1 epoch seconds, tag 1001 {1: seconds, one of -3|-6|-9: fraction})`;
+  }
   if (typeof at === 'number') {
     return `at must be an ISO 8601 timestamp string (${hint}), not a number${cbor ? '; CBOR senders may tag epoch seconds with tag 1' : ''}`;
   }
