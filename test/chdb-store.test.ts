@@ -6,12 +6,26 @@ import * as assert from 'uvu/assert';
 import { createChdbStore } from '../adapters/chdb/createChdbStore.ts';
 import { FleetError } from '../engine/errors.ts';
 import { row, storeContract } from './contracts/store.contract.ts';
+import { rejectionsContract } from './contracts/rejections.contract.ts';
 
 storeContract('chdb', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'fleetstream-chdb-'));
   const store = createChdbStore({ dir });
   return {
     store,
+    async cleanup() {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}).run();
+
+rejectionsContract('chdb', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'fleetstream-chdb-'));
+  const store = createChdbStore({ dir });
+  await store.init();
+  return {
+    rejections: store.rejections,
     async cleanup() {
       await store.close();
       rmSync(dir, { recursive: true, force: true });

@@ -7,6 +7,7 @@ import * as assert from 'uvu/assert';
 import { createClickHouseStore } from '../adapters/clickhouse/createClickHouseStore.ts';
 import { FleetError } from '../engine/errors.ts';
 import { row, storeContract } from './contracts/store.contract.ts';
+import { rejectionsContract } from './contracts/rejections.contract.ts';
 
 const url = process.env.CLICKHOUSE_URL;
 
@@ -38,6 +39,19 @@ if (!url) {
     const store = createClickHouseStore({ url, database });
     return {
       store,
+      async cleanup() {
+        await store.close();
+        await adminQuery(`DROP DATABASE IF EXISTS ${database}`);
+      },
+    };
+  }).run();
+
+  rejectionsContract(`clickhouse server ${url}`, async () => {
+    const database = `fleetstream_test_${process.pid}_${n++}`;
+    const store = createClickHouseStore({ url, database });
+    await store.init();
+    return {
+      rejections: store.rejections,
       async cleanup() {
         await store.close();
         await adminQuery(`DROP DATABASE IF EXISTS ${database}`);

@@ -12,7 +12,7 @@ import { Session } from 'chdb';
 import { FleetError } from '../../engine/errors.ts';
 import type { StateStore } from '../../engine/ports/store.ts';
 import { fleetErrorFromClickHouseCode } from '../clickhouse-sql/clickhouseErrors.ts';
-import { createSqlStateStore, type SqlExecutor, type SqlStateStoreOptions } from '../clickhouse-sql/createSqlStateStore.ts';
+import { createSqlStateStore, type SqlStateStore, type SqlExecutor, type SqlStateStoreOptions } from '../clickhouse-sql/createSqlStateStore.ts';
 
 export interface ChdbStoreOptions extends SqlStateStoreOptions {
   /**
@@ -25,7 +25,7 @@ export interface ChdbStoreOptions extends SqlStateStoreOptions {
   timeoutMs?: number;
 }
 
-export function createChdbStore(options: ChdbStoreOptions): StateStore {
+export function createChdbStore(options: ChdbStoreOptions): SqlStateStore {
   if (typeof options?.dir !== 'string' || options.dir === '') throw new TypeError('createChdbStore: dir is required');
   let session!: Session;
   const timeout = options.timeoutMs;

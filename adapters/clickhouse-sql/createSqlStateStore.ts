@@ -7,6 +7,8 @@ import { checkStateRows } from '../../engine/checkStateRows.ts';
 import { FleetError } from '../../engine/errors.ts';
 import type { AggregateQuery, Bucket, HistoryQuery, StateStore, StoredState } from '../../engine/ports/store.ts';
 import type { StateRow } from '../../schemas/messages.ts';
+import type { RejectionStore } from '../../engine/ports/rejections.ts';
+import { createSqlRejectionStore } from './createSqlRejectionStore.ts';
 import { encodeStateRowsTsv } from './encodeStateRowsTsv.ts';
 import { aggregateSql, decodeBucket, decodeStoredState, historySql, latestSql, RESOLUTION_MS } from './stateQueries.ts';
 import { checkIdentifier, createDatabaseSql, createTableSql, STATE_COLUMNS, type StateTableNames } from './stateTable.ts';
@@ -35,7 +37,12 @@ export interface SqlStateStoreOptions {
   maxBuckets?: number;
 }
 
-export function createSqlStateStore(executor: SqlExecutor, options: SqlStateStoreOptions = {}): StateStore {
+/** The state store, with the device rejections kept in the same database (created by init()). */
+export interface SqlStateStore extends StateStore {
+  readonly rejections: RejectionStore;
+}
+
+export function createSqlStateStore(executor: SqlExecutor, options: SqlStateStoreOptions = {}): SqlStateStore {
   const names: StateTableNames = {
     database: checkIdentifier(options.database ?? 'fleetstream', 'database'),
     table: checkIdentifier(options.table ?? 'states', 'table'),
@@ -52,11 +59,16 @@ export function createSqlStateStore(executor: SqlExecutor, options: SqlStateStor
     if (closed) throw new FleetError('CLOSED', 'state store is closed');
   }
 
+  const rejections = createSqlRejectionStore(executor, { database: names.database });
+
   return {
+    rejections,
+
     async init() {
       open();
       await executor.command(createDatabaseSql(names));
       await executor.command(createTableSql(names));
+      await rejections.init();
     },
 
     async append(rows: readonly StateRow[]) {

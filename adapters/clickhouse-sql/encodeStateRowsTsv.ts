@@ -15,7 +15,7 @@ const TSV_ESCAPES: Record<string, string> = {
 const TSV_SPECIAL = /[\\\t\n\r\0]/;
 const TSV_SPECIAL_ALL = /[\\\t\n\r\0]/g;
 
-function tsvField(value: string): string {
+export function tsvField(value: string): string {
   return TSV_SPECIAL.test(value) ? value.replace(TSV_SPECIAL_ALL, (c) => TSV_ESCAPES[c]) : value;
 }
 

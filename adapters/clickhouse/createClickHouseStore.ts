@@ -15,7 +15,7 @@ import { Readable } from 'node:stream';
 import { FleetError } from '../../engine/errors.ts';
 import type { StateStore } from '../../engine/ports/store.ts';
 import { clickhouseCodeOf, fleetErrorFromClickHouseCode } from '../clickhouse-sql/clickhouseErrors.ts';
-import { createSqlStateStore, type SqlExecutor, type SqlStateStoreOptions } from '../clickhouse-sql/createSqlStateStore.ts';
+import { createSqlStateStore, type SqlStateStore, type SqlExecutor, type SqlStateStoreOptions } from '../clickhouse-sql/createSqlStateStore.ts';
 
 export interface ClickHouseStoreOptions extends SqlStateStoreOptions {
   /** HTTP interface, e.g. http://127.0.0.1:8123. */
@@ -45,7 +45,7 @@ const TRANSIENT_SOCKET_CODES = new Set([
   'ERR_SOCKET_CONNECTION_TIMEOUT',
 ]);
 
-export function createClickHouseStore(options: ClickHouseStoreOptions): StateStore {
+export function createClickHouseStore(options: ClickHouseStoreOptions): SqlStateStore {
   if (typeof options?.url !== 'string' || options.url === '') throw new TypeError('createClickHouseStore: url is required');
   const timeoutMs = options.requestTimeoutMs ?? 30_000;
   let client!: ReturnType<typeof createClient>;

@@ -1,0 +1,82 @@
+/**
+ * A device's recent rejections (engine/ports/rejections.ts) in a `rejections` table beside the
+ * states, with the same SQL on chDB and ClickHouse 18.16. Keyed like the states table so a replayed
+ * dead letter folds into the one already stored (ReplacingMergeTree + FINAL).
+ */
+import { FleetError } from '../../engine/errors.ts';
+import type { RejectionRow, RejectionStore } from '../../engine/ports/rejections.ts';
+import type { SqlExecutor } from './createSqlStateStore.ts';
+import { tsvField } from './encodeStateRowsTsv.ts';
+import { checkIdentifier, int64Literal, quoteString } from './stateTable.ts';
+
+export interface SqlRejectionStoreOptions {
+  database?: string;
+  /** Default 'rejections'. */
+  table?: string;
+  /** Largest `limit` accepted by recent(). Default 1000. */
+  maxLimit?: number;
+}
+
+export const REJECTION_COLUMNS = ['device_id', 'rejected_at', 'uplink_id', 'code', 'asset', 'reason', 'channel'] as const;
+
+export interface SqlRejectionStore extends RejectionStore {
+  /** Creates the table when missing. */
+  init(): Promise<void>;
+}
+
+export function createSqlRejectionStore(executor: Pick<SqlExecutor, 'command' | 'select' | 'insertTsv'>, options: SqlRejectionStoreOptions = {}): SqlRejectionStore {
+  const database = checkIdentifier(options.database ?? 'fleetstream', 'database');
+  const table = checkIdentifier(options.table ?? 'rejections', 'table');
+  const maxLimit = options.maxLimit ?? 1000;
+  const qualified = `\`${database}\`.\`${table}\``;
+
+  return {
+    async init() {
+      await executor.command(`CREATE DATABASE IF NOT EXISTS \`${database}\``);
+      await executor.command(`CREATE TABLE IF NOT EXISTS ${qualified} (
+  device_id String,
+  rejected_at Int64,
+  uplink_id String,
+  code String,
+  asset String,
+  reason String,
+  channel String
+) ENGINE = ReplacingMergeTree()
+ORDER BY (device_id, rejected_at, uplink_id, code, asset)`);
+    },
+
+    async append(rows: readonly RejectionRow[]) {
+      if (rows.length === 0) return;
+      let payload = '';
+      for (const row of rows) {
+        if (!Number.isSafeInteger(row.rejectedAt)) throw new FleetError('INVALID_STATE', 'rejectedAt must be an integer epoch ms');
+        payload += `${tsvField(row.deviceId)}\t${row.rejectedAt}\t${tsvField(row.uplinkId)}\t${tsvField(row.code)}\t${tsvField(row.asset)}\t${tsvField(row.reason)}\t${tsvField(row.channel)}\n`;
+      }
+      await executor.insertTsv(`${database}.${table}`, REJECTION_COLUMNS, Buffer.from(payload));
+    },
+
+    async recent(deviceId: string, query: { limit?: number; before?: number } = {}) {
+      const limit = query.limit ?? 50;
+      if (!Number.isSafeInteger(limit) || limit < 1 || limit > maxLimit) {
+        throw new FleetError('VALIDATION_FAILED', `limit must be an integer from 1 to ${maxLimit}`, { detail: { field: 'limit' } });
+      }
+      if (query.before !== undefined && !Number.isSafeInteger(query.before)) {
+        throw new FleetError('VALIDATION_FAILED', 'before must be an integer epoch ms', { detail: { field: 'before' } });
+      }
+      const before = query.before === undefined ? '' : ` AND rejected_at < ${int64Literal(query.before)}`;
+      const rows = await executor.select(`SELECT device_id, rejected_at, uplink_id, code, asset, reason, channel FROM ${qualified} FINAL
+WHERE device_id = ${quoteString(deviceId)}${before}
+ORDER BY rejected_at DESC, uplink_id DESC, code, asset
+LIMIT ${limit}`);
+      return rows.map((r) => ({
+        deviceId: String(r.device_id),
+        rejectedAt: Number(r.rejected_at),
+        uplinkId: String(r.uplink_id),
+        code: String(r.code),
+        asset: String(r.asset),
+        reason: String(r.reason),
+        channel: String(r.channel),
+      }));
+    },
+  };
+}

@@ -1,0 +1,71 @@
+/**
+ * Contract of the RejectionStore port (engine/ports/rejections.ts): every adapter passes it.
+ */
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { RejectionRow, RejectionStore } from '../../engine/ports/rejections.ts';
+
+export interface RejectionStoreFixture {
+  rejections: RejectionStore;
+  cleanup(): Promise<void>;
+}
+
+function rejection(deviceId: string, rejectedAt: number, fields: Partial<RejectionRow> = {}): RejectionRow {
+  return { deviceId, rejectedAt, code: 'PROFILE_VIOLATION', reason: 'value 500 is above the maximum 100', asset: 'temperature', uplinkId: `u${rejectedAt}`, channel: 'http', ...fields };
+}
+
+export function rejectionsContract(name: string, factory: () => Promise<RejectionStoreFixture>) {
+  const s = suite<{ fixture: RejectionStoreFixture }>(`rejection store contract: ${name}`, {} as { fixture: RejectionStoreFixture });
+  s.before.each(async (ctx) => { ctx.fixture = await factory(); });
+  s.after.each(async (ctx) => { await ctx.fixture.cleanup(); });
+
+  s('recent lists a device\'s rejections newest first, with every field', async ({ fixture }) => {
+    const r = fixture.rejections;
+    await r.append([rejection('d1', 1000), rejection('d1', 3000, { code: 'MALFORMED_JSON', asset: '', reason: "Unexpected token '}'" }), rejection('d2', 2000)]);
+    const listed = await r.recent('d1');
+    assert.equal(listed, [
+      rejection('d1', 3000, { code: 'MALFORMED_JSON', asset: '', reason: "Unexpected token '}'" }),
+      rejection('d1', 1000),
+    ]);
+  });
+
+  s('limit and before page through the list', async ({ fixture }) => {
+    const r = fixture.rejections;
+    await r.append(Array.from({ length: 10 }, (_, i) => rejection('d1', 1000 + i)));
+    const first = await r.recent('d1', { limit: 3 });
+    assert.equal(first.map((x) => x.rejectedAt), [1009, 1008, 1007]);
+    const next = await r.recent('d1', { limit: 3, before: first.at(-1)!.rejectedAt });
+    assert.equal(next.map((x) => x.rejectedAt), [1006, 1005, 1004]);
+  });
+
+  s('a replayed rejection is listed once', async ({ fixture }) => {
+    const r = fixture.rejections;
+    await r.append([rejection('d1', 1000)]);
+    await r.append([rejection('d1', 1000)]);
+    assert.is((await r.recent('d1')).length, 1);
+  });
+
+  s('text with quotes, tabs, newlines and injection shapes round-trips verbatim', async ({ fixture }) => {
+    const r = fixture.rejections;
+    const nasty = "x'); DROP TABLE rejections; --\t\\n\nüñï";
+    await r.append([rejection(nasty, 5, { reason: nasty, asset: nasty })]);
+    const [back] = await r.recent(nasty);
+    assert.is(back.deviceId, nasty);
+    assert.is(back.reason, nasty);
+    assert.is(back.asset, nasty);
+    assert.equal(await r.recent('other'), []);
+  });
+
+  s('a bad limit is refused with VALIDATION_FAILED', async ({ fixture }) => {
+    for (const limit of [0, -1, 1.5, 1e9]) {
+      try {
+        await fixture.rejections.recent('d1', { limit });
+        assert.unreachable(`limit ${limit} accepted`);
+      } catch (error) {
+        assert.is((error as { code?: string }).code, 'VALIDATION_FAILED');
+      }
+    }
+  });
+
+  return s;
+}
