@@ -39,7 +39,12 @@ export interface UplinkPipelineOptions {
   compile?(info: DeviceInfo): CompiledDevice;
   actors?: Omit<DeviceActorsOptions, 'directory' | 'compile' | 'sink' | 'clock'>;
   onDeadLetters?(letters: readonly DeadLetter[]): void | Promise<void>;
-  /** A store or log failure that stops progress (nothing is committed past it). */
+  /**
+   * Called with an uplink's rows once they are durable in the store (the MQTT feed publishes them).
+   * Errors it throws are reported through onError and never stop the pipeline.
+   */
+  onStored?(rows: readonly StateRow[]): void;
+  /** A store or log failure that stops progress (nothing is committed past it); also an onStored hook error, which does not. */
   onError?(error: FleetError): void;
 }
 
@@ -68,7 +73,8 @@ export class UplinkPipeline implements UplinkSink {
   #drainWaiters: (() => void)[] = [];
   #failed: FleetError | undefined;
   #stopping = false;
-  readonly stats: PipelineStats = { received: 0, stored: 0, rejected: 0, inFlight: 0, actors: 0, actorsCreated: 0, actorsPassivated: 0, committed: 0 };
+  /** Counters, plus live figures (in flight, actors) read through getters so they never go stale. */
+  readonly stats: PipelineStats;
 
   constructor(options: UplinkPipelineOptions) {
     this.#options = options;
@@ -82,6 +88,17 @@ export class UplinkPipeline implements UplinkSink {
       sink: this,
       clock: options.clock,
     });
+    const pipeline = this;
+    this.stats = {
+      received: 0,
+      stored: 0,
+      rejected: 0,
+      committed: 0,
+      get inFlight() { return pipeline.#inFlight; },
+      get actors() { return pipeline.actors.size; },
+      get actorsCreated() { return pipeline.actors.created; },
+      get actorsPassivated() { return pipeline.actors.passivated; },
+    };
   }
 
   get failure(): FleetError | undefined {
@@ -126,7 +143,20 @@ export class UplinkPipeline implements UplinkSink {
       return;
     }
     const done = stored !== undefined && dead !== undefined ? Promise.all([stored, dead]) : (stored ?? dead)!;
-    done.then(() => this.#finish(work), (error: unknown) => this.#fail(error));
+    done.then(() => {
+      if (stored !== undefined) this.#stored(rows);
+      this.#finish(work);
+    }, (error: unknown) => this.#fail(error));
+  }
+
+  #stored(rows: readonly StateRow[]): void {
+    const onStored = this.#options.onStored;
+    if (onStored === undefined) return;
+    try {
+      onStored(rows);
+    } catch (error) {
+      this.#options.onError?.(toFleetError(error));
+    }
   }
 
   async #onBatch(batch: RecordBatch): Promise<void> {
