@@ -113,6 +113,8 @@ export const DeviceStateBody = Type.Record(Type.String(), AssetStateBody);
 export const Accepted = Type.Object({
   uplinkId: Type.Optional(Type.String()),
   receivedAt: Type.Optional(Type.String({ format: 'date-time' })),
+  /** Entries of a device state that will be dropped (the others are stored). */
+  rejected: Type.Optional(Type.Array(Type.Object({ asset: Type.String(), code: Type.String(), reason: Type.String() }))),
 });
 
 export const StateValue = Type.Object({

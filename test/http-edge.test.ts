@@ -294,7 +294,6 @@ function edgeSuite(factory: RegistryFactory) {
   test('history: pages of `limit` with an opaque cursor cover every state once, in (ts, uplink) order', async ({ h }) => {
     const s = await h.seed([{ name: 'temperature' }, { name: 'door' }]);
     const rows = await seedStates(s);
-    const key = (r: { ts: number; uplinkId: string }) => `${r.ts}/${r.uplinkId}`;
     for (const order of ['desc', 'asc'] as const) {
       const expected = rows.filter((r) => r.asset === 'temperature')
         .sort((a, b) => (order === 'asc' ? 1 : -1) * (a.ts - b.ts || (a.uplinkId < b.uplinkId ? -1 : 1)))
@@ -316,7 +315,6 @@ function edgeSuite(factory: RegistryFactory) {
         assert.equal(seen, expected, `${order} ${base}`);
       }
     }
-    void key;
     // Default: newest first, 100 at most.
     const all = await h.request('GET', `/device/${s.deviceId}/asset/temperature/states`, { token: s.userToken });
     assert.is(all.json.items.length, 25);

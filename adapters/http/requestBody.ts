@@ -1,9 +1,8 @@
 /**
- * Request bodies at the edge: media type checks (415), bounded reads (413, readBody.ts), and
- * syntax checks of JSON (400 MALFORMED_JSON) and CBOR (400 MALFORMED_CBOR). Everything a client
- * can get wrong synchronously is answered here, before anything reaches the log.
+ * Request bodies at the edge: media type checks (415), bounded reads (413, readBody.ts), and JSON
+ * syntax (400 MALFORMED_JSON) of the management routes' bodies. Uplink bodies are checked by the
+ * device actor's own code instead (previewUplink.ts).
  */
-import { decode as decodeCborValue } from 'cbor-x';
 import { FleetError } from '../../engine/errors.ts';
 import { readBody } from './readBody.ts';
 
@@ -31,7 +30,7 @@ export function bodyFormat(header: string | undefined, allowed: readonly BodyFor
   for (const param of params) {
     const [name, value = ''] = param.split('=');
     if (name.trim().toLowerCase() === 'charset' && !/^"?utf-8"?$/i.test(value.trim())) {
-      throw new FleetError('UNSUPPORTED_CONTENT_TYPE', `unsupported charset "${value.trim().slice(0, 40)}"; JSON must be UTF-8`);
+      throw new FleetError('UNSUPPORTED_CONTENT_TYPE', `unsupported charset "${value.trim().slice(0, 40)}"; application/json must be UTF-8`);
     }
   }
   return format;
@@ -52,20 +51,6 @@ export function parseJson(bytes: Uint8Array): unknown {
     return JSON.parse(text);
   } catch (cause) {
     throw new FleetError('MALFORMED_JSON', `body is not valid JSON: ${(cause as Error).message.slice(0, 200)}`, { cause });
-  }
-}
-
-/**
- * Checks that the bytes are exactly one well-formed CBOR data item (RFC 8949), trailing bytes
- * refused. The decoded value is only looked at, never kept: the device actor decodes the raw bytes
- * again from the log with the device's own settings.
- */
-export function checkCbor(bytes: Uint8Array): unknown {
-  if (bytes.byteLength === 0) throw new FleetError('MALFORMED_CBOR', 'empty body; expected CBOR');
-  try {
-    return decodeCborValue(bytes);
-  } catch (cause) {
-    throw new FleetError('MALFORMED_CBOR', `body is not well-formed CBOR: ${(cause as Error).message.slice(0, 200)}`, { cause });
   }
 }
 

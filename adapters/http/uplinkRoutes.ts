@@ -1,51 +1,42 @@
 /**
  * Uplink (spec §4.1, §4.2): device states (JSON or CBOR) and asset states (JSON) from a device
- * token of that device or a user token of its ground. What a client can get wrong synchronously is
- * answered at once — 415 content type, 413 size, 400 syntax, 404 unknown device or asset, 422 a
- * message of the wrong shape — and only then is the raw body appended to the log; `202 Accepted`
- * means the uplink is durable there. Profile checks run in the device actor, the one source of
- * truth for what is stored; a value it refuses shows up in `GET /device/{id}/rejections`.
+ * token of that device or a user token of its ground. What a client can get wrong is answered at
+ * once — 415 content type, 413 size, 400 syntax, 404 unknown device or asset, 422 a message of the
+ * wrong shape or a value its asset profile refuses (previewUplink.ts) — and only then is the raw
+ * body appended to the log; `202 Accepted` means the uplink is durable there. The device actor
+ * processes it again from the log and decides what is stored; what it drops is listed by
+ * `GET /device/{id}/rejections`.
  * The spec does not name the method of the asset state paths, so PUT and POST are both taken.
  */
 import type { Context } from 'hono';
-import { FleetError } from '../../engine/errors.ts';
+import type { DeviceWithAssets } from '../../engine/ports/registry.ts';
 import type { UplinkSubmission } from '../../engine/UplinkIngest.ts';
 import { Accepted, AssetIdParams, AssetStateBody, DeviceAssetParams, DeviceParams, DeviceStateBody } from '../../schemas/edge.ts';
 import { assetOf } from './EdgeAccess.ts';
 import type { EdgeContext } from './EdgeDeps.ts';
+import { previewUplink } from './previewUplink.ts';
 import { readBody } from './readBody.ts';
-import { bodyFormat, checkCbor, isPlainObject, parseJson } from './requestBody.ts';
+import { bodyFormat } from './requestBody.ts';
 
 const JSON_TYPE = 'application/json';
 const CBOR_TYPE = 'application/cbor';
 const TAGS = ['states'];
 const UPLINK_ERRORS = [400, 404, 413, 415, 422, 503];
 
-/** Spec §2.2: a JSON device state is an object of asset states. */
-function checkJsonDeviceState(value: unknown): void {
-  if (!isPlainObject(value)) {
-    throw new FleetError('INVALID_STATE', 'a device state is a JSON object: asset name → {value, at?}');
-  }
-}
-
-/** Spec §2.1: an asset state is an object with `value` and an optional `at` string. */
-function checkAssetState(value: unknown): void {
-  if (!isPlainObject(value) || !Object.hasOwn(value, 'value')) {
-    throw new FleetError('INVALID_STATE', 'an asset state is a JSON object {value, at?}');
-  }
-  if (value.at !== undefined && typeof value.at !== 'string') {
-    throw new FleetError('INVALID_AT', '`at` must be an ISO 8601 timestamp string');
-  }
-}
-
 export function uplinkRoutes(edge: EdgeContext): void {
   const { router, access, deps } = edge;
 
-  const accept = async (c: Context, submission: UplinkSubmission): Promise<Response> => {
+  const accept = async (c: Context, device: DeviceWithAssets, submission: UplinkSubmission): Promise<Response> => {
+    const dropped = previewUplink(device, submission, deps.clock.now());
     const receipt = await deps.ingest.append(submission);
     c.header('cache-control', 'no-store');
-    if (!receipt) return c.json({}, 202);
-    return c.json({ uplinkId: receipt.id, receivedAt: new Date(receipt.receivedAt).toISOString() }, 202);
+    const body: Record<string, unknown> = {};
+    if (receipt) {
+      body.uplinkId = receipt.id;
+      body.receivedAt = new Date(receipt.receivedAt).toISOString();
+    }
+    if (dropped.length > 0) body.rejected = dropped.map((r) => ({ asset: r.asset, code: r.code, reason: r.reason }));
+    return c.json(body, 202);
   };
 
   const acceptedResponse = { 202: { description: 'durable in the log; processed asynchronously', content: { [JSON_TYPE]: Accepted } } };
@@ -64,16 +55,13 @@ export function uplinkRoutes(edge: EdgeContext): void {
     const device = await access.device(principal, params.id, 'write');
     const format = bodyFormat(c.req.header('content-type'), ['json', 'cbor']);
     const body = await readBody(c.req.raw, edge.maxBodyBytes);
-    if (format === 'json') checkJsonDeviceState(parseJson(body));
-    else checkCbor(body);
-    return accept(c, { channel: 'http', contentType: format, deviceId: device.id, body });
+    return accept(c, device, { channel: 'http', contentType: format, deviceId: device.id, body });
   });
 
-  const assetState = async (c: Context, deviceId: string, asset: string): Promise<Response> => {
+  const assetState = async (c: Context, device: DeviceWithAssets, asset: string): Promise<Response> => {
     bodyFormat(c.req.header('content-type'), ['json']);
     const body = await readBody(c.req.raw, edge.maxBodyBytes);
-    checkAssetState(parseJson(body));
-    return accept(c, { channel: 'http', contentType: 'json', deviceId, asset, body });
+    return accept(c, device, { channel: 'http', contentType: 'json', deviceId: device.id, asset, body });
   };
 
   router.route({
@@ -89,7 +77,7 @@ export function uplinkRoutes(edge: EdgeContext): void {
   }, async (c, { principal, params }) => {
     const device = await access.device(principal, params.id, 'write');
     const asset = assetOf(device, params.name);
-    return assetState(c, device.id, asset.name);
+    return assetState(c, device, asset.name);
   });
 
   router.route({
@@ -104,6 +92,6 @@ export function uplinkRoutes(edge: EdgeContext): void {
     errors: UPLINK_ERRORS,
   }, async (c, { principal, params }) => {
     const { device, asset } = await access.asset(principal, params.assetId, 'write');
-    return assetState(c, device.id, asset.name);
+    return assetState(c, device, asset.name);
   });
 }

@@ -88,6 +88,11 @@ export interface HarnessOptions {
   limits?: EdgeDeps['limits'];
   /** Wraps the ingest (e.g. to simulate backpressure). */
   ingest?(real: UplinkIngest): EdgeDeps['ingest'];
+  /** Awaited before every log append (e.g. to stall the log). */
+  beforeAppend?(): Promise<void>;
+  /** Bound of the real UplinkIngest. */
+  maxPending?: number;
+  retryAfterSeconds?: number;
   clockStart?: number;
 }
 
@@ -130,12 +135,13 @@ export class EdgeHarness {
     const appended = this.appended;
     const counting = {
       async append(topic: string, records: ProducerRecord[]): Promise<RecordPosition[]> {
+        await options.beforeAppend?.();
         const positions = await log.append(topic, records);
         for (const r of records) appended.push(decodeEnvelope(r.value));
         return positions;
       },
     };
-    this.ingest = new UplinkIngest({ log: counting, clock: this.clock });
+    this.ingest = new UplinkIngest({ log: counting, clock: this.clock, maxPending: options.maxPending, retryAfterSeconds: options.retryAfterSeconds });
   }
 
   static async start(options: HarnessOptions): Promise<EdgeHarness> {
