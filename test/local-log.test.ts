@@ -410,6 +410,23 @@ test('a commit past a tail that was cut on open is lowered to the new end', asyn
   await reopened.close();
 });
 
+test('reading through many sealed segments does not keep a descriptor per segment', async () => {
+  const dir = tempDir();
+  const openFds = (): number => readdirSync('/proc/self/fd').length;
+  const before = openFds();
+  let log = await filled(dir, 0, { segmentBytes: 1024 });
+  await log.append(T, Array.from({ length: 2000 }, (_, i) => ({ key: 'k', value: value(i) })));
+  const segments = segmentFiles(dir).length;
+  assert.ok(segments > 50, `${segments} segments`);
+  assert.ok(openFds() - before < 10, `${openFds() - before} more descriptors after writing ${segments} segments`);
+  await log.close();
+  log = createLocalLog({ dir, segmentBytes: 1024 });
+  assert.is((await readAll(log, 2000)).length, 2000);
+  assert.is((await readAll(log, 2000)).length, 2000);
+  assert.ok(openFds() - before < 10, `${openFds() - before} more descriptors after reading ${segments} segments twice`);
+  await log.close();
+});
+
 test('large records, big segments and resuming mid-segment through the sparse index', async () => {
   const dir = tempDir();
   const log = createLocalLog({ dir, readChunkBytes: 4096, segmentBytes: 64 * 1024 });

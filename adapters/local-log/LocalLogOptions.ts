@@ -39,7 +39,8 @@ export interface ConsumerErrorContext {
   /**
    * onBatch: the handler rejected (the batch is redelivered after redeliveryBackoffMs); onAssign,
    * onRevoke: the callback threw (the rebalance goes on); read: the partition could not be read
-   * (delivery of it stops); retention: deleting consumed segments failed (retried after the next commit).
+   * (damaged data stops its delivery; other I/O errors are retried after redeliveryBackoffMs);
+   * retention: deleting consumed segments failed (retried after the next commit).
    */
   stage: 'onBatch' | 'onAssign' | 'onRevoke' | 'read' | 'retention';
 }

@@ -5,6 +5,7 @@
  * the partition was being paused is held and delivered after resume.
  */
 import type { Clock } from '../../engine/clock.ts';
+import { isFleetError } from '../../engine/errors.ts';
 import type { LogRecord, RecordBatch } from '../../engine/ports/log.ts';
 import type { PartitionLog } from './PartitionLog.ts';
 import type { PartitionReader } from './PartitionReader.ts';
@@ -71,10 +72,14 @@ export class PartitionFetcher {
         try {
           records = await reader.read(maxBatchRecords);
         } catch (error) {
-          // damaged data: stop this partition rather than skip records or spin on the error
           this.#config.reportError(error, 'read');
-          while (!this.#stopped) await this.#sleep();
-          return;
+          if (isFleetError(error) && error.code === 'CORRUPT_LOG') {
+            // damaged data: stop this partition rather than skip records or spin on the error
+            while (!this.#stopped) await this.#sleep();
+            return;
+          }
+          await this.#backoff(); // an I/O error (descriptors exhausted, ...) may pass
+          continue;
         }
         if (records.length === 0) { await this.#waitForData(); continue; }
         this.#held = records;

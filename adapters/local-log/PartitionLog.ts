@@ -181,6 +181,7 @@ export class PartitionLog {
       for (const chunk of chunks) {
         if (chunk.roll) {
           await writeOut();
+          segment?.seal();
           segment = Segment.create(this.dir, chunk.firstOffset);
           this.segments.push(segment);
           position = 0;

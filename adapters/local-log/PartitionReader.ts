@@ -74,6 +74,7 @@ export class PartitionReader {
         if (leftover > 0) throw this.#corrupt(segment, this.#pos, leftover >= FRAME_HEADER_BYTES ? 'length' : 'truncated');
         const next = log.segmentAfter(segment);
         if (next === undefined) break;
+        segment.release(); // sealed and read through: no need to hold its descriptor
         segment = this.#segment = next;
         this.#pos = SEGMENT_HEADER_BYTES;
         this.#buf = EMPTY;
@@ -84,8 +85,18 @@ export class PartitionReader {
       const size = Math.min(segment.durableSize - this.#pos, Math.max(this.#chunkBytes, need));
       const buf = Buffer.allocUnsafe(size);
       this.#buf.copy(buf, 0, this.#bufPos, this.#bufEnd);
-      const n = await segment.read(buf, leftover, size - leftover, readFrom);
-      if (n === 0) throw this.#corrupt(segment, readFrom, 'truncated');
+      let n: number;
+      try {
+        n = await segment.read(buf, leftover, size - leftover, readFrom);
+      } catch (error) {
+        // retention may delete the file between the check above and the read: find the new start
+        if (segment.deleted) { this.#segment = undefined; continue; }
+        throw error;
+      }
+      if (n === 0) {
+        if (segment.deleted) { this.#segment = undefined; continue; }
+        throw this.#corrupt(segment, readFrom, 'truncated');
+      }
       this.#buf = buf;
       this.#bufPos = 0;
       this.#bufEnd = leftover + n;

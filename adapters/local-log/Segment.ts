@@ -115,6 +115,18 @@ export class Segment {
     return found < 0 ? { offset: this.baseOffset, position: SEGMENT_HEADER_BYTES } : { offset: offsets[found], position: this.indexPositions[found] };
   }
 
+  /** Closes the descriptor of a sealed segment when no read is in flight (the next read reopens it). */
+  release(): void {
+    if (this.#reads > 0 || this.#deleted || this.#flags !== 'r') return;
+    void this.close().catch(() => undefined);
+  }
+
+  /** Marks a formerly written segment as sealed: it is only read from now on. */
+  seal(): void {
+    this.#flags = 'r';
+    this.release();
+  }
+
   /** Removes the file; the descriptor closes once reads in flight are done. */
   async delete(): Promise<void> {
     if (this.#deleted) return;

@@ -2,6 +2,11 @@
  * Log port: partitioned topics, keyed records, consumer groups with committed offsets.
  * Implemented by adapters/local-log (embedded default) and adapters/kafka.
  * Every adapter passes test/contracts/log.contract.ts.
+ *
+ * Delivery is at least once: after a restart or a rebalance, records past the last committed offset
+ * come again. A partition is never delivered to two members of a group at the same time.
+ * Errors are FleetErrors: NOT_FOUND (unknown topic), VALIDATION_FAILED (malformed argument; nothing
+ * was done), PAYLOAD_TOO_LARGE (record over the adapter's limit), CLOSED (after close()).
  */
 
 export interface ProducerRecord {
@@ -64,6 +69,10 @@ export interface ConsumerOptions {
 export interface Consumer {
   /** Joins the group and starts delivering from the committed offsets (or the start of the topic). */
   start(): Promise<void>;
+  /**
+   * Durably stores the group's offsets. Only partitions currently assigned to this consumer (until
+   * its onRevoke returns) may be committed; an adapter may refuse others (local: CONFLICT).
+   */
   commit(offsets: CommitRequest[]): Promise<void>;
   /** Stops fetching from these partitions until resumed (backpressure). */
   pause(partitions: TopicPartition[]): void;
@@ -73,6 +82,7 @@ export interface Consumer {
 }
 
 export interface TopicSpec {
+  /** Kafka's rule: 1 to 249 characters of a-z, A-Z, 0-9, ".", "_" and "-". */
   name: string;
   partitions: number;
 }
