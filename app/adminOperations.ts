@@ -1,0 +1,64 @@
+/**
+ * The admin CLI's operations (spec-silent: how principals and grounds come to exist). One table
+ * drives the command line, the running service's admin socket and the direct registry path, so the
+ * three cannot drift apart.
+ */
+import * as admin from '../engine/admin.ts';
+import { FleetError } from '../engine/errors.ts';
+import type { Registry } from '../engine/ports/registry.ts';
+
+export interface AdminOperation {
+  /** Positional arguments in order, then named options (`--user`). */
+  args: readonly string[];
+  options?: readonly string[];
+  usage: string;
+  run(registry: Registry, input: Record<string, string>): Promise<Record<string, unknown>>;
+}
+
+export const adminOperations: Record<string, AdminOperation> = {
+  'create-partner': {
+    args: ['name'],
+    usage: 'create-partner <name>',
+    run: (registry, input) => admin.createPartner(registry, input.name) as Promise<unknown> as Promise<Record<string, unknown>>,
+  },
+  'create-user': {
+    args: ['name'],
+    usage: 'create-user <name>',
+    run: (registry, input) => admin.createUser(registry, input.name) as Promise<unknown> as Promise<Record<string, unknown>>,
+  },
+  'create-ground': {
+    args: ['name'],
+    options: ['user'],
+    usage: 'create-ground <name> --user <userId>',
+    run: (registry, input) => admin.createGround(registry, input.name, input.user),
+  },
+  'add-member': {
+    args: ['groundId', 'userId'],
+    usage: 'add-member <groundId> <userId>',
+    run: (registry, input) => admin.addMember(registry, input.groundId, input.userId),
+  },
+  'revoke-token': {
+    args: ['token'],
+    usage: 'revoke-token <token>',
+    run: (registry, input) => admin.revokeToken(registry, input.token),
+  },
+};
+
+/** Checks that every argument and option of `name` is present and a string. */
+export function checkAdminInput(name: string, input: unknown): { operation: AdminOperation; input: Record<string, string> } {
+  const operation = Object.hasOwn(adminOperations, name) ? adminOperations[name] : undefined;
+  if (operation === undefined) {
+    throw new FleetError('NOT_FOUND', `unknown admin command '${name}'; commands: ${Object.keys(adminOperations).join(', ')}`);
+  }
+  if (input === null || typeof input !== 'object') throw new FleetError('BAD_REQUEST', 'admin input must be an object');
+  const values = input as Record<string, unknown>;
+  const checked: Record<string, string> = {};
+  for (const key of [...operation.args, ...(operation.options ?? [])]) {
+    const value = values[key];
+    if (typeof value !== 'string' || value.length === 0) {
+      throw new FleetError('VALIDATION_FAILED', `missing ${key}: usage: fleetstream admin ${operation.usage}`, { detail: { field: key } });
+    }
+    checked[key] = value;
+  }
+  return { operation, input: checked };
+}

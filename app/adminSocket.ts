@@ -1,0 +1,75 @@
+/**
+ * The running service's admin endpoint: HTTP over a unix socket in the data directory, reachable only
+ * by local users with access to that directory. The CLI talks to it while the service runs, since
+ * the embedded registry (PGlite) allows one process per data directory.
+ */
+import { createServer, request, type Server } from 'node:http';
+import { rmSync } from 'node:fs';
+import { Hono } from 'hono';
+import { getRequestListener } from '@hono/node-server';
+import { FleetError, toFleetError } from '../engine/errors.ts';
+import type { Registry } from '../engine/ports/registry.ts';
+import { checkAdminInput } from './adminOperations.ts';
+
+export interface AdminSocket {
+  path: string;
+  close(): Promise<void>;
+}
+
+export async function serveAdminSocket(options: { path: string; registry: Registry }): Promise<AdminSocket> {
+  const app = new Hono();
+  app.post('/admin/:operation', async (c) => {
+    try {
+      const body: unknown = await c.req.json().catch(() => {
+        throw new FleetError('BAD_REQUEST', 'admin request body must be JSON');
+      });
+      const { operation, input } = checkAdminInput(c.req.param('operation'), body);
+      return c.json(await operation.run(options.registry, input));
+    } catch (error) {
+      const fleetError = toFleetError(error);
+      return c.json({ code: fleetError.code, detail: fleetError.message }, fleetError.status as 400);
+    }
+  });
+  // A socket left by a killed process would make listen fail with EADDRINUSE.
+  rmSync(options.path, { force: true });
+  const server: Server = createServer(getRequestListener(app.fetch));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.path, () => resolve());
+  });
+  return {
+    path: options.path,
+    close: () => new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeIdleConnections();
+      rmSync(options.path, { force: true });
+    }),
+  };
+}
+
+/**
+ * Calls the admin socket. Resolves undefined when no service listens there (the caller then opens
+ * the registry itself).
+ */
+export function callAdminSocket(path: string, operation: string, input: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> } | undefined> {
+  return new Promise((resolve, reject) => {
+    const payload = JSON.stringify(input);
+    const req = request({ socketPath: path, path: `/admin/${encodeURIComponent(operation)}`, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk) => { text += chunk; });
+      res.on('end', () => {
+        try {
+          resolve({ status: res.statusCode ?? 500, body: JSON.parse(text) as Record<string, unknown> });
+        } catch (error) {
+          reject(error);
+        }
+      });
+    });
+    req.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT' || error.code === 'ECONNREFUSED') resolve(undefined);
+      else reject(error);
+    });
+    req.end(payload);
+  });
+}

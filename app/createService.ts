@@ -1,0 +1,184 @@
+/**
+ * The composition root: configuration → adapters → engine and edge (DESIGN.md §2). Each port gets
+ * its embedded adapter unless the configuration names a server for it. Nothing else in the project
+ * chooses adapters.
+ */
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { systemClock, type Clock } from '../engine/clock.ts';
+import { codecFor } from '../engine/conversion/codecFor.ts';
+import { toFleetError } from '../engine/errors.ts';
+import type { Logger } from '../engine/logger.ts';
+import type { Log } from '../engine/ports/log.ts';
+import { registryDirectory, type Registry } from '../engine/ports/registry.ts';
+import type { RejectionStore } from '../engine/ports/rejections.ts';
+import type { StateStore } from '../engine/ports/store.ts';
+import { StateBatcher } from '../engine/StateBatcher.ts';
+import { UplinkIngest } from '../engine/UplinkIngest.ts';
+import { UplinkPipeline } from '../engine/UplinkPipeline.ts';
+import { compileDevice } from '../engine/uplink/compileDevice.ts';
+import { createChdbStore } from '../adapters/chdb/createChdbStore.ts';
+import { createClickHouseStore } from '../adapters/clickhouse/createClickHouseStore.ts';
+import { createEdgeApp } from '../adapters/http/createEdgeApp.ts';
+import { serveEdge, type ServedEdge } from '../adapters/http/serveEdge.ts';
+import { createKafkaLog } from '../adapters/kafka/index.ts';
+import { createLocalLog } from '../adapters/local-log/LocalLog.ts';
+import { createPgliteRegistry } from '../adapters/pglite/createPgliteRegistry.ts';
+import { createPostgresRegistry } from '../adapters/postgres/createPostgresRegistry.ts';
+import { Topics } from '../schemas/messages.ts';
+import type { Config } from '../schemas/config.ts';
+import { serveAdminSocket, type AdminSocket } from './adminSocket.ts';
+
+export interface ServiceOptions {
+  config: Config;
+  logger: Logger;
+  clock?: Clock;
+}
+
+export interface Service {
+  readonly config: Config;
+  readonly registry: Registry;
+  readonly log: Log;
+  readonly store: StateStore & { rejections: RejectionStore };
+  /** Present when the role runs the engine. */
+  readonly pipeline: UplinkPipeline | undefined;
+  /** The bound HTTP port when the role runs the edge. */
+  readonly httpPort: number | undefined;
+  readonly adminSocketPath: string | undefined;
+  /** Stop accepting, finish in-flight work, flush, commit, close every adapter. */
+  stop(): Promise<void>;
+}
+
+/** Where the embedded adapters keep their files. */
+export function dataPaths(dataDir: string) {
+  const root = resolve(dataDir);
+  return { root, log: join(root, 'log'), chdb: join(root, 'chdb'), registry: join(root, 'registry'), adminSocket: join(root, 'admin.sock') };
+}
+
+export async function openRegistry(config: Pick<Config, 'databaseUrl' | 'dataDir'>, clock: Clock = systemClock): Promise<Registry> {
+  if (config.databaseUrl) return createPostgresRegistry({ url: config.databaseUrl, clock });
+  return createPgliteRegistry({ dir: dataPaths(config.dataDir).registry, clock });
+}
+
+export async function createService(options: ServiceOptions): Promise<Service> {
+  const { config, logger } = options;
+  const clock = options.clock ?? systemClock;
+  const paths = dataPaths(config.dataDir);
+  mkdirSync(paths.root, { recursive: true });
+  const runsEngine = config.role !== 'edge';
+  const runsEdge = config.role !== 'engine';
+  const closers: Array<[string, () => Promise<void>]> = [];
+  const closeAll = async () => {
+    for (const [name, close] of closers.reverse()) {
+      await close().catch((error: unknown) => logger.error('close failed', { component: name, error: toFleetError(error) }));
+    }
+  };
+
+  try {
+    const registry = await openRegistry(config, clock);
+    closers.push(['registry', () => registry.close()]);
+
+    const log: Log = config.kafkaBrokers && config.kafkaBrokers.length > 0
+      ? createKafkaLog({ brokers: config.kafkaBrokers })
+      : createLocalLog({ dir: paths.log, clock });
+    closers.push(['log', () => log.close()]);
+    await log.ensureTopics([
+      { name: Topics.uplinks, partitions: config.engine.partitions },
+      { name: Topics.commands, partitions: config.engine.partitions },
+      { name: Topics.deadLetters, partitions: config.engine.partitions },
+    ]);
+
+    const store = config.clickhouseUrl ? createClickHouseStore({ url: config.clickhouseUrl }) : createChdbStore({ dir: paths.chdb });
+    closers.push(['store', () => store.close()]);
+    await store.init();
+
+    let pipeline: UplinkPipeline | undefined;
+    if (runsEngine) {
+      const batcher = new StateBatcher({
+        store,
+        clock,
+        maxRows: config.engine.batchRows,
+        maxDelayMs: config.engine.batchDelayMs,
+        maxPendingRows: config.engine.batchRows * 4,
+        // A store outage is waited out: consumption pauses (bounded in-flight work) until it is back.
+        maxRetries: Number.MAX_SAFE_INTEGER,
+      });
+      closers.push(['batcher', () => batcher.close()]);
+      pipeline = new UplinkPipeline({
+        log,
+        rows: batcher,
+        directory: registryDirectory(registry),
+        clock,
+        maxInFlight: config.engine.maxInFlight,
+        compile: (info) => compileDevice(info, { binaryDecoder: (device) => codecFor(device.payload)?.decode }),
+        actors: { passivateAfterMs: config.engine.passivateAfterMs, mailboxCapacity: config.engine.mailboxCapacity },
+        onDeadLetters: (letters) => store.rejections.append(letters.map((letter) => ({
+          deviceId: letter.envelope.deviceId,
+          rejectedAt: letter.rejectedAt,
+          code: letter.code,
+          reason: letter.reason,
+          asset: letter.asset ?? '',
+          uplinkId: letter.envelope.id,
+          channel: letter.envelope.channel,
+        }))),
+        onError: (error) => logger.error('uplink pipeline stopped making progress; restart to replay from the last commit', { error }),
+      });
+      const started = pipeline;
+      await started.start();
+      closers.push(['pipeline', () => started.stop()]);
+    }
+
+    let served: ServedEdge | undefined;
+    if (runsEdge) {
+      const ingest = new UplinkIngest({ log, clock });
+      closers.push(['ingest', () => ingest.close()]);
+      const app = createEdgeApp({
+        registry,
+        ingest,
+        store,
+        rejections: store.rejections,
+        clock,
+        onDeviceChanged: (deviceId) => pipeline?.actors.invalidate(deviceId),
+        limits: {
+          maxBodyBytes: config.http.maxBodyBytes,
+          rateLimit: config.http.rateLimitPerSecond > 0 ? { perSecond: config.http.rateLimitPerSecond, burst: config.http.rateLimitBurst } : undefined,
+        },
+        logger,
+      });
+      served = await serveEdge(app, { port: config.http.port, hostname: config.http.host });
+      const edge = served;
+      closers.push(['http', () => edge.close()]);
+    }
+
+    let admin: AdminSocket | undefined;
+    if (!config.databaseUrl) {
+      admin = await serveAdminSocket({ path: paths.adminSocket, registry });
+      const socket = admin;
+      closers.push(['admin', () => socket.close()]);
+    }
+
+    logger.info('fleetstream started', {
+      role: config.role,
+      http: served ? `${config.http.host}:${served.port}` : undefined,
+      log: config.kafkaBrokers ? 'kafka' : 'local',
+      store: config.clickhouseUrl ? 'clickhouse' : 'chdb',
+      registry: config.databaseUrl ? 'postgres' : 'pglite',
+      dataDir: paths.root,
+    });
+
+    let stopping: Promise<void> | undefined;
+    return {
+      config,
+      registry,
+      log,
+      store,
+      pipeline,
+      httpPort: served?.port,
+      adminSocketPath: admin?.path,
+      stop: () => (stopping ??= closeAll().then(() => logger.info('fleetstream stopped'))),
+    };
+  } catch (error) {
+    await closeAll();
+    throw error;
+  }
+}

@@ -1,0 +1,64 @@
+/**
+ * Configuration from command-line flags and environment variables, flags winning, validated
+ * against schemas/config.ts. The only place that reads process.env is bin/fleetstream.ts, which
+ * passes it here.
+ */
+import { Compile } from 'typebox/compile';
+import { FleetError } from '../engine/errors.ts';
+import { Config, defaultConfig } from '../schemas/config.ts';
+
+const checkConfig = Compile(Config);
+
+/** flag name → [environment variable, config path, kind] */
+export const settings = {
+  role: ['FLEETSTREAM_ROLE', 'role', 'string'],
+  'data-dir': ['DATA_DIR', 'dataDir', 'string'],
+  host: ['HTTP_HOST', 'http.host', 'string'],
+  port: ['HTTP_PORT', 'http.port', 'integer'],
+  'max-body-bytes': ['MAX_BODY_BYTES', 'http.maxBodyBytes', 'integer'],
+  'rate-limit-per-second': ['RATE_LIMIT_PER_SECOND', 'http.rateLimitPerSecond', 'number'],
+  'rate-limit-burst': ['RATE_LIMIT_BURST', 'http.rateLimitBurst', 'integer'],
+  'kafka-brokers': ['KAFKA_BROKERS', 'kafkaBrokers', 'list'],
+  'clickhouse-url': ['CLICKHOUSE_URL', 'clickhouseUrl', 'string'],
+  'database-url': ['DATABASE_URL', 'databaseUrl', 'string'],
+  partitions: ['PARTITIONS', 'engine.partitions', 'integer'],
+  'passivate-after-ms': ['PASSIVATE_AFTER_MS', 'engine.passivateAfterMs', 'integer'],
+  'mailbox-capacity': ['MAILBOX_CAPACITY', 'engine.mailboxCapacity', 'integer'],
+  'max-in-flight': ['MAX_IN_FLIGHT', 'engine.maxInFlight', 'integer'],
+  'batch-rows': ['BATCH_ROWS', 'engine.batchRows', 'integer'],
+  'batch-delay-ms': ['BATCH_DELAY_MS', 'engine.batchDelayMs', 'integer'],
+  'log-level': ['LOG_LEVEL', 'log.level', 'string'],
+} as const satisfies Record<string, readonly [string, string, 'string' | 'integer' | 'number' | 'list']>;
+
+export type SettingName = keyof typeof settings;
+
+function convert(name: string, raw: string, kind: string): unknown {
+  if (kind === 'list') return raw.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  if (kind === 'integer' || kind === 'number') {
+    const value = Number(raw);
+    if (raw.trim() === '' || !Number.isFinite(value)) throw new FleetError('VALIDATION_FAILED', `${name} must be a number (got '${raw}')`, { detail: { field: name } });
+    return value;
+  }
+  return raw;
+}
+
+function setPath(target: Record<string, unknown>, path: string, value: unknown): void {
+  const keys = path.split('.');
+  let node = target;
+  for (const key of keys.slice(0, -1)) node = node[key] as Record<string, unknown>;
+  node[keys[keys.length - 1]] = value;
+}
+
+export function loadConfig(flags: Partial<Record<SettingName, string>>, env: Record<string, string | undefined>): Config {
+  const config = structuredClone(defaultConfig) as unknown as Record<string, unknown>;
+  for (const [flag, [variable, path, kind]] of Object.entries(settings)) {
+    const raw = flags[flag as SettingName] ?? env[variable];
+    if (raw === undefined || raw === '') continue;
+    setPath(config, path, convert(`--${flag} / ${variable}`, raw, kind));
+  }
+  if (!checkConfig.Check(config)) {
+    const problems = [...checkConfig.Errors(config)].map((e) => `${e.instancePath || '/'} ${e.message}`);
+    throw new FleetError('VALIDATION_FAILED', `invalid configuration: ${problems.join('; ')}`);
+  }
+  return config as unknown as Config;
+}

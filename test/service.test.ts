@@ -1,0 +1,155 @@
+/**
+ * The service as a newcomer runs it: `fleetstream start` on embedded defaults, the admin CLI while
+ * it runs and while it is stopped, a device created and fed over HTTP, SIGTERM draining to exit 0.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
+import { createServer } from 'node:net';
+import { loadConfig } from '../app/loadConfig.ts';
+import { tempDir, waitFor } from './support/tmp.ts';
+
+const run = promisify(execFile);
+const bin = new URL('../bin/fleetstream.ts', import.meta.url).pathname;
+const tmp = tempDir('service');
+const env = { ...process.env, DATA_DIR: `${tmp.dir}/data`, LOG_LEVEL: 'info', DATABASE_URL: '', KAFKA_BROKERS: '', CLICKHOUSE_URL: '' };
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function admin(...args: string[]): Promise<Record<string, string>> {
+  const { stdout } = await run(process.execPath, [bin, 'admin', ...args, '--json'], { env });
+  return JSON.parse(stdout) as Record<string, string>;
+}
+
+let child: ChildProcess | undefined;
+let output = '';
+let port = 0;
+
+async function startService(): Promise<void> {
+  port = await freePort();
+  output = '';
+  child = spawn(process.execPath, [bin, 'start', '--port', String(port), '--host', '127.0.0.1'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout!.on('data', (d) => { output += d; });
+  child.stderr!.on('data', (d) => { output += d; });
+  await waitFor(() => output.includes('fleetstream started'), 30_000, 'service start');
+}
+
+async function stopService(): Promise<number | null> {
+  const exited = new Promise<number | null>((resolve) => child!.once('exit', (code) => resolve(code)));
+  child!.kill('SIGTERM');
+  const code = await exited;
+  child = undefined;
+  return code;
+}
+
+test.after(async () => {
+  if (child) child.kill('SIGKILL');
+  tmp.remove();
+});
+
+test('configuration: defaults, environment and flags, with clear errors', () => {
+  const defaults = loadConfig({}, {});
+  assert.is(defaults.http.port, 8080);
+  assert.is(defaults.dataDir, './data');
+  assert.is(defaults.role, 'all');
+  const fromEnv = loadConfig({ port: '9000' }, { HTTP_PORT: '7000', KAFKA_BROKERS: 'a:1, b:2', FLEETSTREAM_ROLE: 'engine' });
+  assert.is(fromEnv.http.port, 9000, 'flags win over the environment');
+  assert.equal(fromEnv.kafkaBrokers, ['a:1', 'b:2']);
+  assert.is(fromEnv.role, 'engine');
+  assert.throws(() => loadConfig({ port: 'eighty' }, {}), /port/);
+  assert.throws(() => loadConfig({ role: 'boss' }, {}), /invalid configuration/);
+  assert.throws(() => loadConfig({}, { HTTP_PORT: '70000' }), /invalid configuration/);
+});
+
+test('admin works before the service runs (direct registry) and while it runs (admin socket)', async () => {
+  const partner = await admin('create-partner', 'acme');
+  assert.match(partner.token, /^fsp_/);
+  await startService();
+  const user = await admin('create-user', 'alice');
+  assert.match(user.token, /^fsu_/);
+  const ground = await admin('create-ground', 'home', '--user', user.id);
+  assert.ok(ground.id);
+
+  // A first session: create a device, send a state with its token, read it back.
+  const base = `http://127.0.0.1:${port}`;
+  const created = await fetch(`${base}/ground/${ground.id}/devices`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'thermo', assets: [{ name: 'temperature', is: 'sensor', profile: { type: 'number' } }] }),
+  });
+  assert.is(created.status, 201);
+  const device = await created.json() as { id: string; token: string };
+  const put = await fetch(`${base}/device/${device.id}/state`, {
+    method: 'PUT',
+    headers: { authorization: `Bearer ${device.token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ temperature: { value: 21.5, at: '2026-11-01T10:00:00Z' } }),
+  });
+  assert.is(put.status, 202);
+  let state: { state?: { value: unknown; at: string } } = {};
+  await waitFor(async () => {
+    const res = await fetch(`${base}/device/${device.id}/asset/temperature/state`, { headers: { authorization: `Bearer ${device.token}` } });
+    state = await res.json() as typeof state;
+    return res.status === 200 && state.state?.value === 21.5;
+  }, 15_000, 'state readable');
+  assert.is(state.state?.at, '2026-11-01T10:00:00.000Z');
+
+  const revoked = await admin('revoke-token', device.token);
+  assert.equal(revoked, { revoked: true });
+  assert.is(await stopService(), 0, 'SIGTERM drains and exits 0');
+  assert.match(output, /"msg":"fleetstream stopped"/);
+});
+
+test('states accepted before SIGTERM are stored and readable after a restart', async () => {
+  await startService();
+  const user = await admin('create-user', 'bob');
+  const ground = await admin('create-ground', 'lab', '--user', user.id);
+  const base = `http://127.0.0.1:${port}`;
+  const created = await fetch(`${base}/ground/${ground.id}/devices`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'counter', assets: [{ name: 'n', is: 'sensor', profile: { type: 'integer' } }] }),
+  });
+  const device = await created.json() as { id: string; token: string };
+  const sent = 50;
+  for (let i = 0; i < sent; i++) {
+    const res = await fetch(`${base}/device/${device.id}/asset/n/state`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${device.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ value: i, at: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString() }),
+    });
+    assert.is(res.status, 202);
+  }
+  assert.is(await stopService(), 0);
+  await startService();
+  const res = await fetch(`http://127.0.0.1:${port}/device/${device.id}/asset/n/states?limit=100`, { headers: { authorization: `Bearer ${user.token}` } });
+  assert.is(res.status, 200);
+  const { items } = await res.json() as { items: Array<{ value: number }> };
+  assert.equal(items.map((s) => s.value).sort((a, b) => a - b), Array.from({ length: sent }, (_, i) => i));
+  assert.is(await stopService(), 0);
+});
+
+test('admin reports clear errors', async () => {
+  try {
+    await admin('create-ground', 'nowhere');
+    assert.unreachable('missing --user accepted');
+  } catch (error) {
+    assert.match(String((error as { stderr?: string }).stderr), /missing user/);
+  }
+  try {
+    await admin('frobnicate');
+    assert.unreachable('unknown command accepted');
+  } catch (error) {
+    assert.match(String((error as { stderr?: string }).stderr), /unknown admin command/);
+  }
+});
+
+test.run();
