@@ -93,6 +93,8 @@ export interface HarnessOptions {
   /** Bound of the real UplinkIngest. */
   maxPending?: number;
   retryAfterSeconds?: number;
+  /** Called after the edge recorded a device change in `changed`. */
+  onDeviceChanged?(deviceId: string): void;
   clockStart?: number;
 }
 
@@ -155,7 +157,10 @@ export class EdgeHarness {
       store: options.store ?? emptyStore,
       rejections: h.rejections,
       clock: h.clock,
-      onDeviceChanged: (id) => h.changed.push(id),
+      onDeviceChanged: (id) => {
+        h.changed.push(id);
+        options.onDeviceChanged?.(id);
+      },
       limits: options.limits,
       logger: { error: (message, fields) => h.errors.push({ message, ...fields }) },
     });
