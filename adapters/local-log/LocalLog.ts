@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { FleetError, toFleetError } from '../../engine/errors.ts';
 import { partitionFor } from '../../engine/partition.ts';
 import type { CommitRequest, Consumer, ConsumerOptions, Log, ProducerRecord, RecordPosition, TopicSpec } from '../../engine/ports/log.ts';
+import { syncDirSync } from './atomicWrite.ts';
 import { DirLock } from './DirLock.ts';
 import { GroupCoordinator } from './GroupCoordinator.ts';
 import { LocalConsumer, type ConsumerHost } from './LocalConsumer.ts';
@@ -25,6 +26,8 @@ import { OffsetStore } from './OffsetStore.ts';
 import { PartitionLog } from './PartitionLog.ts';
 import { recoverPartition } from './recoverPartition.ts';
 import { TopicCatalog, validateTopicName, validateTopicSpec } from './TopicCatalog.ts';
+
+const PARTITION_CACHE_KEYS = 100_000;
 
 /** Opens (or creates) the log in `options.dir`. Synchronous: recovery of torn tails happens here. */
 export function createLocalLog(options: LocalLogOptions): LocalLog {
@@ -39,6 +42,11 @@ export class LocalLog implements Log {
   #catalog: TopicCatalog;
   #offsets: OffsetStore;
   #partitions = new Map<string, PartitionLog[]>();
+  /**
+   * key → partition per partition count: device ids repeat, and a Map hit is much cheaper than
+   * UTF-8 encoding plus murmur2. Bounded: cleared when full.
+   */
+  #partitionCache = new Map<number, Map<string, number>>();
   #consumers = new Set<LocalConsumer>();
   #background = new Set<Promise<void>>();
   #topicChanges: Promise<unknown> = Promise.resolve();
@@ -87,6 +95,12 @@ export class LocalLog implements Log {
         stats: this.#stats,
         onRoll: () => this.#retain(topic, partition),
       }));
+    }
+    if (!recovering) {
+      // new directories must survive a crash too: their entries live in the parents
+      syncDirSync(join(this.options.dir, 'topics', topic));
+      syncDirSync(join(this.options.dir, 'topics'));
+      syncDirSync(this.options.dir);
     }
     this.#partitions.set(topic, logs);
   }
@@ -138,6 +152,8 @@ export class LocalLog implements Log {
     const keyBytes = new Array<number>(records.length);
     const byPartition: number[][] = new Array(count);
     const max = this.options.maxRecordBytes;
+    let cache = this.#partitionCache.get(count);
+    if (!cache) this.#partitionCache.set(count, cache = new Map());
     for (let i = 0; i < records.length; i++) {
       const record = records[i];
       const bad = (why: string): FleetError => new FleetError('VALIDATION_FAILED', `record ${i}: ${why}`, { detail: { index: i } });
@@ -151,7 +167,11 @@ export class LocalLog implements Log {
         throw new FleetError('PAYLOAD_TOO_LARGE', `record ${i}: key + value is ${bytes + record.value.length} bytes, more than the ${max} allowed`, { detail: { index: i, limit: max } });
       }
       keyBytes[i] = bytes;
-      const p = partitionFor(record.key, count);
+      let p = cache.get(record.key);
+      if (p === undefined) {
+        if (cache.size >= PARTITION_CACHE_KEYS) cache.clear();
+        cache.set(record.key, p = partitionFor(record.key, count));
+      }
       (byPartition[p] ??= []).push(i);
     }
     if (records.length === 0) return [];
