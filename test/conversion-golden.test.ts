@@ -109,6 +109,18 @@ test('an invalid script does not compile: VALIDATION_FAILED with the issues', ()
   }
 });
 
+test('numbers that leave the finite range read as null; scale calculations keep their exact rounding', () => {
+  const { decode } = compileScript({ sense: [
+    { asset: 'huge', value: { byte: 0, bytelength: 2, calculation: 'val * 1e305' } },
+    { asset: 'ratio', value: { byte: 0, bytelength: 2, calculation: '1000 / val' } },
+    { asset: 'tenth', value: { byte: 2, calculation: 'val / 10' } },
+    { asset: 'shifted', value: { byte: 2, calculation: 'val * 0.1 + 0' } },
+  ] });
+  assert.equal(decode(fromHex('ffff03')), { huge: null, ratio: 1000 / 65535, tenth: 0.3, shifted: 3 * 0.1 + 0 });
+  assert.equal(decode(fromHex('000103')), { huge: 1e305, ratio: 1000, tenth: 0.3, shifted: 0.30000000000000004 });
+  assert.equal(decode(fromHex('000003')).ratio, null);
+});
+
 test('non-byte input to decode is DECODE_FAILED', () => {
   const { decode } = compileScript(fixtures[0].script);
   for (const bad of [undefined, null, 'abc', [1, 2], { length: 2 }]) {

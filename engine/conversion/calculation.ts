@@ -180,6 +180,37 @@ export function calculationProblem(node: CalcNode): string | undefined {
   return check(node);
 }
 
+/**
+ * `val`, `val * m`, `val / d`, `val + a`, `val * m + a`, `val / d + a` (and their `-` forms): the
+ * shapes real scripts use, which readers fuse into the read. Division stays a division, so
+ * `val / 10` gives exactly what it says (multiplying by 0.1 would round differently).
+ */
+export interface Affine {
+  readonly op: 'mul' | 'div' | 'none';
+  readonly c: number;
+  /** Undefined when there is no addition (so -0 stays -0, as in the written expression). */
+  readonly add: number | undefined;
+}
+
+export function affineForm(tree: CalcNode): Affine | undefined {
+  const node = fold(tree);
+  const scaled = (n: CalcNode): { op: 'mul' | 'div' | 'none'; c: number } | undefined => {
+    if (n.k === 'val') return { op: 'none', c: 1 };
+    if (n.k === 'bin' && n.op === '*' && n.a.k === 'val' && n.b.k === 'num') return { op: 'mul', c: n.b.v };
+    if (n.k === 'bin' && n.op === '*' && n.b.k === 'val' && n.a.k === 'num') return { op: 'mul', c: n.a.v };
+    if (n.k === 'bin' && n.op === '/' && n.a.k === 'val' && n.b.k === 'num') return { op: 'div', c: n.b.v };
+    return undefined;
+  };
+  const whole = scaled(node);
+  if (whole) return { ...whole, add: undefined };
+  if (node.k === 'bin' && (node.op === '+' || node.op === '-') && node.b.k === 'num') {
+    const inner = scaled(node.a);
+    // x - c and x + (-c) are the same IEEE operation, so one form covers both.
+    if (inner) return { ...inner, add: node.op === '+' ? node.b.v : -node.b.v };
+  }
+  return undefined;
+}
+
 /** Compiles a calculation into `(val) => number`; common shapes get dedicated closures. */
 export function compileCalculation(tree: CalcNode): (val: number) => number {
   const node = fold(tree);

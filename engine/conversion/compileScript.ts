@@ -12,7 +12,10 @@ import { makeWriter } from './writers.ts';
 
 export type { Codec, DecodeMeta } from './codec.ts';
 
-type Exec = (b: Uint8Array, out: Record<string, unknown>, meta: DecodeMeta | undefined) => void;
+/** Writes a block's assets into `out` (blocks that mix mappings and switches). */
+type Into = (b: Uint8Array, out: Record<string, unknown>, meta: DecodeMeta | undefined) => void;
+/** Returns a fresh object with a block's assets. */
+type Produce = (b: Uint8Array, meta: DecodeMeta | undefined) => Record<string, unknown>;
 
 function compileValue(value: ValueIR): Reader {
   switch (value.k) {
@@ -24,11 +27,9 @@ function compileValue(value: ValueIR): Reader {
     case 'obj': {
       const keys = value.fields.map(([k]) => k);
       const readers = value.fields.map(([, v]) => compileValue(v));
-      const n = keys.length;
-      if (keys.includes('__proto__')) return (b) => { const o: Record<string, unknown> = {}; for (let i = 0; i < n; i++) defineValue(o, keys[i], readers[i](b)); return o; };
-      return (b) => {
+      return keys.length <= UNROLL ? literal(keys, readers) : (b) => {
         const o: Record<string, unknown> = {};
-        for (let i = 0; i < n; i++) o[keys[i]] = readers[i](b);
+        for (let i = 0; i < keys.length; i++) defineValue(o, keys[i], readers[i](b));
         return o;
       };
     }
@@ -39,49 +40,104 @@ function compileValue(value: ValueIR): Reader {
   }
 }
 
-function compileStatement(statement: StatementIR): Exec {
-  if (statement.k === 'map') {
-    const read = compileValue(statement.value);
-    if (statement.asset.length === 1) {
-      const key = statement.asset[0];
-      return (b, out) => { out[key] = read(b); };
-    }
-    const path = statement.asset;
-    return (b, out) => setPath(out, path, read(b));
+/** Blocks of up to this many plain mappings build their object in one literal. */
+const UNROLL = 12;
+
+/**
+ * An object literal with the given keys, filled by the readers in order. Each position is its own
+ * property-definition site, so for one script every site sees one key and one reader: V8 keeps
+ * them monomorphic (a loop of `out[key] = value` is one megamorphic site, several times slower).
+ * Keys never include `__proto__` (checkScript rejects it), so plain literal keys are safe.
+ */
+function literal(keys: readonly string[], readers: readonly Reader[]): Reader {
+  const [k0, k1, k2, k3, k4, k5, k6, k7, k8, k9, k10, k11] = keys;
+  const [r0, r1, r2, r3, r4, r5, r6, r7, r8, r9, r10, r11] = readers;
+  switch (keys.length) {
+    case 0: return () => ({});
+    case 1: return (b) => ({ [k0]: r0(b) });
+    case 2: return (b) => ({ [k0]: r0(b), [k1]: r1(b) });
+    case 3: return (b) => ({ [k0]: r0(b), [k1]: r1(b), [k2]: r2(b) });
+    case 4: return (b) => ({ [k0]: r0(b), [k1]: r1(b), [k2]: r2(b), [k3]: r3(b) });
+    case 5: return (b) => ({ [k0]: r0(b), [k1]: r1(b), [k2]: r2(b), [k3]: r3(b), [k4]: r4(b) });
+    case 6: return (b) => ({ [k0]: r0(b), [k1]: r1(b), [k2]: r2(b), [k3]: r3(b), [k4]: r4(b), [k5]: r5(b) });
+    case 7: return (b) => ({ [k0]: r0(b), [k1]: r1(b), [k2]: r2(b), [k3]: r3(b), [k4]: r4(b), [k5]: r5(b), [k6]: r6(b) });
+    case 8: return (b) => ({ [k0]: r0(b), [k1]: r1(b), [k2]: r2(b), [k3]: r3(b), [k4]: r4(b), [k5]: r5(b), [k6]: r6(b), [k7]: r7(b) });
+    case 9: return (b) => ({ [k0]: r0(b), [k1]: r1(b), [k2]: r2(b), [k3]: r3(b), [k4]: r4(b), [k5]: r5(b), [k6]: r6(b), [k7]: r7(b), [k8]: r8(b) });
+    case 10: return (b) => ({ [k0]: r0(b), [k1]: r1(b), [k2]: r2(b), [k3]: r3(b), [k4]: r4(b), [k5]: r5(b), [k6]: r6(b), [k7]: r7(b), [k8]: r8(b), [k9]: r9(b) });
+    case 11: return (b) => ({ [k0]: r0(b), [k1]: r1(b), [k2]: r2(b), [k3]: r3(b), [k4]: r4(b), [k5]: r5(b), [k6]: r6(b), [k7]: r7(b), [k8]: r8(b), [k9]: r9(b), [k10]: r10(b) });
+    default: return (b) => ({ [k0]: r0(b), [k1]: r1(b), [k2]: r2(b), [k3]: r3(b), [k4]: r4(b), [k5]: r5(b), [k6]: r6(b), [k7]: r7(b), [k8]: r8(b), [k9]: r9(b), [k10]: r10(b), [k11]: r11(b) });
   }
-  const { on, cases, fallback } = statement;
-  const compiled = new Map<unknown, Exec>();
-  for (const [value, body] of cases) compiled.set(value, compileBlock(body));
-  const otherwise = fallback ? compileBlock(fallback) : undefined;
-  const select: (b: Uint8Array, meta: DecodeMeta | undefined) => unknown = on === '$payloadLength' ? (b) => b.length
-    : on === '$fPort' ? (_b, meta) => meta?.fPort
-    : makeReader(on.spec, on.path);
-  return (b, out, meta) => {
-    const run = compiled.get(select(b, meta)) ?? otherwise;
-    if (run !== undefined) run(b, out, meta);
-  };
+}
+
+function selectorOf(statement: Extract<StatementIR, { k: 'switch' }>): (b: Uint8Array, meta: DecodeMeta | undefined) => unknown {
+  const { on } = statement;
+  return on === '$payloadLength' ? (b) => b.length : on === '$fPort' ? (_b, meta) => meta?.fPort : makeReader(on.spec, on.path);
 }
 
 /**
  * A block checks once that the payload is long enough for all of its own selectors (a switch's
  * cases check their own), so readers index without per-field bounds checks.
  */
-function compileBlock(statements: readonly StatementIR[]): Exec {
-  const execs = statements.map(compileStatement);
-  const need = statements.reduce((m, s) => Math.max(m, s.minLength), 0);
-  const tooShort = (b: Uint8Array): FleetError => {
-    const s = statements.find((st) => st.minLength > b.length)!;
-    return decodeFailed(`${s.k === 'map' ? `${s.path}.value` : `${s.path}.switch`} needs ${s.minLength} bytes, the payload has ${b.length}`);
-  };
-  const n = execs.length;
-  if (n === 0) return () => {};
-  if (n === 1) {
-    const only = execs[0];
-    return need === 0 ? only : (b, out, meta) => { if (b.length < need) throw tooShort(b); only(b, out, meta); };
+function need(statements: readonly StatementIR[]): number {
+  return statements.reduce((m, s) => Math.max(m, s.minLength), 0);
+}
+
+function tooShort(statements: readonly StatementIR[], b: Uint8Array): FleetError {
+  const s = statements.find((st) => st.minLength > b.length)!;
+  return decodeFailed(`${s.k === 'map' ? `${s.path}.value` : `${s.path}.switch`} needs ${s.minLength} bytes, the payload has ${b.length}`);
+}
+
+function produceBlock(statements: readonly StatementIR[]): Produce {
+  const min = need(statements);
+  if (statements.length <= UNROLL && statements.every((s) => s.k === 'map' && s.asset.length === 1)) {
+    const maps = statements as ReadonlyArray<Extract<StatementIR, { k: 'map' }>>;
+    const build = literal(maps.map((s) => s.asset[0]), maps.map((s) => compileValue(s.value)));
+    return (b) => {
+      if (b.length < min) throw tooShort(statements, b);
+      return build(b) as Record<string, unknown>;
+    };
   }
+  if (statements.length === 1 && statements[0].k === 'switch') {
+    // The common shape `switch $payloadLength → flat blocks`: the chosen case's object is the result.
+    const statement = statements[0];
+    const select = selectorOf(statement);
+    const cases = new Map<unknown, Produce>();
+    for (const [value, body] of statement.cases) cases.set(value, produceBlock(body));
+    const otherwise = statement.fallback ? produceBlock(statement.fallback) : undefined;
+    return (b, meta) => {
+      if (b.length < min) throw tooShort(statements, b);
+      const run = cases.get(select(b, meta)) ?? otherwise;
+      return run === undefined ? {} : run(b, meta);
+    };
+  }
+  const run = intoBlock(statements);
+  return (b, meta) => { const out: Record<string, unknown> = {}; run(b, out, meta); return out; };
+}
+
+function intoStatement(statement: StatementIR): Into {
+  if (statement.k === 'map') {
+    const read = compileValue(statement.value);
+    const path = statement.asset;
+    if (path.length === 1) { const key = path[0]; return (b, out) => { out[key] = read(b); }; }
+    return (b, out) => setPath(out, path, read(b));
+  }
+  const select = selectorOf(statement);
+  const cases = new Map<unknown, Into>();
+  for (const [value, body] of statement.cases) cases.set(value, intoBlock(body));
+  const otherwise = statement.fallback ? intoBlock(statement.fallback) : undefined;
   return (b, out, meta) => {
-    if (b.length < need) throw tooShort(b);
-    for (let i = 0; i < n; i++) execs[i](b, out, meta);
+    const run = cases.get(select(b, meta)) ?? otherwise;
+    if (run !== undefined) run(b, out, meta);
+  };
+}
+
+function intoBlock(statements: readonly StatementIR[]): Into {
+  const min = need(statements);
+  const steps = statements.map(intoStatement);
+  const n = steps.length;
+  return (b, out, meta) => {
+    if (b.length < min) throw tooShort(statements, b);
+    for (let i = 0; i < n; i++) steps[i](b, out, meta);
   };
 }
 
@@ -121,12 +177,7 @@ export function compileScript(script: ConversionScript): Codec {
     const first = issues[0];
     throw new FleetError('VALIDATION_FAILED', `invalid conversion script: ${first.path ? `${first.path}: ` : ''}${first.message}`, { detail: { issues } });
   }
-  const root = compileBlock(program.sense);
-  const decode = guardDecode('conversion script', (bytes, meta) => {
-    const out: Record<string, unknown> = {};
-    root(bytes, out, meta);
-    return out;
-  });
+  const decode = guardDecode('conversion script', produceBlock(program.sense));
   if (program.actuate.length === 0) return { decode };
   return { decode, encode: compileEncoder(program.actuate, program.downlinkLength) };
 }

@@ -3,7 +3,7 @@
  * (FieldSpec.minLength), so the fixed-position readers index without further bounds checks.
  */
 import { FleetError } from '../errors.ts';
-import { compileCalculation } from './calculation.ts';
+import { affineForm, compileCalculation } from './calculation.ts';
 import type { FieldSpec } from './fieldSpec.ts';
 
 export type Reader = (b: Uint8Array) => unknown;
@@ -101,6 +101,12 @@ function numberReader(spec: FieldSpec, path: string): NumReader {
       return floatAt(b, start(b), n, little);
     };
   }
+  if (bit !== undefined && spec.anchor === 'start' && length === 1) {
+    const o = spec.offset;
+    const mask = 2 ** bitlength - 1;
+    const width = 2 ** bitlength;
+    return signed ? (b) => { const v = (b[o] >> bit) & mask; return v >= width / 2 ? v - width : v; } : (b) => (b[o] >> bit) & mask;
+  }
   if (bit !== undefined) {
     // Bit fields live within 6 bytes (FieldSpec), so the raw integer is exact.
     const { start } = place(spec);
@@ -135,14 +141,39 @@ export function makeReader(spec: FieldSpec, path: string): Reader {
   const { kind, little } = spec;
   if (kind === 'uint' || kind === 'int' || kind === 'float') {
     const read = numberReader(spec, path);
-    const calc = spec.calc ? compileCalculation(spec.calc) : undefined;
-    if (calc) return (b) => { const v = calc(read(b)); return v - v === 0 ? v : null; };
-    if (kind === 'float') return (b) => { const v = read(b); return v - v === 0 ? v : null; };
-    return read;
+    if (!spec.calc) return kind === 'float' ? (b) => { const v = read(b); return v - v === 0 ? v : null; } : read;
+    // Scale/offset calculations are fused into the read; others call the compiled expression.
+    const affine = affineForm(spec.calc);
+    if (affine && affine.op !== 'none') {
+      const c = affine.c;
+      const a = affine.add;
+      // An integer scaled by a constant cannot leave the finite range unless the constant is extreme.
+      const widest = kind === 'float' ? Infinity : 2 ** (spec.bit === undefined ? (spec.anchor === 'range' ? 64 : spec.length * 8) : spec.bitlength);
+      const bound = (affine.op === 'div' ? widest / Math.abs(c) : widest * Math.abs(c)) + Math.abs(a ?? 0);
+      if (bound < 1e300) {
+        if (affine.op === 'div') return a === undefined ? (b) => read(b) / c : (b) => read(b) / c + a;
+        return a === undefined ? (b) => read(b) * c : (b) => read(b) * c + a;
+      }
+      if (affine.op === 'div') {
+        return a === undefined
+          ? (b) => { const v = read(b) / c; return v - v === 0 ? v : null; }
+          : (b) => { const v = read(b) / c + a; return v - v === 0 ? v : null; };
+      }
+      return a === undefined
+        ? (b) => { const v = read(b) * c; return v - v === 0 ? v : null; }
+        : (b) => { const v = read(b) * c + a; return v - v === 0 ? v : null; };
+    }
+    const calc = compileCalculation(spec.calc);
+    return (b) => { const v = calc(read(b)); return v - v === 0 ? v : null; };
   }
   const { start, len } = place(spec);
   if (kind === 'bool') {
     if (spec.bit !== undefined) {
+      if (spec.anchor === 'start' && spec.length === 1) {
+        const o = spec.offset;
+        const mask = (2 ** spec.bitlength - 1) << spec.bit;
+        return (b) => (b[o] & mask) !== 0;
+      }
       const bits = numberReader({ ...spec, kind: 'uint' }, path);
       return (b) => bits(b) !== 0;
     }
