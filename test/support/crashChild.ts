@@ -1,0 +1,111 @@
+/**
+ * The process test/crash.test.ts kills: the engine on the embedded adapters (local log, chDB,
+ * MemoryDirectory) in one data dir.
+ *
+ *   node test/support/crashChild.ts '{"dir":…,"mode":"produce","devices":200,"from":0,"total":…,"batch":…}'
+ *   node test/support/crashChild.ts '{"dir":…,"mode":"consume","devices":200}'
+ *
+ * produce: appends crashUplinks k = from … total-1 in batches while the pipeline consumes them.
+ * consume: only consumes what the log holds. Both finish by draining the pipeline once nothing new
+ * arrives, then exit 0.
+ *
+ * Protocol on stdout, one line each, written synchronously (stdout is a pipe):
+ *   start <sum of committed offsets of the engine group>
+ *   append <first k> <last k>       before the append call (so nothing beyond it can be in the log)
+ *   ack <last k>                    after the append resolved (durable)
+ *   progress <received> <stored> <rejected>    every 50 ms
+ *   drained <received> <stored> <rejected>     everything durable and committed; exits next
+ */
+import { writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { createChdbStore } from '../../adapters/chdb/createChdbStore.ts';
+import { createLocalLog } from '../../adapters/local-log/LocalLog.ts';
+import { systemClock } from '../../engine/clock.ts';
+import { encodeEnvelope } from '../../engine/envelope.ts';
+import { MemoryDirectory } from '../../engine/ports/directory.ts';
+import { StateBatcher } from '../../engine/StateBatcher.ts';
+import { UplinkPipeline } from '../../engine/UplinkPipeline.ts';
+import { Topics } from '../../schemas/messages.ts';
+import { crashDevice, crashUplink } from './crashUplinks.ts';
+
+interface ChildArgs {
+  dir: string;
+  mode: 'produce' | 'consume';
+  devices: number;
+  from?: number;
+  total?: number;
+  batch?: number;
+  /** Rows per chDB insert (StateBatcher maxRows). Small values slow consumption so a backlog builds. */
+  maxRows?: number;
+  /** Uplinks in flight before fetching pauses (UplinkPipeline maxInFlight). */
+  maxInFlight?: number;
+  /** The run ends after this long without a new record (ms). */
+  idleMs?: number;
+}
+
+const PARTITIONS = 4; // as test/crash.test.ts
+const GROUP = 'engine';
+
+const args = JSON.parse(process.argv[2] ?? '{}') as ChildArgs;
+const say = (line: string) => writeSync(1, `${line}\n`);
+// systemClock timers are unref'd; this keeps the process alive while the pipeline waits on one.
+const keepAlive = setInterval(() => {}, 1000);
+
+const log = createLocalLog({ dir: join(args.dir, 'log') });
+await log.ensureTopics([{ name: Topics.uplinks, partitions: PARTITIONS }, { name: Topics.deadLetters, partitions: 1 }]);
+const store = createChdbStore({ dir: join(args.dir, 'chdb') });
+await store.init();
+const directory = new MemoryDirectory();
+for (let d = 0; d < args.devices; d++) directory.put(crashDevice(d));
+
+let failure: unknown;
+const batcher = new StateBatcher({ store, clock: systemClock, maxRows: args.maxRows ?? 2000, maxDelayMs: 20 });
+const pipeline = new UplinkPipeline({
+  log, rows: batcher, directory, clock: systemClock, group: GROUP, commitIntervalMs: 50, maxInFlight: args.maxInFlight,
+  onError: (error) => { failure = error; },
+});
+
+let committed = 0;
+for (let p = 0; p < PARTITIONS; p++) committed += await log.committed(GROUP, Topics.uplinks, p);
+say(`start ${committed}`);
+await pipeline.start();
+
+const stats = () => `${pipeline.stats.received} ${pipeline.stats.stored} ${pipeline.stats.rejected}`;
+const progress = setInterval(() => say(`progress ${stats()}`), 50);
+
+if (args.mode === 'produce') {
+  const total = args.total ?? 0;
+  const batch = args.batch ?? 500;
+  for (let first = args.from ?? 0; first < total; first += batch) {
+    const last = Math.min(total, first + batch) - 1;
+    const records = [];
+    for (let k = first; k <= last; k++) {
+      const envelope = crashUplink(k, args.devices);
+      records.push({ key: envelope.deviceId, value: encodeEnvelope(envelope) });
+    }
+    say(`append ${first} ${last}`);
+    await log.append(Topics.uplinks, records);
+    say(`ack ${last}`);
+  }
+}
+
+// Nothing appends any more: once no record has arrived for idleMs, everything in the log was read.
+const idleMs = args.idleMs ?? 750;
+let seen = -1;
+let since = Date.now();
+for (;;) {
+  if (failure !== undefined) throw failure;
+  if (pipeline.stats.received !== seen || pipeline.stats.inFlight > 0) {
+    seen = pipeline.stats.received;
+    since = Date.now();
+  } else if (Date.now() - since >= idleMs) break;
+  await new Promise((resolve) => setTimeout(resolve, 25));
+}
+await pipeline.stop();
+await batcher.close();
+if (failure !== undefined) throw failure;
+clearInterval(progress);
+say(`drained ${stats()}`);
+await log.close();
+await store.close();
+clearInterval(keepAlive);
