@@ -162,8 +162,9 @@ export type NewGround = Static<typeof NewGround>;
 export const DEVICE_TYPE_NAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$';
 export const DeviceTypeName = Type.String({ pattern: DEVICE_TYPE_NAME_PATTERN });
 
-/** What a published device type version gives every device activated with it. */
+/** What a published device type version gives every device activated with it (also the shape of a draft). */
 export const DeviceTypeDefinition = Type.Object({
+  title: Type.Optional(Text(256)),
   description: Type.Optional(Description),
   assets: Type.Array(NewAsset, { maxItems: 256 }),
   payload: Type.Optional(PayloadSettings),
@@ -181,6 +182,35 @@ export const DeviceTypeVersion = Type.Object({
   publishedAt: EpochMs,
 });
 export type DeviceTypeVersion = Static<typeof DeviceTypeVersion>;
+
+/** A published version as listed with its device type (the definition is read by number). */
+export const DeviceTypeVersionSummary = Type.Object({
+  version: Type.Integer({ minimum: 1 }),
+  ref: DeviceTypeRef,
+  publishedAt: EpochMs,
+});
+export type DeviceTypeVersionSummary = Static<typeof DeviceTypeVersionSummary>;
+
+/**
+ * A partner's device type: the draft being edited and the immutable versions published from it
+ * (spec §9). A type without versions cannot be pinned (`:<n>`); `:latest` publishes its draft
+ * as version 1 when an activation first names it (spec §2.7).
+ */
+export const DeviceType = Type.Object({
+  partnerId: Id,
+  name: DeviceTypeName,
+  /** `<partnerId>/<name>`: resolves to the latest version. */
+  ref: DeviceTypeRef,
+  draft: DeviceTypeDefinition,
+  /** Oldest first. */
+  versions: Type.Array(DeviceTypeVersionSummary),
+  /** The latest version number, null while nothing is published. */
+  latest: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()]),
+  createdAt: EpochMs,
+  /** When the draft last changed. */
+  updatedAt: EpochMs,
+});
+export type DeviceType = Static<typeof DeviceType>;
 
 /**
  * Activation code: 16 Crockford base32 characters (80 random bits), upper case. People type these
@@ -230,6 +260,25 @@ export const Activation = Type.Object({
   createdAt: EpochMs,
 });
 export type Activation = Static<typeof Activation>;
+
+/** What may change while an activation is unused; the hardware id never changes (delete and create instead). */
+export const ActivationPatch = Type.Object({
+  description: Type.Optional(Description),
+  /** Replaces every option; the new options get new ids. */
+  options: Type.Optional(Type.Array(NewActivationOption, { minItems: 1, maxItems: 32 })),
+});
+export type ActivationPatch = Static<typeof ActivationPatch>;
+
+/** A page of a partner's activations, oldest first (created time, then code). */
+export const ActivationQuery = Type.Object({
+  status: Type.Optional(ActivationStatus),
+  hardwareId: Type.Optional(DeviceName),
+  /** Default 100. */
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1001 })),
+  /** Only activations after this one in the order. */
+  after: Type.Optional(Type.Object({ createdAt: EpochMs, code: ActivationCode })),
+});
+export type ActivationQuery = Static<typeof ActivationQuery>;
 
 /** Spec §4.6 request body, plus the user the bearer token named. */
 export const ActivateRequest = Type.Object({

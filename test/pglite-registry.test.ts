@@ -6,6 +6,8 @@ import * as assert from 'uvu/assert';
 import { createPgliteRegistry } from '../adapters/pglite/createPgliteRegistry.ts';
 import { migrations as allMigrations } from '../adapters/sql-registry/migrations.ts';
 import { activationContract } from './contracts/activation.contract.ts';
+import { activationLifecycleContract } from './contracts/activationLifecycle.contract.ts';
+import { deviceTypesContract } from './contracts/deviceTypes.contract.ts';
 import { registryContract, rejects, type RegistryFactory } from './contracts/registry.contract.ts';
 
 const inMemory: RegistryFactory = async ({ clock }) => {
@@ -19,6 +21,8 @@ const inMemory: RegistryFactory = async ({ clock }) => {
 
 registryContract('pglite (in memory)', inMemory).run();
 activationContract('pglite (in memory)', inMemory).run();
+deviceTypesContract('pglite (in memory)', inMemory).run();
+activationLifecycleContract('pglite (in memory)', inMemory).run();
 
 const files = suite('pglite registry: data dir');
 

@@ -9,6 +9,8 @@ import * as assert from 'uvu/assert';
 import { createPostgresRegistry } from '../adapters/postgres/createPostgresRegistry.ts';
 import { migrations as allMigrations } from '../adapters/sql-registry/migrations.ts';
 import { activationContract } from './contracts/activation.contract.ts';
+import { activationLifecycleContract } from './contracts/activationLifecycle.contract.ts';
+import { deviceTypesContract } from './contracts/deviceTypes.contract.ts';
 import { registryContract, rejects, type RegistryFactory } from './contracts/registry.contract.ts';
 
 const url = process.env.DATABASE_URL_TEST;
@@ -44,6 +46,8 @@ if (!url) {
   };
   registryContract('postgres', isolated).run();
   activationContract('postgres', isolated).run();
+  deviceTypesContract('postgres', isolated).run();
+  activationLifecycleContract('postgres', isolated).run();
 
   const server = suite('postgres registry: server specifics');
 

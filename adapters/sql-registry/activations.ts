@@ -1,19 +1,24 @@
 /**
- * Device types and activations over SQL (spec §2.5–2.8, §4.5–4.6): the operations of the registry
- * port that the activation edge calls. Redeeming a code is one transaction: the code row is locked,
- * the device is created as createDevice would, and the code is marked used, or nothing happens.
+ * Activations over SQL (spec §2.5–2.8, §4.5–4.7): create, read, list, change, delete and redeem.
+ * Every change of an existing activation locks its row, asks the lifecycle machine
+ * (engine/activationMachine.ts) whether the event is allowed in its status, and performs the
+ * effect in the same transaction: redeeming creates the device as createDevice would and marks the
+ * code used, or nothing happens.
  */
 import type { Clock } from '../../engine/clock.ts';
-import { FleetError } from '../../engine/errors.ts';
+import { decideActivation } from '../../engine/activationMachine.ts';
 import { newActivationCode, normaliseActivationCode } from '../../engine/activationCodes.ts';
+import { FleetError } from '../../engine/errors.ts';
 import { isId, newId } from '../../engine/ids.ts';
-import type { Activated, Activation, DeviceTypeDefinition, DeviceTypeVersion, Registry, TokenScope } from '../../engine/ports/registry.ts';
+import { networks } from '../../engine/networks.ts';
+import type { Activated, Activation, NewActivationOption, Registry, TokenScope } from '../../engine/ports/registry.ts';
 import * as S from '../../schemas/registry.ts';
-import { insertDevice, prepareAssets, prepareDevice, prepareNetwork } from './createDevice.ts';
+import { insertDevice, prepareDevice, prepareNetwork } from './createDevice.ts';
+import { parseRef, resolveIn, resolveOptionTypes } from './deviceTypes.ts';
 import type { SqlExecutor, SqlQueryable } from './executor.ts';
-import { check, jsonParam } from './validate.ts';
+import { check } from './validate.ts';
 
-type ActivationOperations = Pick<Registry, 'publishDeviceType' | 'resolveDeviceType' | 'createActivation' | 'getActivation' | 'findActivationByHardware' | 'activate'>;
+type ActivationOperations = Pick<Registry, 'createActivation' | 'getActivation' | 'findActivationByHardware' | 'listActivations' | 'updateActivation' | 'deleteActivation' | 'activate'>;
 
 export interface ActivationDeps {
   executor: SqlExecutor;
@@ -23,84 +28,45 @@ export interface ActivationDeps {
   insertToken(tx: SqlQueryable, scope: TokenScope, subjectId: string): Promise<string>;
 }
 
-/** A whole definition: up to 256 asset profiles and a conversion script. */
-const MAX_DEFINITION_BYTES = 1024 * 1024;
-const REF_RE = new RegExp(S.DEVICE_TYPE_REF_PATTERN);
+const DEFAULT_PAGE = 100;
 
-interface ParsedRef {
-  partnerId: string;
-  name: string;
-  /** 'latest' when the reference named no version. */
-  version: 'latest' | number;
+function invalid(field: string, message: string): FleetError {
+  return new FleetError('VALIDATION_FAILED', `${field}: ${message}`, { detail: { field } });
 }
 
-function parseRef(ref: unknown): ParsedRef | undefined {
-  if (typeof ref !== 'string' || !REF_RE.test(ref)) return undefined;
-  const [path, version] = ref.split(':');
-  const [partnerId, name] = path.split('/');
-  return { partnerId, name, version: version === undefined || version === 'latest' ? 'latest' : Number(version) };
+function requirePartner(partnerId: unknown): asserts partnerId is string {
+  if (!isId(partnerId)) throw invalid('partnerId', 'not a registry id');
 }
 
-function forbidden(field: string, message: string): FleetError {
-  return new FleetError('FORBIDDEN', message, { detail: { field } });
+function notFound(): FleetError {
+  return new FleetError('NOT_FOUND', 'activation code not found', { detail: { field: 'code' } });
 }
 
-function notFound(field: string, message: string): FleetError {
-  return new FleetError('NOT_FOUND', message, { detail: { field } });
+/** Options checked before any query: the network through the networks table, the type reference parsed. */
+function prepareOptions(options: readonly NewActivationOption[]) {
+  return options.map((option, i) => {
+    const network = networks.normalise(option.network, `options.${i}.network`);
+    return {
+      description: option.description ?? '',
+      ref: parseRef(option.device.type)!,
+      field: `options.${i}.device.type`,
+      networkId: network.networkId,
+      data: prepareNetwork(network, `options.${i}.network`).data,
+    };
+  });
 }
 
-function checkDefinition(definition: DeviceTypeDefinition, field: string): string {
-  check(S.DeviceTypeDefinition, definition, field);
-  // The limits a device created directly gets (prepareDevice), checked once at publication.
-  prepareAssets(definition.assets, `${field}.assets`);
-  if (definition.payload !== undefined) jsonParam(definition.payload, `${field}.payload`);
-  return jsonParam(definition, field, MAX_DEFINITION_BYTES);
-}
+type PreparedOption = ReturnType<typeof prepareOptions>[number];
 
-interface VersionRow {
-  partner_id: string;
-  name: string;
-  version: number;
-  definition: unknown;
-  published_at: unknown;
-}
-
-function toVersion(row: VersionRow): DeviceTypeVersion {
-  const version = Number(row.version);
-  return {
-    partnerId: row.partner_id,
-    name: row.name,
-    version,
-    ref: `${row.partner_id}/${row.name}:${version}`,
-    definition: (typeof row.definition === 'string' ? JSON.parse(row.definition) : row.definition) as DeviceTypeDefinition,
-    publishedAt: Number(row.published_at),
-  };
-}
-
-async function resolveIn(q: SqlQueryable, ref: ParsedRef): Promise<DeviceTypeVersion | undefined> {
-  const { rows } = await q.query<VersionRow>(
-    `SELECT t.partner_id, t.name, v.version, v.definition, v.published_at
-     FROM device_types t JOIN device_type_versions v ON v.device_type_id = t.id
-     WHERE t.partner_id = $1 AND t.name = $2 AND ($3::integer IS NULL OR v.version = $3::integer)
-     ORDER BY v.version DESC LIMIT 1`,
-    [ref.partnerId, ref.name, ref.version === 'latest' ? null : ref.version],
-  );
-  return rows[0] ? toVersion(rows[0]) : undefined;
-}
-
-/** Creates the type if needed and appends the next version; the type row lock orders concurrent publishers. */
-async function publishIn(tx: SqlQueryable, clock: Clock, partnerId: string, name: string, definition: string): Promise<DeviceTypeVersion & { typeId: string }> {
-  const now = clock.now();
-  await tx.query('INSERT INTO device_types (id, partner_id, name, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (partner_id, name) DO NOTHING', [newId(), partnerId, name, now]);
-  const type = await tx.query<{ id: string }>('SELECT id FROM device_types WHERE partner_id = $1 AND name = $2 FOR UPDATE', [partnerId, name]);
-  const typeId = type.rows[0].id;
-  const { rows } = await tx.query<VersionRow>(
-    `INSERT INTO device_type_versions (device_type_id, version, definition, published_at)
-     SELECT $1, COALESCE(max(version), 0) + 1, $2::jsonb, $3 FROM device_type_versions WHERE device_type_id = $1
-     RETURNING $4::text AS partner_id, $5::text AS name, version, definition, published_at`,
-    [typeId, definition, now, partnerId, name],
-  );
-  return { ...toVersion(rows[0]), typeId };
+async function insertOptions(tx: SqlQueryable, clock: Clock, partnerId: string, code: string, options: readonly PreparedOption[]): Promise<void> {
+  const types = await resolveOptionTypes(tx, clock, partnerId, options);
+  for (const [position, option] of options.entries()) {
+    await tx.query(
+      `INSERT INTO activation_options (id, activation_code, position, description, device_type_id, type_version, network_id, network_data)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb)`,
+      [newId(), code, position, option.description, types[position].typeId, types[position].version, option.networkId, option.data],
+    );
+  }
 }
 
 const ACTIVATION_SELECT = `SELECT a.code, a.partner_id, a.description, a.hardware_id, a.status, a.activated_device_id, a.activated_option_id, a.created_at,
@@ -141,69 +107,30 @@ async function loadActivation(q: SqlQueryable, where: string, params: unknown[])
   return rows[0] ? toActivation(rows[0]) : undefined;
 }
 
+/** The partner's activation row, locked for the rest of the transaction; NOT_FOUND otherwise. */
+async function lockActivation(tx: SqlQueryable, partnerId: string, code: string): Promise<{ status: 'unused' | 'used' }> {
+  const { rows } = await tx.query<{ status: 'unused' | 'used' }>('SELECT status FROM activations WHERE partner_id = $1 AND code = $2 FOR UPDATE', [partnerId, code]);
+  if (!rows[0]) throw notFound();
+  return rows[0];
+}
+
 export function activationOperations(deps: ActivationDeps): ActivationOperations {
   const { executor, clock, guard } = deps;
 
   return {
-    async publishDeviceType(partnerId, name, definition) {
-      if (!isId(partnerId)) throw new FleetError('VALIDATION_FAILED', 'partnerId: not a registry id', { detail: { field: 'partnerId' } });
-      check(S.DeviceTypeName, name, 'name');
-      const json = checkDefinition(definition, 'definition');
-      return guard(() =>
-        executor.transaction(async (tx) => {
-          const { typeId: _typeId, ...version } = await publishIn(tx, clock, partnerId, name, json);
-          return version;
-        }),
-      );
-    },
-
-    async resolveDeviceType(ref) {
-      const parsed = parseRef(ref);
-      if (!parsed || !isId(parsed.partnerId)) return undefined;
-      return guard(() => resolveIn(executor, parsed));
-    },
-
     async createActivation(partnerId, input) {
-      if (!isId(partnerId)) throw new FleetError('VALIDATION_FAILED', 'partnerId: not a registry id', { detail: { field: 'partnerId' } });
+      requirePartner(partnerId);
       check(S.NewActivation, input, '');
-      const options = input.options.map((option, i) => {
-        const field = `options.${i}.device.type`;
-        const ref = parseRef(option.device.type)!;
-        // DESIGN.md §5: a partner token reaches only its own device types.
-        if (ref.partnerId !== partnerId) throw forbidden(field, `${field}: device types of another partner cannot be used`);
-        return { option, ref, field, network: prepareNetwork(option.network, `options.${i}.network`) };
-      });
-      const emptyDefinition = JSON.stringify({ assets: [] } satisfies DeviceTypeDefinition);
+      const options = prepareOptions(input.options);
       return guard(() =>
         executor.transaction(async (tx) => {
-          const typeIds = new Map<string, string>();
-          for (const { ref, field } of options) {
-            if (typeIds.has(`${ref.name}:${ref.version}`)) continue;
-            const found = await tx.query<{ id: string }>(
-              `SELECT t.id FROM device_types t JOIN device_type_versions v ON v.device_type_id = t.id
-               WHERE t.partner_id = $1 AND t.name = $2 AND ($3::integer IS NULL OR v.version = $3::integer) LIMIT 1`,
-              [partnerId, ref.name, ref.version === 'latest' ? null : ref.version],
-            );
-            let typeId = found.rows[0]?.id;
-            if (!typeId) {
-              if (ref.version !== 'latest') throw notFound(field, `${field}: no published version ${ref.version} of ${ref.name}`);
-              // spec §2.7: when no published version exists, one is created and published beforehand.
-              typeId = (await publishIn(tx, clock, partnerId, ref.name, emptyDefinition)).typeId;
-            }
-            typeIds.set(`${ref.name}:${ref.version}`, typeId);
-          }
           const code = newActivationCode();
+          // activations_partner_hardware_key: one hardware id, one code (spec §2.6), also under races.
           await tx.query(
             `INSERT INTO activations (code, partner_id, description, hardware_id, status, created_at) VALUES ($1, $2, $3, $4, 'unused', $5)`,
             [code, partnerId, input.description ?? '', input.hardware.id, clock.now()],
           );
-          for (const [position, { option, ref, network }] of options.entries()) {
-            await tx.query(
-              `INSERT INTO activation_options (id, activation_code, position, description, device_type_id, type_version, network_id, network_data)
-               VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb)`,
-              [newId(), code, position, option.description ?? '', typeIds.get(`${ref.name}:${ref.version}`), String(ref.version), option.network.networkId, network.data],
-            );
-          }
+          await insertOptions(tx, clock, partnerId, code, options);
           return (await loadActivation(tx, 'a.code = $1', [code]))!;
         }),
       );
@@ -220,28 +147,82 @@ export function activationOperations(deps: ActivationDeps): ActivationOperations
       return guard(() => loadActivation(executor, 'a.partner_id = $1 AND a.hardware_id = $2', [partnerId, hardwareId]));
     },
 
+    async listActivations(partnerId, query) {
+      requirePartner(partnerId);
+      check(S.ActivationQuery, query ?? {}, '');
+      const { status, hardwareId, after } = query ?? {};
+      return guard(async () => {
+        const { rows } = await executor.query<ActivationRow>(
+          `${ACTIVATION_SELECT}
+           WHERE a.partner_id = $1 AND ($2::text IS NULL OR a.status = $2) AND ($3::text IS NULL OR a.hardware_id = $3)
+             AND ($4::bigint IS NULL OR (a.created_at, a.code) > ($4::bigint, $5::text))
+           ORDER BY a.created_at, a.code LIMIT $6`,
+          [partnerId, status ?? null, hardwareId ?? null, after?.createdAt ?? null, after?.code ?? null, query?.limit ?? DEFAULT_PAGE],
+        );
+        return rows.map(toActivation);
+      });
+    },
+
+    async updateActivation(partnerId, code, patch) {
+      requirePartner(partnerId);
+      const canonical = normaliseActivationCode(code);
+      check(S.ActivationPatch, patch, '');
+      const options = patch.options === undefined ? undefined : prepareOptions(patch.options);
+      if (!canonical) throw notFound();
+      return guard(() =>
+        executor.transaction(async (tx) => {
+          const row = await lockActivation(tx, partnerId, canonical);
+          decideActivation(row.status, 'CHANGE');
+          if (patch.description !== undefined) await tx.query('UPDATE activations SET description = $2 WHERE code = $1', [canonical, patch.description]);
+          if (options !== undefined) {
+            await tx.query('DELETE FROM activation_options WHERE activation_code = $1', [canonical]);
+            await insertOptions(tx, clock, partnerId, canonical, options);
+          }
+          return (await loadActivation(tx, 'a.code = $1', [canonical]))!;
+        }),
+      );
+    },
+
+    async deleteActivation(partnerId, code) {
+      const canonical = normaliseActivationCode(code);
+      if (!isId(partnerId) || !canonical) return false;
+      return guard(() =>
+        executor.transaction(async (tx) => {
+          const { rows } = await tx.query<{ status: 'unused' | 'used' }>('SELECT status FROM activations WHERE partner_id = $1 AND code = $2 FOR UPDATE', [partnerId, canonical]);
+          if (!rows[0]) return false;
+          decideActivation(rows[0].status, 'DELETE');
+          await tx.query('DELETE FROM activations WHERE code = $1', [canonical]);
+          return true;
+        }),
+      );
+    },
+
     async activate(request): Promise<Activated> {
       check(S.ActivateRequest, request, '');
       const code = normaliseActivationCode(request.code);
-      if (!code) throw notFound('code', 'activation code not found');
+      if (!code) throw notFound();
       return guard(() =>
         executor.transaction(async (tx) => {
           const member = await tx.query('SELECT 1 FROM memberships WHERE ground_id = $1 AND user_id = $2', [request.groundId, request.userId]);
-          if (member.rows.length === 0) throw forbidden('groundId', 'the user is not a member of that ground');
+          if (member.rows.length === 0) throw new FleetError('FORBIDDEN', 'the user is not a member of that ground', { detail: { field: 'groundId' } });
           // FOR UPDATE: of two concurrent redemptions the second waits, then sees `used`.
-          const locked = await tx.query<{ status: string; description: string; hardware_id: string }>('SELECT status, description, hardware_id FROM activations WHERE code = $1 FOR UPDATE', [code]);
+          const locked = await tx.query<{ status: 'unused' | 'used'; description: string; hardware_id: string }>(
+            'SELECT status, description, hardware_id FROM activations WHERE code = $1 FOR UPDATE',
+            [code],
+          );
           const activation = locked.rows[0];
-          if (!activation) throw notFound('code', 'activation code not found');
-          if (activation.status !== 'unused') throw new FleetError('CONFLICT', 'the activation code was already used', { detail: { field: 'code' } });
+          if (!activation) throw notFound();
+          decideActivation(activation.status, 'ACTIVATE');
           const { rows } = await tx.query<{ partner_id: string; name: string; type_version: string; network_id: string; network_data: unknown }>(
             `SELECT t.partner_id, t.name, o.type_version, o.network_id, o.network_data
              FROM activation_options o JOIN device_types t ON t.id = o.device_type_id WHERE o.id = $1 AND o.activation_code = $2`,
             [request.option, code],
           );
           const option = rows[0];
-          if (!option) throw notFound('option', 'the activation has no such option');
+          if (!option) throw invalid('option', 'not an option of this activation');
           const version = await resolveIn(tx, { partnerId: option.partner_id, name: option.name, version: option.type_version === 'latest' ? 'latest' : Number(option.type_version) });
-          if (!version) throw notFound('option', 'the device type version of that option is not published');
+          // Versions are never deleted and an option's type was published when it was stored.
+          if (!version) throw new FleetError('INTERNAL', `device type ${option.name}:${option.type_version} of option ${request.option} is not published`);
           const data = (typeof option.network_data === 'string' ? JSON.parse(option.network_data) : option.network_data) as Record<string, unknown>;
           const prepared = prepareDevice({
             groundId: request.groundId,

@@ -11,6 +11,7 @@ import { hashToken, newToken, tokenScope } from '../../engine/tokens.ts';
 import * as S from '../../schemas/registry.ts';
 import { activationOperations } from './activations.ts';
 import { createDevice } from './createDevice.ts';
+import { deviceTypeOperations } from './deviceTypes.ts';
 import type { SqlExecutor, SqlQueryable } from './executor.ts';
 import { migrate } from './migrate.ts';
 import { ASSET_COLUMNS, DEVICE_COLUMNS, toAsset, toDevice, toNamed, type AssetRow, type DeviceRow, type NamedRow } from './rows.ts';
@@ -300,6 +301,7 @@ export async function createSqlRegistry(executor: SqlExecutor, options: SqlRegis
       return guard(async () => (await executor.query('UPDATE tokens SET revoked_at = $2 WHERE hash = $1 AND revoked_at IS NULL', [hashToken(token), clock.now()])).rowCount > 0);
     },
 
+    ...deviceTypeOperations({ executor, clock, guard }),
     ...activationOperations({ executor, clock, guard, insertToken }),
 
     async close() {

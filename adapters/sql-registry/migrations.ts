@@ -2,7 +2,7 @@
  * Registry schema as numbered migrations, applied in order by migrate.ts. A migration, once
  * released, never changes (migrate.ts refuses a database whose recorded checksum differs); changes
  * go in a new migration. Version 2 holds the activation service (spec §2.5–2.8): device types
- * with versions, activations, options.
+ * with versions, activations, options; version 3 the device type drafts and activation listing.
  *
  * Times are bigint epoch milliseconds (as everywhere in Fleetstream). Constraint names are stable:
  * sqlErrors.ts maps their violations to FleetError codes.
@@ -138,6 +138,24 @@ CREATE TABLE activation_options (
   network_data    jsonb NOT NULL,
   CONSTRAINT activation_options_position_key UNIQUE (activation_code, position)
 );
+`,
+  },
+  {
+    version: 3,
+    name: 'device type drafts, activation listing',
+    sql: `
+-- The draft a partner edits; versions are published from it (spec §9). Existing types start from
+-- their latest version.
+ALTER TABLE device_types ADD COLUMN draft jsonb;
+ALTER TABLE device_types ADD COLUMN updated_at bigint;
+UPDATE device_types t SET
+  draft = COALESCE((SELECT v.definition FROM device_type_versions v WHERE v.device_type_id = t.id ORDER BY v.version DESC LIMIT 1), '{"assets": []}'::jsonb),
+  updated_at = t.created_at;
+ALTER TABLE device_types ALTER COLUMN draft SET NOT NULL;
+ALTER TABLE device_types ALTER COLUMN updated_at SET NOT NULL;
+
+-- A partner's activations page by page, oldest first.
+CREATE INDEX activations_partner_created_idx ON activations (partner_id, created_at, code);
 `,
   },
 ];

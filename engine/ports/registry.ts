@@ -15,8 +15,11 @@ import type {
   Activation,
   Asset,
   AssetFields,
+  ActivationPatch,
+  ActivationQuery,
   Device,
   DevicePatch,
+  DeviceType,
   DeviceTypeDefinition,
   DeviceTypeVersion,
   Ground,
@@ -34,12 +37,16 @@ export type {
   ActivateRequest,
   Activation,
   ActivationOption,
+  ActivationPatch,
+  ActivationQuery,
   Asset,
   AssetFields,
   Device,
   DevicePatch,
+  DeviceType,
   DeviceTypeDefinition,
   DeviceTypeVersion,
+  DeviceTypeVersionSummary,
   Ground,
   NewActivation,
   NewActivationOption,
@@ -72,6 +79,12 @@ export interface CreatedDevice {
 export interface UpsertedAsset {
   asset: Asset;
   /** True when this call created the asset, false when it updated an existing one. */
+  created: boolean;
+}
+
+export interface SavedDeviceType {
+  deviceType: DeviceType;
+  /** True when this call created the type, false when it replaced the draft of an existing one. */
   created: boolean;
 }
 
@@ -143,31 +156,60 @@ export interface Registry {
   /** True when the token existed and was not revoked before. */
   revokeToken(token: string): Promise<boolean>;
 
-  // ---- activation service (spec §2.5–2.8, §4.5–4.6) ----
+  // ---- device types (spec §2.7, §9) ----
   /**
-   * Publishes the next version (1, 2, …) of the partner's device type, creating the type on first
-   * use. NOT_FOUND when the partner does not exist; VALIDATION_FAILED for a bad name or definition.
+   * Creates the partner's device type with `draft`, or replaces the draft of an existing one;
+   * published versions never change. NOT_FOUND when the partner does not exist; VALIDATION_FAILED
+   * for a bad name or draft (detail.field relative to the draft, e.g. `assets.0.profile`,
+   * `payload.conversion.sense[0].value.byte`: profiles and binary conversion scripts are checked).
+   */
+  saveDeviceTypeDraft(partnerId: string, name: string, draft: DeviceTypeDefinition): Promise<SavedDeviceType>;
+  /** Publishes the type's current draft as its next version (1, 2, …). NOT_FOUND when the partner has no such type. */
+  publishDeviceTypeDraft(partnerId: string, name: string): Promise<DeviceTypeVersion>;
+  /**
+   * Publishes `definition` as the next version (1, 2, …) of the partner's device type and makes it
+   * the draft, creating the type on first use. NOT_FOUND when the partner does not exist;
+   * VALIDATION_FAILED for a bad name or definition (fields prefixed `definition.`).
    */
   publishDeviceType(partnerId: string, name: string, definition: DeviceTypeDefinition): Promise<DeviceTypeVersion>;
+  /** The partner's device type with its draft and versions. */
+  getDeviceType(partnerId: string, name: string): Promise<DeviceType | undefined>;
+  /** The partner's device types by name. */
+  listDeviceTypes(partnerId: string): Promise<DeviceType[]>;
   /** A published version by `<partnerId>/<name>[:<n>|:latest]` (no suffix: the latest). */
   resolveDeviceType(ref: string): Promise<DeviceTypeVersion | undefined>;
+
+  // ---- activations (spec §2.5–2.8, §4.5–4.7) ----
   /**
-   * Creates an `unused` activation with a generated code and option ids (spec §4.5). Option device
-   * types must belong to the partner (FORBIDDEN otherwise); a `:latest`/unversioned type without
-   * any published version gets an empty version 1 published first (spec §2.7); a numbered version
-   * must exist (NOT_FOUND). CONFLICT when the partner already has an activation for the hardware id.
+   * Creates an `unused` activation with a generated code and option ids (spec §4.5). Each option's
+   * network goes through the networks table (engine/networks.ts: aliases become ids, keys are
+   * checked, LoRaWAN keys not supplied become null). Device types: another partner's is FORBIDDEN;
+   * a type name the partner does not have, or a `:<n>` that is not published, is VALIDATION_FAILED;
+   * `:latest` (or no suffix) of a type without a published version publishes its draft as version 1
+   * first (spec §2.7). CONFLICT when the partner already has an activation for the hardware id.
    */
   createActivation(partnerId: string, input: NewActivation): Promise<Activation>;
   /** The partner's activation by code (any case, `-`/space grouping accepted); another partner's reads as undefined. */
   getActivation(partnerId: string, code: string): Promise<Activation | undefined>;
   /** The partner's activation of a hardware id (spec §2.6: troubleshooting). */
   findActivationByHardware(partnerId: string, hardwareId: string): Promise<Activation | undefined>;
+  /** A page of the partner's activations, oldest first; `after` continues from the last one seen. */
+  listActivations(partnerId: string, query: ActivationQuery): Promise<Activation[]>;
+  /**
+   * Changes the description and/or replaces the options (new option ids; the same checks as
+   * createActivation) of an unused activation. NOT_FOUND for an unknown code or another partner's;
+   * CONFLICT once used (engine/activationMachine.ts).
+   */
+  updateActivation(partnerId: string, code: string, patch: ActivationPatch): Promise<Activation>;
+  /** Deletes an unused activation; false when there is none. CONFLICT once used. */
+  deleteActivation(partnerId: string, code: string): Promise<boolean>;
   /**
    * Redeems a code in one transaction (spec §4.6): the device, named after the hardware id, is
    * created in the ground from the option's device type version (resolved now) and network, and the
    * activation becomes `used`. FORBIDDEN when the user is not a member of the ground; NOT_FOUND for
-   * an unknown code or an option of another activation; CONFLICT when the code was already used or
-   * the device name / devEui is taken (the code then stays unused).
+   * an unknown code; VALIDATION_FAILED (field `option`) for an option of another activation;
+   * CONFLICT when the code was already used or the device name / devEui is taken (the code then
+   * stays unused).
    */
   activate(request: ActivateRequest): Promise<Activated>;
 

@@ -14,6 +14,8 @@ const CODE_RE = new RegExp(ACTIVATION_CODE_PATTERN);
 const ID_RE = new RegExp(ID_PATTERN);
 const START = 1_700_000_000_000;
 const any = (v: unknown) => v as string;
+/** spec §2.8: a LoRaWAN network's data answers these keys, null when not supplied. */
+const LORA = { activationMethod: 'abp', appEui: null, devAddr: null, gatewayEui: null, appSKey: null, nwkSKey: null };
 
 const tracker: DeviceTypeDefinition = {
   description: 'GPS tracker',
@@ -40,6 +42,8 @@ export function activationContract(name: string, factory: RegistryFactory) {
     const partner = (await r.createPartner({ name: 'Acme' })).entity;
     const user = (await r.createUser({ name: 'installer' })).entity;
     const ground = await r.createGround({ name: 'site', userId: user.id });
+    // The type most tests name: published, without assets.
+    await r.publishDeviceType(partner.id, 't', { assets: [] });
     return { partner, user, ground };
   }
 
@@ -78,6 +82,10 @@ export function activationContract(name: string, factory: RegistryFactory) {
     await rejects(r.publishDeviceType(partner.id, 'x', { assets: [{ name: 'a/b', is: 'sensor' }] }), 'VALIDATION_FAILED', 'definition.assets.0.name');
     await rejects(r.publishDeviceType(partner.id, 'x', { assets: [{ name: 'a', is: 'sensor' }, { name: 'a', is: 'sensor' }] }), 'VALIDATION_FAILED', 'definition.assets');
     await rejects(r.publishDeviceType(partner.id, 'x', { assets: [], payload: { format: 'xml' as never } }), 'VALIDATION_FAILED', 'definition.payload.format');
+    await rejects(r.publishDeviceType(partner.id, 'x', { assets: [{ name: 'a', is: 'sensor', profile: { type: 'float' } }] }), 'VALIDATION_FAILED', 'definition.assets.0.profile');
+    await rejects(r.publishDeviceType(partner.id, 'x', { assets: [], payload: { format: 'binary' } }), 'VALIDATION_FAILED', 'definition.payload.conversion');
+    await rejects(r.publishDeviceType(partner.id, 'x', { assets: [], payload: { format: 'cbor', conversion: { sense: [] } } }), 'VALIDATION_FAILED', 'definition.payload.conversion');
+    await rejects(r.publishDeviceType(partner.id, 'x', { assets: [], payload: { format: 'binary', conversion: { sense: [{ asset: 't', value: { byte: 'zero' } }] } } }), 'VALIDATION_FAILED');
     assert.is(await r.resolveDeviceType(`${partner.id}/x`), undefined);
   });
 
@@ -105,7 +113,7 @@ export function activationContract(name: string, factory: RegistryFactory) {
     assert.is(a.options.length, 2);
     for (const o of a.options) assert.ok(ID_RE.test(o.id));
     assert.is(a.options[0].device.type, `${partner.id}/tracker:latest`, 'spec §2.7: :latest when no version was given');
-    assert.equal(a.options[0].network, { networkId: 'thethingsnetwork', data: { devEui: '0004A30B001C0530', applicationId: 'fleet' } });
+    assert.equal(a.options[0].network, { networkId: 'thethingsnetwork', data: { devEui: '0004A30B001C0530', applicationId: 'fleet', ...LORA } });
     assert.equal(a.options[1], { id: a.options[1].id, description: '', device: { type: `${partner.id}/tracker:1` }, network: { networkId: 'orangebe', data: {} } });
     assert.equal(await r.getActivation(partner.id, a.code), a);
     const typed = a.code.toLowerCase().replace(/(.{4})(?!$)/g, '$1-');
@@ -118,13 +126,53 @@ export function activationContract(name: string, factory: RegistryFactory) {
     assert.is(await r.getActivation('bad', a.code), undefined);
   });
 
-  test('createActivation: a type without a published version gets an empty version 1 first', async ({ r }) => {
+  test('createActivation: a type with only a draft gets the draft published as version 1 first; unknown names are refused', async ({ r, h }) => {
     const { partner } = await world(r);
+    await rejects(r.createActivation(partner.id, lora('00000000000000A1', `${partner.id}/fresh`)), 'VALIDATION_FAILED', 'options.0.device.type');
+    assert.is(await r.getDeviceType(partner.id, 'fresh'), undefined, 'no empty type is made up for an unknown name');
+    await r.saveDeviceTypeDraft(partner.id, 'fresh', tracker);
+    await rejects(r.createActivation(partner.id, lora('00000000000000A1', `${partner.id}/fresh:1`)), 'VALIDATION_FAILED', 'options.0.device.type');
     const a = await r.createActivation(partner.id, lora('00000000000000A1', `${partner.id}/fresh`));
     assert.is(a.options[0].device.type, `${partner.id}/fresh:latest`);
     const v = await r.resolveDeviceType(`${partner.id}/fresh`);
     assert.is(v?.version, 1);
-    assert.equal(v?.definition, { assets: [] });
+    assert.equal(v?.definition, tracker);
+    // Two options naming the same draft-only type, and a second activation: still one version.
+    await r.saveDeviceTypeDraft(partner.id, 'twice', { assets: [] });
+    const twice = lora('00000000000000A2', `${partner.id}/twice`);
+    twice.options.push({ device: { type: `${partner.id}/twice:latest` }, network: { networkId: 'orangebe', data: {} } });
+    await Promise.all([r.createActivation(partner.id, twice), r.createActivation(partner.id, lora('00000000000000A3', `${partner.id}/twice`))]);
+    assert.equal((await r.getDeviceType(partner.id, 'twice'))?.versions.map((x) => x.version), [1]);
+    assert.equal(await h.sql(`SELECT count(*)::int AS n FROM device_type_versions v JOIN device_types t ON t.id = v.device_type_id WHERE t.name = 'twice'`), [{ n: 1 }]);
+  });
+
+  test('createActivation: networks by alias are stored by id with their keys checked', async ({ r }) => {
+    const { partner } = await world(r);
+    const a = await r.createActivation(partner.id, {
+      hardware: { id: 'multi' },
+      options: [
+        { device: { type: `${partner.id}/t` }, network: { networkId: 'net1', data: { devEui: '00-04-a3-0b-00-1c-05-31', applicationId: 'fleet', devAddr: '26011bda' } } },
+        { device: { type: `${partner.id}/t` }, network: { networkId: 'net2', data: { devEui: '0004a30b001c0531' } } },
+        { device: { type: `${partner.id}/t` }, network: { networkId: 'net7', data: { imei: '356938035643809', imsi: '204080123456789' } } },
+        { device: { type: `${partner.id}/t` }, network: { networkId: 'net8', data: {} } },
+      ],
+    });
+    assert.equal(a.options.map((o) => o.network), [
+      { networkId: 'thethingsnetwork', data: { devEui: '0004A30B001C0531', applicationId: 'fleet', ...LORA, devAddr: '26011BDA' } },
+      { networkId: 'loriot', data: { devEui: '0004A30B001C0531', ...LORA } },
+      { networkId: 'tmobilenl', data: { imei: '356938035643809', imsi: '204080123456789' } },
+      { networkId: 'orangebe', data: {} },
+    ]);
+    const bad: Array<[string, unknown]> = [
+      ['options.0.network.networkId', { networkId: 'net9', data: {} }],
+      ['options.0.network.data.applicationId', { networkId: 'net1', data: { devEui: '0004A30B001C0532' } }],
+      ['options.0.network.data.imsi', { networkId: 'net7', data: { imei: '356938035643809' } }],
+      ['options.0.network.data.devEui', { networkId: 'net8', data: { devEui: '0004A30B001C0532' } }],
+    ];
+    for (const [field, network] of bad) {
+      await rejects(r.createActivation(partner.id, { hardware: { id: 'bad-net' }, options: [{ device: { type: `${partner.id}/t` }, network } as never] }), 'VALIDATION_FAILED', field);
+    }
+    assert.is(await r.findActivationByHardware(partner.id, 'bad-net'), undefined);
   });
 
   test('createActivation: foreign types, missing versions, duplicate hardware and bad input are refused whole', async ({ r, h }) => {
@@ -132,12 +180,15 @@ export function activationContract(name: string, factory: RegistryFactory) {
     const other = (await r.createPartner({ name: 'rival' })).entity;
     await r.publishDeviceType(other.id, 'theirs', { assets: [] });
     await rejects(r.createActivation(partner.id, lora('00000000000000B1', `${other.id}/theirs`)), 'FORBIDDEN', 'options.0.device.type');
-    await rejects(r.createActivation(partner.id, lora('00000000000000B1', `${partner.id}/ghost:4`)), 'NOT_FOUND', 'options.0.device.type');
-    // The first option would auto-publish `halfway`; the second fails: nothing of it may remain.
+    await rejects(r.createActivation(partner.id, lora('00000000000000B1', `${partner.id}/ghost:4`)), 'VALIDATION_FAILED', 'options.0.device.type');
+    await rejects(r.createActivation(partner.id, lora('00000000000000B1', `${partner.id}/t:2`)), 'VALIDATION_FAILED', 'options.0.device.type');
+    // The first option would publish the draft of `halfway`; the second fails: nothing of it may remain.
+    await r.saveDeviceTypeDraft(partner.id, 'halfway', { assets: [] });
     const mixed = lora('00000000000000B2', `${partner.id}/halfway`);
     mixed.options.push({ description: '', device: { type: `${partner.id}/ghost:2` }, network: { networkId: 'orangebe', data: {} } });
-    await rejects(r.createActivation(partner.id, mixed), 'NOT_FOUND', 'options.1.device.type');
+    await rejects(r.createActivation(partner.id, mixed), 'VALIDATION_FAILED', 'options.1.device.type');
     assert.is(await r.resolveDeviceType(`${partner.id}/halfway`), undefined);
+    assert.is(await r.findActivationByHardware(partner.id, '00000000000000B2'), undefined);
     await r.createActivation(partner.id, lora('00000000000000B3', `${partner.id}/t`));
     await rejects(r.createActivation(partner.id, lora('00000000000000B3', `${partner.id}/t`)), 'CONFLICT', 'hardware.id');
     await r.createActivation(other.id, lora('00000000000000B3', `${other.id}/theirs`));
@@ -170,7 +221,7 @@ export function activationContract(name: string, factory: RegistryFactory) {
     assert.is(d.name, '0004A30B001C0999', 'spec §2.6: the hardware id names the device');
     assert.is(d.description, 'tracker #1');
     assert.is(d.deviceType, v2.ref, ':latest resolved when redeemed');
-    assert.equal(d.network, { networkId: 'thethingsnetwork', data: { devEui: '0004A30B001C0999', applicationId: 'fleet' } });
+    assert.equal(d.network, { networkId: 'thethingsnetwork', data: { devEui: '0004A30B001C0999', applicationId: 'fleet', ...LORA } });
     assert.equal(d.payload, { format: 'cbor' });
     assert.equal(d.assets.map((x) => [x.name, x.is, x.profile]), [['buzzer', 'actuator', { type: 'boolean' }], ['location', 'sensor', tracker.assets[0].profile]]);
     assert.is(d.createdAt, clock.now());
@@ -192,7 +243,7 @@ export function activationContract(name: string, factory: RegistryFactory) {
     await rejects(r.activate({ ...req, groundId: 'A'.repeat(22) }), 'FORBIDDEN', 'groundId');
     await rejects(r.activate({ ...req, code: 'ZZZZZZZZZZZZZZZZ' }), 'NOT_FOUND', 'code');
     await rejects(r.activate({ ...req, code: 'not a code at all' }), 'NOT_FOUND', 'code');
-    await rejects(r.activate({ ...req, option: b.options[0].id }), 'NOT_FOUND', 'option');
+    await rejects(r.activate({ ...req, option: b.options[0].id }), 'VALIDATION_FAILED', 'option');
     for (const field of ['option', 'groundId', 'userId'] as const) {
       for (const bad of ['', 'short', "' OR 1=1 --", null]) await rejects(r.activate({ ...req, [field]: bad } as never), 'VALIDATION_FAILED', field);
     }
