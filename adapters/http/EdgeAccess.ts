@@ -69,12 +69,8 @@ export class EdgeAccess {
     const token = match[1];
     // Not shaped like a token: refuse without a registry lookup.
     if (tokenScope(token) === undefined) throw new FleetError('UNAUTHORIZED', 'invalid token');
-    let principal = this.#principals.get(token);
-    if (principal === undefined) {
-      principal = await this.#registry.authenticate(token);
-      if (principal === undefined) throw new FleetError('UNAUTHORIZED', 'invalid or revoked token');
-      this.#principals.set(token, principal);
-    }
+    const principal = await this.#principals.getOrLoad(token, () => this.#registry.authenticate(token));
+    if (principal === undefined) throw new FleetError('UNAUTHORIZED', 'invalid or revoked token');
     return { principal, token };
   }
 
@@ -90,12 +86,8 @@ export class EdgeAccess {
   /** The device with its assets, when the principal may `need` it. */
   async device(principal: Principal, deviceId: string, need: DeviceNeed): Promise<DeviceWithAssets> {
     this.#precheck(principal, deviceId, need);
-    let device = this.#devices.get(deviceId);
-    if (device === undefined) {
-      device = await this.#registry.getDevice(deviceId);
-      if (device === undefined) throw new FleetError('UNKNOWN_DEVICE', `device ${deviceId} not found`);
-      this.#devices.set(deviceId, device);
-    }
+    const device = await this.#devices.getOrLoad(deviceId, () => this.#registry.getDevice(deviceId));
+    if (device === undefined) throw new FleetError('UNKNOWN_DEVICE', `device ${deviceId} not found`);
     if (principal.scope === 'user' && !(await this.#isMember(device.groundId, principal.subjectId))) {
       throw new FleetError('FORBIDDEN', 'not a member of the ground of this device');
     }
@@ -105,16 +97,11 @@ export class EdgeAccess {
   /** An asset by its global id (spec §4.1 `asset/<AssetID>/…`) and its device. */
   async asset(principal: Principal, assetId: string, need: DeviceNeed): Promise<{ device: DeviceWithAssets; asset: Asset }> {
     if (principal.scope === 'partner') throw new FleetError('FORBIDDEN', 'a partner token cannot reach devices');
-    let deviceId = this.#assetDevices.get(assetId);
+    const deviceId = await this.#assetDevices.getOrLoad(assetId, async () => (await this.#registry.getAssetById(assetId))?.deviceId);
     if (deviceId === undefined) {
-      const asset = await this.#registry.getAssetById(assetId);
-      if (asset === undefined) {
-        // A device token only learns about its own assets.
-        if (principal.scope === 'device') throw new FleetError('FORBIDDEN', 'not an asset of this device');
-        throw new FleetError('UNKNOWN_ASSET', `asset ${assetId} not found`);
-      }
-      deviceId = asset.deviceId;
-      this.#assetDevices.set(assetId, deviceId);
+      // A device token only learns about its own assets.
+      if (principal.scope === 'device') throw new FleetError('FORBIDDEN', 'not an asset of this device');
+      throw new FleetError('UNKNOWN_ASSET', `asset ${assetId} not found`);
     }
     const device = await this.device(principal, deviceId, need);
     const current = device.assets.find((a) => a.id === assetId);
@@ -125,10 +112,7 @@ export class EdgeAccess {
 
   async #isMember(groundId: string, userId: string): Promise<boolean> {
     const key = `${groundId}/${userId}`;
-    if (this.#members.get(key)) return true;
-    const member = await this.#registry.isMember(groundId, userId);
-    if (member) this.#members.set(key, true);
-    return member;
+    return (await this.#members.getOrLoad(key, async () => ((await this.#registry.isMember(groundId, userId)) ? true : undefined))) === true;
   }
 
   #precheck(principal: Principal, deviceId: string, need: DeviceNeed): void {

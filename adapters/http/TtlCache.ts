@@ -1,6 +1,7 @@
 /**
  * A bounded map whose entries expire `ttlMs` after they were set, by the injected Clock. When full,
- * the least recently set entry goes first. ttlMs 0 keeps nothing.
+ * the least recently set entry goes first. ttlMs 0 keeps nothing. getOrLoad() runs one load per key
+ * at a time: when an entry expires under load, the requests that miss together share one lookup.
  */
 import type { Clock } from '../../engine/clock.ts';
 
@@ -16,6 +17,7 @@ export class TtlCache<K, V> {
   readonly #ttlMs: number;
   readonly #max: number;
   readonly #entries = new Map<K, { value: V; expires: number }>();
+  readonly #loading = new Map<K, Promise<V | undefined>>();
 
   constructor(options: TtlCacheOptions) {
     this.#clock = options.clock;
@@ -33,6 +35,30 @@ export class TtlCache<K, V> {
     return entry.value;
   }
 
+  /** The cached value, else the result of `load` (kept when defined; a failure is not kept). */
+  getOrLoad(key: K, load: () => Promise<V | undefined>): Promise<V | undefined> {
+    const cached = this.get(key);
+    if (cached !== undefined) return Promise.resolve(cached);
+    const running = this.#loading.get(key);
+    if (running !== undefined) return running;
+    const pending: Promise<V | undefined> = load().then(
+      (value) => {
+        // Not kept when delete() ran meanwhile (the value may predate that change).
+        if (this.#loading.get(key) === pending) {
+          this.#loading.delete(key);
+          if (value !== undefined) this.set(key, value);
+        }
+        return value;
+      },
+      (error: unknown) => {
+        if (this.#loading.get(key) === pending) this.#loading.delete(key);
+        throw error;
+      },
+    );
+    this.#loading.set(key, pending);
+    return pending;
+  }
+
   set(key: K, value: V): void {
     if (this.#ttlMs <= 0) return;
     this.#entries.delete(key);
@@ -43,13 +69,16 @@ export class TtlCache<K, V> {
     this.#entries.set(key, { value, expires: this.#clock.now() + this.#ttlMs });
   }
 
+  /** Also makes a load in progress for the key not count: its result may predate the change. */
   delete(key: K): void {
     this.#entries.delete(key);
+    this.#loading.delete(key);
   }
 
-  /** Drops every entry whose value matches. */
+  /** Drops every entry whose value matches, and discounts every load in progress (their values are unknown yet). */
   deleteWhere(match: (value: V, key: K) => boolean): void {
     for (const [key, entry] of this.#entries) if (match(entry.value, key)) this.#entries.delete(key);
+    this.#loading.clear();
   }
 
   get size(): number {

@@ -1,0 +1,157 @@
+/**
+ * HTTP uplink throughput on loopback: `PUT /device/{id}/state` through the real edge (bearer auth,
+ * rate-limit bookkeeping off, body read and checked by the actor's processUplink, durable append to
+ * the local log through UplinkIngest) against a bare Hono route answering 202 in the same run, on
+ * the same server stack. Prints req/s of both and their ratio. Not part of the test suite.
+ *
+ *   npx node bench/http.bench.ts [requests=20000] [concurrency=64] [devices=64]
+ *
+ * Requests cycle over `devices` devices (each with its own token), so uplinks spread over the
+ * `uplinks` partitions as a fleet's do; devices=1 puts every append on one partition's fsync chain.
+ *
+ * The servers run in a worker thread, the load generator (node:http, keep-alive agent, a bounded
+ * number of requests in flight) in the main thread, so the two do not share an event loop.
+ */
+import { Agent, request } from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { Hono } from 'hono';
+import { createEdgeApp } from '../adapters/http/createEdgeApp.ts';
+import { serveEdge } from '../adapters/http/serveEdge.ts';
+import { createLocalLog } from '../adapters/local-log/LocalLog.ts';
+import { createPgliteRegistry } from '../adapters/pglite/createPgliteRegistry.ts';
+import { systemClock } from '../engine/clock.ts';
+import { UplinkIngest } from '../engine/UplinkIngest.ts';
+
+interface Ready {
+  edgePort: number;
+  barePort: number;
+  devices: { id: string; token: string }[];
+}
+
+async function serverThread(deviceCount: number): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'fleetstream-http-bench-'));
+  const registry = await createPgliteRegistry();
+  const user = await registry.createUser({ name: 'bench' });
+  const ground = await registry.createGround({ name: 'bench', userId: user.entity.id });
+  const devices: Ready['devices'] = [];
+  for (let i = 0; i < deviceCount; i++) {
+    const { device, token } = await registry.createDevice({
+      groundId: ground.id,
+      name: `bench-device-${i}`,
+      assets: [{ name: 'temperature', is: 'sensor', profile: { type: 'number' } }, { name: 'door', is: 'sensor', profile: { type: 'boolean' } }],
+    });
+    devices.push({ id: device.id, token });
+  }
+  const log = createLocalLog({ dir: join(dir, 'log') });
+  await log.ensureTopics([{ name: 'uplinks', partitions: 8 }]);
+  const ingest = new UplinkIngest({ log, clock: systemClock });
+  const none = async () => [];
+  const edge = createEdgeApp({
+    registry,
+    ingest,
+    store: { latest: none, history: none, aggregate: none },
+    rejections: { recent: none },
+    clock: systemClock,
+  });
+  const bare = new Hono();
+  bare.put('/device/:id/state', (c) => c.body(null, 202));
+  const [e, b] = await Promise.all([serveEdge(edge, { port: 0 }), serveEdge(bare, { port: 0 })]);
+  parentPort!.postMessage({ edgePort: e.port, barePort: b.port, devices } satisfies Ready);
+  parentPort!.once('message', async () => {
+    await Promise.all([e.close(), b.close()]);
+    await ingest.close();
+    await log.close();
+    await registry.close();
+    rmSync(dir, { recursive: true, force: true });
+    parentPort!.postMessage('closed');
+  });
+}
+
+interface Result {
+  rps: number;
+  p50: number;
+  p99: number;
+  statuses: Record<number, number>;
+}
+
+function put(agent: Agent, port: number, path: string, headers: Record<string, string>, body: Buffer): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request({ agent, host: '127.0.0.1', port, path, method: 'PUT', headers }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+async function load(port: number, ready: Ready, total: number, concurrency: number): Promise<Result> {
+  const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+  const body = Buffer.from('{"temperature":{"value":21.5},"door":{"value":true}}');
+  const targets = ready.devices.map((d) => ({
+    path: `/device/${d.id}/state`,
+    headers: { authorization: `Bearer ${d.token}`, 'content-type': 'application/json', 'content-length': String(body.length) },
+  }));
+  const latencies: number[] = [];
+  const statuses: Record<number, number> = {};
+  let issued = 0;
+  const worker = async () => {
+    while (issued < total) {
+      const target = targets[issued++ % targets.length];
+      const t = performance.now();
+      const status = await put(agent, port, target.path, target.headers, body);
+      latencies.push(performance.now() - t);
+      statuses[status] = (statuses[status] ?? 0) + 1;
+    }
+  };
+  const started = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  const seconds = (performance.now() - started) / 1000;
+  agent.destroy();
+  latencies.sort((a, b) => a - b);
+  return {
+    rps: total / seconds,
+    p50: latencies[Math.floor(latencies.length * 0.5)],
+    p99: latencies[Math.floor(latencies.length * 0.99)],
+    statuses,
+  };
+}
+
+function show(name: string, r: Result): void {
+  console.log(`${name.padEnd(34)} ${r.rps.toFixed(0).padStart(7)} req/s   p50 ${r.p50.toFixed(2)} ms   p99 ${r.p99.toFixed(2)} ms   ${JSON.stringify(r.statuses)}`);
+}
+
+async function main(): Promise<void> {
+  const total = Number(process.argv[2] ?? 20_000);
+  const concurrency = Number(process.argv[3] ?? 64);
+  const devices = Number(process.argv[4] ?? 64);
+  const worker = new Worker(new URL(import.meta.url), { workerData: devices });
+  const ready = await new Promise<Ready>((resolve, reject) => {
+    worker.once('message', resolve);
+    worker.once('error', reject);
+  });
+  const warm = Math.min(2000, total);
+  await load(ready.barePort, ready, warm, concurrency);
+  await load(ready.edgePort, ready, warm, concurrency);
+  // Alternate to even out noise from other processes on the machine.
+  const bare: Result[] = [];
+  const edge: Result[] = [];
+  for (let round = 0; round < 2; round++) {
+    bare.push(await load(ready.barePort, ready, total, concurrency));
+    edge.push(await load(ready.edgePort, ready, total, concurrency));
+  }
+  console.log(`PUT /device/{id}/state, ${total} requests × 2 rounds, ${concurrency} in flight over ${devices} devices, keep-alive, loopback`);
+  bare.forEach((r, i) => show(`bare Hono route → 202 (round ${i + 1})`, r));
+  edge.forEach((r, i) => show(`edge: auth+check+durable append (round ${i + 1})`, r));
+  const best = (rs: Result[]) => Math.max(...rs.map((r) => r.rps));
+  console.log(`ratio edge / bare (best rounds): ${(best(edge) / best(bare)).toFixed(2)}`);
+  worker.postMessage('stop');
+  await new Promise((resolve) => worker.once('message', resolve));
+  await worker.terminate();
+}
+
+if (isMainThread) await main();
+else await serverThread(workerData as number);
