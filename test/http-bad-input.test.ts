@@ -252,6 +252,21 @@ function badInputSuite(factory: RegistryFactory) {
     problem(cbor, 422, 'PROFILE_VIOLATION');
   });
 
+  test('asset profiles outside the supported JSON Schema subset → 422 naming the profile, nothing saved', async ({ h }) => {
+    const s = await h.seed();
+    const post = await h.request('POST', `/device/${s.deviceId}/assets`, { token: s.deviceToken, json: { name: 'bad', is: 'sensor', profile: { type: 'float' } } });
+    problem(post, 422, 'VALIDATION_FAILED');
+    assert.equal(post.json.errors.map((e: { path: string }) => e.path), ['body.profile']);
+    const put = await h.request('PUT', `/device/${s.deviceId}/asset/temperature`, { token: s.deviceToken, json: { profile: { type: 'number', minimum: 'low' } } });
+    problem(put, 422, 'VALIDATION_FAILED');
+    const created = await h.request('POST', `/ground/${s.groundId}/devices`, { token: s.userToken, json: { name: 'p', assets: [{ name: 'ok', is: 'sensor' }, { name: 'x', is: 'sensor', profile: { $ref: 'http://evil' } }] } });
+    problem(created, 422, 'VALIDATION_FAILED');
+    assert.equal(created.json.errors.map((e: { path: string }) => e.path), ['body.assets.1.profile']);
+    const assets = (await h.request('GET', `/device/${s.deviceId}/assets`, { token: s.deviceToken })).json;
+    assert.equal(assets.map((a: { name: string }) => a.name), ['door', 'temperature']);
+    assert.equal(assets.find((a: { name: string }) => a.name === 'temperature').profile, { type: 'number' });
+  });
+
   test('rate limit per token → 429 with Retry-After (simulated clock); other tokens unaffected; nothing appended', async ({ factory: f }) => {
     const h = await EdgeHarness.start({ registry: f.registry, limits: { rateLimit: { perSecond: 2, burst: 3 } } });
     try {

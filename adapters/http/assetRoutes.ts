@@ -5,6 +5,7 @@
  * `/device/{id}/asset/{name}`, the Java SDK posts lower-case keys. All of these are accepted as sent.
  */
 import { FleetError } from '../../engine/errors.ts';
+import { checkProfile } from '../../engine/uplink/profile.ts';
 import { AssetCreateBody, AssetList, AssetPutBody, DeviceAssetParams, DeviceParams } from '../../schemas/edge.ts';
 import { Asset } from '../../schemas/registry.ts';
 import { assetOf } from './EdgeAccess.ts';
@@ -32,6 +33,18 @@ export function normaliseAssetBody(raw: unknown): unknown {
   for (const key of ['title', 'description', 'profile']) if (out[key] === null) delete out[key];
   if (typeof out.is === 'string') out.is = out.is.toLowerCase();
   return out;
+}
+
+/**
+ * 422 for a profile outside the JSON Schema subset the device actors compile (engine/uplink/
+ * profile.ts): saved as is, it would refuse every value sent to the asset.
+ */
+export function checkAssetProfile(profile: Record<string, unknown> | undefined, path: string): void {
+  if (profile === undefined) return;
+  const problem = checkProfile(profile);
+  if (problem !== undefined) {
+    throw new FleetError('VALIDATION_FAILED', `${path}: ${problem}`, { detail: { errors: [{ path, message: problem }] } });
+  }
 }
 
 export function assetRoutes(edge: EdgeContext): void {
@@ -65,6 +78,7 @@ export function assetRoutes(edge: EdgeContext): void {
   }, async (c, { principal, params }) => {
     const device = await access.device(principal, params.id, 'write');
     const body = check<AssetCreateBody>(AssetCreateBody, normaliseAssetBody(await readJsonBody(c.req.raw, edge.maxBodyBytes)), 'body');
+    checkAssetProfile(body.profile, 'body.profile');
     if (device.assets.some((a) => a.name === body.name)) {
       throw new FleetError('CONFLICT', `device ${device.id} already has an asset "${body.name}"; PUT /device/{id}/asset/{name} updates it`);
     }
@@ -107,6 +121,7 @@ export function assetRoutes(edge: EdgeContext): void {
     const device = await access.device(principal, params.id, 'write');
     const body = check<AssetPutBody>(AssetPutBody, normaliseAssetBody(await readJsonBody(c.req.raw, edge.maxBodyBytes)), 'body');
     const { name, ...fields } = body;
+    checkAssetProfile(fields.profile, 'body.profile');
     if (name !== undefined && name !== params.name) {
       throw new FleetError('VALIDATION_FAILED', 'body.name: differs from the name in the path (asset names never change)', {
         detail: { errors: [{ path: 'body.name', message: 'differs from the name in the path' }] },

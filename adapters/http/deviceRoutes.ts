@@ -13,6 +13,7 @@ import {
   DeviceWithAssets,
   GroundParams,
 } from '../../schemas/edge.ts';
+import { checkAssetProfile } from './assetRoutes.ts';
 import type { EdgeContext } from './EdgeDeps.ts';
 import { readJsonBody } from './requestBody.ts';
 import { check } from './validate.ts';
@@ -37,6 +38,7 @@ export function deviceRoutes(edge: EdgeContext): void {
   }, async (c, { principal, params }) => {
     const ground = await access.ground(principal, params.groundId);
     const body = check<DeviceCreateBody>(DeviceCreateBody, await readJsonBody(c.req.raw, edge.maxBodyBytes), 'body');
+    body.assets?.forEach((a, i) => checkAssetProfile(a.profile, `body.assets.${i}.profile`));
     const created = await registry.createDevice({ ...body, groundId: ground.id });
     edge.changed(created.device.id);
     c.header('location', `/device/${created.device.id}`);
