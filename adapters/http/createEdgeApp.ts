@@ -6,6 +6,7 @@
 import { Hono } from 'hono';
 import { FleetError } from '../../engine/errors.ts';
 import { Health } from '../../schemas/edge.ts';
+import { activationEdge } from './activationEdge.ts';
 import { assetRoutes } from './assetRoutes.ts';
 import { deviceRoutes } from './deviceRoutes.ts';
 import { EdgeAccess } from './EdgeAccess.ts';
@@ -63,6 +64,7 @@ export function createEdgeApp(deps: EdgeDeps): Hono {
   assetRoutes(edge);
   uplinkRoutes(edge);
   stateRoutes(edge);
+  activationEdge(edge);
 
   let document: Record<string, unknown> | undefined;
   router.publicRoute({

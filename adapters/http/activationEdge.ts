@@ -1,0 +1,12 @@
+/**
+ * The activation service's routes on the edge (spec §2.5–2.8, §4.5–4.7, §9): device types and
+ * activations for partners, redeeming codes for users, the networks table.
+ */
+import { activationRoutes } from './activationRoutes.ts';
+import { deviceTypeRoutes } from './deviceTypeRoutes.ts';
+import type { EdgeContext } from './EdgeDeps.ts';
+
+export function activationEdge(edge: EdgeContext): void {
+  deviceTypeRoutes(edge);
+  activationRoutes(edge);
+}
