@@ -25,6 +25,8 @@ interface LppType {
   readonly name: string;
   readonly fields: readonly LppField[];
   readonly size: number;
+  /** `<name>_<channel>` per channel, made once: a canonical (internalized) key keeps stores fast. */
+  readonly keys: string[];
 }
 
 const one = (bytes: number, signed: boolean, scale: number): LppField[] => [{ key: '', bytes, signed, scale }];
@@ -66,7 +68,7 @@ const TABLE: Array<[number, string, LppField[]]> = [
 const BY_ID = new Map<number, LppType>();
 const BY_NAME = new Map<string, LppType>();
 for (const [id, name, fields] of TABLE) {
-  const type = { id, name, fields, size: fields.reduce((n, f) => n + f.bytes, 0) };
+  const type = { id, name, fields, size: fields.reduce((n, f) => n + f.bytes, 0), keys: new Array<string>(256) };
   BY_ID.set(id, type);
   BY_NAME.set(name, type);
 }
@@ -100,7 +102,7 @@ function decode(b: Uint8Array): Record<string, unknown> {
       value = o;
     }
     // A repeated channel and type overwrites the earlier item: the later one is the newer reading.
-    out[`${type.name}_${channel}`] = value;
+    out[type.keys[channel] ??= Object.keys({ [`${type.name}_${channel}`]: 0 })[0]] = value;
     i += type.size;
   }
   return out;
