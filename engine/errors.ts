@@ -16,6 +16,10 @@ export const ErrorCodes = {
   TOO_DEEP: { status: 422, retriable: false },
   DECODE_FAILED: { status: 422, retriable: false },
   PROCESSING_FAILED: { status: 500, retriable: false },
+  // commands
+  NOT_ACTUATOR: { status: 422, retriable: false },
+  COMMAND_EXPIRED: { status: 410, retriable: false },
+  NO_DOWNLINK: { status: 501, retriable: false },
   // request level
   BAD_REQUEST: { status: 400, retriable: false },
   UNAUTHORIZED: { status: 401, retriable: false },

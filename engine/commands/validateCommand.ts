@@ -1,0 +1,38 @@
+/**
+ * Checks a command against its device before it is queued: the asset exists, is an actuator (only
+ * actuators take commands), and the value fits the asset profile (engine/uplink/profile.ts).
+ */
+import type { AssetInfo, DeviceInfo } from '../ports/directory.ts';
+import { compileProfile } from '../uplink/profile.ts';
+import type { Decision } from '../mqtt/topics.ts';
+
+function checkOne(device: DeviceInfo, name: string, value: unknown): Decision<AssetInfo> {
+  const asset = device.assets.find((a) => a.name === name);
+  if (asset === undefined) return { ok: false, code: 'UNKNOWN_ASSET', reason: `device ${device.id} has no asset "${name.slice(0, 80)}"` };
+  if (asset.is !== 'actuator') return { ok: false, code: 'NOT_ACTUATOR', reason: `asset "${name}" is a ${asset.is}; only actuators take commands` };
+  if (value === undefined) return { ok: false, code: 'VALIDATION_FAILED', reason: `a command for "${name}" needs a value` };
+  let problem: string | undefined;
+  try {
+    problem = compileProfile(asset.profile)(value);
+  } catch (error) {
+    return { ok: false, code: 'PROFILE_VIOLATION', reason: `asset "${name}" has an unusable profile: ${(error as Error).message}` };
+  }
+  if (problem !== undefined) return { ok: false, code: 'PROFILE_VIOLATION', reason: `"${name}": ${problem}` };
+  return { ok: true, value: asset };
+}
+
+export function validateAssetCommand(device: DeviceInfo, asset: string, value: unknown): Decision<AssetInfo> {
+  return checkOne(device, asset, value);
+}
+
+export function validateDeviceCommand(device: DeviceInfo, assets: Record<string, unknown>): Decision<AssetInfo[]> {
+  const names = Object.keys(assets);
+  if (names.length === 0) return { ok: false, code: 'VALIDATION_FAILED', reason: 'a device command names at least one asset' };
+  const out: AssetInfo[] = [];
+  for (const name of names) {
+    const one = checkOne(device, name, assets[name]);
+    if (!one.ok) return one;
+    out.push(one.value);
+  }
+  return { ok: true, value: out };
+}

@@ -1,0 +1,130 @@
+/**
+ * Command actors on a simulated clock with a scripted transport: order per device, offline queue
+ * delivered on reconnect, expiry, resend after no acknowledgement, device commands without a
+ * downlink, bounded queues.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { SimulatedClock } from '../engine/clock.ts';
+import { CommandActors, type AcceptedCommand } from '../engine/commands/CommandActors.ts';
+import type { AssetCommandDelivery, CommandTransport, DeliveryOutcome } from '../engine/commands/CommandTransport.ts';
+
+class FakeTransport implements CommandTransport {
+  online = new Set<string>();
+  delivered: { deviceId: string; asset: string; body: unknown }[] = [];
+  /** Outcomes to return for the next deliveries to online devices (default delivered). */
+  script: DeliveryOutcome[] = [];
+  #listeners = new Set<(id: string) => void>();
+  async deliver(d: AssetCommandDelivery): Promise<DeliveryOutcome> {
+    if (!this.online.has(d.deviceId)) return 'offline';
+    const outcome = this.script.shift() ?? 'delivered';
+    if (outcome === 'delivered') this.delivered.push({ deviceId: d.deviceId, asset: d.asset.name, body: JSON.parse(new TextDecoder().decode(d.payload)) });
+    return outcome;
+  }
+  onReachable(listener: (id: string) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+  connect(id: string): void {
+    this.online.add(id);
+    for (const l of this.#listeners) l(id);
+  }
+}
+
+const flush = () => new Promise((r) => setImmediate(r));
+let n = 0;
+const cmd = (deviceId: string, value: unknown, extra: Partial<AcceptedCommand> = {}): AcceptedCommand =>
+  ({ id: `c${++n}`, deviceId, kind: 'asset', asset: { id: 'A', name: 'led' }, value, at: '2026-01-01T00:00:00.000Z', issuer: 'test', ...extra }) as AcceptedCommand;
+
+test('commands for an offline device wait and are delivered in order on reconnect; lifecycle recorded', async () => {
+  const clock = new SimulatedClock(1000);
+  const t = new FakeTransport();
+  const changes: string[] = [];
+  const actors = new CommandActors({ clock, transport: t, onChange: (v) => changes.push(`${v.id}:${v.status}`) });
+  const ids = [1, 2, 3].map((v) => actors.submit(cmd('d1', v)).id);
+  await flush();
+  assert.equal(t.delivered, []);
+  assert.equal(actors.recent('d1').map((v) => v.status), ['queued', 'queued', 'queued']);
+  t.connect('d1');
+  for (let i = 0; i < 10; i++) await flush();
+  assert.equal(t.delivered.map((d) => d.body), [1, 2, 3].map((v) => ({ value: v, at: '2026-01-01T00:00:00.000Z' })));
+  assert.equal(actors.recent('d1').map((v) => [v.id, v.status]), ids.reverse().map((id) => [id, 'delivered']));
+  assert.ok(changes.includes(`${ids[2]}:sent`) && changes.includes(`${ids[2]}:queued`));
+  assert.is(actors.pending('d1'), 0);
+  assert.is(clock.pending, 0, 'expiry timers are cancelled once delivered');
+  actors.stop();
+});
+
+test('expiry: a command never delivered expires with COMMAND_EXPIRED, the next one still goes', async () => {
+  const clock = new SimulatedClock(0);
+  const t = new FakeTransport();
+  const actors = new CommandActors({ clock, transport: t, expiryMs: 60_000 });
+  const a = actors.submit(cmd('d2', 'old'));
+  clock.advance(30_000);
+  const b = actors.submit(cmd('d2', 'new'));
+  clock.advance(30_000);
+  await flush();
+  assert.is(actors.recent('d2').find((v) => v.id === a.id)!.status, 'expired');
+  assert.is(actors.recent('d2').find((v) => v.id === a.id)!.code, 'COMMAND_EXPIRED');
+  t.connect('d2');
+  for (let i = 0; i < 5; i++) await flush();
+  assert.equal(t.delivered.map((d) => d.body), [{ value: 'new', at: '2026-01-01T00:00:00.000Z' }]);
+  assert.is(actors.recent('d2').find((v) => v.id === b.id)!.status, 'delivered');
+  actors.stop();
+});
+
+test('an unacknowledged delivery is resent after a backoff, before later commands (order kept)', async () => {
+  const clock = new SimulatedClock(0);
+  const t = new FakeTransport();
+  t.online.add('d3');
+  t.script = ['unacknowledged', 'unacknowledged'];
+  const actors = new CommandActors({ clock, transport: t, retryBaseMs: 1000 });
+  const first = actors.submit(cmd('d3', 1));
+  actors.submit(cmd('d3', 2));
+  for (let i = 0; i < 5; i++) await flush();
+  assert.equal(t.delivered, []);
+  clock.advance(1000);
+  for (let i = 0; i < 5; i++) await flush();
+  assert.equal(t.delivered, [], 'second attempt also unacknowledged');
+  clock.advance(1999);
+  await flush();
+  assert.equal(t.delivered, [], 'backoff doubled');
+  clock.advance(1);
+  for (let i = 0; i < 10; i++) await flush();
+  assert.equal(t.delivered.map((d) => d.body.value), [1, 2]);
+  assert.is(actors.recent('d3').find((v) => v.id === first.id)!.attempts, 3);
+  actors.stop();
+});
+
+test('device commands fail with NO_DOWNLINK until a downlink is configured; with one they are sent', async () => {
+  const clock = new SimulatedClock(0);
+  const actors = new CommandActors({ clock });
+  const v = actors.submit(cmd('d4', undefined, { kind: 'device', assets: { led: true } } as never));
+  await flush();
+  assert.is(actors.recent('d4')[0].status, 'failed');
+  assert.is(actors.recent('d4')[0].code, 'NO_DOWNLINK');
+  assert.is(v.kind, 'device');
+  const sent: unknown[] = [];
+  const withDownlink = new CommandActors({ clock, downlink: { send: async (c) => { sent.push(c.assets); } } });
+  withDownlink.submit(cmd('d4', undefined, { kind: 'device', assets: { led: true, level: 3 } } as never));
+  for (let i = 0; i < 3; i++) await flush();
+  assert.equal(sent, [{ led: true, level: 3 }]);
+  assert.is(withDownlink.recent('d4')[0].status, 'delivered');
+});
+
+test('the per-device queue is bounded', () => {
+  const clock = new SimulatedClock(0);
+  const actors = new CommandActors({ clock, transport: new FakeTransport(), maxQueuePerDevice: 2 });
+  actors.submit(cmd('d5', 1));
+  actors.submit(cmd('d5', 2));
+  try {
+    actors.submit(cmd('d5', 3));
+    assert.unreachable('must refuse');
+  } catch (error) {
+    assert.is((error as { code: string }).code, 'BACKPRESSURE');
+  }
+  actors.submit(cmd('d6', 1));
+  actors.stop();
+});
+
+test.run();
