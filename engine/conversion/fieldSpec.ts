@@ -121,8 +121,8 @@ export function resolveSelector(raw: unknown, path: string, issues: ScriptIssue[
   } else {
     kind = 'hex';
   }
-  if (signed !== undefined && (kind === 'bool' || kind === 'string' || kind === 'hex')) issue('signed', `signed applies to numbers, not to ${String(type)}`);
-  if (signed === false && kind === 'float') issue('signed', 'floats are always signed');
+  // `signed` means nothing for floats, booleans, strings and hex, and published scripts carry it
+  // there (`"type": "hexstring", "signed": "false"`): it is ignored, not an error.
 
   let bit: number | undefined;
   let bitlength = 1;
