@@ -85,6 +85,8 @@ export function assetRoutes(edge: EdgeContext): void {
     const { name, ...fields } = body;
     const { asset, created } = await registry.upsertAsset(device.id, name, fields);
     edge.changed(device.id);
+    // Lost a race with another create of the same name: the registry has one asset (the port
+    // guarantees it), to which this request's fields were applied as an update; report the conflict.
     if (!created) throw new FleetError('CONFLICT', `asset "${name}" was created concurrently`);
     c.header('location', `/device/${device.id}/asset/${asset.name}`);
     return c.json(asset, 201);

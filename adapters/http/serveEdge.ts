@@ -13,6 +13,12 @@ export interface ServeEdgeOptions {
   port: number;
   /** Default 127.0.0.1. */
   hostname?: string;
+  /** Longest a client may take to send a whole request, ms (slow senders hold sockets). Default 30 000. */
+  requestTimeoutMs?: number;
+  /** Longest a client may take to send the request headers, ms. Default 10 000. */
+  headersTimeoutMs?: number;
+  /** How long an idle keep-alive connection stays open, ms. Default 5 000. */
+  keepAliveTimeoutMs?: number;
 }
 
 export interface ServedEdge {
@@ -22,7 +28,16 @@ export interface ServedEdge {
 
 export function serveEdge(app: Hono, options: ServeEdgeOptions): Promise<ServedEdge> {
   return new Promise((resolve, reject) => {
-    const server = serve({ fetch: app.fetch, port: options.port, hostname: options.hostname ?? '127.0.0.1' }, (info: AddressInfo) => {
+    const server = serve({
+      fetch: app.fetch,
+      port: options.port,
+      hostname: options.hostname ?? '127.0.0.1',
+      serverOptions: {
+        requestTimeout: options.requestTimeoutMs ?? 30_000,
+        headersTimeout: options.headersTimeoutMs ?? 10_000,
+        keepAliveTimeout: options.keepAliveTimeoutMs ?? 5_000,
+      },
+    }, (info: AddressInfo) => {
       server.off('error', reject);
       resolve({
         port: info.port,
