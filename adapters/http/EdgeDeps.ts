@@ -9,6 +9,7 @@ import type { StateStore } from '../../engine/ports/store.ts';
 import type { UplinkReceipt, UplinkSubmission } from '../../engine/UplinkIngest.ts';
 import type { EdgeAccess } from './EdgeAccess.ts';
 import type { EdgeRouter } from './EdgeRouter.ts';
+import type { LpwanEdgeDeps } from './lpwanRoutes.ts';
 
 export interface EdgeLimits {
   /** Largest request body, bytes (with or without Content-Length). Default 65 536. */
@@ -48,6 +49,8 @@ export interface EdgeDeps {
   cacheTtlMs?: number;
   /** Internal errors (500) are logged here; the client sees only "internal error". */
   logger?: EdgeLogger;
+  /** LPWAN network-server webhooks (lpwanRoutes.ts); absent: no /lpwan routes. */
+  lpwan?: LpwanEdgeDeps;
 }
 
 export interface EdgeContext {

@@ -12,6 +12,7 @@ import { deviceRoutes } from './deviceRoutes.ts';
 import { EdgeAccess } from './EdgeAccess.ts';
 import { DEFAULT_MAX_BODY_BYTES, type EdgeContext, type EdgeDeps } from './EdgeDeps.ts';
 import { EdgeRouter } from './EdgeRouter.ts';
+import { lpwanRoutes } from './lpwanRoutes.ts';
 import { openApiDocument } from './openApiDocument.ts';
 import { problemResponse } from './problemResponse.ts';
 import { stateRoutes } from './stateRoutes.ts';
@@ -64,6 +65,7 @@ export function createEdgeApp(deps: EdgeDeps): Hono {
   assetRoutes(edge);
   uplinkRoutes(edge);
   stateRoutes(edge);
+  if (deps.lpwan) lpwanRoutes(edge, deps.lpwan);
   activationEdge(edge);
 
   let document: Record<string, unknown> | undefined;

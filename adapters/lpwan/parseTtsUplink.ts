@@ -1,0 +1,57 @@
+/**
+ * The Things Stack webhook messages (JSON format, ttn.lorawan.v3.ApplicationUp): an uplink is a
+ * message with `uplink_message`; any other message type posted to the uplink path (join accept,
+ * downlink events, …) is acknowledged and ignored. Fields read:
+ *   end_device_ids.dev_eui                     the binding key (a device without DevEUI cannot be bound)
+ *   end_device_ids.application_ids.application_id   must be the webhook secret's application
+ *   uplink_message.frm_payload                 base64; absent means empty (empty fields are omitted)
+ *   uplink_message.f_port                      1–255
+ *   uplink_message.received_at                 Network Server receive time → the states' time;
+ *                                              else the message's received_at (Application Server)
+ * Everything else (rx_metadata, decoded_payload, settings, …) is ignored.
+ */
+import type { LpwanUplink } from '../../engine/lpwan/LpwanUplinkIntake.ts';
+import { parseTimestamp } from '../../engine/uplink/parseTimestamp.ts';
+import { badShape, checkDevEui, decodeBase64, isObject, type ParsedWebhook } from './parseWebhook.ts';
+
+/** ApplicationUp message types other than uplinks (named in the `ignored` reason). */
+const OTHER_TYPES = [
+  'uplink_normalized', 'join_accept', 'downlink_ack', 'downlink_nack', 'downlink_sent', 'downlink_failed',
+  'downlink_queued', 'downlink_queue_invalidated', 'location_solved', 'service_data',
+];
+
+function time(value: unknown, field: string): number | undefined {
+  if (value === undefined) return undefined;
+  const ms = typeof value === 'string' ? parseTimestamp(value) : NaN;
+  if (Number.isNaN(ms)) throw badShape(`${field} must be an RFC 3339 timestamp`);
+  return ms;
+}
+
+export function parseTtsUplink(doc: unknown): ParsedWebhook {
+  if (!isObject(doc)) throw badShape('a The Things Stack message is a JSON object');
+  const ids = doc.end_device_ids;
+  if (!isObject(ids) || !isObject(ids.application_ids) || typeof ids.application_ids.application_id !== 'string') {
+    throw badShape('not a The Things Stack message: end_device_ids.application_ids.application_id missing');
+  }
+  const applicationId = ids.application_ids.application_id;
+  const up = doc.uplink_message;
+  if (up === undefined) {
+    const type = OTHER_TYPES.find((t) => t in doc);
+    return { kind: 'ignored', reason: type === undefined ? 'no uplink_message' : `${type} is not an uplink` };
+  }
+  if (!isObject(up)) throw badShape('uplink_message must be an object');
+  const devEui = checkDevEui(ids.dev_eui, 'end_device_ids.dev_eui');
+  const fPort = up.f_port;
+  if (fPort !== undefined && !(Number.isInteger(fPort) && (fPort as number) >= 1 && (fPort as number) <= 255)) {
+    throw badShape('uplink_message.f_port must be an integer 1–255');
+  }
+  const receivedAt = time(up.received_at, 'uplink_message.received_at') ?? time(doc.received_at, 'received_at');
+  const uplink: LpwanUplink = {
+    networkId: 'thethingsnetwork',
+    devEui,
+    payload: up.frm_payload === undefined ? new Uint8Array(0) : decodeBase64(up.frm_payload, 'uplink_message.frm_payload'),
+  };
+  if (fPort !== undefined) uplink.fPort = fPort as number;
+  if (receivedAt !== undefined) uplink.receivedAt = receivedAt;
+  return { kind: 'uplink', uplink, applicationId };
+}
