@@ -48,12 +48,17 @@ export class AedesCommandTransport implements CommandTransport {
     });
     broker.on('ack', (packet, client) => {
       const deviceId = options.deviceOf(client);
-      if (deviceId === undefined || packet === undefined || packet === null || !('topic' in packet)) return;
+      if (deviceId === undefined) return;
+      // Aedes keeps outgoing packets of clean sessions nowhere, so their PUBACK comes without the
+      // packet. The actors keep one command in flight per device and commands are the only QoS 1
+      // traffic to a device (feeds are QoS 0), so a PUBACK from the device acknowledges its wait.
+      const known = packet !== undefined && packet !== null && 'topic' in packet ? packet : undefined;
       for (const wait of this.#waits) {
-        if (wait.deviceId === deviceId && wait.topics.includes(packet.topic) && Buffer.from(packet.payload).equals(wait.payload)) {
-          this.#waits.delete(wait);
-          wait.resolve('delivered');
-        }
+        if (wait.deviceId !== deviceId) continue;
+        if (known !== undefined && !(wait.topics.includes(known.topic) && Buffer.from(known.payload).equals(wait.payload))) continue;
+        this.#waits.delete(wait);
+        wait.resolve('delivered');
+        break;
       }
     });
   }

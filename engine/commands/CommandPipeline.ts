@@ -1,0 +1,141 @@
+/**
+ * Topic `commands` → command actors (DESIGN.md §2). Records are JSON CommandRecords
+ * (schemas/commands.ts), validated against the schema and the device's asset profiles; refused ones
+ * go to onRejected (dead letters) and are not delivered. A record's offset is committed only once
+ * its command is delivered, expired, failed or refused, so a restart replays commands still waiting
+ * (at-least-once, like their MQTT delivery).
+ */
+import { Compile } from 'typebox/compile';
+import type { Clock, TimerHandle } from '../clock.ts';
+import type { ErrorCode } from '../errors.ts';
+import { OffsetTracker } from '../OffsetTracker.ts';
+import type { DeviceDirectory } from '../ports/directory.ts';
+import type { CommitRequest, Consumer, Log, RecordBatch } from '../ports/log.ts';
+import { CommandRecord } from '../../schemas/commands.ts';
+import { Topics } from '../../schemas/messages.ts';
+import type { CommandActors } from './CommandActors.ts';
+import { validateAssetCommand, validateDeviceCommand } from './validateCommand.ts';
+
+const checkRecord = Compile(CommandRecord);
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+export interface RejectedCommand {
+  deviceId: string;
+  commandId?: string;
+  code: ErrorCode;
+  reason: string;
+}
+
+export interface CommandPipelineOptions {
+  log: Log;
+  actors: CommandActors;
+  directory: DeviceDirectory;
+  clock: Clock;
+  /** Default 'fleetstream-commands'. */
+  group?: string;
+  /** How often offsets are committed, ms. Default 500. */
+  commitIntervalMs?: number;
+  onRejected?(rejected: RejectedCommand): void;
+}
+
+export class CommandPipeline {
+  readonly #o: CommandPipelineOptions;
+  readonly #trackers = new Map<number, OffsetTracker>();
+  #consumer: Consumer | undefined;
+  #timer: TimerHandle | undefined;
+  #stopping = false;
+
+  constructor(options: CommandPipelineOptions) {
+    this.#o = options;
+  }
+
+  async start(): Promise<void> {
+    this.#consumer = this.#o.log.consumer({
+      group: this.#o.group ?? 'fleetstream-commands',
+      topics: [Topics.commands],
+      onBatch: (batch) => this.#onBatch(batch),
+      onRevoke: async () => this.#commit(),
+    });
+    await this.#consumer.start();
+    this.#schedule();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    this.#timer?.cancel();
+    await this.#consumer?.stop();
+    await this.#commit();
+  }
+
+  async #onBatch(batch: RecordBatch): Promise<void> {
+    let tracker = this.#trackers.get(batch.partition);
+    if (tracker === undefined) this.#trackers.set(batch.partition, (tracker = new OffsetTracker(batch.records[0].offset)));
+    for (const record of batch.records) {
+      tracker.start(record.offset);
+      const t = tracker;
+      const done = () => t.finish(record.offset);
+      const refuse = (code: ErrorCode, reason: string, commandId?: string) => {
+        this.#o.onRejected?.({ deviceId: record.key, commandId, code, reason });
+        done();
+      };
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(utf8.decode(record.value));
+      } catch {
+        refuse('MALFORMED_JSON', 'a command record is UTF-8 JSON');
+        continue;
+      }
+      if (!checkRecord.Check(parsed)) {
+        const first = checkRecord.Errors(parsed)[0];
+        refuse('VALIDATION_FAILED', `not a command record: ${first ? `${first.instancePath || '/'} ${first.message}` : 'invalid'}`);
+        continue;
+      }
+      const c = parsed;
+      if ((c.asset === undefined) === (c.assets === undefined)) {
+        refuse('VALIDATION_FAILED', 'a command names either `asset` (with `value`) or `assets`', c.id);
+        continue;
+      }
+      const at = c.at ?? new Date(c.issuedAt).toISOString();
+      if (Number.isNaN(Date.parse(at))) {
+        refuse('INVALID_AT', '`at` must be an ISO 8601 timestamp', c.id);
+        continue;
+      }
+      const device = await this.#o.directory.getDevice(c.deviceId);
+      if (device === undefined) {
+        refuse('UNKNOWN_DEVICE', `device ${c.deviceId} not found`, c.id);
+        continue;
+      }
+      const base = { id: c.id, deviceId: c.deviceId, at, issuer: c.issuer, expiresAt: c.expiresAt };
+      try {
+        if (c.asset !== undefined) {
+          const ok = validateAssetCommand(device, c.asset, c.value);
+          if (!ok.ok) { refuse(ok.code, ok.reason, c.id); continue; }
+          this.#o.actors.submit({ ...base, kind: 'asset', asset: { id: ok.value.id, name: ok.value.name }, value: c.value }, done);
+        } else {
+          const ok = validateDeviceCommand(device, c.assets!);
+          if (!ok.ok) { refuse(ok.code, ok.reason, c.id); continue; }
+          this.#o.actors.submit({ ...base, kind: 'device', assets: c.assets! }, done);
+        }
+      } catch (error) {
+        refuse('BACKPRESSURE', (error as Error).message, c.id);
+      }
+    }
+  }
+
+  async #commit(): Promise<void> {
+    if (this.#consumer === undefined) return;
+    const offsets: CommitRequest[] = [];
+    for (const [partition, tracker] of this.#trackers) {
+      const offset = tracker.takeCommit();
+      if (offset !== undefined) offsets.push({ topic: Topics.commands, partition, offset });
+    }
+    if (offsets.length > 0) await this.#consumer.commit(offsets);
+  }
+
+  #schedule(): void {
+    if (this.#stopping) return;
+    this.#timer = this.#o.clock.setTimeout(() => {
+      this.#commit().catch(() => undefined).finally(() => this.#schedule());
+    }, this.#o.commitIntervalMs ?? 500);
+  }
+}
