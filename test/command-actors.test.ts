@@ -11,7 +11,7 @@ import type { AssetCommandDelivery, CommandTransport, DeliveryOutcome } from '..
 
 class FakeTransport implements CommandTransport {
   online = new Set<string>();
-  delivered: { deviceId: string; asset: string; body: unknown }[] = [];
+  delivered: { deviceId: string; asset: string; body: any }[] = [];
   /** Outcomes to return for the next deliveries to online devices (default delivered). */
   script: DeliveryOutcome[] = [];
   #listeners = new Set<(id: string) => void>();

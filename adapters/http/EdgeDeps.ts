@@ -9,6 +9,7 @@ import type { StateStore } from '../../engine/ports/store.ts';
 import type { UplinkReceipt, UplinkSubmission } from '../../engine/UplinkIngest.ts';
 import type { EdgeAccess } from './EdgeAccess.ts';
 import type { EdgeRouter } from './EdgeRouter.ts';
+import type { EdgeCommands } from './commandRoutes.ts';
 import type { LpwanEdgeDeps } from './lpwanRoutes.ts';
 
 export interface EdgeLimits {
@@ -51,6 +52,8 @@ export interface EdgeDeps {
   logger?: EdgeLogger;
   /** LPWAN network-server webhooks (lpwanRoutes.ts); absent: no /lpwan routes. */
   lpwan?: LpwanEdgeDeps;
+  /** Commands (commandRoutes.ts); absent: no command routes. */
+  commands?: EdgeCommands;
 }
 
 export interface EdgeContext {

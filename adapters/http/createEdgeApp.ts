@@ -8,6 +8,7 @@ import { FleetError } from '../../engine/errors.ts';
 import { Health } from '../../schemas/edge.ts';
 import { activationEdge } from './activationEdge.ts';
 import { assetRoutes } from './assetRoutes.ts';
+import { commandRoutes } from './commandRoutes.ts';
 import { deviceRoutes } from './deviceRoutes.ts';
 import { EdgeAccess } from './EdgeAccess.ts';
 import { DEFAULT_MAX_BODY_BYTES, type EdgeContext, type EdgeDeps } from './EdgeDeps.ts';
@@ -66,6 +67,7 @@ export function createEdgeApp(deps: EdgeDeps): Hono {
   uplinkRoutes(edge);
   stateRoutes(edge);
   if (deps.lpwan) lpwanRoutes(edge, deps.lpwan);
+  if (deps.commands) commandRoutes(edge, deps.commands);
   activationEdge(edge);
 
   let document: Record<string, unknown> | undefined;

@@ -1,0 +1,107 @@
+/**
+ * Commands over HTTP (spec §4.3, §4.4): a user token of the device's ground issues
+ *   PUT /device/{id}/asset/{name}/command   {value, at?}   asset command (MQTT)
+ *   PUT /asset/{assetId}/command            {value, at?}   asset command (MQTT)
+ *   PUT /device/{id}/command                {asset: value} device command (LPWAN)
+ * The asset must be an actuator (422 NOT_ACTUATOR) and the value fit its profile (422
+ * PROFILE_VIOLATION); then the command record is appended to topic `commands` and `202` returns its
+ * id. `GET /device/{id}/commands` lists recent commands with their lifecycle status.
+ */
+import type { Context } from 'hono';
+import Type from 'typebox';
+import { FleetError } from '../../engine/errors.ts';
+import { newId } from '../../engine/ids.ts';
+import { validateAssetCommand, validateDeviceCommand } from '../../engine/commands/validateCommand.ts';
+import type { Principal } from '../../engine/ports/registry.ts';
+import { CommandView, type CommandRecord } from '../../schemas/commands.ts';
+import { AssetIdParams, DeviceAssetParams, DeviceParams } from '../../schemas/edge.ts';
+import type { EdgeContext } from './EdgeDeps.ts';
+import { isPlainObject, readJsonBody } from './requestBody.ts';
+
+export interface EdgeCommands {
+  /** Appends the record to topic `commands`; resolves once durable. */
+  append(record: CommandRecord): Promise<void>;
+  /** Recent commands of a device, newest first. */
+  recent(deviceId: string, limit: number): CommandView[] | Promise<CommandView[]>;
+}
+
+const JSON_TYPE = 'application/json';
+const TAGS = ['commands'];
+const AssetCommandBody = Type.Object({ value: Type.Unknown(), at: Type.Optional(Type.String()) });
+const DeviceCommandBody = Type.Record(Type.String(), Type.Unknown());
+const CommandAccepted = Type.Object({ id: Type.String() });
+const CommandList = Type.Object({ items: Type.Array(CommandView) });
+
+function userOnly(principal: Principal): void {
+  if (principal.scope !== 'user') throw new FleetError('FORBIDDEN', 'commands are issued with a user token of the device\'s ground');
+}
+
+function checkAt(at: unknown): string | undefined {
+  if (at === undefined) return undefined;
+  if (typeof at !== 'string' || Number.isNaN(Date.parse(at))) throw new FleetError('INVALID_AT', '`at` must be an ISO 8601 timestamp string');
+  return at;
+}
+
+export function commandRoutes(edge: EdgeContext, commands: EdgeCommands): void {
+  const { router, access, deps } = edge;
+  const accepted = { 202: { description: 'durable on topic `commands`; delivered asynchronously', content: { [JSON_TYPE]: CommandAccepted } } };
+
+  const issue = async (c: Context, principal: Principal, record: Omit<CommandRecord, 'id' | 'issuer' | 'issuedAt'>): Promise<Response> => {
+    const id = newId();
+    await commands.append({ ...record, id, issuer: `user:${principal.subjectId}`, issuedAt: deps.clock.now() });
+    c.header('cache-control', 'no-store');
+    return c.json({ id }, 202);
+  };
+
+  const assetCommand = async (c: Context, principal: Principal, deviceId: string, assetName: string): Promise<Response> => {
+    const device = await access.device(principal, deviceId, 'write');
+    const body = await readJsonBody(c.req.raw, edge.maxBodyBytes);
+    if (!isPlainObject(body) || !Object.hasOwn(body, 'value')) throw new FleetError('VALIDATION_FAILED', 'an asset command is a JSON object {value, at?}');
+    const at = checkAt(body.at);
+    const ok = validateAssetCommand(device, assetName, body.value);
+    if (!ok.ok) throw new FleetError(ok.code, ok.reason);
+    return issue(c, principal, { deviceId, asset: assetName, value: body.value, ...(at === undefined ? {} : { at }) });
+  };
+
+  router.route({
+    methods: ['put', 'post'], path: '/device/{id}/asset/{name}/command', operationId: 'putDeviceAssetCommand',
+    summary: 'Asset command (spec §4.3), delivered over MQTT', tags: TAGS, params: DeviceAssetParams,
+    body: { required: true, content: { [JSON_TYPE]: AssetCommandBody } }, responses: accepted, errors: [400, 404, 413, 415, 422, 503],
+  }, async (c, { principal, params }) => {
+    userOnly(principal);
+    return assetCommand(c, principal, params.id, params.name);
+  });
+
+  router.route({
+    methods: ['put', 'post'], path: '/asset/{assetId}/command', operationId: 'putAssetCommand',
+    summary: 'Asset command by asset id (spec §4.3)', tags: TAGS, params: AssetIdParams,
+    body: { required: true, content: { [JSON_TYPE]: AssetCommandBody } }, responses: accepted, errors: [400, 404, 413, 415, 422, 503],
+  }, async (c, { principal, params }) => {
+    userOnly(principal);
+    const { device, asset } = await access.asset(principal, params.assetId, 'write');
+    return assetCommand(c, principal, device.id, asset.name);
+  });
+
+  router.route({
+    methods: ['put', 'post'], path: '/device/{id}/command', operationId: 'putDeviceCommand',
+    summary: 'Device command (spec §4.4): asset name → value, delivered over LPWAN', tags: TAGS, params: DeviceParams,
+    body: { required: true, content: { [JSON_TYPE]: DeviceCommandBody } }, responses: accepted, errors: [400, 404, 413, 415, 422, 503],
+  }, async (c, { principal, params }) => {
+    userOnly(principal);
+    const device = await access.device(principal, params.id, 'write');
+    const body = await readJsonBody(c.req.raw, edge.maxBodyBytes);
+    if (!isPlainObject(body)) throw new FleetError('VALIDATION_FAILED', 'a device command is a JSON object: asset name → value');
+    const ok = validateDeviceCommand(device, body);
+    if (!ok.ok) throw new FleetError(ok.code, ok.reason);
+    return issue(c, principal, { deviceId: device.id, assets: body });
+  });
+
+  router.route({
+    methods: ['get'], path: '/device/{id}/commands', operationId: 'listDeviceCommands',
+    summary: 'Recent commands of a device with their lifecycle status, newest first', tags: TAGS, params: DeviceParams,
+    responses: { 200: { description: 'recent commands', content: { [JSON_TYPE]: CommandList } } }, errors: [404],
+  }, async (c, { principal, params }) => {
+    const device = await access.device(principal, params.id, 'read');
+    return c.json({ items: await commands.recent(device.id, 50) });
+  });
+}
