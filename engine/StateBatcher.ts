@@ -145,11 +145,16 @@ export class StateBatcher {
   }
 
   #admitWaiting(): void {
-    while (this.#waiting.length > 0 && this.#fits(this.#waiting[0].rows.length)) {
-      const entry = this.#waiting.shift()!;
+    // One splice for the admitted prefix: shift() per entry is O(queue) each, quadratic overall
+    // when thousands of small appends wait.
+    const waiting = this.#waiting;
+    let n = 0;
+    while (n < waiting.length && this.#fits(waiting[n].rows.length)) {
+      const entry = waiting[n++];
       this.#waitingRows -= entry.rows.length;
       this.#accept(entry);
     }
+    if (n > 0) waiting.splice(0, n);
   }
 
   /** Starts a flush when one is due, else keeps one timer for the oldest buffered row. */
@@ -174,13 +179,12 @@ export class StateBatcher {
   }
 
   #flushBatch(): void {
-    const batch: Entry[] = [];
+    const buffer = this.#buffer;
+    let n = 0;
     let count = 0;
-    while (this.#buffer.length > 0 && (batch.length === 0 || count + this.#buffer[0].rows.length <= this.#maxRows)) {
-      const entry = this.#buffer.shift()!;
-      batch.push(entry);
-      count += entry.rows.length;
-    }
+    while (n < buffer.length && (n === 0 || count + buffer[n].rows.length <= this.#maxRows)) count += buffer[n++].rows.length;
+    // One splice, not shift() per entry (quadratic with thousands of small appends per batch).
+    const batch = buffer.splice(0, n);
     let rows: readonly StateRow[] = batch[0].rows;
     if (batch.length > 1) {
       const all: StateRow[] = [];
