@@ -20,6 +20,8 @@ export const ErrorCodes = {
   NOT_ACTUATOR: { status: 422, retriable: false },
   COMMAND_EXPIRED: { status: 410, retriable: false },
   NO_DOWNLINK: { status: 501, retriable: false },
+  /** The network server refused a downlink for good (4xx other than 408/429): retrying cannot help. */
+  DOWNLINK_REFUSED: { status: 502, retriable: false },
   // request level
   BAD_REQUEST: { status: 400, retriable: false },
   UNAUTHORIZED: { status: 401, retriable: false },
