@@ -1,0 +1,191 @@
+/**
+ * LPWAN pieces on their own: the applications configuration, the network servers' messages from
+ * recorded fixtures, the intake's device cache and content types on a simulated clock, and the
+ * webhook routes' answers to transient trouble (in-process requests, no sockets).
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { createEdgeApp } from '../adapters/http/createEdgeApp.ts';
+import { parseLoriotUplink } from '../adapters/lpwan/parseLoriotUplink.ts';
+import { parseTtsUplink } from '../adapters/lpwan/parseTtsUplink.ts';
+import { SimulatedClock } from '../engine/clock.ts';
+import { FleetError } from '../engine/errors.ts';
+import { LpwanUplinkIntake, type LpwanUplink } from '../engine/lpwan/LpwanUplinkIntake.ts';
+import { StaticLpwanApplications } from '../engine/lpwan/StaticLpwanApplications.ts';
+import type { Device, Registry } from '../engine/ports/registry.ts';
+import type { UplinkSubmission } from '../engine/UplinkIngest.ts';
+import type { UplinkEnvelope } from '../schemas/messages.ts';
+
+const fixture = (name: string): unknown => JSON.parse(readFileSync(new URL(`./fixtures/lpwan/${name}`, import.meta.url), 'utf8'));
+
+const SECRET = 'a-webhook-secret-of-some-length';
+
+function failsWith(f: () => unknown, field: RegExp): void {
+  try {
+    f();
+    assert.unreachable('should throw');
+  } catch (error) {
+    assert.instance(error, FleetError);
+    assert.is((error as FleetError).code, 'VALIDATION_FAILED');
+    assert.match((error as Error).message, field);
+  }
+}
+
+test('applications: secrets in the clear or as SHA-256, per network, never confused', async () => {
+  const apps = new StaticLpwanApplications({
+    applications: [
+      { networkId: 'thethingsnetwork', applicationId: 'app-one', secret: SECRET },
+      { networkId: 'loriot', applicationId: 'BE7A0000', secretSha256: createHash('sha256').update('loriot-secret-0123456789').digest('hex').toUpperCase() },
+    ],
+  });
+  assert.is(apps.size, 2);
+  assert.is((await apps.authenticate('thethingsnetwork', SECRET))?.applicationId, 'app-one');
+  assert.is((await apps.authenticate('loriot', 'loriot-secret-0123456789'))?.applicationId, 'BE7A0000');
+  assert.is(await apps.authenticate('loriot', SECRET), undefined, 'a secret is bound to its network');
+  assert.is(await apps.authenticate('thethingsnetwork', `${SECRET} `), undefined);
+  assert.is(await apps.authenticate('thethingsnetwork', ''), undefined);
+  assert.is(await apps.authenticate('thethingsnetwork', 'x'.repeat(10_000)), undefined);
+  assert.is((await apps.get('thethingsnetwork', 'app-one'))?.downlink, undefined);
+  assert.is(await apps.get('thethingsnetwork', 'BE7A0000'), undefined);
+});
+
+test('applications: configuration mistakes name the field', () => {
+  const tts = (extra: Record<string, unknown>) => ({ applications: [{ networkId: 'thethingsnetwork', applicationId: 'app-one', ...extra }] });
+  failsWith(() => new StaticLpwanApplications(tts({})), /applications\.0: give exactly one of secret and secretSha256/);
+  failsWith(() => new StaticLpwanApplications(tts({ secret: SECRET, secretSha256: 'a'.repeat(64) })), /exactly one/);
+  failsWith(() => new StaticLpwanApplications(tts({ secret: 'short' })), /applications\.0\.secret/);
+  failsWith(() => new StaticLpwanApplications(tts({ secretSha256: 'xyz' })), /applications\.0\.secretSha256/);
+  failsWith(() => new StaticLpwanApplications(tts({ secret: SECRET, webhook: 'x' })), /applications\.0/);
+  failsWith(() => new StaticLpwanApplications(tts({ secret: SECRET, downlink: { baseUrl: 'ftp://x', webhookId: 'wh', apiKey: 'k' } })), /downlink\.baseUrl/);
+  failsWith(() => new StaticLpwanApplications(tts({ secret: SECRET, downlink: { baseUrl: 'https://x', webhookId: 'wh', apiKey: 'k', fPort: 224 } })), /downlink\.fPort/);
+  failsWith(() => new StaticLpwanApplications({ applications: [{ networkId: 'thingpark', applicationId: 'a1', secret: SECRET }] }), /networkId/);
+  failsWith(() => new StaticLpwanApplications({ applications: [{ networkId: 'loriot', applicationId: 'a1', secret: SECRET, downlink: { baseUrl: 'https://x', webhookId: 'wh', apiKey: 'k' } }] }), /applications\.0\.downlink: network loriot has no downlink/);
+  const twice = { networkId: 'thethingsnetwork', applicationId: 'app-one', secret: SECRET };
+  failsWith(() => new StaticLpwanApplications({ applications: [twice, { ...twice, secret: `${SECRET}-2` }] }), /applications\.1\.applicationId: .*twice/);
+  failsWith(() => new StaticLpwanApplications({ applications: [twice, { ...twice, applicationId: 'app-two' }] }), /applications\.1\.secret: another thethingsnetwork application has the same secret/);
+  failsWith(() => new StaticLpwanApplications([]), /document/);
+  failsWith(() => new StaticLpwanApplications(null), /document/);
+});
+
+test('The Things Stack fixture: devEui, application, port, base64 payload, Network Server time', () => {
+  const parsed = parseTtsUplink(fixture('tts-uplink.json'));
+  assert.is(parsed.kind, 'uplink');
+  if (parsed.kind !== 'uplink') return;
+  assert.is(parsed.applicationId, 'greenhouse-sensors');
+  const { payload, ...rest } = parsed.uplink;
+  assert.equal(rest, { networkId: 'thethingsnetwork', devEui: '70B3D57ED005E2A1', fPort: 2, receivedAt: Date.parse('2024-09-24T08:15:42.112Z') });
+  assert.equal([...(payload as Uint8Array)], [0x08, 0x34, 0x5a]);
+});
+
+test('The Things Stack: the Application Server time stands in when the uplink has none; other message types are ignored', () => {
+  const doc = fixture('tts-uplink.json') as { uplink_message: Record<string, unknown> };
+  delete doc.uplink_message.received_at;
+  const parsed = parseTtsUplink(doc);
+  assert.is(parsed.kind === 'uplink' && parsed.uplink.receivedAt, Date.parse('2024-09-24T08:15:42.318Z'));
+  assert.equal(parseTtsUplink(fixture('tts-join-accept.json')), { kind: 'ignored', reason: 'join_accept is not an uplink' });
+});
+
+test('LORIOT fixtures: rx is an uplink with hex data and ts; gw is ignored; encdata is an unreadable payload', () => {
+  const rx = parseLoriotUplink(fixture('loriot-rx.json'));
+  assert.equal(rx.kind === 'uplink' && { ...rx.uplink, payload: [...(rx.uplink.payload as Uint8Array)] }, {
+    networkId: 'loriot', devEui: '0004A30B001C0530', fPort: 5, receivedAt: 1727165742318, payload: [0x01, 0x67, 0x01, 0x10, 0x02, 0x00, 0x01],
+  });
+  assert.equal(parseLoriotUplink(fixture('loriot-gw.json')), { kind: 'ignored', reason: 'cmd "gw" is not an uplink (rx)' });
+  const encrypted = parseLoriotUplink(fixture('loriot-encrypted.json'));
+  assert.equal(encrypted.kind === 'uplink' && (encrypted.uplink.payload as { code: string }).code, 'MALFORMED_PAYLOAD');
+});
+
+function fakeDevice(id: string, network: Device['network'], payload?: Device['payload']): Device {
+  return { id, groundId: 'g'.repeat(22), name: id, title: id, description: '', network, payload, createdAt: 0 };
+}
+
+test('intake: content type by payload format, bindings cached for the TTL, unknown ones too', async () => {
+  const clock = new SimulatedClock(1_000_000);
+  const byEui = new Map<string, Device>([
+    ['0000000000000001', fakeDevice('d-binary', { networkId: 'loriot', data: { devEui: '0000000000000001' } }, { format: 'binary', conversion: {} })],
+    ['0000000000000002', fakeDevice('d-cayenne', { networkId: 'loriot', data: { devEui: '0000000000000002' } }, { format: 'cayenne' })],
+    ['0000000000000003', fakeDevice('d-json', { networkId: 'loriot', data: { devEui: '0000000000000003' } }, { format: 'json' })],
+    ['0000000000000004', fakeDevice('d-none', { networkId: 'loriot', data: { devEui: '0000000000000004' } })],
+  ]);
+  const lookups: string[] = [];
+  const appended: UplinkSubmission[] = [];
+  const dead: UplinkEnvelope[] = [];
+  const intake = new LpwanUplinkIntake({
+    devices: { findDeviceByNetwork: async (_n: string, eui: string) => { lookups.push(eui); return byEui.get(eui); } },
+    ingest: { append: async (s) => { appended.push(s); return { id: `u${appended.length}`, receivedAt: clock.now() }; } },
+    deadLetters: { add: async (e) => { dead.push(e); } },
+    clock,
+    cacheTtlMs: 1000,
+  });
+  const app = { networkId: 'loriot' as const, applicationId: 'BE7A0000' };
+  const up = (devEui: string): LpwanUplink => ({ networkId: 'loriot', devEui, fPort: 3, receivedAt: 42, payload: new Uint8Array([1]) });
+  for (const eui of ['0000000000000001', '0000000000000002', '0000000000000003', '0000000000000004']) {
+    assert.is((await intake.accept(app, up(eui))).status, 'accepted');
+  }
+  assert.equal(appended.map((s) => [s.deviceId, s.contentType, s.network?.format]), [
+    ['d-binary', 'binary', 'binary'], ['d-cayenne', 'binary', 'cayenne'], ['d-json', 'json', 'json'], ['d-none', 'cbor', undefined],
+  ]);
+  assert.equal(appended[0].network, { networkId: 'loriot', devEui: '0000000000000001', fPort: 3, receivedAt: 42, format: 'binary' });
+  assert.is(appended[0].channel, 'lpwan');
+
+  assert.is((await intake.accept(app, up('00000000000000ff'))).code, 'UNKNOWN_DEVICE');
+  assert.is(dead.at(-1)!.network?.devEui, '00000000000000FF', 'stored upper case');
+  await intake.accept(app, up('0000000000000001'));
+  await intake.accept(app, up('00000000000000FF'));
+  assert.is(lookups.length, 5, 'cached: known and unknown bindings');
+  // Activated meanwhile: seen once the TTL has passed.
+  byEui.set('00000000000000FF', fakeDevice('d-new', { networkId: 'loriot', data: { devEui: '00000000000000FF' } }, { format: 'cayenne' }));
+  clock.advance(1000);
+  assert.equal(await intake.accept(app, up('00000000000000ff')), { status: 'accepted', deviceId: 'd-new', uplinkId: 'u6' });
+});
+
+test('intake: a device bound in another application is unknown to this one; a payload problem of a known device is its dead letter', async () => {
+  const clock = new SimulatedClock(5000);
+  const dead: { envelope: UplinkEnvelope; code: string }[] = [];
+  const device = fakeDevice('d-tts', { networkId: 'thethingsnetwork', data: { devEui: '70B3D57ED0000001', applicationId: 'app-one' } }, { format: 'cbor' });
+  const intake = new LpwanUplinkIntake({
+    devices: { findDeviceByNetwork: async () => device },
+    ingest: { append: async () => { throw new Error('not expected'); } },
+    deadLetters: { add: async (envelope, rejections) => { dead.push({ envelope, code: rejections[0].code }); } },
+    clock,
+  });
+  const other = await intake.accept({ networkId: 'thethingsnetwork', applicationId: 'app-two' }, { networkId: 'thethingsnetwork', devEui: '70B3D57ED0000001', payload: new Uint8Array([1, 2]) });
+  assert.equal({ status: other.status, code: other.code, deviceId: other.deviceId }, { status: 'dropped', code: 'UNKNOWN_DEVICE', deviceId: undefined });
+  assert.equal([...dead[0].envelope.body], [1, 2], 'the payload is kept in the dead letter');
+  assert.is(dead[0].envelope.deviceId, '');
+  const bad = await intake.accept({ networkId: 'thethingsnetwork', applicationId: 'app-one' }, { networkId: 'thethingsnetwork', devEui: '70B3D57ED0000001', payload: { code: 'MALFORMED_PAYLOAD', reason: 'not base64' } });
+  assert.equal({ status: bad.status, code: bad.code, deviceId: bad.deviceId, reason: bad.reason }, { status: 'dropped', code: 'MALFORMED_PAYLOAD', deviceId: 'd-tts', reason: 'not base64' });
+  assert.equal([dead[1].envelope.deviceId, dead[1].envelope.receivedAt, dead[1].envelope.network?.format, dead[1].envelope.id], ['d-tts', 5000, 'cbor', bad.uplinkId]);
+});
+
+test('routes: log backpressure and an unreachable registry are 503 with Retry-After, so the network server retries', async () => {
+  const clock = new SimulatedClock(0);
+  const applications = new StaticLpwanApplications({ applications: [{ networkId: 'loriot', applicationId: 'BE7A0000', secret: SECRET }] });
+  let failure: FleetError = new FleetError('BACKPRESSURE', 'too many uplinks waiting for the log; retry later', { detail: { retryAfter: 2 } });
+  const app = createEdgeApp({
+    registry: {} as Registry,
+    ingest: { append: async () => undefined },
+    store: { latest: async () => [], history: async () => [], aggregate: async () => [] },
+    rejections: { recent: async () => [] },
+    clock,
+    lpwan: { applications, intake: { accept: async () => { throw failure; } } },
+  });
+  const post = () => app.request('/lpwan/loriot/uplink', { method: 'POST', headers: { authorization: `Bearer ${SECRET}` }, body: JSON.stringify(fixture('loriot-rx.json')) });
+  let res = await post();
+  assert.is(res.status, 503);
+  assert.is(res.headers.get('retry-after'), '2');
+  assert.is(((await res.json()) as { code: string }).code, 'BACKPRESSURE');
+  failure = new FleetError('UNAVAILABLE', 'registry unreachable');
+  res = await post();
+  assert.is(res.status, 503);
+  assert.is(res.headers.get('retry-after'), '1');
+  const wrong = await app.request('/lpwan/loriot/uplink', { method: 'POST', headers: { authorization: 'Bearer nope-nope-nope-nope' }, body: '{}' });
+  assert.is(wrong.status, 401);
+  assert.match(wrong.headers.get('www-authenticate') ?? '', /^Bearer/);
+  const get = await app.request('/lpwan/loriot/uplink');
+  assert.is(get.status, 404);
+});
+
+test.run();
