@@ -28,6 +28,7 @@ import { createPostgresRegistry } from '../adapters/postgres/createPostgresRegis
 import { Topics } from '../schemas/messages.ts';
 import type { Config } from '../schemas/config.ts';
 import { serveAdminSocket, type AdminSocket } from './adminSocket.ts';
+import { loadLpwanApplications, lpwanEdge } from './lpwanEdge.ts';
 
 export interface ServiceOptions {
   config: Config;
@@ -75,6 +76,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
   };
 
   try {
+    const lpwanApplications = loadLpwanApplications(config.lpwanApplicationsFile);
     const registry = await openRegistry(config, clock);
     closers.push(['registry', () => registry.close()]);
 
@@ -132,6 +134,8 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     if (runsEdge) {
       const ingest = new UplinkIngest({ log, clock });
       closers.push(['ingest', () => ingest.close()]);
+      const lpwan = lpwanEdge({ applications: lpwanApplications, registry, log, clock, ingest, rejections: store.rejections });
+      closers.push(['lpwan dead letters', () => lpwan.deadLetters.flush()]);
       const app = createEdgeApp({
         registry,
         ingest,
@@ -144,6 +148,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
           rateLimit: config.http.rateLimitPerSecond > 0 ? { perSecond: config.http.rateLimitPerSecond, burst: config.http.rateLimitBurst } : undefined,
         },
         logger,
+        lpwan: lpwan.deps,
       });
       served = await serveEdge(app, { port: config.http.port, hostname: config.http.host });
       const edge = served;

@@ -21,6 +21,7 @@ export const settings = {
   'kafka-brokers': ['KAFKA_BROKERS', 'kafkaBrokers', 'list'],
   'clickhouse-url': ['CLICKHOUSE_URL', 'clickhouseUrl', 'string'],
   'database-url': ['DATABASE_URL', 'databaseUrl', 'string'],
+  'lpwan-applications': ['LPWAN_APPLICATIONS_FILE', 'lpwanApplicationsFile', 'string'],
   partitions: ['PARTITIONS', 'engine.partitions', 'integer'],
   'passivate-after-ms': ['PASSIVATE_AFTER_MS', 'engine.passivateAfterMs', 'integer'],
   'mailbox-capacity': ['MAILBOX_CAPACITY', 'engine.mailboxCapacity', 'integer'],

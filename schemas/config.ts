@@ -29,6 +29,8 @@ export const Config = Type.Object({
   clickhouseUrl: Type.Optional(Type.String({ minLength: 1 })),
   /** PostgreSQL URL. Unset: embedded PGlite. */
   databaseUrl: Type.Optional(Type.String({ minLength: 1 })),
+  /** JSON file of the LPWAN applications whose webhooks are accepted (schemas/lpwan.ts). Unset: none. */
+  lpwanApplicationsFile: Type.Optional(Type.String({ minLength: 1 })),
   engine: Type.Object({
     /** Partitions of the `uplinks` topic (fixed once created). */
     partitions: Type.Integer({ minimum: 1, maximum: 1024 }),

@@ -159,28 +159,52 @@ export class LpwanStack {
     return this.request('POST', `/lpwan/${network}/uplink`, { headers, body: typeof body === 'string' ? body : JSON.stringify(body) });
   }
 
-  /**
-   * A partner publishes `definition` as a device type and creates an activation on `network`; a
-   * user redeems it into a new ground — all over the HTTP activation routes.
-   */
-  async activate(definition: Record<string, unknown>, network: { networkId: string; data: Record<string, unknown> }, hardwareId: string): Promise<Activated> {
-    const tag = randomBytes(4).toString('hex');
-    const partner = await this.registry.createPartner({ name: `partner-${tag}` });
-    const user = await this.registry.createUser({ name: `user-${tag}` });
-    const ground = await this.registry.createGround({ name: `ground-${tag}`, userId: user.entity.id });
-    const pid = partner.entity.id;
-    const saved = await this.request('PUT', `/partner/${pid}/device-types/sensor-${tag}`, { token: partner.token, json: definition });
-    if (saved.status !== 201) throw new Error(`device type: ${saved.status} ${saved.text}`);
-    const created = await this.request('POST', `/partner/${pid}/activations`, {
-      token: partner.token,
-      json: { description: 'lpwan test', hardware: { id: hardwareId }, options: [{ description: '', device: { type: `${pid}/sensor-${tag}` }, network }] },
-    });
-    if (created.status !== 201) throw new Error(`activation: ${created.status} ${created.text}`);
-    const activated = await this.request('POST', '/activate', {
-      token: user.token,
-      json: { code: created.json.code, option: created.json.options[0].id, groundId: ground.id },
-    });
-    if (activated.status !== 201) throw new Error(`activate: ${activated.status} ${activated.text}`);
-    return { deviceId: activated.json.id, deviceToken: activated.json.token, userToken: user.token };
+  /** See activateOverHttp. */
+  activate(definition: Record<string, unknown>, network: { networkId: string; data: Record<string, unknown> }, hardwareId: string): Promise<Activated> {
+    return activateOverHttp(this.base, this.registry, definition, network, hardwareId);
   }
+}
+
+/** A JSON request on the edge at `base`. */
+export async function requestJson(base: string, method: string, path: string, options: { token?: string; json?: unknown } = {}): Promise<Reply> {
+  const headers: Record<string, string> = {};
+  if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
+  if (options.json !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(base + path, { method, headers, body: options.json === undefined ? undefined : JSON.stringify(options.json) });
+  const text = await res.text();
+  let json: unknown;
+  try {
+    json = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, headers: res.headers, text, json };
+}
+
+/**
+ * A partner saves `definition` as a device type and creates an activation on `network`; a user
+ * redeems it into a new ground — over the HTTP activation routes of the edge at `base` (the
+ * option's `:latest` publishes the draft as version 1, spec §2.7).
+ */
+export async function activateOverHttp(
+  base: string, registry: Registry, definition: Record<string, unknown>, network: { networkId: string; data: Record<string, unknown> }, hardwareId: string,
+): Promise<Activated> {
+  const tag = randomBytes(4).toString('hex');
+  const partner = await registry.createPartner({ name: `partner-${tag}` });
+  const user = await registry.createUser({ name: `user-${tag}` });
+  const ground = await registry.createGround({ name: `ground-${tag}`, userId: user.entity.id });
+  const pid = partner.entity.id;
+  const saved = await requestJson(base, 'PUT', `/partner/${pid}/device-types/sensor-${tag}`, { token: partner.token, json: definition });
+  if (saved.status !== 201) throw new Error(`device type: ${saved.status} ${saved.text}`);
+  const created = await requestJson(base, 'POST', `/partner/${pid}/activations`, {
+    token: partner.token,
+    json: { description: 'lpwan test', hardware: { id: hardwareId }, options: [{ description: '', device: { type: `${pid}/sensor-${tag}` }, network }] },
+  });
+  if (created.status !== 201) throw new Error(`activation: ${created.status} ${created.text}`);
+  const activated = await requestJson(base, 'POST', '/activate', {
+    token: user.token,
+    json: { code: created.json.code, option: created.json.options[0].id, groundId: ground.id },
+  });
+  if (activated.status !== 201) throw new Error(`activate: ${activated.status} ${activated.text}`);
+  return { deviceId: activated.json.id, deviceToken: activated.json.token, userToken: user.token };
 }
