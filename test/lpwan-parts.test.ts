@@ -69,6 +69,16 @@ test('applications: configuration mistakes name the field', () => {
   failsWith(() => new StaticLpwanApplications(null), /document/);
 });
 
+test('the applications file shown in docs/lpwan.md is valid', async () => {
+  const doc = readFileSync(new URL('../docs/lpwan.md', import.meta.url), 'utf8');
+  const example = /```json\n([\s\S]*?)```/.exec(doc);
+  assert.ok(example, 'docs/lpwan.md has a JSON example');
+  const apps = new StaticLpwanApplications(JSON.parse(example[1]));
+  assert.is(apps.size, 2);
+  assert.is((await apps.authenticate('thethingsnetwork', 'replace-with-a-long-random-secret'))?.downlink?.webhookId, 'fleetstream');
+  assert.ok(await apps.authenticate('loriot', 'a-long-random-webhook-secret'));
+});
+
 test('The Things Stack fixture: devEui, application, port, base64 payload, Network Server time', () => {
   const parsed = parseTtsUplink(fixture('tts-uplink.json'));
   assert.is(parsed.kind, 'uplink');
