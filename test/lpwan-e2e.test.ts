@@ -13,9 +13,11 @@ import { loadLpwanApplications } from '../app/lpwanEdge.ts';
 import { TtsDownlink } from '../adapters/lpwan/TtsDownlink.ts';
 import { systemClock } from '../engine/clock.ts';
 import { CommandActors } from '../engine/commands/CommandActors.ts';
-import { validateDeviceCommand } from '../engine/commands/validateCommand.ts';
+import { CommandPipeline, type RejectedCommand } from '../engine/commands/CommandPipeline.ts';
 import { createJsonLogger } from '../engine/logger.ts';
+import { registryDirectory } from '../engine/ports/registry.ts';
 import { defaultConfig } from '../schemas/config.ts';
+import { Topics } from '../schemas/messages.ts';
 import { FakeTts } from './support/fakeTts.ts';
 import { activateOverHttp, requestJson } from './support/lpwanStack.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
@@ -131,22 +133,34 @@ test('activation → The Things Stack webhook → states in chDB at the network 
   assert.is((await post('loriot', TTS_SECRET, { cmd: 'rx', EUI: '0004A30B001C0531', data: '00' })).status, 401);
 });
 
-test('a device command for a thethingsnetwork device is validated, encoded by the actuate block and pushed to The Things Stack', async () => {
+test('a device command on topic commands for a thethingsnetwork device is validated, encoded by the actuate block and pushed to The Things Stack', async () => {
   const device = await activateOverHttp(base, service.registry, valveType, { networkId: 'net1', data: { devEui: '70B3D57ED005E2B2', applicationId: 'greenhouse' } }, 'greenhouse-unit-8');
-  const info = (await service.registry.getDevice(device.deviceId))!;
-  const assets = { valve: true, interval: 10 };
-  const checked = validateDeviceCommand(info, assets);
-  assert.ok(checked.ok);
-  assert.not.ok(validateDeviceCommand(info, { temperature: 3 }).ok, 'sensors take no commands');
   const applications = loadLpwanApplications(service.config.lpwanApplicationsFile);
   const actors = new CommandActors({ clock: systemClock, downlink: new TtsDownlink({ devices: service.registry, applications, clock: systemClock }) });
-  actors.submit({ id: 'cmd-e2e-1', deviceId: device.deviceId, kind: 'device', assets, at: new Date().toISOString(), issuer: 'test' });
-  await waitFor(() => actors.recent(device.deviceId)[0]?.status === 'delivered', 10_000, 'delivered');
-  assert.equal(tts.queued.at(-1), {
-    applicationId: 'greenhouse', webhookId: 'fleetstream', deviceId: 'eui-70b3d57ed005e2b2', fPort: 15,
-    bytes: [0xa5, 0xff, 0x02, 0x58], frmPayload: 'pf8CWA==', priority: 'NORMAL', correlationIds: ['fleetstream:command:cmd-e2e-1'],
+  const rejected: RejectedCommand[] = [];
+  const pipeline = new CommandPipeline({
+    log: service.log, actors, directory: registryDirectory(service.registry), clock: systemClock,
+    group: 'lpwan-e2e-commands', commitIntervalMs: 50, onRejected: (r) => rejected.push(r),
   });
-  actors.stop();
+  await pipeline.start();
+  try {
+    const publish = (id: string, assets: Record<string, unknown>) => service.log.append(Topics.commands, [{
+      key: device.deviceId,
+      value: new TextEncoder().encode(JSON.stringify({ id, deviceId: device.deviceId, assets, issuer: 'app:e2e', issuedAt: Date.now() })),
+    }]);
+    await publish('cmd-e2e-sensor', { temperature: 3 });
+    await publish('cmd-e2e-1', { valve: true, interval: 10 });
+    await waitFor(() => actors.recent(device.deviceId)[0]?.status === 'delivered', 10_000, 'delivered');
+    assert.equal(tts.queued.at(-1), {
+      applicationId: 'greenhouse', webhookId: 'fleetstream', deviceId: 'eui-70b3d57ed005e2b2', fPort: 15,
+      bytes: [0xa5, 0xff, 0x02, 0x58], frmPayload: 'pf8CWA==', priority: 'NORMAL', correlationIds: ['fleetstream:command:cmd-e2e-1'],
+    });
+    assert.equal(rejected.map((r) => [r.commandId, r.code]), [['cmd-e2e-sensor', 'NOT_ACTUATOR']], 'sensors take no commands; nothing was pushed for it');
+    assert.is(tts.queued.length, 1);
+  } finally {
+    await pipeline.stop();
+    actors.stop();
+  }
 });
 
 test.run();

@@ -5,6 +5,7 @@
  * or rows kept in memory when a suite does not read states back.
  */
 import { randomBytes } from 'node:crypto';
+import { rejectionsOf } from '../../app/lpwanEdge.ts';
 import { createChdbStore } from '../../adapters/chdb/createChdbStore.ts';
 import { createEdgeApp } from '../../adapters/http/createEdgeApp.ts';
 import { serveEdge, type ServedEdge } from '../../adapters/http/serveEdge.ts';
@@ -68,10 +69,7 @@ export class LpwanStack {
     this.#tmp = tmp;
     const onDeadLetters = async (letters: readonly DeadLetter[]) => {
       this.deadLetters.push(...letters);
-      await this.rejections.append(letters.filter((l) => l.envelope.deviceId !== '').map((l) => ({
-        deviceId: l.envelope.deviceId, rejectedAt: l.rejectedAt, code: l.code, reason: l.reason,
-        asset: l.asset ?? '', uplinkId: l.envelope.id, channel: l.envelope.channel,
-      })));
+      await this.rejections.append(rejectionsOf(letters));
     };
     this.pipeline = new UplinkPipeline({
       log,
