@@ -44,7 +44,12 @@ function setup(overrides: Partial<ConstructorParameters<typeof LingerProducer>[0
     onFlush: (info) => flushes.push(info),
     ...overrides,
   });
-  return { clock, sent, flushes, appender };
+  /** Lets every append still waiting run into its deadline, so no test leaves one behind. */
+  const expireAll = async () => {
+    clock.advance(10 ** 9);
+    await settle();
+  };
+  return { clock, sent, flushes, appender, expireAll };
 }
 
 /** Lets promise continuations run (no timers involved). */
@@ -125,18 +130,19 @@ test('each record carries the engine partition and positions follow RecordMetada
 });
 
 test('timestamps default to the clock at append time; given ones are kept', async () => {
-  const { clock, sent, appender } = setup();
-  void appender.append('t', [rec('x'), rec('y', 'y', 42)]);
+  const { clock, sent, appender, expireAll } = setup();
+  track(appender.append('t', [rec('x'), rec('y', 'y', 42)]));
   await settle();
   clock.advance(10);
   await settle();
   assert.equal(sent[0].batch.topicMessages![0].messages.map((m) => m.timestamp), ['1000000', '42']);
+  await expireAll();
 });
 
 test('a full request leaves without waiting for the linger; an append is never split', async () => {
-  const { sent, appender } = setup({ maxBatchRecords: 5 });
-  void appender.append('t', [rec('a'), rec('b'), rec('c')]);
-  void appender.append('t', [rec('d'), rec('e'), rec('f')]);
+  const { sent, appender, expireAll } = setup({ maxBatchRecords: 5 });
+  track(appender.append('t', [rec('a'), rec('b'), rec('c')]));
+  track(appender.append('t', [rec('d'), rec('e'), rec('f')]));
   await settle();
   assert.is(sent.length, 1, 'the second append filled the queue beyond 5 records');
   assert.is(sent[0].batch.topicMessages![0].messages.length, 3);
@@ -144,16 +150,17 @@ test('a full request leaves without waiting for the linger; an append is never s
   await settle();
   assert.is(sent.length, 2, 'the rest leaves right after the acknowledgement');
   assert.is(sent[1].batch.topicMessages![0].messages.length, 3);
+  await expireAll();
 });
 
 test('one request in flight: what arrives meanwhile leaves together after the acknowledgement', async () => {
-  const { clock, sent, appender } = setup();
-  void appender.append('t', [rec('a')]);
+  const { clock, sent, appender, expireAll } = setup();
+  track(appender.append('t', [rec('a')]));
   await settle();
   clock.advance(10);
   await settle();
   assert.is(sent.length, 1);
-  for (const k of ['b', 'c', 'd']) void appender.append('t', [rec(k)]);
+  for (const k of ['b', 'c', 'd']) track(appender.append('t', [rec(k)]));
   await settle();
   clock.advance(100);
   await settle();
@@ -162,6 +169,7 @@ test('one request in flight: what arrives meanwhile leaves together after the ac
   await settle();
   assert.is(sent.length, 2);
   assert.is(sent[1].batch.topicMessages![0].messages.length, 3);
+  await expireAll();
 });
 
 test('several topics share a request', async () => {
@@ -226,8 +234,8 @@ test('an unacknowledged append rejects TIMEOUT at its deadline; a queued one is 
 });
 
 test('appends beyond maxPendingRecords reject BACKPRESSURE, retriable', async () => {
-  const { appender } = setup({ maxPendingRecords: 3 });
-  void appender.append('t', [rec('a'), rec('b')]);
+  const { appender, expireAll } = setup({ maxPendingRecords: 3 });
+  track(appender.append('t', [rec('a'), rec('b')]));
   await settle();
   try {
     await appender.append('t', [rec('c'), rec('d')]);
@@ -236,6 +244,7 @@ test('appends beyond maxPendingRecords reject BACKPRESSURE, retriable', async ()
     assert.is((error as FleetError).code, 'BACKPRESSURE');
     assert.is((error as FleetError).retriable, true);
   }
+  await expireAll();
 });
 
 test('an unknown topic rejects before anything is queued; empty appends resolve at once', async () => {

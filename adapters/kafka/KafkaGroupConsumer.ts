@@ -23,6 +23,7 @@ import type { Clock, TimerHandle } from '../../engine/clock.ts';
 import { FleetError } from '../../engine/errors.ts';
 import type { CommitRequest, Consumer, ConsumerOptions, LogRecord, TopicPartition } from '../../engine/ports/log.ts';
 import { kafkaErrorToFleetError } from './kafkaErrors.ts';
+import { validateCommits, validateConsumerOptions, validatePartitions } from './validateInput.ts';
 
 export interface KafkaGroupConsumerSettings {
   kafka: Kafka;
@@ -86,7 +87,7 @@ export class KafkaGroupConsumer implements Consumer {
   #crash: Error | undefined;
 
   constructor(settings: KafkaGroupConsumerSettings, options: ConsumerOptions) {
-    validateOptions(options);
+    validateConsumerOptions(options);
     this.#settings = settings;
     this.#options = options;
     this.#maxBatchRecords = options.maxBatchRecords ?? settings.defaultMaxBatchRecords;
@@ -129,6 +130,7 @@ export class KafkaGroupConsumer implements Consumer {
       throw kafkaErrorToFleetError(error, `consumer ${this.#options.group}: start`);
     }
     if (this.#state !== 'starting') {
+      if (this.#crash === undefined) throw new FleetError('CLOSED', `consumer ${this.#options.group} was stopped while starting`);
       // kafkajs could not join and gave up (a non-retriable crash)
       throw kafkaErrorToFleetError(this.#crash, `consumer ${this.#options.group}: start`);
     }
@@ -224,10 +226,30 @@ export class KafkaGroupConsumer implements Consumer {
       } catch (error) {
         if (!GROUP_CHANGED.has(protocolType(error))) return; // kafkajs's own heartbeat reports it
         // The group is rebalancing and kafkajs will rejoin only after this callback returns:
-        // revoke now, while this member's commits are still accepted.
-        await this.#revoke();
+        // revoke now, while this member's commits are still accepted. Heartbeats answered with
+        // REBALANCE_IN_PROGRESS still renew the session, so a long onRevoke does not get this
+        // member evicted (the group waits up to rebalanceTimeoutMs for it to rejoin).
+        await this.#whileHeartbeating(heartbeat, this.#revoke());
         return;
       }
+    }
+  }
+
+  async #whileHeartbeating(heartbeat: () => Promise<void>, work: Promise<void>): Promise<void> {
+    let timer: TimerHandle | undefined;
+    let done = false;
+    const beat = (): void => {
+      timer = this.#settings.clock.setTimeout(() => {
+        if (done) return;
+        heartbeat().catch(() => undefined).finally(() => { if (!done) beat(); });
+      }, this.#settings.heartbeatIntervalMs);
+    };
+    beat();
+    try {
+      await work;
+    } finally {
+      done = true;
+      timer?.cancel();
     }
   }
 
@@ -350,37 +372,4 @@ function toLogRecords(batch: Batch): LogRecord[] {
     value: m.value ? new Uint8Array(m.value.buffer, m.value.byteOffset, m.value.byteLength) : new Uint8Array(0),
     timestamp: Number(m.timestamp),
   }));
-}
-
-function isName(value: unknown): value is string {
-  return typeof value === 'string' && value.length > 0;
-}
-
-function isIndex(value: unknown): value is number {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
-}
-
-function validateOptions(options: ConsumerOptions): void {
-  if (typeof options !== 'object' || options === null) throw new FleetError('VALIDATION_FAILED', 'consumer options must be an object');
-  if (!isName(options.group)) throw new FleetError('VALIDATION_FAILED', 'consumer group must be a non-empty string', { detail: { field: 'group' } });
-  if (!Array.isArray(options.topics) || options.topics.length === 0 || !options.topics.every(isName)) {
-    throw new FleetError('VALIDATION_FAILED', 'consumer topics must be a non-empty array of topic names', { detail: { field: 'topics' } });
-  }
-  if (typeof options.onBatch !== 'function') throw new FleetError('VALIDATION_FAILED', 'onBatch must be a function', { detail: { field: 'onBatch' } });
-  if (options.maxBatchRecords !== undefined && !(isIndex(options.maxBatchRecords) && options.maxBatchRecords > 0)) {
-    throw new FleetError('VALIDATION_FAILED', 'maxBatchRecords must be a positive integer', { detail: { field: 'maxBatchRecords' } });
-  }
-}
-
-function validatePartitions(partitions: TopicPartition[]): void {
-  if (!Array.isArray(partitions) || !partitions.every((p) => typeof p === 'object' && p !== null && isName(p.topic) && isIndex(p.partition))) {
-    throw new FleetError('VALIDATION_FAILED', 'partitions must be {topic, partition} with a non-negative integer partition');
-  }
-}
-
-function validateCommits(offsets: CommitRequest[]): void {
-  validatePartitions(offsets);
-  if (!offsets.every((o) => isIndex(o.offset))) {
-    throw new FleetError('VALIDATION_FAILED', 'commit offsets must be non-negative integers');
-  }
 }

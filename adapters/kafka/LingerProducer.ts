@@ -65,6 +65,8 @@ export class LingerProducer {
   #lingerTimer: TimerHandle | undefined;
   #closed = false;
   #idle: (() => void)[] = [];
+  #unsettled = 0;
+  #keepAlive: ReturnType<typeof setInterval> | undefined;
 
   constructor(options: LingerProducerOptions) {
     this.#options = options;
@@ -93,6 +95,7 @@ export class LingerProducer {
       };
       this.#queue.push(entry);
       this.#queuedRecords += records.length;
+      this.#retain();
       this.#schedule();
     });
   }
@@ -137,9 +140,26 @@ export class LingerProducer {
     }));
   }
 
+  /**
+   * The system clock's timers do not keep the process alive (engine/clock.ts), yet a caller awaiting
+   * an append must not see the process exit under it while the linger or a reconnect is pending:
+   * hold one ref'd handle while any append is unsettled.
+   */
+  #retain(): void {
+    if (this.#unsettled++ === 0) this.#keepAlive = setInterval(() => {}, 2 ** 30);
+  }
+
+  #release(): void {
+    if (--this.#unsettled === 0 && this.#keepAlive !== undefined) {
+      clearInterval(this.#keepAlive);
+      this.#keepAlive = undefined;
+    }
+  }
+
   #settle(entry: PendingAppend, result: RecordPosition[] | FleetError): void {
     if (entry.settled) return;
     entry.settled = true;
+    this.#release();
     entry.timer.cancel();
     if (result instanceof FleetError) entry.reject(result);
     else entry.resolve(result);

@@ -15,8 +15,9 @@ import type { Consumer, ConsumerOptions, Log, ProducerRecord, RecordPosition, To
 import { KafkaGroupConsumer, type ConsumerErrorContext } from './KafkaGroupConsumer.ts';
 import { kafkaErrorToFleetError } from './kafkaErrors.ts';
 import { LingerProducer, type FlushInfo } from './LingerProducer.ts';
+import { validateLogOptions, validateRecords } from './validateInput.ts';
 
-const { Kafka: KafkaClient, logLevel: KafkaLogLevel, Partitioners } = kafkajs;
+const { Kafka: KafkaClient, logLevel: kafkaLogLevel, Partitioners } = kafkajs;
 
 export type KafkaLogLevel = 'nothing' | 'error' | 'warn' | 'info' | 'debug';
 
@@ -66,11 +67,11 @@ export interface KafkaLogOptions {
 }
 
 const LOG_LEVELS: Record<KafkaLogLevel, number> = {
-  nothing: KafkaLogLevel.NOTHING,
-  error: KafkaLogLevel.ERROR,
-  warn: KafkaLogLevel.WARN,
-  info: KafkaLogLevel.INFO,
-  debug: KafkaLogLevel.DEBUG,
+  nothing: kafkaLogLevel.NOTHING,
+  error: kafkaLogLevel.ERROR,
+  warn: kafkaLogLevel.WARN,
+  info: kafkaLogLevel.INFO,
+  debug: kafkaLogLevel.DEBUG,
 };
 
 /** Kafka's legal topic names (org.apache.kafka.common.internals.Topic). */
@@ -96,7 +97,7 @@ class KafkaLog implements Log {
   #closing: Promise<void> | undefined;
 
   constructor(options: KafkaLogOptions) {
-    validateOptions(options);
+    validateLogOptions(options, Object.keys(LOG_LEVELS));
     this.#options = { defaultPartitions: 4, replicationFactor: -1, ...options };
     this.#clock = options.clock ?? systemClock;
     // Bounded retries for admin and consumer calls: a caller hears about an outage in seconds.
@@ -296,43 +297,4 @@ function isAlreadyExists(error: unknown): boolean {
   if (typeof e !== 'object' || e === null) return false;
   if (e.type === 'TOPIC_ALREADY_EXISTS') return true;
   return Array.isArray(e.errors) && e.errors.length > 0 && e.errors.every((inner) => (inner as { type?: unknown } | null)?.type === 'TOPIC_ALREADY_EXISTS');
-}
-
-function validateOptions(options: KafkaLogOptions): void {
-  if (typeof options !== 'object' || options === null) throw new FleetError('VALIDATION_FAILED', 'Kafka log options must be an object');
-  if (!Array.isArray(options.brokers) || options.brokers.length === 0 || !options.brokers.every((b) => typeof b === 'string' && /^[^\s:]+:\d{1,5}$/.test(b))) {
-    throw new FleetError('VALIDATION_FAILED', 'brokers must be a non-empty array of host:port', { detail: { option: 'brokers' } });
-  }
-  const positive = ['maxBatchRecords', 'maxPendingRecords', 'appendTimeoutMs', 'defaultPartitions', 'connectionTimeoutMs', 'requestTimeoutMs', 'sessionTimeoutMs', 'heartbeatIntervalMs', 'rebalanceTimeoutMs', 'partitionsConsumedConcurrently', 'consumerMaxBatchRecords'] as const;
-  for (const field of positive) {
-    const value = options[field];
-    if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) {
-      throw new FleetError('VALIDATION_FAILED', `${field} must be a positive integer`, { detail: { option: field } });
-    }
-  }
-  for (const field of ['lingerMs', 'maxWaitMs', 'redeliveryBackoffMs'] as const) {
-    const value = options[field];
-    if (value !== undefined && !(Number.isSafeInteger(value) && value >= 0)) {
-      throw new FleetError('VALIDATION_FAILED', `${field} must be a non-negative integer`, { detail: { option: field } });
-    }
-  }
-  if (options.replicationFactor !== undefined && !(Number.isSafeInteger(options.replicationFactor) && (options.replicationFactor > 0 || options.replicationFactor === -1))) {
-    throw new FleetError('VALIDATION_FAILED', 'replicationFactor must be a positive integer or -1', { detail: { option: 'replicationFactor' } });
-  }
-  if (options.logLevel !== undefined && !(options.logLevel in LOG_LEVELS)) {
-    throw new FleetError('VALIDATION_FAILED', `logLevel must be one of ${Object.keys(LOG_LEVELS).join(', ')}`, { detail: { option: 'logLevel' } });
-  }
-}
-
-function validateRecords(records: ProducerRecord[]): void {
-  if (!Array.isArray(records)) throw new FleetError('VALIDATION_FAILED', 'records must be an array');
-  for (let i = 0; i < records.length; i++) {
-    const r = records[i];
-    if (typeof r !== 'object' || r === null) throw new FleetError('VALIDATION_FAILED', `record ${i} must be an object`, { detail: { index: i } });
-    if (typeof r.key !== 'string') throw new FleetError('VALIDATION_FAILED', `record ${i}: key must be a string`, { detail: { index: i, field: 'key' } });
-    if (!(r.value instanceof Uint8Array)) throw new FleetError('VALIDATION_FAILED', `record ${i}: value must be a Uint8Array`, { detail: { index: i, field: 'value' } });
-    if (r.timestamp !== undefined && !(Number.isSafeInteger(r.timestamp) && r.timestamp >= 0)) {
-      throw new FleetError('VALIDATION_FAILED', `record ${i}: timestamp must be epoch milliseconds`, { detail: { index: i, field: 'timestamp' } });
-    }
-  }
 }
