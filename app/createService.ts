@@ -25,7 +25,12 @@ import { createKafkaLog } from '../adapters/kafka/index.ts';
 import { createLocalLog } from '../adapters/local-log/LocalLog.ts';
 import { createPgliteRegistry } from '../adapters/pglite/createPgliteRegistry.ts';
 import { createPostgresRegistry } from '../adapters/postgres/createPostgresRegistry.ts';
-import { Topics } from '../schemas/messages.ts';
+import { Topics, type StateRow } from '../schemas/messages.ts';
+import { CommandActors } from '../engine/commands/CommandActors.ts';
+import { CommandPipeline } from '../engine/commands/CommandPipeline.ts';
+import type { EdgeCommands } from '../adapters/http/commandRoutes.ts';
+import { createMqttEdge, type MqttEdge } from '../adapters/mqtt/createMqttEdge.ts';
+import { TtsDownlink } from '../adapters/lpwan/TtsDownlink.ts';
 import type { Config } from '../schemas/config.ts';
 import { serveAdminSocket, type AdminSocket } from './adminSocket.ts';
 import { loadLpwanApplications, lpwanEdge } from './lpwanEdge.ts';
@@ -45,6 +50,10 @@ export interface Service {
   readonly pipeline: UplinkPipeline | undefined;
   /** The bound HTTP port when the role runs the edge. */
   readonly httpPort: number | undefined;
+  /** The bound MQTT port when the role runs the edge with MQTT. */
+  readonly mqttPort: number | undefined;
+  /** Command actors (lifecycles of recent commands) when the role runs the edge. */
+  readonly commands: CommandActors | undefined;
   readonly adminSocketPath: string | undefined;
   /** Stop accepting, finish in-flight work, flush, commit, close every adapter. */
   stop(): Promise<void>;
@@ -95,6 +104,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     await store.init();
 
     let pipeline: UplinkPipeline | undefined;
+    let feed: ((rows: readonly StateRow[]) => void) | undefined;
     if (runsEngine) {
       const batcher = new StateBatcher({
         store,
@@ -123,6 +133,9 @@ export async function createService(options: ServiceOptions): Promise<Service> {
           uplinkId: letter.envelope.id,
           channel: letter.envelope.channel,
         }))),
+        // Feeds (device/<id>/asset/<name>/feed) are published once states are durable, by the MQTT
+        // edge of this process (role all); set after the edge starts below.
+        onStored: (rows) => feed?.(rows),
         onError: (error) => logger.error('uplink pipeline stopped making progress; restart to replay from the last commit', { error }),
       });
       const started = pipeline;
@@ -131,9 +144,53 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     }
 
     let served: ServedEdge | undefined;
+    let mqtt: MqttEdge | undefined;
+    let commandActors: CommandActors | undefined;
     if (runsEdge) {
       const ingest = new UplinkIngest({ log, clock });
       closers.push(['ingest', () => ingest.close()]);
+      if (config.mqtt.port >= 0) {
+        mqtt = await createMqttEdge({ registry, ingest, clock, rejections: store.rejections, port: config.mqtt.port, host: config.mqtt.host, logger });
+        const broker = mqtt;
+        closers.push(['mqtt', () => broker.close()]);
+      }
+      // Command actors run where device connections end (the MQTT edge); LPWAN commands go to the
+      // network server's downlink API from here too.
+      const actors = new CommandActors({
+        clock,
+        transport: mqtt?.commands,
+        downlink: new TtsDownlink({ devices: registry, applications: lpwanApplications, clock }),
+        expiryMs: config.commands.expiryMs,
+        maxQueuePerDevice: config.commands.maxQueuePerDevice,
+      });
+      commandActors = actors;
+      closers.push(['command actors', async () => actors.stop()]);
+      const commandPipeline = new CommandPipeline({
+        log,
+        actors,
+        directory: registryDirectory(registry),
+        clock,
+        // A refused command (not an actuator, value off profile, …) shows in the device's rejections.
+        onRejected: (rejected) => {
+          store.rejections.append([{
+            deviceId: rejected.deviceId,
+            rejectedAt: clock.now(),
+            code: rejected.code,
+            reason: rejected.reason,
+            asset: '',
+            uplinkId: rejected.commandId ?? '',
+            channel: 'command',
+          }]).catch((error: unknown) => logger.warn('recording a refused command failed', { error: toFleetError(error) }));
+        },
+      });
+      await commandPipeline.start();
+      closers.push(['command pipeline', () => commandPipeline.stop()]);
+      const commands: EdgeCommands = {
+        async append(record) {
+          await log.append(Topics.commands, [{ key: record.deviceId, value: new TextEncoder().encode(JSON.stringify(record)) }]);
+        },
+        recent: (deviceId, limit) => actors.recent(deviceId, limit),
+      };
       const lpwan = lpwanEdge({ applications: lpwanApplications, registry, log, clock, ingest, rejections: store.rejections });
       closers.push(['lpwan dead letters', () => lpwan.deadLetters.flush()]);
       const app = createEdgeApp({
@@ -149,11 +206,14 @@ export async function createService(options: ServiceOptions): Promise<Service> {
         },
         logger,
         lpwan: lpwan.deps,
+        commands,
       });
       served = await serveEdge(app, { port: config.http.port, hostname: config.http.host });
       const edge = served;
       closers.push(['http', () => edge.close()]);
     }
+
+    if (mqtt !== undefined) feed = (rows) => mqtt!.publishStates(rows);
 
     let admin: AdminSocket | undefined;
     if (!config.databaseUrl) {
@@ -165,6 +225,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     logger.info('fleetstream started', {
       role: config.role,
       http: served ? `${config.http.host}:${served.port}` : undefined,
+      mqtt: mqtt ? `${config.mqtt.host}:${mqtt.port}` : undefined,
       log: config.kafkaBrokers ? 'kafka' : 'local',
       store: config.clickhouseUrl ? 'clickhouse' : 'chdb',
       registry: config.databaseUrl ? 'postgres' : 'pglite',
@@ -179,6 +240,8 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       store,
       pipeline,
       httpPort: served?.port,
+      mqttPort: mqtt?.port,
+      commands: commandActors,
       adminSocketPath: admin?.path,
       stop: () => (stopping ??= closeAll().then(() => logger.info('fleetstream stopped'))),
     };

@@ -23,6 +23,17 @@ export const Config = Type.Object({
     /** Requests a token may burst above the sustained rate. */
     rateLimitBurst: Type.Integer({ minimum: 1 }),
   }),
+  mqtt: Type.Object({
+    host: Type.String(),
+    /** MQTT edge port (spec §4.1, §4.3); 0 picks a free port; -1 runs no MQTT edge. */
+    port: Type.Integer({ minimum: -1, maximum: 65535 }),
+  }),
+  commands: Type.Object({
+    /** A command for a device that stays offline this long expires, ms. */
+    expiryMs: Type.Integer({ minimum: 1 }),
+    /** Commands queued per device before new ones are refused. */
+    maxQueuePerDevice: Type.Integer({ minimum: 1 }),
+  }),
   /** Kafka brokers (host:port, comma separated). Unset: the embedded local log. */
   kafkaBrokers: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
   /** ClickHouse server HTTP URL. Unset: embedded chDB. */
@@ -55,6 +66,8 @@ export const defaultConfig: Config = {
   role: 'all',
   dataDir: './data',
   http: { host: '0.0.0.0', port: 8080, maxBodyBytes: 64 * 1024, rateLimitPerSecond: 0, rateLimitBurst: 100 },
+  mqtt: { host: '0.0.0.0', port: 1883 },
+  commands: { expiryMs: 3_600_000, maxQueuePerDevice: 100 },
   engine: { partitions: 8, passivateAfterMs: 60_000, mailboxCapacity: 256, maxInFlight: 20_000, batchRows: 10_000, batchDelayMs: 100 },
   log: { level: 'info' },
 };

@@ -9,13 +9,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { writeFileSync } from 'node:fs';
 import { createService, type Service } from '../app/createService.ts';
-import { loadLpwanApplications } from '../app/lpwanEdge.ts';
-import { TtsDownlink } from '../adapters/lpwan/TtsDownlink.ts';
-import { systemClock } from '../engine/clock.ts';
-import { CommandActors } from '../engine/commands/CommandActors.ts';
-import { CommandPipeline, type RejectedCommand } from '../engine/commands/CommandPipeline.ts';
 import { createJsonLogger } from '../engine/logger.ts';
-import { registryDirectory } from '../engine/ports/registry.ts';
 import { defaultConfig } from '../schemas/config.ts';
 import { Topics } from '../schemas/messages.ts';
 import { FakeTts } from './support/fakeTts.ts';
@@ -74,6 +68,7 @@ test.before(async () => {
       ...defaultConfig,
       dataDir: `${tmp.dir}/data`,
       http: { ...defaultConfig.http, host: '127.0.0.1', port: 0 },
+      mqtt: { host: '127.0.0.1', port: 0 },
       engine: { ...defaultConfig.engine, partitions: 2, batchDelayMs: 10 },
       lpwanApplicationsFile: file,
     },
@@ -135,32 +130,26 @@ test('activation → The Things Stack webhook → states in chDB at the network 
 
 test('a device command on topic commands for a thethingsnetwork device is validated, encoded by the actuate block and pushed to The Things Stack', async () => {
   const device = await activateOverHttp(base, service.registry, valveType, { networkId: 'net1', data: { devEui: '70B3D57ED005E2B2', applicationId: 'greenhouse' } }, 'greenhouse-unit-8');
-  const applications = loadLpwanApplications(service.config.lpwanApplicationsFile);
-  const actors = new CommandActors({ clock: systemClock, downlink: new TtsDownlink({ devices: service.registry, applications, clock: systemClock }) });
-  const rejected: RejectedCommand[] = [];
-  const pipeline = new CommandPipeline({
-    log: service.log, actors, directory: registryDirectory(service.registry), clock: systemClock,
-    group: 'lpwan-e2e-commands', commitIntervalMs: 50, onRejected: (r) => rejected.push(r),
+  // The service's own command actors and pipeline carry it (app/createService.ts wires TtsDownlink).
+  const actors = service.commands!;
+  const publish = (id: string, assets: Record<string, unknown>) => service.log.append(Topics.commands, [{
+    key: device.deviceId,
+    value: new TextEncoder().encode(JSON.stringify({ id, deviceId: device.deviceId, assets, issuer: 'app:e2e', issuedAt: Date.now() })),
+  }]);
+  await publish('cmd-e2e-sensor', { temperature: 3 });
+  await publish('cmd-e2e-1', { valve: true, interval: 10 });
+  await waitFor(() => actors.recent(device.deviceId)[0]?.status === 'delivered', 10_000, 'delivered');
+  assert.equal(tts.queued.at(-1), {
+    applicationId: 'greenhouse', webhookId: 'fleetstream', deviceId: 'eui-70b3d57ed005e2b2', fPort: 15,
+    bytes: [0xa5, 0xff, 0x02, 0x58], frmPayload: 'pf8CWA==', priority: 'NORMAL', correlationIds: ['fleetstream:command:cmd-e2e-1'],
   });
-  await pipeline.start();
-  try {
-    const publish = (id: string, assets: Record<string, unknown>) => service.log.append(Topics.commands, [{
-      key: device.deviceId,
-      value: new TextEncoder().encode(JSON.stringify({ id, deviceId: device.deviceId, assets, issuer: 'app:e2e', issuedAt: Date.now() })),
-    }]);
-    await publish('cmd-e2e-sensor', { temperature: 3 });
-    await publish('cmd-e2e-1', { valve: true, interval: 10 });
-    await waitFor(() => actors.recent(device.deviceId)[0]?.status === 'delivered', 10_000, 'delivered');
-    assert.equal(tts.queued.at(-1), {
-      applicationId: 'greenhouse', webhookId: 'fleetstream', deviceId: 'eui-70b3d57ed005e2b2', fPort: 15,
-      bytes: [0xa5, 0xff, 0x02, 0x58], frmPayload: 'pf8CWA==', priority: 'NORMAL', correlationIds: ['fleetstream:command:cmd-e2e-1'],
-    });
-    assert.equal(rejected.map((r) => [r.commandId, r.code]), [['cmd-e2e-sensor', 'NOT_ACTUATOR']], 'sensors take no commands; nothing was pushed for it');
-    assert.is(tts.queued.length, 1);
-  } finally {
-    await pipeline.stop();
-    actors.stop();
-  }
+  let refused: Array<{ code: string; uplinkId: string; channel: string }> = [];
+  await waitFor(async () => {
+    refused = await service.store.rejections.recent(device.deviceId);
+    return refused.some((r) => r.channel === 'command');
+  }, 10_000, 'refused command recorded');
+  assert.equal(refused.filter((r) => r.channel === 'command').map((r) => [r.uplinkId, r.code]), [['cmd-e2e-sensor', 'NOT_ACTUATOR']], 'sensors take no commands');
+  assert.is(tts.queued.length, 1, 'nothing was pushed for the refused command');
 });
 
 test.run();

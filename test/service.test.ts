@@ -13,7 +13,7 @@ import { tempDir, waitFor } from './support/tmp.ts';
 const run = promisify(execFile);
 const bin = new URL('../bin/fleetstream.ts', import.meta.url).pathname;
 const tmp = tempDir('service');
-const env = { ...process.env, DATA_DIR: `${tmp.dir}/data`, LOG_LEVEL: 'info', DATABASE_URL: '', KAFKA_BROKERS: '', CLICKHOUSE_URL: '' };
+const env = { ...process.env, DATA_DIR: `${tmp.dir}/data`, LOG_LEVEL: 'info', MQTT_PORT: '0', MQTT_HOST: '127.0.0.1', DATABASE_URL: '', KAFKA_BROKERS: '', CLICKHOUSE_URL: '' };
 
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
