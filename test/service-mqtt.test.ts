@@ -1,0 +1,94 @@
+/**
+ * The composed service over MQTT and HTTP together: a device publishes states over MQTT, a user
+ * reads them over HTTP and sends a command that reaches the device's MQTT subscription, and the
+ * feed carries stored states back.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import mqtt from 'mqtt';
+import { createService, type Service } from '../app/createService.ts';
+import { silentLogger } from '../engine/logger.ts';
+import { defaultConfig } from '../schemas/config.ts';
+import { tempDir, waitFor } from './support/tmp.ts';
+
+const tmp = tempDir('service-mqtt');
+let service: Service;
+let base = '';
+
+test.before(async () => {
+  service = await createService({
+    logger: silentLogger,
+    config: {
+      ...defaultConfig,
+      dataDir: tmp.dir,
+      http: { ...defaultConfig.http, host: '127.0.0.1', port: 0 },
+      mqtt: { host: '127.0.0.1', port: 0 },
+      engine: { ...defaultConfig.engine, partitions: 2, batchDelayMs: 10 },
+    },
+  });
+  base = `http://127.0.0.1:${service.httpPort}`;
+});
+
+test.after(async () => {
+  await service.stop();
+  tmp.remove();
+});
+
+test('MQTT states are stored, commands issued over HTTP reach the device over MQTT, feeds follow', async () => {
+  const user = await service.registry.createUser({ name: 'u' });
+  const ground = await service.registry.createGround({ name: 'g', userId: user.entity.id });
+  const created = await fetch(`${base}/ground/${ground.id}/devices`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'lamp', assets: [
+      { name: 'temperature', is: 'sensor', profile: { type: 'number' } },
+      { name: 'light', is: 'actuator', profile: { type: 'boolean' } },
+    ] }),
+  });
+  assert.is(created.status, 201);
+  const device = await created.json() as { id: string; token: string; assets: Array<{ id: string; name: string }> };
+
+  const client = await mqtt.connectAsync(`mqtt://127.0.0.1:${service.mqttPort}`, { username: device.token, password: device.token, reconnectPeriod: 0 });
+  const received: Array<{ topic: string; body: unknown }> = [];
+  client.on('message', (topic, payload) => received.push({ topic, body: JSON.parse(payload.toString()) }));
+  try {
+    await client.subscribeAsync([`device/${device.id}/asset/+/command`, `device/${device.id}/asset/+/feed`], { qos: 1 });
+    await client.publishAsync(`device/${device.id}/asset/temperature/state`, JSON.stringify({ value: 19.25, at: '2026-11-01T08:00:00Z' }), { qos: 1 });
+
+    await waitFor(async () => {
+      const res = await fetch(`${base}/device/${device.id}/asset/temperature/state`, { headers: { authorization: `Bearer ${user.token}` } });
+      return res.status === 200 && ((await res.json()) as { state?: { value: unknown } }).state?.value === 19.25;
+    }, 15_000, 'MQTT state readable over HTTP');
+    await waitFor(() => received.some((m) => m.topic === `device/${device.id}/asset/temperature/feed`), 10_000, 'feed of the stored state');
+    assert.equal(received.find((m) => m.topic.endsWith('/feed'))!.body, { value: 19.25, at: '2026-11-01T08:00:00.000Z' });
+
+    const command = await fetch(`${base}/device/${device.id}/asset/light/command`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ value: true }),
+    });
+    assert.is(command.status, 202);
+    await waitFor(() => received.some((m) => m.topic === `device/${device.id}/asset/light/command`), 10_000, 'command over MQTT');
+    const delivered = received.find((m) => m.topic === `device/${device.id}/asset/light/command`)!.body as { value: unknown; at: string };
+    assert.is(delivered.value, true);
+    assert.ok(!Number.isNaN(Date.parse(delivered.at)), 'the command carries at (spec §2.3)');
+
+    await waitFor(async () => {
+      const res = await fetch(`${base}/device/${device.id}/commands`, { headers: { authorization: `Bearer ${user.token}` } });
+      const body = await res.json() as Array<{ status: string }> | { items?: Array<{ status: string }> };
+      const items = Array.isArray(body) ? body : body.items ?? [];
+      return items.some((c) => c.status === 'delivered');
+    }, 10_000, 'command lifecycle recorded as delivered');
+
+    const refused = await fetch(`${base}/device/${device.id}/asset/temperature/command`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ value: 3 }),
+    });
+    assert.is(refused.status, 422, 'a sensor takes no commands');
+  } finally {
+    await client.endAsync();
+  }
+});
+
+test.run();
