@@ -87,6 +87,8 @@ offline('consumer options and pause arguments are validated before anything conn
   const consumer = log.consumer({ group: 'g', topics: ['t'], onBatch });
   await rejectsWith(() => consumer.pause([{ topic: 't', partition: -1 }]), 'VALIDATION_FAILED');
   await rejectsWith(() => consumer.resume([{ topic: '', partition: 0 }]), 'VALIDATION_FAILED');
+  await rejectsWith(() => consumer.pause([{ topic: 'not-subscribed', partition: 0 }]), 'VALIDATION_FAILED');
+  await rejectsWith(() => consumer.commit([{ topic: 'not-subscribed', partition: 0, offset: 0 }]), 'VALIDATION_FAILED');
   await rejectsWith(() => consumer.commit([{ topic: 't', partition: 0, offset: 1 }]), 'CLOSED'); // not started
   await rejectsWith(() => log.committed('g', 't', -1), 'VALIDATION_FAILED');
   await rejectsWith(() => log.partitionCount('bad topic'), 'VALIDATION_FAILED');
@@ -256,6 +258,8 @@ if (!brokersEnv) {
     await waitFor(() => ownedA.size > 0 && ownedB.size > 0 && ownedA.size + ownedB.size === partitions, 20_000, 'a and b to split');
     await append(200, 'y');
     await waitFor(() => count(seenA) + count(seenB) >= 400, 20_000, 'all 400 records');
+    // a partition b holds is not a's to commit
+    await rejectsWith(() => a.commit([{ topic, partition: [...ownedB][0], offset: 0 }]), 'CONFLICT');
     for (const p of ownedB) {
       const offsets = seenB.get(p) ?? [];
       assert.ok(offsets.length > 0, `b received partition ${p}`);
@@ -266,6 +270,35 @@ if (!brokersEnv) {
     const all = [...seenA.values(), ...seenB.values()].flat().length;
     assert.is(all, 400);
     await Promise.all([a.stop(), b.stop()]);
+  });
+
+  kafka('a pause holds across rebalances until resume', async ({ log }) => {
+    const topic = uniqueName('pause');
+    const group = uniqueName('group');
+    await log.ensureTopics([{ name: topic, partitions: 2 }]);
+    const key0 = 'device-0'; // partitionFor('device-0', 2) is 0 (asserted on the append below)
+    const seen = new Map<number, number>();
+    const owned = new Set<number>();
+    const a = log.consumer({
+      group, topics: [topic],
+      onBatch: async (batch) => { seen.set(batch.partition, (seen.get(batch.partition) ?? 0) + batch.records.length); },
+      onAssign: (tps) => { for (const tp of tps) owned.add(tp.partition); },
+      onRevoke: async (tps) => { for (const tp of tps) owned.delete(tp.partition); },
+    });
+    await a.start();
+    a.pause([{ topic, partition: 0 }]);
+    const b = log.consumer({ group, topics: [topic], onBatch: async () => {} });
+    await b.start();
+    await waitFor(() => owned.size === 1, 20_000, 'a to hold one partition');
+    await b.stop();
+    await waitFor(() => owned.size === 2, 20_000, 'a to hold both partitions again');
+    const [position] = await log.append(topic, [rec(key0, 'while paused')]);
+    assert.is(position.partition, 0);
+    await delay(700);
+    assert.is(seen.get(0) ?? 0, 0, 'partition 0 still paused after two rebalances');
+    a.resume([{ topic, partition: 0 }]);
+    await waitFor(() => (seen.get(0) ?? 0) === 1, 15_000, 'partition 0 after resume');
+    await a.stop();
   });
 
   kafka('a rejected onBatch is reported and the same records come again after the back-off', async ({ log, errors }) => {

@@ -16,7 +16,10 @@
  *   accepted (Kafka does not check partition ownership on commit) but the next owner may already
  *   have read the older committed offset and re-deliver records: duplicates, never loss, because a
  *   commit only ever carries offsets of processed records.
- * - A partition's pause state is dropped when it is revoked: a new assignment starts unpaused.
+ * - pause() holds until resume(), across revokes and reassignments (as the local log does).
+ * - commit() refuses partitions this consumer does not hold (CONFLICT), as the local log does:
+ *   Kafka itself only checks the member's generation, so a late commit could otherwise move back
+ *   the progress of the partition's next owner. Commits from onRevoke are accepted.
  */
 import type { Batch, Consumer as KafkaJSConsumer, EachBatchPayload, Kafka, KafkaMessage, RetryOptions } from 'kafkajs';
 import type { Clock, TimerHandle } from '../../engine/clock.ts';
@@ -140,10 +143,16 @@ export class KafkaGroupConsumer implements Consumer {
 
   async commit(offsets: CommitRequest[]): Promise<void> {
     validateCommits(offsets);
+    this.#checkSubscribed(offsets, 'commit');
     if (this.#state === 'new' || this.#state === 'stopped') {
       throw new FleetError('CLOSED', `consumer ${this.#options.group} is ${this.#state === 'new' ? 'not started' : 'stopped'}`);
     }
     if (offsets.length === 0) return;
+    for (const o of offsets) {
+      if (!this.#assigned.has(key(o.topic, o.partition))) {
+        throw new FleetError('CONFLICT', `${o.topic}/${o.partition} is not assigned to this consumer of group ${this.#options.group}`, { detail: { topic: o.topic, partition: o.partition } });
+      }
+    }
     if (!this.#joined || !this.#consumer) {
       throw new FleetError('UNAVAILABLE', `consumer ${this.#options.group} is rejoining its group`, { retriable: true });
     }
@@ -156,12 +165,14 @@ export class KafkaGroupConsumer implements Consumer {
 
   pause(partitions: TopicPartition[]): void {
     validatePartitions(partitions);
+    this.#checkSubscribed(partitions, 'pause');
     for (const p of partitions) this.#userPaused.set(key(p.topic, p.partition), { topic: p.topic, partition: p.partition });
     this.#applyPause(partitions);
   }
 
   resume(partitions: TopicPartition[]): void {
     validatePartitions(partitions);
+    this.#checkSubscribed(partitions, 'resume');
     for (const p of partitions) this.#userPaused.delete(key(p.topic, p.partition));
     this.#applyPause(partitions);
   }
@@ -187,6 +198,14 @@ export class KafkaGroupConsumer implements Consumer {
     this.#state = 'stopped';
     this.#settings.onClosed?.(this);
     for (const resolve of this.#stopWaiters.splice(0)) resolve();
+  }
+
+  #checkSubscribed(partitions: TopicPartition[], what: string): void {
+    for (const p of partitions) {
+      if (!this.#options.topics.includes(p.topic)) {
+        throw new FleetError('VALIDATION_FAILED', `${what}: this consumer does not subscribe to ${p.topic}`, { detail: { topic: p.topic } });
+      }
+    }
   }
 
   #detach(): void {
@@ -269,7 +288,6 @@ export class KafkaGroupConsumer implements Consumer {
       for (const p of partitions) {
         const k = key(p.topic, p.partition);
         this.#assigned.delete(k);
-        this.#userPaused.delete(k);
         this.#backoff.get(k)?.timer.cancel();
         this.#backoff.delete(k);
       }
