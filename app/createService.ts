@@ -65,8 +65,20 @@ export function dataPaths(dataDir: string) {
   return { root, log: join(root, 'log'), chdb: join(root, 'chdb'), registry: join(root, 'registry'), adminSocket: join(root, 'admin.sock') };
 }
 
-export async function openRegistry(config: Pick<Config, 'databaseUrl' | 'dataDir'>, clock: Clock = systemClock): Promise<Registry> {
-  if (config.databaseUrl) return createPostgresRegistry({ url: config.databaseUrl, clock });
+/** Topic and consumer group names, each behind the configured prefix. */
+export function logNames(config: Pick<Config, 'topicPrefix'>) {
+  const prefix = config.topicPrefix ?? '';
+  return {
+    uplinks: `${prefix}${Topics.uplinks}`,
+    commands: `${prefix}${Topics.commands}`,
+    deadLetters: `${prefix}${Topics.deadLetters}`,
+    engineGroup: `${prefix}fleetstream-engine`,
+    commandsGroup: `${prefix}fleetstream-commands`,
+  };
+}
+
+export async function openRegistry(config: Pick<Config, 'databaseUrl' | 'databaseSchema' | 'dataDir'>, clock: Clock = systemClock): Promise<Registry> {
+  if (config.databaseUrl) return createPostgresRegistry({ url: config.databaseUrl, schema: config.databaseSchema, clock });
   return createPgliteRegistry({ dir: dataPaths(config.dataDir).registry, clock });
 }
 
@@ -77,6 +89,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
   mkdirSync(paths.root, { recursive: true });
   const runsEngine = config.role !== 'edge';
   const runsEdge = config.role !== 'engine';
+  const names = logNames(config);
   const closers: Array<[string, () => Promise<void>]> = [];
   const closeAll = async () => {
     for (const [name, close] of closers.reverse()) {
@@ -94,12 +107,13 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       : createLocalLog({ dir: paths.log, clock });
     closers.push(['log', () => log.close()]);
     await log.ensureTopics([
-      { name: Topics.uplinks, partitions: config.engine.partitions },
-      { name: Topics.commands, partitions: config.engine.partitions },
-      { name: Topics.deadLetters, partitions: config.engine.partitions },
+      { name: names.uplinks, partitions: config.engine.partitions },
+      { name: names.commands, partitions: config.engine.partitions },
+      { name: names.deadLetters, partitions: config.engine.partitions },
     ]);
 
-    const store = config.clickhouseUrl ? createClickHouseStore({ url: config.clickhouseUrl }) : createChdbStore({ dir: paths.chdb });
+    const database = config.clickhouseDatabase;
+    const store = config.clickhouseUrl ? createClickHouseStore({ url: config.clickhouseUrl, database }) : createChdbStore({ dir: paths.chdb, database });
     closers.push(['store', () => store.close()]);
     await store.init();
 
@@ -121,6 +135,9 @@ export async function createService(options: ServiceOptions): Promise<Service> {
         rows: batcher,
         directory: registryDirectory(registry),
         clock,
+        topic: names.uplinks,
+        group: names.engineGroup,
+        deadLetterTopic: names.deadLetters,
         maxInFlight: config.engine.maxInFlight,
         compile: (info) => compileDevice(info, { binaryDecoder: (device) => codecFor(device.payload)?.decode }),
         actors: { passivateAfterMs: config.engine.passivateAfterMs, mailboxCapacity: config.engine.mailboxCapacity },
@@ -147,7 +164,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     let mqtt: MqttEdge | undefined;
     let commandActors: CommandActors | undefined;
     if (runsEdge) {
-      const ingest = new UplinkIngest({ log, clock });
+      const ingest = new UplinkIngest({ log, clock, topic: names.uplinks });
       closers.push(['ingest', () => ingest.close()]);
       if (config.mqtt.port >= 0) {
         mqtt = await createMqttEdge({ registry, ingest, clock, rejections: store.rejections, port: config.mqtt.port, host: config.mqtt.host, logger });
@@ -170,6 +187,8 @@ export async function createService(options: ServiceOptions): Promise<Service> {
         actors,
         directory: registryDirectory(registry),
         clock,
+        topic: names.commands,
+        group: names.commandsGroup,
         // A refused command (not an actuator, value off profile, …) shows in the device's rejections.
         onRejected: (rejected) => {
           store.rejections.append([{
@@ -187,11 +206,11 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       closers.push(['command pipeline', () => commandPipeline.stop()]);
       const commands: EdgeCommands = {
         async append(record) {
-          await log.append(Topics.commands, [{ key: record.deviceId, value: new TextEncoder().encode(JSON.stringify(record)) }]);
+          await log.append(names.commands, [{ key: record.deviceId, value: new TextEncoder().encode(JSON.stringify(record)) }]);
         },
         recent: (deviceId, limit) => actors.recent(deviceId, limit),
       };
-      const lpwan = lpwanEdge({ applications: lpwanApplications, registry, log, clock, ingest, rejections: store.rejections });
+      const lpwan = lpwanEdge({ applications: lpwanApplications, registry, log, clock, ingest, rejections: store.rejections, deadLetterTopic: names.deadLetters });
       closers.push(['lpwan dead letters', () => lpwan.deadLetters.flush()]);
       const app = createEdgeApp({
         registry,

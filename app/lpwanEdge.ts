@@ -52,12 +52,15 @@ export interface LpwanEdgeOptions {
   clock: Clock;
   ingest: UplinkIngest;
   rejections: Pick<RejectionStore, 'append'>;
+  /** Default `dead-letters`. */
+  deadLetterTopic?: string;
 }
 
 export function lpwanEdge(options: LpwanEdgeOptions): { deps: LpwanEdgeDeps; deadLetters: DeadLetterSink } {
   const deadLetters = new DeadLetterSink({
     log: options.log,
     clock: options.clock,
+    topic: options.deadLetterTopic,
     onDeadLetters: (letters) => options.rejections.append(rejectionsOf(letters)),
   });
   const intake = new LpwanUplinkIntake({ devices: options.registry, ingest: options.ingest, deadLetters, clock: options.clock });

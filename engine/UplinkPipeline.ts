@@ -29,7 +29,10 @@ export interface UplinkPipelineOptions {
   clock: Clock;
   /** Consumer group of the engine processes. Default 'fleetstream-engine'. */
   group?: string;
+  /** Default `uplinks`. */
   topic?: string;
+  /** Where rejected uplinks go. Default `dead-letters`. */
+  deadLetterTopic?: string;
   /** Uplinks dispatched and not yet durable before fetching pauses. Default 20 000. */
   maxInFlight?: number;
   /** How often advanced offsets are committed (ms). Default 200. */
@@ -80,7 +83,7 @@ export class UplinkPipeline implements UplinkSink {
     this.#options = options;
     this.#topic = options.topic ?? Topics.uplinks;
     this.#maxInFlight = options.maxInFlight ?? 20_000;
-    this.deadLetters = new DeadLetterSink({ log: options.log, clock: options.clock, onDeadLetters: options.onDeadLetters });
+    this.deadLetters = new DeadLetterSink({ log: options.log, clock: options.clock, topic: options.deadLetterTopic, onDeadLetters: options.onDeadLetters });
     this.actors = new DeviceActors({
       ...options.actors,
       directory: options.directory,

@@ -40,6 +40,19 @@ export const Config = Type.Object({
   clickhouseUrl: Type.Optional(Type.String({ minLength: 1 })),
   /** PostgreSQL URL. Unset: embedded PGlite. */
   databaseUrl: Type.Optional(Type.String({ minLength: 1 })),
+  /**
+   * PostgreSQL schema of the registry's tables (created when missing). Unset: the server's
+   * search_path (normally `public`). Lets several deployments or test runs share one database.
+   */
+  databaseSchema: Type.Optional(Type.String({ pattern: '^[a-z_][a-z0-9_]{0,62}$' })),
+  /** ClickHouse database of the states and rejections tables (chDB or server). Unset: `fleetstream`. */
+  clickhouseDatabase: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,62}$' })),
+  /**
+   * Put before every topic name (`uplinks`, `commands`, `dead-letters`) and consumer group name
+   * (`fleetstream-engine`, `fleetstream-commands`), e.g. `staging.`: deployments sharing one Kafka
+   * cluster stay apart. Unset: no prefix.
+   */
+  topicPrefix: Type.Optional(Type.String({ pattern: '^[a-zA-Z0-9._-]{0,200}$' })),
   /** JSON file of the LPWAN applications whose webhooks are accepted (schemas/lpwan.ts). Unset: none. */
   lpwanApplicationsFile: Type.Optional(Type.String({ minLength: 1 })),
   engine: Type.Object({

@@ -33,6 +33,8 @@ export interface CommandPipelineOptions {
   clock: Clock;
   /** Default 'fleetstream-commands'. */
   group?: string;
+  /** Default `commands`. */
+  topic?: string;
   /** How often offsets are committed, ms. Default 500. */
   commitIntervalMs?: number;
   onRejected?(rejected: RejectedCommand): void;
@@ -52,7 +54,7 @@ export class CommandPipeline {
   async start(): Promise<void> {
     this.#consumer = this.#o.log.consumer({
       group: this.#o.group ?? 'fleetstream-commands',
-      topics: [Topics.commands],
+      topics: [this.#o.topic ?? Topics.commands],
       onBatch: (batch) => this.#onBatch(batch),
       onRevoke: async () => this.#commit(),
     });
@@ -127,7 +129,7 @@ export class CommandPipeline {
     const offsets: CommitRequest[] = [];
     for (const [partition, tracker] of this.#trackers) {
       const offset = tracker.takeCommit();
-      if (offset !== undefined) offsets.push({ topic: Topics.commands, partition, offset });
+      if (offset !== undefined) offsets.push({ topic: this.#o.topic ?? Topics.commands, partition, offset });
     }
     if (offsets.length > 0) await this.#consumer.commit(offsets);
   }
