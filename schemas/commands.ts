@@ -51,3 +51,25 @@ export const CommandView = Type.Object({
   attempts: Type.Integer(),
 });
 export type CommandView = Static<typeof CommandView>;
+
+/** One status change of a command. */
+export const CommandTransition = Type.Object({
+  status: CommandStatus,
+  /** Epoch ms of the change. */
+  changedAt: Type.Integer(),
+  /** Delivery attempts made by then. */
+  attempts: Type.Integer(),
+  code: Type.Optional(Type.String()),
+  reason: Type.Optional(Type.String()),
+});
+export type CommandTransition = Static<typeof CommandTransition>;
+
+/** A command with its whole lifecycle, as the command history keeps it (`GET /device/{id}/commands`). */
+export const CommandLifecycle = Type.Object({
+  ...CommandView.properties,
+  /** Epoch ms the command was first queued. */
+  queuedAt: Type.Integer(),
+  /** Oldest first; the last one is `status`. */
+  transitions: Type.Array(CommandTransition),
+});
+export type CommandLifecycle = Static<typeof CommandLifecycle>;

@@ -9,6 +9,8 @@ import type { AggregateQuery, Bucket, HistoryQuery, StateStore, StoredState } fr
 import type { StateRow } from '../../schemas/messages.ts';
 import type { RejectionStore } from '../../engine/ports/rejections.ts';
 import { createSqlRejectionStore } from './createSqlRejectionStore.ts';
+import type { CommandHistory } from '../../engine/ports/commandHistory.ts';
+import { createSqlCommandHistory } from './createSqlCommandHistory.ts';
 import { encodeStateRowsTsv } from './encodeStateRowsTsv.ts';
 import { aggregateSql, decodeBucket, decodeStoredState, historySql, latestSql, RESOLUTION_MS } from './stateQueries.ts';
 import { checkIdentifier, createDatabaseSql, createTableSql, STATE_COLUMNS, type StateTableNames } from './stateTable.ts';
@@ -37,9 +39,10 @@ export interface SqlStateStoreOptions {
   maxBuckets?: number;
 }
 
-/** The state store, with the device rejections kept in the same database (created by init()). */
+/** The state store, with the device rejections and command history kept in the same database (created by init()). */
 export interface SqlStateStore extends StateStore {
   readonly rejections: RejectionStore;
+  readonly commands: CommandHistory;
 }
 
 export function createSqlStateStore(executor: SqlExecutor, options: SqlStateStoreOptions = {}): SqlStateStore {
@@ -60,15 +63,18 @@ export function createSqlStateStore(executor: SqlExecutor, options: SqlStateStor
   }
 
   const rejections = createSqlRejectionStore(executor, { database: names.database });
+  const commands = createSqlCommandHistory(executor, { database: names.database });
 
   return {
     rejections,
+    commands,
 
     async init() {
       open();
       await executor.command(createDatabaseSql(names));
       await executor.command(createTableSql(names));
       await rejections.init();
+      await commands.init();
     },
 
     async append(rows: readonly StateRow[]) {

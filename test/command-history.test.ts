@@ -1,0 +1,41 @@
+/**
+ * The command history contract on chDB and, when CLICKHOUSE_URL is set, on the ClickHouse server
+ * (CI: Debian's 18.16 from scripts/clickhouse.sh).
+ */
+import { createChdbStore } from '../adapters/chdb/createChdbStore.ts';
+import { createClickHouseStore } from '../adapters/clickhouse/createClickHouseStore.ts';
+import { commandHistoryContract } from './contracts/commandHistory.contract.ts';
+import { tempDir } from './support/tmp.ts';
+
+commandHistoryContract('chdb', async () => {
+  const tmp = tempDir('command-history');
+  const store = createChdbStore({ dir: tmp.dir });
+  await store.init();
+  return {
+    history: store.commands,
+    async cleanup() {
+      await store.close();
+      tmp.remove();
+    },
+  };
+}).run();
+
+const url = process.env.CLICKHOUSE_URL;
+if (!url) {
+  console.log('command-history: CLICKHOUSE_URL not configured; ClickHouse server contract not run (scripts/clickhouse.sh start; export CLICKHOUSE_URL=$(scripts/clickhouse.sh url))');
+} else {
+  let n = 0;
+  commandHistoryContract(`clickhouse server ${url}`, async () => {
+    const database = `fleetstream_cmd_test_${process.pid}_${n++}`;
+    const store = createClickHouseStore({ url, database });
+    await store.init();
+    return {
+      history: store.commands,
+      async cleanup() {
+        await store.close();
+        const response = await fetch(`${url}/?query=${encodeURIComponent(`DROP DATABASE IF EXISTS ${database}`)}`, { method: 'POST' });
+        if (!response.ok) throw new Error(await response.text());
+      },
+    };
+  }).run();
+}
