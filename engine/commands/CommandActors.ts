@@ -4,7 +4,8 @@
  * device commands to the LPWAN downlink port (spec §4.4). A device that is offline keeps its
  * commands in a bounded queue until it becomes reachable again or each command's expiry (Clock-
  * driven) passes; an unacknowledged delivery is resent after a backoff (at-least-once).
- * Every status change is kept in a bounded per-device history (`recent`) and reported to onChange.
+ * Every status change is kept in a bounded per-device history (`recent`) and reported to onChange
+ * (the service persists them in the command history: CommandHistoryRecorder).
  */
 import type { Clock, TimerHandle } from '../clock.ts';
 import { FleetError, toFleetError, type ErrorCode } from '../errors.ts';
@@ -130,8 +131,11 @@ export class CommandActors {
     entry.snapshot = next;
     entry.view.status = next.value as CommandView['status'];
     entry.view.updatedAt = this.#o.clock.now();
+    // code and reason belong to this change (why it was requeued, expired or failed), not to later ones.
     if (code !== undefined) entry.view.code = code;
+    else delete entry.view.code;
     if (reason !== undefined) entry.view.reason = reason;
+    else delete entry.view.reason;
     this.#o.onChange?.(entry.view);
     return true;
   }
