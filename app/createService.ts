@@ -28,6 +28,8 @@ import { createPostgresRegistry } from '../adapters/postgres/createPostgresRegis
 import { Topics, type StateRow } from '../schemas/messages.ts';
 import { CommandActors } from '../engine/commands/CommandActors.ts';
 import { CommandPipeline } from '../engine/commands/CommandPipeline.ts';
+import { CommandHistoryRecorder } from '../engine/commands/CommandHistoryRecorder.ts';
+import type { CommandHistory } from '../engine/ports/commandHistory.ts';
 import type { EdgeCommands } from '../adapters/http/commandRoutes.ts';
 import { createMqttEdge, type MqttEdge } from '../adapters/mqtt/createMqttEdge.ts';
 import { TtsDownlink } from '../adapters/lpwan/TtsDownlink.ts';
@@ -45,7 +47,7 @@ export interface Service {
   readonly config: Config;
   readonly registry: Registry;
   readonly log: Log;
-  readonly store: StateStore & { rejections: RejectionStore };
+  readonly store: StateStore & { rejections: RejectionStore; commands: CommandHistory };
   /** Present when the role runs the engine. */
   readonly pipeline: UplinkPipeline | undefined;
   /** The bound HTTP port when the role runs the edge. */
@@ -171,10 +173,18 @@ export async function createService(options: ServiceOptions): Promise<Service> {
         const broker = mqtt;
         closers.push(['mqtt', () => broker.close()]);
       }
+      // Every lifecycle transition goes to the command history (GET /device/{id}/commands).
+      const history = new CommandHistoryRecorder({
+        history: store.commands,
+        clock,
+        onDropped: (count, error) => logger.warn('command history transitions dropped', { count, error }),
+      });
+      closers.push(['command history', () => history.close()]);
       // Command actors run where device connections end (the MQTT edge); LPWAN commands go to the
       // network server's downlink API from here too.
       const actors = new CommandActors({
         clock,
+        onChange: (view) => history.record(view),
         transport: mqtt?.commands,
         downlink: new TtsDownlink({ devices: registry, applications: lpwanApplications, clock }),
         expiryMs: config.commands.expiryMs,
@@ -208,7 +218,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
         async append(record) {
           await log.append(names.commands, [{ key: record.deviceId, value: new TextEncoder().encode(JSON.stringify(record)) }]);
         },
-        recent: (deviceId, limit) => actors.recent(deviceId, limit),
+        list: (query) => store.commands.list(query),
       };
       const lpwan = lpwanEdge({ applications: lpwanApplications, registry, log, clock, ingest, rejections: store.rejections, deadLetterTopic: names.deadLetters });
       closers.push(['lpwan dead letters', () => lpwan.deadLetters.flush()]);

@@ -7,11 +7,13 @@ import * as assert from 'uvu/assert';
 import { createEdgeApp } from '../adapters/http/createEdgeApp.ts';
 import { createPgliteRegistry } from '../adapters/pglite/createPgliteRegistry.ts';
 import { SimulatedClock } from '../engine/clock.ts';
+import type { CommandHistoryQuery } from '../engine/ports/commandHistory.ts';
 import type { Registry } from '../engine/ports/registry.ts';
 import type { CommandRecord } from '../schemas/commands.ts';
 
 let registry: Registry;
 const records: CommandRecord[] = [];
+const listQueries: CommandHistoryQuery[] = [];
 let app: ReturnType<typeof createEdgeApp>;
 let userToken = '';
 let deviceToken = '';
@@ -37,10 +39,14 @@ test.before(async () => {
     rejections: { recent: async () => [] },
     commands: {
       append: async (r) => { records.push(r); },
-      recent: (id) => records.filter((r) => r.deviceId === id).reverse().map((r) => ({
-        id: r.id, deviceId: r.deviceId, kind: r.asset ? 'asset' as const : 'device' as const, asset: r.asset, value: r.value ?? r.assets,
-        at: r.at ?? '', issuer: r.issuer, status: 'queued' as const, updatedAt: r.issuedAt, attempts: 0,
-      })),
+      list: async (q) => {
+        listQueries.push(q);
+        return records.filter((r) => r.deviceId === q.deviceId).reverse().map((r) => ({
+          id: r.id, deviceId: r.deviceId, kind: r.asset ? 'asset' as const : 'device' as const, asset: r.asset, value: r.value ?? r.assets,
+          at: r.at ?? '', issuer: r.issuer, status: 'queued' as const, updatedAt: r.issuedAt, attempts: 0, queuedAt: r.issuedAt,
+          transitions: [{ status: 'queued' as const, changedAt: r.issuedAt, attempts: 0 }],
+        }));
+      },
     },
   });
 });
@@ -65,7 +71,31 @@ test('asset and device commands are accepted (202) and appended as command recor
   assert.equal(records[2].assets, { led: true });
   const list = await app.request(`/device/${deviceId}/commands`, { headers: { authorization: `Bearer ${userToken}` } });
   assert.is(list.status, 200);
-  assert.is(((await list.json()) as { items: unknown[] }).items.length, 3);
+  const items = ((await list.json()) as { items: { transitions: unknown[] }[] }).items;
+  assert.is(items.length, 3);
+  assert.is(items[0].transitions.length, 1);
+  assert.equal(listQueries.at(-1), { deviceId, from: undefined, to: undefined, limit: 100 });
+});
+
+test('GET /device/{id}/commands: from/to as epoch ms or ISO 8601 and limit reach the history; bad ones are refused', async () => {
+  const get = (query: string, token = userToken) => app.request(`/device/${deviceId}/commands${query}`, { headers: { authorization: `Bearer ${token}` } });
+  let r = await get('?from=2026-01-01T00:00:00Z&to=1767312000000&limit=5');
+  assert.is(r.status, 200);
+  assert.equal(listQueries.at(-1), { deviceId, from: Date.UTC(2026, 0, 1), to: 1767312000000, limit: 5 });
+  r = await get('', deviceToken);
+  assert.is(r.status, 200, 'a device reads its own commands');
+  const before = listQueries.length;
+  for (const [query, status] of [
+    ['?limit=0', 422], ['?limit=1001', 422], ['?limit=x', 422], ['?from=yesterday', 422], ['?to=-5', 422], ['?order=asc', 422],
+    ['?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z', 422],
+  ] as const) {
+    r = await get(query);
+    assert.is(r.status, status, query);
+    assert.is(r.headers.get('content-type'), 'application/problem+json');
+  }
+  assert.is(listQueries.length, before, 'no bad query reaches the history');
+  const stranger = await registry.createUser({ name: 'stranger' });
+  assert.is((await get('', stranger.token)).status, 403, 'a user outside the ground');
 });
 
 test('refusals: sensors, profile violations, bad bodies, device tokens, unknown assets', async () => {

@@ -73,12 +73,19 @@ test('MQTT states are stored, commands issued over HTTP reach the device over MQ
     assert.is(delivered.value, true);
     assert.ok(!Number.isNaN(Date.parse(delivered.at)), 'the command carries at (spec §2.3)');
 
-    await waitFor(async () => {
-      const res = await fetch(`${base}/device/${device.id}/commands`, { headers: { authorization: `Bearer ${user.token}` } });
-      const body = await res.json() as Array<{ status: string }> | { items?: Array<{ status: string }> };
-      const items = Array.isArray(body) ? body : body.items ?? [];
-      return items.some((c) => c.status === 'delivered');
-    }, 10_000, 'command lifecycle recorded as delivered');
+    type Listed = { items: Array<{ id: string; status: string; queuedAt: number; transitions: Array<{ status: string }> }> };
+    const list = async (query = '') => {
+      const res = await fetch(`${base}/device/${device.id}/commands${query}`, { headers: { authorization: `Bearer ${user.token}` } });
+      assert.is(res.status, 200);
+      return (await res.json() as Listed).items;
+    };
+    await waitFor(async () => (await list()).some((c) => c.status === 'delivered'), 10_000, 'command lifecycle recorded as delivered');
+    const [stored] = await list();
+    assert.equal(stored.transitions.map((t) => t.status), ['queued', 'sent', 'delivered'], 'every transition is in the command history');
+    assert.equal((await list(`?from=${stored.queuedAt}&to=${stored.queuedAt + 1}`)).map((c) => c.id), [stored.id]);
+    assert.equal(await list(`?from=${stored.queuedAt + 1}`), []);
+    const rows = await service.store.commands.list({ deviceId: device.id });
+    assert.is(rows[0].status, 'delivered', 'read from the store, not from memory');
 
     const refused = await fetch(`${base}/device/${device.id}/asset/temperature/command`, {
       method: 'PUT',

@@ -5,24 +5,27 @@
  *   PUT /device/{id}/command                {asset: value} device command (LPWAN)
  * The asset must be an actuator (422 NOT_ACTUATOR) and the value fit its profile (422
  * PROFILE_VIOLATION); then the command record is appended to topic `commands` and `202` returns its
- * id. `GET /device/{id}/commands` lists recent commands with their lifecycle status.
+ * id. `GET /device/{id}/commands` lists the device's commands from the command history, newest
+ * first, each with its lifecycle (from/to select by the time a command was queued, like state
+ * history selects by measurement time).
  */
 import type { Context } from 'hono';
 import Type from 'typebox';
 import { FleetError } from '../../engine/errors.ts';
 import { newId } from '../../engine/ids.ts';
 import { validateAssetCommand, validateDeviceCommand } from '../../engine/commands/validateCommand.ts';
+import type { CommandHistoryQuery } from '../../engine/ports/commandHistory.ts';
 import type { Principal } from '../../engine/ports/registry.ts';
-import { CommandView, type CommandRecord } from '../../schemas/commands.ts';
-import { AssetIdParams, DeviceAssetParams, DeviceParams } from '../../schemas/edge.ts';
+import { CommandLifecycle, type CommandRecord } from '../../schemas/commands.ts';
+import { AssetIdParams, DeviceAssetParams, DeviceParams, TimeParam } from '../../schemas/edge.ts';
 import type { EdgeContext } from './EdgeDeps.ts';
 import { isPlainObject, readJsonBody } from './requestBody.ts';
 
 export interface EdgeCommands {
   /** Appends the record to topic `commands`; resolves once durable. */
   append(record: CommandRecord): Promise<void>;
-  /** Recent commands of a device, newest first. */
-  recent(deviceId: string, limit: number): CommandView[] | Promise<CommandView[]>;
+  /** Commands of a device with their lifecycles, newest first (engine/ports/commandHistory.ts). */
+  list(query: CommandHistoryQuery): Promise<CommandLifecycle[]>;
 }
 
 const JSON_TYPE = 'application/json';
@@ -30,10 +33,24 @@ const TAGS = ['commands'];
 const AssetCommandBody = Type.Object({ value: Type.Unknown(), at: Type.Optional(Type.String()) });
 const DeviceCommandBody = Type.Record(Type.String(), Type.Unknown());
 const CommandAccepted = Type.Object({ id: Type.String() });
-const CommandList = Type.Object({ items: Type.Array(CommandView) });
+const CommandList = Type.Object({ items: Type.Array(CommandLifecycle) });
+const CommandsQuery = Type.Object({
+  from: Type.Optional(TimeParam),
+  to: Type.Optional(TimeParam),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'default 100' })),
+}, { additionalProperties: false });
+const DEFAULT_LIMIT = 100;
 
 function userOnly(principal: Principal): void {
   if (principal.scope !== 'user') throw new FleetError('FORBIDDEN', 'commands are issued with a user token of the device\'s ground');
+}
+
+/** A validated TimeParam (epoch ms or RFC 3339) → epoch ms. */
+function timeOf(value: number | string | undefined, field: string): number | undefined {
+  if (value === undefined || typeof value === 'number') return value;
+  const ms = Date.parse(value);
+  if (!Number.isFinite(ms)) throw new FleetError('VALIDATION_FAILED', `query.${field}: not a valid date-time`, { detail: { errors: [{ path: `query.${field}`, message: 'not a valid date-time' }] } });
+  return ms;
 }
 
 function checkAt(at: unknown): string | undefined {
@@ -98,10 +115,17 @@ export function commandRoutes(edge: EdgeContext, commands: EdgeCommands): void {
 
   router.route({
     methods: ['get'], path: '/device/{id}/commands', operationId: 'listDeviceCommands',
-    summary: 'Recent commands of a device with their lifecycle status, newest first', tags: TAGS, params: DeviceParams,
-    responses: { 200: { description: 'recent commands', content: { [JSON_TYPE]: CommandList } } }, errors: [404],
-  }, async (c, { principal, params }) => {
+    summary: 'Commands of a device with their lifecycles, newest first',
+    description: '`from` (inclusive) and `to` (exclusive) select by the time a command was queued; each item lists its status changes oldest first.',
+    tags: TAGS, params: DeviceParams, query: CommandsQuery,
+    responses: { 200: { description: 'commands', content: { [JSON_TYPE]: CommandList } } }, errors: [404],
+  }, async (c, { principal, params, query }) => {
     const device = await access.device(principal, params.id, 'read');
-    return c.json({ items: await commands.recent(device.id, 50) });
+    const from = timeOf(query.from, 'from');
+    const to = timeOf(query.to, 'to');
+    if (from !== undefined && to !== undefined && from >= to) {
+      throw new FleetError('VALIDATION_FAILED', 'query.from: must be before `to`', { detail: { errors: [{ path: 'query.from', message: 'must be before `to`' }] } });
+    }
+    return c.json({ items: await commands.list({ deviceId: device.id, from, to, limit: query.limit ?? DEFAULT_LIMIT }) });
   });
 }
