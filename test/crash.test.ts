@@ -58,8 +58,15 @@ interface RunState {
   received: number;
   stored: number;
   rejected: number;
+  /** Uplinks of this run whose states were durable, as of the last progress line. */
+  durable: number;
+  /** Sum of the committed offsets, as of the last progress line. */
+  committed: number;
   drained: boolean;
 }
+
+/** Some uplinks are durable but not committed yet: a kill now makes the next run store them again. */
+const replayPending = (s: RunState) => s.startCommitted >= 0 && s.startCommitted + s.durable > s.committed;
 
 interface RunResult {
   state: RunState;
@@ -72,7 +79,7 @@ interface RunResult {
 /** Runs the child; `killWhen` is asked after every line and SIGKILLs the child when it says so. */
 function runChild(args: Record<string, unknown>, killWhen?: (state: RunState) => boolean): Promise<RunResult> {
   const child = spawn(process.execPath, [CHILD, JSON.stringify(args)], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const state: RunState = { startCommitted: -1, attempted: -1, acked: -1, acks: 0, received: 0, stored: 0, rejected: 0, drained: false };
+  const state: RunState = { startCommitted: -1, attempted: -1, acked: -1, acks: 0, received: 0, stored: 0, rejected: 0, durable: 0, committed: 0, drained: false };
   let stderr = '';
   let killed = false;
   child.stderr.on('data', (d) => { stderr += d; });
@@ -86,7 +93,8 @@ function runChild(args: Record<string, unknown>, killWhen?: (state: RunState) =>
       case 'ack': state.acked = Math.max(state.acked, n[0]); state.acks++; break;
       case 'progress':
       case 'drained':
-        [state.received, state.stored, state.rejected] = n;
+        if (state.drained) break; // a progress line still under way when the child drained
+        [state.received, state.stored, state.rejected, state.durable, state.committed] = n;
         if (word === 'drained') state.drained = true;
         break;
       default: stderr += `unexpected line: ${line}\n`;
@@ -150,7 +158,7 @@ test(`acknowledged uplinks survive SIGKILL during produce and during catch-up, s
   try {
     // 1. Produce, killed after a seeded number of acknowledged batches.
     const killAfterAcks = 5 + Math.floor(random() * 16);
-    const produce = await runChild({ ...base, mode: 'produce', from: 0, total: TOTAL, batch: BATCH }, (s) => s.acks >= killAfterAcks);
+    const produce = await runChild({ ...base, mode: 'produce', from: 0, total: TOTAL, batch: BATCH }, (s) => s.acks >= killAfterAcks && replayPending(s));
     assert.is(produce.signal, 'SIGKILL', `the producing child was killed (stderr: ${produce.stderr})`);
     assert.ok(produce.state.acks >= killAfterAcks, 'killed after the acknowledgements it waited for');
     assert.ok(produce.state.acked < TOTAL - 1, 'killed before it appended everything');
@@ -158,9 +166,12 @@ test(`acknowledged uplinks survive SIGKILL during produce and during catch-up, s
     const acked = produce.state.acked;
     const attempted = produce.state.attempted;
     // Records a run was handed but had not committed are delivered again by the next run; the last
-    // progress line before a kill gives a lower bound of how far the killed run had read.
+    // progress line before a kill gives lower bounds of how far the killed run had read, and of how
+    // many of those records were already durable (their states are then written a second time).
     let readUpTo = produce.state.startCommitted + produce.state.received;
+    let durableUpTo = produce.state.startCommitted + produce.state.durable;
     let redelivered = 0;
+    let rewritten = 0;
 
     // 2. Consume only, killed during the catch-up at a seeded share of the backlog.
     let committedBefore = 0;
@@ -169,7 +180,7 @@ test(`acknowledged uplinks survive SIGKILL during produce and during catch-up, s
       const run = await runChild({ ...base, mode: 'consume' }, (s) => {
         if (s.startCommitted < 0) return false;
         backlog = acked + 1 - s.startCommitted;
-        return s.received >= Math.max(1, kill * backlog);
+        return s.received >= Math.max(1, kill * backlog) && replayPending(s);
       });
       assert.is(run.signal, 'SIGKILL', `the catching-up child was killed (stderr: ${run.stderr})`);
       assert.not.ok(run.state.drained, 'killed before the catch-up finished');
@@ -177,7 +188,9 @@ test(`acknowledged uplinks survive SIGKILL during produce and during catch-up, s
       assert.is(lockPid(tmp.dir), run.pid, 'the killed process left its LOCK behind');
       committedBefore = run.state.startCommitted;
       redelivered += Math.max(0, readUpTo - run.state.startCommitted);
+      rewritten += Math.max(0, durableUpTo - run.state.startCommitted);
       readUpTo = run.state.startCommitted + run.state.received;
+      durableUpTo = run.state.startCommitted + run.state.durable;
       assert.is(run.state.rejected, 0, 'no uplink was rejected');
     }
     assert.ok(backlog > 0, 'the consume-only runs had a backlog to catch up');
@@ -190,6 +203,7 @@ test(`acknowledged uplinks survive SIGKILL during produce and during catch-up, s
     assert.is(finish.state.rejected, 0, 'no uplink was rejected');
     assert.is(lockPid(tmp.dir), undefined, 'a clean exit releases the LOCK');
     redelivered += Math.max(0, readUpTo - finish.state.startCommitted);
+    rewritten += Math.max(0, durableUpTo - finish.state.startCommitted);
 
     // What the log holds: every acknowledged uplink, and perhaps part of the batch being appended
     // at the kill (written, not yet acknowledged), never anything beyond it.
@@ -250,10 +264,10 @@ test(`acknowledged uplinks survive SIGKILL during produce and during catch-up, s
       }
     }
     assert.ok(physical >= rows.length, 'physical rows (duplicates not yet merged away) cover the visible ones');
-    // Without redelivery the exactly-once check would prove nothing about idempotent replays.
-    assert.ok(redelivered > 0, 'the kills made the restarted runs process some uplinks again');
+    // Without states written twice the exactly-once check would prove nothing about idempotent replays.
+    assert.ok(rewritten > 0, 'the kills made restarted runs store some durable uplinks again');
     console.log(`  seed ${SEED}: acked ${acked + 1}, in log ${inLog.size} (appended ≤ ${attempted + 1}), ` +
-      `redelivered ≥ ${redelivered} uplinks, states ${rows.length}, physical rows ${physical}`);
+      `redelivered ≥ ${redelivered} uplinks of which ≥ ${rewritten} were already durable, states ${rows.length}, physical rows now ${physical}`);
   } finally {
     tmp.remove();
   }

@@ -13,8 +13,10 @@
  *   start <sum of committed offsets of the engine group>
  *   append <first k> <last k>       before the append call (so nothing beyond it can be in the log)
  *   ack <last k>                    after the append resolved (durable)
- *   progress <received> <stored> <rejected>    every 50 ms
- *   drained <received> <stored> <rejected>     everything durable and committed; exits next
+ *   progress <received> <stored> <rejected> <durable> <committed>    every 50 ms
+ *   drained <received> <stored> <rejected> <durable> <committed>     all durable and committed; exits next
+ * received, stored (rows handed to the batcher), rejected and durable (uplinks whose states are in
+ * the store) count this run only; committed is the sum of the group's committed offsets.
  */
 import { writeSync } from 'node:fs';
 import { join } from 'node:path';
@@ -61,17 +63,24 @@ for (let d = 0; d < args.devices; d++) directory.put(crashDevice(d));
 let failure: unknown;
 const batcher = new StateBatcher({ store, clock: systemClock, maxRows: args.maxRows ?? 2000, maxDelayMs: 20 });
 const pipeline = new UplinkPipeline({
-  log, rows: batcher, directory, clock: systemClock, group: GROUP, commitIntervalMs: 50, maxInFlight: args.maxInFlight,
+  log, rows: batcher, directory, clock: systemClock, group: GROUP, commitIntervalMs: 200, maxInFlight: args.maxInFlight,
   onError: (error) => { failure = error; },
 });
 
-let committed = 0;
-for (let p = 0; p < PARTITIONS; p++) committed += await log.committed(GROUP, Topics.uplinks, p);
-say(`start ${committed}`);
+async function committed(): Promise<number> {
+  let sum = 0;
+  for (let p = 0; p < PARTITIONS; p++) sum += await log.committed(GROUP, Topics.uplinks, p);
+  return sum;
+}
+say(`start ${await committed()}`);
 await pipeline.start();
 
-const stats = () => `${pipeline.stats.received} ${pipeline.stats.stored} ${pipeline.stats.rejected}`;
-const progress = setInterval(() => say(`progress ${stats()}`), 50);
+async function stats(): Promise<string> {
+  const s = pipeline.stats;
+  const durable = s.received - s.inFlight;
+  return `${s.received} ${s.stored} ${s.rejected} ${durable} ${await committed()}`;
+}
+const progress = setInterval(() => { void stats().then((line) => say(`progress ${line}`)); }, 50);
 
 if (args.mode === 'produce') {
   const total = args.total ?? 0;
@@ -105,7 +114,7 @@ await pipeline.stop();
 await batcher.close();
 if (failure !== undefined) throw failure;
 clearInterval(progress);
-say(`drained ${stats()}`);
+say(`drained ${await stats()}`);
 await log.close();
 await store.close();
 clearInterval(keepAlive);
