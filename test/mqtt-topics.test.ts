@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { authorizeSubscription, authorizeUplink, detectStateFormat, parseUplinkTopic, topicMatches } from '../engine/mqtt/topics.ts';
+import { authorizeSubscription, authorizeUplink, detectStateFormat, parseUplinkTopic, routeTrustedUplink, topicMatches } from '../engine/mqtt/topics.ts';
 import type { DeviceInfo } from '../engine/ports/directory.ts';
 
 const dev: DeviceInfo = { id: 'D1', assets: [{ id: 'A1', name: 'temp', is: 'sensor', profile: {} }] };
@@ -51,6 +51,22 @@ test('device state format: content type first, else the first byte', () => {
   assert.is(detectStateFormat(enc.encode('{"a":1}'), 'application/cbor'), 'cbor');
   assert.is(detectStateFormat(new Uint8Array([0xa0]), 'application/json; charset=utf-8'), 'json');
   assert.is(detectStateFormat(new Uint8Array([0xa0]), 'text/plain'), 'cbor');
+});
+
+test('trusted uplinks (external broker): the topic names the device; unknown devices and assets are refused with codes', () => {
+  const route = (topic: string, device: DeviceInfo | undefined) => routeTrustedUplink(parseUplinkTopic(topic)!, device);
+  assert.equal(route('asset/A1/state', dev), { ok: true, value: { deviceId: 'D1', asset: 'temp' } });
+  assert.equal(route('device/D1/state', dev), { ok: true, value: { deviceId: 'D1' } });
+  assert.equal(route('device/D1/asset/temp/state', dev), { ok: true, value: { deviceId: 'D1', asset: 'temp' } });
+  const code = (d: ReturnType<typeof route>) => (d.ok ? 'ok' : d.code);
+  assert.is(code(route('asset/A9/state', undefined)), 'UNKNOWN_ASSET');
+  assert.is(code(route('asset/A9/state', dev)), 'UNKNOWN_ASSET');
+  assert.is(code(route('device/D9/state', undefined)), 'UNKNOWN_DEVICE');
+  assert.is(code(route('device/D9/state', dev)), 'UNKNOWN_DEVICE', 'a lookup that answered another device');
+  assert.is(code(route('device/D9/asset/temp/state', dev)), 'UNKNOWN_DEVICE');
+  assert.is(code(route('device/D1/asset/nope/state', dev)), 'UNKNOWN_ASSET');
+  const long = route(`device/${'x'.repeat(500)}/state`, undefined);
+  assert.ok(!long.ok && long.reason.length < 120, 'reasons stay short');
 });
 
 test.run();

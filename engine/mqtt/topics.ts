@@ -82,6 +82,34 @@ export function authorizeUplink(who: MqttPrincipal, topic: string, device: Devic
   }
 }
 
+/**
+ * Where an uplink from an external broker goes (external broker mode): the broker authenticated
+ * the publisher and enforced the ACLs, and Fleetstream cannot see who published, so the topic is
+ * trusted. `device` is the device the topic names (for `asset/<AssetID>/state`: the device owning
+ * that asset), undefined when unknown.
+ */
+export function routeTrustedUplink(parsed: UplinkTopic, device: DeviceInfo | undefined): Decision<UplinkTarget> {
+  if (device === undefined) {
+    return parsed.kind === 'assetState'
+      ? refuse('UNKNOWN_ASSET', `no asset with id "${shorten(parsed.assetId)}"`)
+      : refuse('UNKNOWN_DEVICE', `no device "${shorten(parsed.deviceId)}"`);
+  }
+  switch (parsed.kind) {
+    case 'deviceState':
+      if (parsed.deviceId !== device.id) return refuse('UNKNOWN_DEVICE', `no device "${shorten(parsed.deviceId)}"`);
+      return { ok: true, value: { deviceId: device.id } };
+    case 'deviceAssetState':
+      if (parsed.deviceId !== device.id) return refuse('UNKNOWN_DEVICE', `no device "${shorten(parsed.deviceId)}"`);
+      if (!device.assets.some((a) => a.name === parsed.asset)) return refuse('UNKNOWN_ASSET', `device has no asset "${shorten(parsed.asset)}"`);
+      return { ok: true, value: { deviceId: device.id, asset: parsed.asset } };
+    case 'assetState': {
+      const asset = device.assets.find((a) => a.id === parsed.assetId);
+      if (asset === undefined) return refuse('UNKNOWN_ASSET', `no asset with id "${shorten(parsed.assetId)}"`);
+      return { ok: true, value: { deviceId: device.id, asset: asset.name } };
+    }
+  }
+}
+
 /** The device (or asset id) a subscription filter is about, before any lookup. */
 export type FilterSubject =
   | { kind: 'device'; deviceId: string; asset: string | '+'; channel: 'command' | 'feed' }

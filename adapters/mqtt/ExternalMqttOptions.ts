@@ -1,0 +1,51 @@
+/**
+ * Options of createExternalMqtt (external broker mode: Fleetstream is a client of a broker that
+ * authenticates devices itself), with units and defaults.
+ */
+import type { Clock } from '../../engine/clock.ts';
+import type { Logger } from '../../engine/logger.ts';
+import type { Registry } from '../../engine/ports/registry.ts';
+import type { RejectionStore } from '../../engine/ports/rejections.ts';
+import type { UplinkReceipt, UplinkSubmission } from '../../engine/UplinkIngest.ts';
+
+export interface ExternalMqttOptions {
+  /**
+   * Broker URL (mqtt://, mqtts://, ws://, wss://). Fleetstream's own credentials go in it:
+   * mqtt://fleetstream:secret@broker:1883. The broker must speak MQTT 5 (shared subscriptions,
+   * PUBACK reason codes).
+   */
+  url: string;
+  registry: Pick<Registry, 'authenticate' | 'getDevice' | 'getAssetById' | 'isMember'>;
+  /** engine/UplinkIngest: resolves once the uplink is durable in topic `uplinks`. */
+  ingest: { append(submission: UplinkSubmission): Promise<UplinkReceipt | void> };
+  clock: Clock;
+  /** Refused uplinks are recorded here (a device's `GET /device/{id}/rejections`). */
+  rejections?: Pick<RejectionStore, 'append'>;
+  /** Shared subscription group: instances in one group split the uplinks. Default 'fleetstream'. */
+  shareGroup?: string;
+  /**
+   * Subscriber connections of this instance. mqtt.js handles one connection's messages one after
+   * the other and a QoS 1 message is acknowledged only once durable, so several connections let
+   * appends overlap (and share a log write). Default 4.
+   */
+  connections?: number;
+  /** Client ids are `<prefix>-sub<n>` and `<prefix>-pub`. Default `fleetstream-<random>`. */
+  clientIdPrefix?: string;
+  /** Largest uplink payload, bytes; larger ones are refused PAYLOAD_TOO_LARGE. Default 65 536. */
+  maxPayloadBytes?: number;
+  /** How long a device with its assets is reused, ms. Default 2000. */
+  cacheTtlMs?: number;
+  /** QoS 0 uplinks being appended at once before a connection waits for them. Default 1024. */
+  maxQos0InFlight?: number;
+  /** How long a command publish waits for the broker's PUBACK, ms. Default 10 000. */
+  ackTimeoutMs?: number;
+  /** How often commands of devices nobody subscribes for are tried again, ms. Default 5000. */
+  offlineRetryMs?: number;
+  /** Connecting at start fails after this long, ms. Default 10 000. */
+  connectTimeoutMs?: number;
+  /** Wait between reconnection attempts after the broker went away, ms. Default 1000. */
+  reconnectPeriodMs?: number;
+  /** First wait before an uplink whose append failed retriably is tried again, ms; doubles up to 5000. Default 100. */
+  retryBaseMs?: number;
+  logger?: Logger;
+}

@@ -1,0 +1,226 @@
+/**
+ * External broker mode (DESIGN.md §2, docs/mqtt.md): instead of the embedded Aedes edge,
+ * Fleetstream connects to a broker as an MQTT 5 client (mqtt.js), takes the uplink topics of spec
+ * §4.1/§4.2 through shared subscriptions (`$share/<group>/…`, so several instances split the load),
+ * publishes commands (spec §4.3) and feeds there.
+ *
+ * The broker authenticated the publisher and enforced its ACLs; a shared subscription does not say
+ * who published, so the topic is trusted: `device/<id>/…` is that device's uplink. Payloads get the
+ * embedded edge's checks (engine/mqtt/checkUplinkPayload.ts, MQTT 5 content type when present);
+ * unknown devices and assets and bad payloads are acknowledged, dropped and recorded as rejections.
+ *
+ * Durability: a QoS 1 uplink is acknowledged to the broker only once it is durable in topic
+ * `uplinks` (mqtt.js sends the PUBACK when handleMessage calls back). While the log or registry is
+ * unavailable the message is retried with a backoff and stays unacknowledged, which also holds the
+ * broker back (it sends at most Receive Maximum unacknowledged messages per connection).
+ */
+import mqtt, { type IClientOptions, type IPublishPacket, type MqttClient } from 'mqtt';
+import type { StateRow } from '../../schemas/messages.ts';
+import { FleetError, toFleetError } from '../../engine/errors.ts';
+import { newId } from '../../engine/ids.ts';
+import { silentLogger } from '../../engine/logger.ts';
+import { checkUplinkPayload } from '../../engine/mqtt/checkUplinkPayload.ts';
+import { feedTopic, parseUplinkTopic, routeTrustedUplink, shorten, type Refusal } from '../../engine/mqtt/topics.ts';
+import type { CommandTransport } from '../../engine/commands/CommandTransport.ts';
+import { ClientCommandTransport } from './ClientCommandTransport.ts';
+import type { ExternalMqttOptions } from './ExternalMqttOptions.ts';
+import { MqttAccess } from './MqttAccess.ts';
+import type { MqttEdgeStats } from './createMqttEdge.ts';
+
+export type { ExternalMqttOptions } from './ExternalMqttOptions.ts';
+
+/** Spec §4.1, §4.2. */
+export const UPLINK_FILTERS = ['device/+/state', 'device/+/asset/+/state', 'asset/+/state'] as const;
+
+export interface ExternalMqtt {
+  readonly stats: MqttEdgeStats & { dropped: number };
+  /** Command delivery through the broker (engine/commands). */
+  readonly commands: CommandTransport;
+  /** Publishes stored states as `{value, at}` on their feed topics, QoS 0 (UplinkPipeline onStored). */
+  publishStates(rows: readonly StateRow[]): void;
+  /** Stops taking uplinks, lets those in hand be acknowledged, disconnects. */
+  close(): Promise<void>;
+}
+
+const SHARE_GROUP = /^[A-Za-z0-9_-]{1,64}$/;
+
+export async function createExternalMqtt(options: ExternalMqttOptions): Promise<ExternalMqtt> {
+  const logger = options.logger ?? silentLogger;
+  const group = options.shareGroup ?? 'fleetstream';
+  if (!SHARE_GROUP.test(group)) throw new TypeError(`createExternalMqtt: shareGroup must match ${SHARE_GROUP}`);
+  const connections = options.connections ?? 4;
+  if (!Number.isInteger(connections) || connections < 1) throw new TypeError('createExternalMqtt: connections must be a positive integer');
+  const prefix = options.clientIdPrefix ?? `fleetstream-${newId().slice(0, 10)}`;
+  const maxPayload = options.maxPayloadBytes ?? 64 * 1024;
+  const maxQos0 = options.maxQos0InFlight ?? 1024;
+  const retryBaseMs = options.retryBaseMs ?? 100;
+  const { clock } = options;
+  const access = new MqttAccess({ registry: options.registry, clock, cacheTtlMs: options.cacheTtlMs ?? 2000 });
+  const stats = { accepted: 0, refused: 0, disconnected: 0, dropped: 0 };
+  const inFlight = new Set<Promise<void>>();
+  let qos0InFlight = 0;
+  let closing = false;
+
+  const record = (deviceId: string, refusal: Refusal, asset = ''): void => {
+    stats.refused++;
+    logger.warn('mqtt: uplink refused', { deviceId, code: refusal.code, reason: refusal.reason });
+    if (options.rejections === undefined) return;
+    options.rejections.append([{ deviceId, rejectedAt: clock.now(), code: refusal.code, reason: refusal.reason, asset, uplinkId: newId(), channel: 'mqtt' }])
+      .catch((error: unknown) => logger.error('mqtt: recording a rejection failed', { error: toFleetError(error) }));
+  };
+
+  /** One uplink: route, check, append. Throws only what may pass if tried again. */
+  const ingest = async (packet: IPublishPacket): Promise<void> => {
+    const topic = packet.topic;
+    const parsed = parseUplinkTopic(topic);
+    if (parsed === undefined) {
+      // Not one of our filters' shapes (a broker bug or a `+` level holding a wildcard character).
+      record('', { ok: false, code: 'FORBIDDEN', reason: `topic "${shorten(topic)}" is not an uplink topic` });
+      return;
+    }
+    const named = parsed.kind === 'assetState' ? '' : parsed.deviceId;
+    let device = parsed.kind === 'assetState' ? await access.deviceOfAsset(parsed.assetId) : await access.device(parsed.deviceId);
+    let decision = routeTrustedUplink(parsed, device);
+    if (!decision.ok && decision.code === 'UNKNOWN_ASSET' && device !== undefined) {
+      // The asset may have been created after the cached copy was read.
+      device = await access.device(device.id, true);
+      decision = routeTrustedUplink(parsed, device);
+    }
+    if (!decision.ok) {
+      record(device?.id ?? named, decision, parsed.kind === 'deviceAssetState' ? parsed.asset : '');
+      return;
+    }
+    const target = decision.value;
+    const body = typeof packet.payload === 'string' ? Buffer.from(packet.payload) : packet.payload;
+    const format = checkUplinkPayload(target, body, maxPayload, packet.properties?.contentType);
+    if (!format.ok) {
+      record(target.deviceId, format, target.asset ?? '');
+      return;
+    }
+    await options.ingest.append({ channel: 'mqtt', contentType: format.value, deviceId: target.deviceId, asset: target.asset, body: new Uint8Array(body) });
+    stats.accepted++;
+  };
+
+  /** Retries what failed retriably (log or registry unavailable), holding the acknowledgement back. */
+  const handle = async (packet: IPublishPacket): Promise<void> => {
+    let delay = retryBaseMs;
+    for (;;) {
+      try {
+        await ingest(packet);
+        return;
+      } catch (error) {
+        const failure = toFleetError(error, 'UNAVAILABLE');
+        if (!failure.retriable || closing) {
+          stats.dropped++;
+          logger.error('mqtt: uplink dropped', { topic: shorten(packet.topic), code: failure.code, error: failure });
+          return;
+        }
+        logger.warn('mqtt: uplink not accepted yet; retrying', { topic: shorten(packet.topic), code: failure.code, retryInMs: delay });
+        await new Promise<void>((resolve) => clock.setTimeout(resolve, delay));
+        delay = Math.min(delay * 2, 5000);
+      }
+    }
+  };
+
+  const track = (work: Promise<void>): Promise<void> => {
+    inFlight.add(work);
+    return work.finally(() => inFlight.delete(work));
+  };
+
+  const clientOptions = (clientId: string): IClientOptions => ({
+    protocolVersion: 5,
+    clientId,
+    clean: true,
+    connectTimeout: options.connectTimeoutMs ?? 10_000,
+    reconnectPeriod: options.reconnectPeriodMs ?? 1000,
+    // Feeds are QoS 0: while the broker is away they are dropped, not queued without bound.
+    queueQoSZero: false,
+  });
+
+  const connect = async (clientId: string): Promise<MqttClient> => {
+    let client: MqttClient;
+    try {
+      client = await mqtt.connectAsync(options.url, clientOptions(clientId), false);
+    } catch (error) {
+      throw new FleetError('UNAVAILABLE', `cannot connect to the MQTT broker: ${(error as Error).message}`, { cause: error });
+    }
+    client.on('error', (error) => logger.warn('mqtt: broker connection error', { clientId, error: toFleetError(error) }));
+    client.on('offline', () => {
+      stats.disconnected++;
+      logger.warn('mqtt: broker connection lost; reconnecting', { clientId });
+    });
+    return client;
+  };
+
+  const clients: MqttClient[] = [];
+  try {
+    const publisher = await connect(`${prefix}-pub`);
+    clients.push(publisher);
+    for (let i = 0; i < connections; i++) {
+      const client = await connect(`${prefix}-sub${i}`);
+      clients.push(client);
+      client.handleMessage = (packet, callback) => {
+        if (closing && packet.qos === 0) return callback();
+        const work = track(handle(packet));
+        if (packet.qos === 0 && qos0InFlight < maxQos0) {
+          // Nothing to acknowledge: take the next message while this one is appended.
+          qos0InFlight++;
+          work.finally(() => qos0InFlight--);
+          callback();
+          return;
+        }
+        work.then(() => callback(), () => callback());
+      };
+      const filters = UPLINK_FILTERS.map((f) => `$share/${group}/${f}`);
+      let granted: number[];
+      try {
+        granted = (await client.subscribeAsync(filters, { qos: 1 })).map((g) => g.qos);
+      } catch (error) {
+        granted = (error as { packet?: { granted?: number[] } }).packet?.granted ?? [];
+        if (granted.length === 0) throw new FleetError('UNAVAILABLE', `subscribing to the uplink topics failed: ${(error as Error).message}`, { cause: error, retriable: false });
+      }
+      const refused = filters.filter((_, j) => !(granted[j] < 0x80));
+      if (refused.length > 0) {
+        throw new FleetError('UNAVAILABLE', `the MQTT broker refused the shared subscriptions ${refused.join(', ')} (reason 0x${(granted.find((g) => g >= 0x80) ?? 0).toString(16)}); it must support MQTT 5 shared subscriptions and allow this client to read the uplink topics`, { retriable: false });
+      }
+    }
+    const transport = new ClientCommandTransport({
+      client: publisher, clock, logger,
+      ackTimeoutMs: options.ackTimeoutMs ?? 10_000,
+      offlineRetryMs: options.offlineRetryMs ?? 5000,
+    });
+    logger.info('mqtt: connected to the external broker', { connections, group });
+
+    return {
+      stats,
+      commands: transport,
+      publishStates(rows) {
+        if (!publisher.connected) return;
+        for (const row of rows) {
+          const payload = Buffer.from(JSON.stringify({ value: row.value, at: new Date(row.ts).toISOString() }));
+          publisher.publish(feedTopic(row.deviceId, row.asset), payload, { qos: 0 });
+        }
+      },
+      async close() {
+        if (closing) return;
+        closing = true;
+        transport.close();
+        const subscribers = clients.slice(1);
+        // Stop the flow first (the broker then gives this group's messages to other instances),
+        // with a deadline in case the broker is gone.
+        let deadline: { cancel(): void } | undefined;
+        await Promise.race([
+          Promise.allSettled(subscribers.map((c) => c.unsubscribeAsync(UPLINK_FILTERS.map((f) => `$share/${group}/${f}`)))),
+          new Promise((resolve) => { deadline = clock.setTimeout(() => resolve(undefined), 2000); }),
+        ]);
+        deadline?.cancel();
+        while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
+        await Promise.all(clients.map((c) => c.endAsync().catch(() => undefined)));
+      },
+    };
+  } catch (error) {
+    closing = true;
+    await Promise.all(clients.map((c) => c.endAsync(true).catch(() => undefined)));
+    throw error;
+  }
+}

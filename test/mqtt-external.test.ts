@@ -1,0 +1,255 @@
+/**
+ * External broker mode against Mosquitto (127.0.0.1:1883, or MQTT_URL_TEST): uplinks on the three
+ * topic shapes through shared subscriptions into chDB, two instances splitting the load, commands
+ * and feeds published on the broker, bad payloads recorded as rejections while others are served.
+ * Device ids are fresh per run and the share group is unique to the run (the broker is shared).
+ */
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { encode as cborEncode } from 'cbor-x';
+import { createExternalMqtt } from '../adapters/mqtt/createExternalMqtt.ts';
+import { systemClock } from '../engine/clock.ts';
+import { CommandActors } from '../engine/commands/CommandActors.ts';
+import { CommandPipeline } from '../engine/commands/CommandPipeline.ts';
+import { FleetError } from '../engine/errors.ts';
+import { registryDirectory } from '../engine/ports/registry.ts';
+import { Topics } from '../schemas/messages.ts';
+import { BROKER_URL, brokerReachable, ExternalStack } from './support/externalMqttStack.ts';
+import type { SeededDevice } from './support/mqttStack.ts';
+import { waitFor } from './support/tmp.ts';
+
+const json = (v: unknown) => Buffer.from(JSON.stringify(v));
+
+if (!(await brokerReachable())) {
+  console.log(`mqtt-external: no MQTT broker at ${BROKER_URL}; external broker mode not tested (start Mosquitto 2.x, or set MQTT_URL_TEST)`);
+} else {
+  // ------------------------------------------------------------------ uplinks
+  const up = suite('external broker: uplinks');
+  let s: ExternalStack;
+  let dev: SeededDevice;
+  up.before(async () => {
+    s = await ExternalStack.start();
+    await s.instance();
+    dev = await s.device('thermo', [
+      { name: 'temperature', profile: { type: 'number' } },
+      { name: 'on', profile: { type: 'boolean' } },
+      { name: 'label', profile: { type: 'string' } },
+    ]);
+  });
+  up.after(async () => s.stop());
+
+  up('states on all three topic shapes, JSON and CBOR (MQTT 5 content type or first byte), are stored and fed back', async () => {
+    const device = await s.client();
+    const feed: [string, unknown][] = [];
+    const follower = await s.client();
+    follower.on('message', (topic, payload) => feed.push([topic, JSON.parse(payload.toString())]));
+    await follower.subscribeAsync(`device/${dev.deviceId}/asset/+/feed`, { qos: 0 });
+    const appended = s.instances[0].appended;
+
+    await device.publishAsync(`asset/${dev.assetIds.temperature}/state`, json({ value: 21.5, at: '2026-01-01T00:00:00Z' }), { qos: 1 });
+    await device.publishAsync(`device/${dev.deviceId}/asset/on/state`, json({ value: true, at: '2026-01-01T00:00:01Z' }), { qos: 1 });
+    await device.publishAsync(`device/${dev.deviceId}/state`, json({ label: { value: 'json', at: '2026-01-01T00:00:02Z' } }), { qos: 1, properties: { contentType: 'application/json' } });
+    await device.publishAsync(`device/${dev.deviceId}/state`, Buffer.from(cborEncode({ temperature: 22 })), { qos: 1, properties: { contentType: 'application/cbor' } });
+    await device.publishAsync(`device/${dev.deviceId}/state`, Buffer.from(cborEncode({ temperature: { value: 23, at: '2026-01-01T00:00:04Z' } })), { qos: 1 });
+    await device.publishAsync(`device/${dev.deviceId}/state`, json({ label: { value: 'qos0' } }), { qos: 0 });
+    await waitFor(() => appended.length === 6, 10_000, 'six uplinks appended');
+    const byBody = appended.map((e) => [e.channel, e.contentType, e.asset ?? null, e.deviceId]);
+    for (const expected of [
+      ['mqtt', 'json', 'temperature', dev.deviceId], ['mqtt', 'json', 'on', dev.deviceId], ['mqtt', 'json', null, dev.deviceId],
+      ['mqtt', 'cbor', null, dev.deviceId], ['mqtt', 'cbor', null, dev.deviceId], ['mqtt', 'json', null, dev.deviceId],
+    ]) {
+      const i = byBody.findIndex((b) => JSON.stringify(b) === JSON.stringify(expected));
+      assert.ok(i >= 0, `appended ${JSON.stringify(expected)}`);
+      byBody.splice(i, 1);
+    }
+    await waitFor(async () => (await s.store.history({ deviceId: dev.deviceId, asset: 'temperature' })).length === 3
+      && (await s.store.history({ deviceId: dev.deviceId, asset: 'label' })).length === 2, 15_000, 'states stored');
+    const temps = await s.store.history({ deviceId: dev.deviceId, asset: 'temperature' });
+    assert.equal(temps.map((t) => t.value).sort(), [21.5, 22, 23]);
+    assert.equal((await s.store.history({ deviceId: dev.deviceId, asset: 'on' })).map((t) => [t.value, t.ts]), [[true, Date.parse('2026-01-01T00:00:01Z')]]);
+    await waitFor(() => feed.length === 6, 10_000, 'feeds of the stored states');
+    assert.ok(feed.some(([t, m]) => t === `device/${dev.deviceId}/asset/on/feed` && JSON.stringify(m) === JSON.stringify({ value: true, at: '2026-01-01T00:00:01.000Z' })));
+    assert.equal(s.rejections.rows.filter((r) => r.deviceId === dev.deviceId), []);
+  });
+
+  up('while the log is unavailable an uplink is retried, then appended once', async () => {
+    const flaky = await s.instance({ shareGroup: `${s.group}-flaky`, connections: 1 }, 3);
+    const device = await s.client();
+    await device.publishAsync(`device/${dev.deviceId}/asset/temperature/state`, json({ value: 99, at: '2026-01-02T00:00:00Z' }), { qos: 1 });
+    await waitFor(() => flaky.appended.length === 1, 10_000, 'appended after the retries');
+    assert.is(flaky.mqtt.stats.dropped, 0);
+    await new Promise((r) => setTimeout(r, 200));
+    assert.is(flaky.appended.length, 1, 'once');
+  });
+
+  // ------------------------------------------------------------------ load sharing
+  const share = suite('external broker: two instances share the uplinks');
+  let t: ExternalStack;
+  share.before(async () => {
+    t = await ExternalStack.start();
+    await t.instance({ connections: 2 });
+    await t.instance({ connections: 2 });
+  });
+  share.after(async () => t.stop());
+
+  share('every message is taken by exactly one instance and stored once', async () => {
+    const devices = await Promise.all([0, 1, 2, 3].map((i) => t.device(`d${i}`, [{ name: 'n', profile: { type: 'integer' } }])));
+    const publishers = await Promise.all(devices.map(() => t.client()));
+    const perDevice = 50;
+    await Promise.all(devices.map(async (d, i) => {
+      for (let k = 0; k < perDevice; k++) {
+        const topic = k % 2 === 0 ? `device/${d.deviceId}/asset/n/state` : `asset/${d.assetIds.n}/state`;
+        await publishers[i].publishAsync(topic, json({ value: k, at: new Date(Date.UTC(2026, 0, 1) + k * 1000).toISOString() }), { qos: 1 });
+      }
+    }));
+    const total = devices.length * perDevice;
+    const [a, b] = t.instances;
+    await waitFor(() => a.appended.length + b.appended.length === total, 20_000, 'all appended');
+    assert.ok(a.appended.length > 0 && b.appended.length > 0, `both instances took a share (${a.appended.length}/${b.appended.length})`);
+    for (const d of devices) {
+      await waitFor(async () => (await t.store.history({ deviceId: d.deviceId, asset: 'n', limit: 1000 })).length === perDevice, 20_000, `states of ${d.deviceId}`);
+      const values = (await t.store.history({ deviceId: d.deviceId, asset: 'n', limit: 1000, order: 'asc' })).map((x) => x.value);
+      assert.equal(values, Array.from({ length: perDevice }, (_, k) => k), 'each message stored once');
+    }
+    await new Promise((r) => setTimeout(r, 200));
+    assert.is(a.appended.length + b.appended.length, total, 'nothing taken twice');
+  });
+
+  // ------------------------------------------------------------------ commands
+  const cmd = suite('external broker: commands');
+  let c: ExternalStack;
+  let valve: SeededDevice;
+  let actors: CommandActors;
+  let pipeline: CommandPipeline;
+  let n = 0;
+  const issue = async (fields: Record<string, unknown>): Promise<string> => {
+    const id = `cmd-${process.pid}-${++n}`;
+    const record = { id, deviceId: valve.deviceId, issuer: 'app:test', issuedAt: Date.now(), ...fields };
+    await c.log.append(Topics.commands, [{ key: valve.deviceId, value: new TextEncoder().encode(JSON.stringify(record)) }]);
+    return id;
+  };
+  const statusOf = (id: string) => actors.recent(valve.deviceId).find((v) => v.id === id)?.status;
+  cmd.before(async () => {
+    c = await ExternalStack.start();
+    const instance = await c.instance({ connections: 1 });
+    valve = await c.device('valve', [{ name: 'led', is: 'actuator', profile: { type: 'boolean' } }, { name: 'level', is: 'actuator', profile: { type: 'integer' } }]);
+    actors = new CommandActors({ clock: systemClock, transport: instance.mqtt.commands, retryBaseMs: 100 });
+    pipeline = new CommandPipeline({ log: c.log, actors, directory: registryDirectory(c.registry), clock: systemClock, commitIntervalMs: 50 });
+    await pipeline.start();
+  });
+  cmd.after(async () => {
+    await pipeline.stop();
+    actors.stop();
+    await c.stop();
+  });
+
+  cmd('asset commands reach subscribers of both topic shapes as {value, at}; delivered = the broker acknowledged', async () => {
+    const byDevice = await c.client();
+    const byAsset = await c.client();
+    const gotDevice: [string, string][] = [];
+    const gotAsset: [string, string][] = [];
+    byDevice.on('message', (topic, p) => gotDevice.push([topic, p.toString()]));
+    byAsset.on('message', (topic, p) => gotAsset.push([topic, p.toString()]));
+    await byDevice.subscribeAsync(`device/${valve.deviceId}/asset/+/command`, { qos: 1 });
+    await byAsset.subscribeAsync(`asset/${valve.assetIds.led}/command`, { qos: 1 });
+    const id = await issue({ asset: 'led', value: true, at: '2026-02-03T04:05:06.000Z' });
+    await waitFor(() => gotDevice.length === 1 && gotAsset.length === 1, 10_000, 'both shapes');
+    const body = JSON.stringify({ value: true, at: '2026-02-03T04:05:06.000Z' });
+    assert.equal(gotDevice, [[`device/${valve.deviceId}/asset/led/command`, body]]);
+    assert.equal(gotAsset, [[`asset/${valve.assetIds.led}/command`, body]]);
+    await waitFor(() => statusOf(id) === 'delivered', 5000, 'delivered');
+    await byDevice.endAsync();
+    await byAsset.endAsync();
+  });
+
+  cmd('with nobody subscribed (MQTT 5: No matching subscribers) commands wait, then arrive in order once the device subscribes', async () => {
+    const ids: string[] = [];
+    for (let v = 0; v < 4; v++) ids.push(await issue({ asset: 'level', value: v }));
+    await waitFor(() => ids.every((id) => statusOf(id) === 'queued') && actors.recent(valve.deviceId).find((x) => x.id === ids[0])!.attempts >= 1, 5000, 'tried and requeued');
+    assert.match(actors.recent(valve.deviceId).find((x) => x.id === ids[0])!.reason ?? '', /not connected or not subscribed/);
+    const device = await c.client();
+    const got: number[] = [];
+    device.on('message', (_topic, p) => got.push(JSON.parse(p.toString()).value));
+    await device.subscribeAsync(`device/${valve.deviceId}/asset/level/command`, { qos: 1 });
+    await waitFor(() => got.length === 4, 10_000, 'four commands');
+    assert.equal(got, [0, 1, 2, 3]);
+    await waitFor(() => ids.every((id) => statusOf(id) === 'delivered'), 5000, 'all delivered');
+  });
+
+  // ------------------------------------------------------------------ bad input
+  const bad = suite('external broker: bad payloads and unknown topics');
+  let b: ExternalStack;
+  let bd: SeededDevice;
+  let by: SeededDevice;
+  bad.before(async () => {
+    b = await ExternalStack.start();
+    await b.instance({ maxPayloadBytes: 1024, connections: 1 });
+    bd = await b.device('bad', [{ name: 't', profile: { type: 'number' } }]);
+    by = await b.device('bystander', [{ name: 't', profile: { type: 'number' } }]);
+  });
+  bad.after(async () => b.stop());
+
+  bad('refused with codes and recorded for the device the topic names; another client is served between each', async () => {
+    const sender = await b.client();
+    const bystander = await b.client();
+    const appended = b.instances[0].appended;
+    const assetTopic = `asset/${bd.assetIds.t}/state`;
+    const deviceAssetTopic = `device/${bd.deviceId}/asset/t/state`;
+    const stateTopic = `device/${bd.deviceId}/state`;
+    const unknownDevice = `nodevice${process.pid}x${Date.now()}`;
+    const cases: [string, Buffer, string, string, string?][] = [
+      [assetTopic, Buffer.from('{"value":'), 'MALFORMED_JSON', bd.deviceId],
+      [assetTopic, Buffer.from([0xff, 0xfe]), 'MALFORMED_JSON', bd.deviceId],
+      [assetTopic, json([1, 2]), 'INVALID_STATE', bd.deviceId],
+      [assetTopic, json({ value: 1, at: 5 }), 'INVALID_AT', bd.deviceId],
+      [assetTopic, json({ value: 'x'.repeat(2000) }), 'PAYLOAD_TOO_LARGE', bd.deviceId],
+      [deviceAssetTopic, Buffer.alloc(0), 'MALFORMED_JSON', bd.deviceId],
+      [deviceAssetTopic, json({ val: 1 }), 'INVALID_STATE', bd.deviceId],
+      [stateTopic, Buffer.from('{"t": '), 'MALFORMED_JSON', bd.deviceId],
+      [stateTopic, json([1]), 'MALFORMED_CBOR', bd.deviceId],
+      [stateTopic, Buffer.from([0xa1, 0x61]), 'MALFORMED_CBOR', bd.deviceId],
+      [stateTopic, json({ t: { value: 1 } }), 'MALFORMED_CBOR', bd.deviceId, 'application/cbor'],
+      [stateTopic, Buffer.from(cborEncode({ t: 1 })), 'MALFORMED_JSON', bd.deviceId, 'application/json; charset=utf-8'],
+      [`device/${unknownDevice}/state`, json({ t: { value: 1 } }), 'UNKNOWN_DEVICE', unknownDevice],
+      [`device/${unknownDevice}/asset/t/state`, json({ value: 1 }), 'UNKNOWN_DEVICE', unknownDevice],
+      [`device/${bd.deviceId}/asset/nope/state`, json({ value: 1 }), 'UNKNOWN_ASSET', bd.deviceId],
+      [`asset/noasset${process.pid}x${Date.now()}/state`, json({ value: 1 }), 'UNKNOWN_ASSET', ''],
+    ];
+    for (const [topic, payload, code, deviceId, contentType] of cases) {
+      const before = b.rejections.rows.length;
+      const served = appended.length;
+      await sender.publishAsync(topic, payload, { qos: 1, properties: contentType === undefined ? undefined : { contentType } });
+      await bystander.publishAsync(`device/${by.deviceId}/asset/t/state`, json({ value: 1 }), { qos: 1 });
+      await waitFor(() => b.rejections.rows.length === before + 1 && appended.length === served + 1, 5000, `${topic} ${code}`);
+      const row = b.rejections.rows[before];
+      assert.equal([row.code, row.deviceId, row.channel], [code, deviceId, 'mqtt'], `${topic}: ${payload.subarray(0, 20).toString('hex')}`);
+      assert.ok(row.reason.length > 0 && row.reason.length < 300);
+    }
+    assert.ok(appended.every((e) => e.deviceId === by.deviceId), 'nothing of the refused messages was appended');
+    assert.is(b.instances[0].mqtt.stats.refused, cases.length);
+  });
+
+  bad('an unreachable broker fails start with UNAVAILABLE; a bad share group is refused before connecting', async () => {
+    let error: unknown;
+    try {
+      await createExternalMqtt({ url: 'mqtt://127.0.0.1:9', registry: b.registry, ingest: b.instances[0].ingest, clock: systemClock, connectTimeoutMs: 2000 });
+    } catch (e) {
+      error = e;
+    }
+    assert.instance(error, FleetError);
+    assert.is((error as FleetError).code, 'UNAVAILABLE');
+    for (const shareGroup of ['', 'a/b', 'a+', '#']) {
+      try {
+        await createExternalMqtt({ url: BROKER_URL, registry: b.registry, ingest: b.instances[0].ingest, clock: systemClock, shareGroup });
+        assert.unreachable(shareGroup);
+      } catch (e) {
+        assert.instance(e, TypeError);
+      }
+    }
+  });
+
+  up.run();
+  share.run();
+  cmd.run();
+  bad.run();
+}

@@ -1,0 +1,138 @@
+/**
+ * External broker mode against a real broker (Mosquitto on 127.0.0.1:1883 unless MQTT_URL_TEST
+ * says otherwise): PGlite registry, local log, the uplink pipeline into chDB, and any number of
+ * Fleetstream instances (createExternalMqtt) in one shared subscription group unique to the run,
+ * so other users of the broker never take this run's uplinks.
+ */
+import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
+import { createConnection } from 'node:net';
+import { createChdbStore } from '../../adapters/chdb/createChdbStore.ts';
+import { createLocalLog, type LocalLog } from '../../adapters/local-log/LocalLog.ts';
+import { createExternalMqtt, type ExternalMqtt, type ExternalMqttOptions } from '../../adapters/mqtt/createExternalMqtt.ts';
+import { createPgliteRegistry } from '../../adapters/pglite/createPgliteRegistry.ts';
+import { systemClock } from '../../engine/clock.ts';
+import { decodeEnvelope } from '../../engine/envelope.ts';
+import { FleetError } from '../../engine/errors.ts';
+import { newId } from '../../engine/ids.ts';
+import type { ProducerRecord, RecordPosition } from '../../engine/ports/log.ts';
+import { registryDirectory, type Registry } from '../../engine/ports/registry.ts';
+import type { StateStore } from '../../engine/ports/store.ts';
+import { StateBatcher } from '../../engine/StateBatcher.ts';
+import { UplinkIngest } from '../../engine/UplinkIngest.ts';
+import { UplinkPipeline } from '../../engine/UplinkPipeline.ts';
+import { Topics, type UplinkEnvelope } from '../../schemas/messages.ts';
+import { MemoryRejections } from './edgeHarness.ts';
+import type { SeededDevice } from './mqttStack.ts';
+import { tempDir } from './tmp.ts';
+
+export const BROKER_URL = process.env.MQTT_URL_TEST ?? 'mqtt://127.0.0.1:1883';
+
+/** Whether the test broker answers (a TCP connect), so suites can say why they do not run. */
+export async function brokerReachable(url = BROKER_URL): Promise<boolean> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: hostname, port: Number(port || 1883) });
+    socket.setTimeout(2000);
+    socket.once('connect', () => { socket.destroy(); resolve(true); });
+    socket.once('error', () => resolve(false));
+    socket.once('timeout', () => { socket.destroy(); resolve(false); });
+  });
+}
+
+export interface Instance {
+  mqtt: ExternalMqtt;
+  /** Envelopes this instance appended to `uplinks`. */
+  appended: UplinkEnvelope[];
+  ingest: UplinkIngest;
+}
+
+export class ExternalStack {
+  registry!: Registry;
+  log!: LocalLog;
+  store!: StateStore;
+  pipeline!: UplinkPipeline;
+  readonly rejections = new MemoryRejections();
+  readonly instances: Instance[] = [];
+  readonly group = `fstest-${process.pid}-${newId().slice(0, 8)}`;
+  groundId = '';
+  readonly #tmp = tempDir('mqtt-external');
+  readonly #clients: MqttClient[] = [];
+
+  static async start(): Promise<ExternalStack> {
+    const s = new ExternalStack();
+    s.registry = await createPgliteRegistry();
+    s.log = createLocalLog({ dir: `${s.#tmp.dir}/log` });
+    await s.log.ensureTopics([{ name: Topics.uplinks, partitions: 2 }, { name: Topics.deadLetters, partitions: 1 }, { name: Topics.commands, partitions: 2 }]);
+    s.store = createChdbStore({ dir: `${s.#tmp.dir}/chdb` });
+    await s.store.init();
+    const rows = new StateBatcher({ store: s.store, clock: systemClock, maxRows: 500, maxDelayMs: 10 });
+    s.pipeline = new UplinkPipeline({
+      log: s.log, rows, directory: registryDirectory(s.registry), clock: systemClock, commitIntervalMs: 20,
+      onStored: (stored) => { for (const i of s.instances) i.mqtt.publishStates(stored); },
+    });
+    await s.pipeline.start();
+    const user = await s.registry.createUser({ name: 'external user' });
+    s.groundId = (await s.registry.createGround({ name: 'external ground', userId: user.entity.id })).id;
+    return s;
+  }
+
+  /** A Fleetstream instance in this run's group; `failAppends` makes its first appends fail as an unavailable log would. */
+  async instance(extra: Partial<ExternalMqttOptions> = {}, failAppends = 0): Promise<Instance> {
+    const appended: UplinkEnvelope[] = [];
+    const log = this.log;
+    let failures = failAppends;
+    const ingest = new UplinkIngest({
+      clock: systemClock,
+      log: {
+        async append(topic: string, records: ProducerRecord[]): Promise<RecordPosition[]> {
+          if (failures > 0) {
+            failures--;
+            throw new FleetError('UNAVAILABLE', 'log unavailable');
+          }
+          const positions = await log.append(topic, records);
+          for (const r of records) appended.push(decodeEnvelope(r.value));
+          return positions;
+        },
+      },
+    });
+    const instance: Instance = {
+      appended, ingest,
+      mqtt: await createExternalMqtt({
+        url: BROKER_URL, registry: this.registry, ingest, clock: systemClock, rejections: this.rejections,
+        shareGroup: this.group, retryBaseMs: 20, offlineRetryMs: 200, ...extra,
+      }),
+    };
+    this.instances.push(instance);
+    return instance;
+  }
+
+  async device(name: string, assets: { name: string; is?: 'sensor' | 'actuator'; profile?: Record<string, unknown> }[]): Promise<SeededDevice> {
+    const created = await this.registry.createDevice({
+      groundId: this.groundId, name,
+      assets: assets.map((a) => ({ name: a.name, is: a.is ?? 'sensor', profile: a.profile ?? {} })),
+    });
+    const assetIds: Record<string, string> = {};
+    for (const a of created.device.assets) assetIds[a.name] = a.id;
+    return { deviceId: created.device.id, token: created.token, assetIds };
+  }
+
+  /** A plain client of the broker (a device, as the broker would have authenticated it). */
+  async client(extra: IClientOptions = {}): Promise<MqttClient> {
+    const client = await mqtt.connectAsync(BROKER_URL, { protocolVersion: 5, reconnectPeriod: 0, connectTimeout: 5000, ...extra });
+    this.#clients.push(client);
+    return client;
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.#clients.map((c) => c.endAsync(true).catch(() => undefined)));
+    for (const i of this.instances) {
+      await i.mqtt.close();
+      await i.ingest.close();
+    }
+    await this.pipeline.stop();
+    await this.log.close();
+    await this.store.close();
+    await this.registry.close();
+    this.#tmp.remove();
+  }
+}
