@@ -32,6 +32,7 @@ import { CommandHistoryRecorder } from '../engine/commands/CommandHistoryRecorde
 import type { CommandHistory } from '../engine/ports/commandHistory.ts';
 import type { EdgeCommands } from '../adapters/http/commandRoutes.ts';
 import { createMqttEdge, type MqttEdge } from '../adapters/mqtt/createMqttEdge.ts';
+import { createExternalMqtt } from '../adapters/mqtt/createExternalMqtt.ts';
 import { TtsDownlink } from '../adapters/lpwan/TtsDownlink.ts';
 import type { Config } from '../schemas/config.ts';
 import { serveAdminSocket, type AdminSocket } from './adminSocket.ts';
@@ -52,7 +53,7 @@ export interface Service {
   readonly pipeline: UplinkPipeline | undefined;
   /** The bound HTTP port when the role runs the edge. */
   readonly httpPort: number | undefined;
-  /** The bound MQTT port when the role runs the edge with MQTT. */
+  /** The bound MQTT port when the role runs the embedded MQTT edge (none with an external broker). */
   readonly mqttPort: number | undefined;
   /** Command actors (lifecycles of recent commands) when the role runs the edge. */
   readonly commands: CommandActors | undefined;
@@ -163,12 +164,16 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     }
 
     let served: ServedEdge | undefined;
-    let mqtt: MqttEdge | undefined;
+    let mqtt: Pick<MqttEdge, 'commands' | 'publishStates' | 'close'> & { port?: number } | undefined;
     let commandActors: CommandActors | undefined;
     if (runsEdge) {
       const ingest = new UplinkIngest({ log, clock, topic: names.uplinks });
       closers.push(['ingest', () => ingest.close()]);
-      if (config.mqtt.port >= 0) {
+      if (config.mqtt.url) {
+        mqtt = await createExternalMqtt({ url: config.mqtt.url, shareGroup: config.mqtt.shareGroup, registry, ingest, clock, rejections: store.rejections, logger });
+        const client = mqtt;
+        closers.push(['mqtt', () => client.close()]);
+      } else if (config.mqtt.port >= 0) {
         mqtt = await createMqttEdge({ registry, ingest, clock, rejections: store.rejections, port: config.mqtt.port, host: config.mqtt.host, logger });
         const broker = mqtt;
         closers.push(['mqtt', () => broker.close()]);
@@ -254,7 +259,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     logger.info('fleetstream started', {
       role: config.role,
       http: served ? `${config.http.host}:${served.port}` : undefined,
-      mqtt: mqtt ? `${config.mqtt.host}:${mqtt.port}` : undefined,
+      mqtt: config.mqtt.url && mqtt ? 'external broker' : mqtt ? `${config.mqtt.host}:${mqtt.port}` : undefined,
       log: config.kafkaBrokers ? 'kafka' : 'local',
       store: config.clickhouseUrl ? 'clickhouse' : 'chdb',
       registry: config.databaseUrl ? 'postgres' : 'pglite',

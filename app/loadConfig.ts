@@ -20,6 +20,8 @@ export const settings = {
   'rate-limit-burst': ['RATE_LIMIT_BURST', 'http.rateLimitBurst', 'integer'],
   'mqtt-host': ['MQTT_HOST', 'mqtt.host', 'string'],
   'mqtt-port': ['MQTT_PORT', 'mqtt.port', 'integer'],
+  'mqtt-url': ['MQTT_URL', 'mqtt.url', 'string'],
+  'mqtt-share-group': ['MQTT_SHARE_GROUP', 'mqtt.shareGroup', 'string'],
   'command-expiry-ms': ['COMMAND_EXPIRY_MS', 'commands.expiryMs', 'integer'],
   'command-queue': ['COMMAND_QUEUE', 'commands.maxQueuePerDevice', 'integer'],
   'kafka-brokers': ['KAFKA_BROKERS', 'kafkaBrokers', 'list'],

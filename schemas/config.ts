@@ -27,6 +27,14 @@ export const Config = Type.Object({
     host: Type.String(),
     /** MQTT edge port (spec §4.1, §4.3); 0 picks a free port; -1 runs no MQTT edge. */
     port: Type.Integer({ minimum: -1, maximum: 65535 }),
+    /**
+     * External broker (mqtt://user:pass@host:1883, MQTT 5): Fleetstream connects to it as a client
+     * instead of running the embedded edge (host/port unused); the broker authenticates devices
+     * (docs/mqtt.md). Unset: the embedded edge.
+     */
+    url: Type.Optional(Type.String({ minLength: 1 })),
+    /** Shared subscription group of the instances splitting the broker's uplinks. Default 'fleetstream'. */
+    shareGroup: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' })),
   }),
   commands: Type.Object({
     /** A command for a device that stays offline this long expires, ms. */
