@@ -29,8 +29,18 @@ export interface ExternalMqttOptions {
    * appends overlap (and share a log write). Default 4.
    */
   connections?: number;
-  /** Client ids are `<prefix>-sub<n>` and `<prefix>-pub`. Default `fleetstream-<random>`. */
+  /**
+   * Client ids are `<prefix>-sub<n>` and `<prefix>-pub`. Default `fleetstream-<random>`. Give each
+   * instance a stable one of its own when sessions persist (sessionExpirySeconds > 0).
+   */
   clientIdPrefix?: string;
+  /**
+   * 0 (default): clean sessions; uplinks in flight to an instance that dies are lost (Mosquitto drops
+   * them with the session). > 0: the broker keeps this instance's session that long while it is away
+   * — its unacknowledged and newly assigned uplinks wait there and are delivered when it comes back
+   * with the same clientIdPrefix. Seconds.
+   */
+  sessionExpirySeconds?: number;
   /** Largest uplink payload, bytes; larger ones are refused PAYLOAD_TOO_LARGE. Default 65 536. */
   maxPayloadBytes?: number;
   /** How long a device with its assets is reused, ms. Default 2000. */

@@ -127,29 +127,59 @@ export async function createExternalMqtt(options: ExternalMqttOptions): Promise<
     return work.finally(() => inFlight.delete(work));
   };
 
+  const sessionExpiry = options.sessionExpirySeconds ?? 0;
+  if (!Number.isInteger(sessionExpiry) || sessionExpiry < 0 || sessionExpiry > 0xffffffff) throw new TypeError('createExternalMqtt: sessionExpirySeconds must be an integer from 0 to 4294967295');
   const clientOptions = (clientId: string): IClientOptions => ({
     protocolVersion: 5,
     clientId,
-    clean: true,
+    // A persistent session keeps this instance's share of uplinks (in flight and queued) at the
+    // broker while it is away, and gets them back when it reconnects with the same client id.
+    clean: sessionExpiry === 0,
+    properties: { sessionExpiryInterval: sessionExpiry },
     connectTimeout: options.connectTimeoutMs ?? 10_000,
     reconnectPeriod: options.reconnectPeriodMs ?? 1000,
     // Feeds are QoS 0: while the broker is away they are dropped, not queued without bound.
     queueQoSZero: false,
   });
 
-  const connect = async (clientId: string): Promise<MqttClient> => {
-    let client: MqttClient;
-    try {
-      client = await mqtt.connectAsync(options.url, clientOptions(clientId), false);
-    } catch (error) {
-      throw new FleetError('UNAVAILABLE', `cannot connect to the MQTT broker: ${(error as Error).message}`, { cause: error });
-    }
-    client.on('error', (error) => logger.warn('mqtt: broker connection error', { clientId, error: toFleetError(error) }));
-    client.on('offline', () => {
-      stats.disconnected++;
-      logger.warn('mqtt: broker connection lost; reconnecting', { clientId });
+  /** Connects; `onMessage` is in place before the CONNACK, as a resumed session may deliver at once. */
+  const connect = (clientId: string, onMessage?: MqttClient['handleMessage']): Promise<MqttClient> => new Promise((resolve, reject) => {
+    const client = mqtt.connect(options.url, clientOptions(clientId));
+    if (onMessage !== undefined) client.handleMessage = onMessage;
+    const fail = (error: Error) => {
+      client.removeAllListeners();
+      // mqtt.js may still report the abandoned attempt (a CONNACK timeout); nobody waits for it.
+      client.on('error', () => undefined);
+      client.end(true);
+      reject(new FleetError('UNAVAILABLE', `cannot connect to the MQTT broker: ${error.message}`, { cause: error }));
+    };
+    const onError = (error: Error) => fail(error);
+    const onClose = () => fail(new Error('connection closed before CONNACK'));
+    client.once('error', onError);
+    client.once('close', onClose);
+    client.once('connect', () => {
+      client.off('error', onError);
+      client.off('close', onClose);
+      client.on('error', (error) => logger.warn('mqtt: broker connection error', { clientId, error: toFleetError(error) }));
+      client.on('offline', () => {
+        stats.disconnected++;
+        logger.warn('mqtt: broker connection lost; reconnecting', { clientId });
+      });
+      resolve(client);
     });
-    return client;
+  });
+
+  const onMessage: MqttClient['handleMessage'] = (packet, callback) => {
+    if (closing && packet.qos === 0) return callback();
+    const work = track(handle(packet));
+    if (packet.qos === 0 && qos0InFlight < maxQos0) {
+      // Nothing to acknowledge: take the next message while this one is appended.
+      qos0InFlight++;
+      work.finally(() => qos0InFlight--);
+      callback();
+      return;
+    }
+    work.then(() => callback(), () => callback());
   };
 
   const clients: MqttClient[] = [];
@@ -157,20 +187,8 @@ export async function createExternalMqtt(options: ExternalMqttOptions): Promise<
     const publisher = await connect(`${prefix}-pub`);
     clients.push(publisher);
     for (let i = 0; i < connections; i++) {
-      const client = await connect(`${prefix}-sub${i}`);
+      const client = await connect(`${prefix}-sub${i}`, onMessage);
       clients.push(client);
-      client.handleMessage = (packet, callback) => {
-        if (closing && packet.qos === 0) return callback();
-        const work = track(handle(packet));
-        if (packet.qos === 0 && qos0InFlight < maxQos0) {
-          // Nothing to acknowledge: take the next message while this one is appended.
-          qos0InFlight++;
-          work.finally(() => qos0InFlight--);
-          callback();
-          return;
-        }
-        work.then(() => callback(), () => callback());
-      };
       const filters = UPLINK_FILTERS.map((f) => `$share/${group}/${f}`);
       let granted: number[];
       try {
