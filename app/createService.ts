@@ -170,7 +170,10 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       const ingest = new UplinkIngest({ log, clock, topic: names.uplinks });
       closers.push(['ingest', () => ingest.close()]);
       if (config.mqtt.url) {
-        mqtt = await createExternalMqtt({ url: config.mqtt.url, shareGroup: config.mqtt.shareGroup, registry, ingest, clock, rejections: store.rejections, logger });
+        mqtt = await createExternalMqtt({
+          url: config.mqtt.url, shareGroup: config.mqtt.shareGroup, clientIdPrefix: config.mqtt.clientId, sessionExpirySeconds: config.mqtt.sessionExpirySeconds,
+          registry, ingest, clock, rejections: store.rejections, logger,
+        });
         const client = mqtt;
         closers.push(['mqtt', () => client.close()]);
       } else if (config.mqtt.port >= 0) {

@@ -22,6 +22,8 @@ export const settings = {
   'mqtt-port': ['MQTT_PORT', 'mqtt.port', 'integer'],
   'mqtt-url': ['MQTT_URL', 'mqtt.url', 'string'],
   'mqtt-share-group': ['MQTT_SHARE_GROUP', 'mqtt.shareGroup', 'string'],
+  'mqtt-client-id': ['MQTT_CLIENT_ID', 'mqtt.clientId', 'string'],
+  'mqtt-session-expiry': ['MQTT_SESSION_EXPIRY_SECONDS', 'mqtt.sessionExpirySeconds', 'integer'],
   'command-expiry-ms': ['COMMAND_EXPIRY_MS', 'commands.expiryMs', 'integer'],
   'command-queue': ['COMMAND_QUEUE', 'commands.maxQueuePerDevice', 'integer'],
   'kafka-brokers': ['KAFKA_BROKERS', 'kafkaBrokers', 'list'],

@@ -35,6 +35,10 @@ export const Config = Type.Object({
     url: Type.Optional(Type.String({ minLength: 1 })),
     /** Shared subscription group of the instances splitting the broker's uplinks. Default 'fleetstream'. */
     shareGroup: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' })),
+    /** Client id prefix of this instance at the external broker, stable and unique per instance when sessions persist. Default random. */
+    clientId: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$' })),
+    /** External broker session expiry, seconds: 0 clean sessions; > 0 the broker keeps this instance's uplinks while it is away (docs/mqtt.md). */
+    sessionExpirySeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 4294967295 })),
   }),
   commands: Type.Object({
     /** A command for a device that stays offline this long expires, ms. */

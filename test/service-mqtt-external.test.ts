@@ -14,11 +14,17 @@ import { defaultConfig } from '../schemas/config.ts';
 import { BROKER_URL, brokerReachable } from './support/externalMqttStack.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
 
-test('MQTT_URL / --mqtt-url and MQTT_SHARE_GROUP select external broker mode; a bad share group is refused', () => {
+test('MQTT_URL / --mqtt-url, MQTT_SHARE_GROUP, MQTT_CLIENT_ID, MQTT_SESSION_EXPIRY_SECONDS; bad values are refused', () => {
   assert.is(loadConfig({}, {}).mqtt.url, undefined);
   assert.equal(loadConfig({}, { MQTT_URL: 'mqtt://fs:secret@broker:1883', MQTT_SHARE_GROUP: 'fleet_a' }).mqtt, { host: '0.0.0.0', port: 1883, url: 'mqtt://fs:secret@broker:1883', shareGroup: 'fleet_a' });
   assert.is(loadConfig({ 'mqtt-url': 'mqtts://b:8883' }, { MQTT_URL: 'mqtt://a:1883' }).mqtt.url, 'mqtts://b:8883');
   for (const group of ['a/b', 'g+', '#', 'x'.repeat(65)]) assert.throws(() => loadConfig({ 'mqtt-share-group': group }, {}), /invalid configuration/, group);
+  const persistent = loadConfig({ 'mqtt-client-id': 'fleet-1', 'mqtt-session-expiry': '600' }, {}).mqtt;
+  assert.equal([persistent.clientId, persistent.sessionExpirySeconds], ['fleet-1', 600]);
+  assert.is(loadConfig({}, { MQTT_SESSION_EXPIRY_SECONDS: '0' }).mqtt.sessionExpirySeconds, 0);
+  for (const [flag, value] of [['mqtt-client-id', 'a b'], ['mqtt-client-id', 'x/y'], ['mqtt-session-expiry', '-1'], ['mqtt-session-expiry', '1.5'], ['mqtt-session-expiry', '4294967296']] as const) {
+    assert.throws(() => loadConfig({ [flag]: value }, {}), /invalid configuration/, `${flag}=${value}`);
+  }
 });
 
 if (!(await brokerReachable())) {
