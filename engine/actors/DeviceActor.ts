@@ -1,10 +1,10 @@
 /**
  * One actor per active device: processes that device's uplinks strictly in order, holding the
- * device's compiled profiles and decoder. The lifecycle is the xstate machine in deviceMachine.ts;
+ * device's compiled profiles and decoder. The lifecycle is the xstate machine in deviceMachine.ts,
+ * stepped through its transition table;
  * the hot path (decode, validate, hand rows to the sink) is plain code with no awaits, so an active
  * device's uplink is processed inline as it is dispatched.
  */
-import { createActor, type Actor } from 'xstate';
 import type { Clock, TimerHandle } from '../clock.ts';
 import { FleetError, toFleetError } from '../errors.ts';
 import type { DeviceDirectory, DeviceInfo } from '../ports/directory.ts';
@@ -12,7 +12,7 @@ import type { UplinkEnvelope } from '../../schemas/messages.ts';
 import type { CompiledDevice } from '../uplink/compileDevice.ts';
 import { processUplink, type UplinkOutput } from '../uplink/processUplink.ts';
 import { Mailbox } from './Mailbox.ts';
-import { deviceMachine, type DeviceLifecycleState } from './deviceMachine.ts';
+import { initialDeviceState, nextDeviceState, type DeviceEvent, type DeviceLifecycleState } from './deviceMachine.ts';
 
 /** One unit of work: a decoded envelope and an opaque handle the sink uses to track completion. */
 export interface UplinkWork {
@@ -44,7 +44,7 @@ export class DeviceActor {
   readonly mailbox: Mailbox<UplinkWork>;
   lastActive: number;
   #env: DeviceActorEnv;
-  #lifecycle: Actor<typeof deviceMachine>;
+  #state: DeviceLifecycleState = initialDeviceState;
   #device: CompiledDevice | undefined;
   /** Set when the device cannot be processed at all (unknown, or its profiles do not compile). */
   #rejectAll: { code: 'UNKNOWN_DEVICE' | 'PROCESSING_FAILED'; reason: string } | undefined;
@@ -56,13 +56,15 @@ export class DeviceActor {
     this.#env = env;
     this.mailbox = new Mailbox(env.mailboxCapacity);
     this.lastActive = env.clock.now();
-    this.#lifecycle = createActor(deviceMachine);
-    this.#lifecycle.start();
     this.#load();
   }
 
   get state(): DeviceLifecycleState {
-    return this.#lifecycle.getSnapshot().value as DeviceLifecycleState;
+    return this.#state;
+  }
+
+  #send(event: DeviceEvent['type']): void {
+    this.#state = nextDeviceState(this.#state, event);
   }
 
   /** True when the actor holds no work and no load is under way, so it may be passivated. */
@@ -79,7 +81,7 @@ export class DeviceActor {
     this.lastActive = now;
     const state = this.state;
     if (state !== 'loading' && now - this.#loadedAt > this.#env.refreshAfterMs) {
-      this.#lifecycle.send({ type: 'STALE' });
+      this.#send('STALE');
       this.#load();
     }
     if (this.state !== 'loading' && this.mailbox.size === 0) {
@@ -96,8 +98,7 @@ export class DeviceActor {
 
   passivate(): void {
     this.#retryTimer?.cancel();
-    this.#lifecycle.send({ type: 'PASSIVATE' });
-    this.#lifecycle.stop();
+    this.#send('PASSIVATE');
     this.#device = undefined;
   }
 
@@ -110,7 +111,7 @@ export class DeviceActor {
         if (info === undefined) {
           this.#device = undefined;
           this.#rejectAll = { code: 'UNKNOWN_DEVICE', reason: `device ${this.deviceId} does not exist` };
-          this.#lifecycle.send({ type: 'NOT_FOUND' });
+          this.#send('NOT_FOUND');
         } else {
           try {
             this.#device = env.compile(info);
@@ -119,7 +120,7 @@ export class DeviceActor {
             this.#device = undefined;
             this.#rejectAll = { code: 'PROCESSING_FAILED', reason: `device ${this.deviceId} cannot be compiled: ${toFleetError(error).message}` };
           }
-          this.#lifecycle.send({ type: 'LOADED' });
+          this.#send('LOADED');
         }
         this.#drain();
       },
@@ -127,7 +128,7 @@ export class DeviceActor {
         if (this.state !== 'loading') return;
         const fleetError = toFleetError(error, 'UNAVAILABLE');
         env.onLoadError?.(this.deviceId, fleetError);
-        this.#lifecycle.send({ type: 'LOAD_FAILED' });
+        this.#send('LOAD_FAILED');
         // Queued work waits (the full mailbox pushes back to the source) until the directory answers.
         this.#retryTimer = env.clock.setTimeout(() => {
           this.#retryTimer = undefined;
