@@ -1,13 +1,15 @@
 /**
  * The embedded MQTT edge with real mqtt.js clients: states on the three topic shapes end to end
- * into chDB, feeds, device-token auth, topic ACLs and bad payloads.
+ * into chDB, feeds, device-token auth, topic ACLs, bad payloads, and the TLS listener.
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { encode as cborEncode } from 'cbor-x';
 import mqtt from 'mqtt';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { MqttStack, subackCodes, type SeededDevice } from './support/mqttStack.ts';
-import { waitFor } from './support/tmp.ts';
+import { tempDir, waitFor } from './support/tmp.ts';
 
 const json = (v: unknown) => Buffer.from(JSON.stringify(v));
 
@@ -211,6 +213,62 @@ bad('malformed, oversized and mis-shaped payloads on every topic are refused wit
   assert.ok(c.connected);
 });
 
+// ---------------------------------------------------------------- TLS
+const tls = suite('mqtt edge over TLS');
+
+/** A self-signed certificate for 127.0.0.1 made by openssl (node:crypto cannot make X.509), or undefined without openssl. */
+function selfSigned(dir: string): { cert: string; key: string } | undefined {
+  try {
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
+      '-keyout', `${dir}/key.pem`, '-out', `${dir}/cert.pem`, '-days', '1', '-subj', '/CN=localhost',
+      '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost'], { stdio: 'pipe' });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  return { cert: readFileSync(`${dir}/cert.pem`, 'utf8'), key: readFileSync(`${dir}/key.pem`, 'utf8') };
+}
+
+tls('with tls {cert, key} the listener speaks MQTT over TLS only: uplinks and commands work, untrusted or plain clients do not connect', async () => {
+  const tmp = tempDir('mqtt-tls');
+  const pair = selfSigned(tmp.dir);
+  if (pair === undefined) {
+    console.log('mqtt-edge TLS: openssl not found; the TLS listener test is skipped');
+    tmp.remove();
+    return;
+  }
+  const t = await MqttStack.start({ edge: { tls: pair } });
+  try {
+    const d = await t.device('secure', [{ name: 't', profile: { type: 'number' } }]);
+    const url = `mqtts://127.0.0.1:${t.edge.port}`;
+    const c = await mqtt.connectAsync(url, { ca: pair.cert, username: d.token, password: d.token, reconnectPeriod: 0, connectTimeout: 5000 });
+    try {
+      assert.equal((await c.subscribeAsync(`device/${d.deviceId}/asset/+/feed`, { qos: 1 }))[0].qos, 1);
+      await c.publishAsync(`device/${d.deviceId}/asset/t/state`, json({ value: 7 }), { qos: 1 });
+      assert.is(t.appended.length, 1, 'durable before the PUBACK, over TLS');
+      assert.is(t.appended[0].deviceId, d.deviceId);
+    } finally {
+      await c.endAsync();
+    }
+    const untrusted = await mqtt.connectAsync(url, { username: d.token, password: d.token, reconnectPeriod: 0, connectTimeout: 3000 }, false).then(
+      (client) => { client.end(true); return undefined; },
+      (error: Error) => error,
+    );
+    assert.ok(untrusted !== undefined, 'a client that does not trust the certificate is refused');
+    assert.match(String((untrusted as Error & { code?: string }).code ?? untrusted.message), /SELF_SIGNED|self.signed|certificate/i);
+    const plain = await mqtt.connectAsync(`mqtt://127.0.0.1:${t.edge.port}`, { username: d.token, password: d.token, reconnectPeriod: 0, connectTimeout: 2000 }, false).then(
+      (client) => { client.end(true); return undefined; },
+      (error: Error) => error,
+    );
+    assert.ok(plain !== undefined, 'plain MQTT on the TLS port does not connect');
+    assert.is(t.appended.length, 1);
+  } finally {
+    await t.stop();
+    tmp.remove();
+  }
+});
+
 e2e.run();
 acl.run();
 bad.run();
+tls.run();
