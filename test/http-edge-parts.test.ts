@@ -6,7 +6,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { historyPage, encodeCursor } from '../adapters/http/historyPage.ts';
 import { TokenBuckets } from '../adapters/http/TokenBuckets.ts';
-import { TtlCache } from '../adapters/http/TtlCache.ts';
+import { TtlCache } from '../engine/TtlCache.ts';
 import { SimulatedClock } from '../engine/clock.ts';
 import { FleetError } from '../engine/errors.ts';
 import type { HistoryQuery, StoredState } from '../engine/ports/store.ts';

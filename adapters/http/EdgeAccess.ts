@@ -9,17 +9,13 @@
  * Existence is checked before membership (404 before 403): ids are 131 random bits, so answering
  * 404 tells nothing an attacker could enumerate. A device token asking for another device gets 403
  * without a lookup.
- *
- * Every uplink needs a token, a device and (for users) a membership: without a cache that is two or
- * three registry queries per state. Positive answers are kept `cacheTtlMs`; changes made through
- * this edge drop what they touch at once (forget()), changes made elsewhere (another edge, the
- * admin CLI revoking a token) take effect within cacheTtlMs. Failed lookups are never cached.
+ * The lookups themselves are cached by engine/RegistryLookups.ts (shared with the MQTT edges).
  */
 import type { Clock } from '../../engine/clock.ts';
 import { FleetError } from '../../engine/errors.ts';
 import { tokenScope } from '../../engine/tokens.ts';
 import type { Asset, DeviceWithAssets, Ground, Principal, Registry } from '../../engine/ports/registry.ts';
-import { TtlCache } from './TtlCache.ts';
+import { RegistryLookups } from '../../engine/RegistryLookups.ts';
 
 /** read: GETs; write: states and asset create/update; manage: device rename/delete, asset delete. */
 export type DeviceNeed = 'read' | 'write' | 'manage';
@@ -40,25 +36,16 @@ export interface EdgeAccessOptions {
 
 export class EdgeAccess {
   readonly #registry: Registry;
-  readonly #principals: TtlCache<string, Principal>;
-  readonly #devices: TtlCache<string, DeviceWithAssets>;
-  readonly #members: TtlCache<string, true>;
-  /** Asset id → device id: an asset never moves to another device. */
-  readonly #assetDevices: TtlCache<string, string>;
+  readonly #lookups: RegistryLookups;
 
   constructor(options: EdgeAccessOptions) {
     this.#registry = options.registry;
-    const cache = { clock: options.clock, ttlMs: options.cacheTtlMs };
-    this.#principals = new TtlCache(cache);
-    this.#devices = new TtlCache(cache);
-    this.#members = new TtlCache(cache);
-    this.#assetDevices = new TtlCache(cache);
+    this.#lookups = new RegistryLookups({ registry: options.registry, clock: options.clock, cacheTtlMs: options.cacheTtlMs });
   }
 
   /** Drops what is cached about a device; when it was deleted, its tokens' principals too. */
   forget(deviceId: string, deleted = false): void {
-    this.#devices.delete(deviceId);
-    if (deleted) this.#principals.deleteWhere((p) => p.scope === 'device' && p.subjectId === deviceId);
+    this.#lookups.forget(deviceId, deleted);
   }
 
   /** 401 for a missing, malformed, unknown or revoked token. */
@@ -69,7 +56,7 @@ export class EdgeAccess {
     const token = match[1];
     // Not shaped like a token: refuse without a registry lookup.
     if (tokenScope(token) === undefined) throw new FleetError('UNAUTHORIZED', 'invalid token');
-    const principal = await this.#principals.getOrLoad(token, () => this.#registry.authenticate(token));
+    const principal = await this.#lookups.principal(token);
     if (principal === undefined) throw new FleetError('UNAUTHORIZED', 'invalid or revoked token');
     return { principal, token };
   }
@@ -79,16 +66,16 @@ export class EdgeAccess {
     if (principal.scope !== 'user') throw new FleetError('FORBIDDEN', `a ${principal.scope} token cannot manage grounds`);
     const ground = await this.#registry.getGround(groundId);
     if (ground === undefined) throw new FleetError('NOT_FOUND', `ground ${groundId} not found`);
-    if (!(await this.#isMember(groundId, principal.subjectId))) throw new FleetError('FORBIDDEN', 'not a member of this ground');
+    if (!(await this.#lookups.isMember(groundId, principal.subjectId))) throw new FleetError('FORBIDDEN', 'not a member of this ground');
     return ground;
   }
 
   /** The device with its assets, when the principal may `need` it. */
   async device(principal: Principal, deviceId: string, need: DeviceNeed): Promise<DeviceWithAssets> {
     this.#precheck(principal, deviceId, need);
-    const device = await this.#devices.getOrLoad(deviceId, () => this.#registry.getDevice(deviceId));
+    const device = await this.#lookups.device(deviceId);
     if (device === undefined) throw new FleetError('UNKNOWN_DEVICE', `device ${deviceId} not found`);
-    if (principal.scope === 'user' && !(await this.#isMember(device.groundId, principal.subjectId))) {
+    if (principal.scope === 'user' && !(await this.#lookups.isMember(device.groundId, principal.subjectId))) {
       throw new FleetError('FORBIDDEN', 'not a member of the ground of this device');
     }
     return device;
@@ -97,7 +84,7 @@ export class EdgeAccess {
   /** An asset by its global id (spec §4.1 `asset/<AssetID>/…`) and its device. */
   async asset(principal: Principal, assetId: string, need: DeviceNeed): Promise<{ device: DeviceWithAssets; asset: Asset }> {
     if (principal.scope === 'partner') throw new FleetError('FORBIDDEN', 'a partner token cannot reach devices');
-    const deviceId = await this.#assetDevices.getOrLoad(assetId, async () => (await this.#registry.getAssetById(assetId))?.deviceId);
+    const deviceId = await this.#lookups.deviceIdOfAsset(assetId);
     if (deviceId === undefined) {
       // A device token only learns about its own assets.
       if (principal.scope === 'device') throw new FleetError('FORBIDDEN', 'not an asset of this device');
@@ -108,11 +95,6 @@ export class EdgeAccess {
     // Deleted between the two reads.
     if (current === undefined) throw new FleetError('UNKNOWN_ASSET', `asset ${assetId} not found`);
     return { device, asset: current };
-  }
-
-  async #isMember(groundId: string, userId: string): Promise<boolean> {
-    const key = `${groundId}/${userId}`;
-    return (await this.#members.getOrLoad(key, async () => ((await this.#registry.isMember(groundId, userId)) ? true : undefined))) === true;
   }
 
   #precheck(principal: Principal, deviceId: string, need: DeviceNeed): void {

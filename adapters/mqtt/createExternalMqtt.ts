@@ -24,7 +24,7 @@ import { feedTopic, parseUplinkTopic, routeTrustedUplink, shorten, type Refusal 
 import type { CommandTransport } from '../../engine/commands/CommandTransport.ts';
 import { ClientCommandTransport } from './ClientCommandTransport.ts';
 import type { ExternalMqttOptions } from './ExternalMqttOptions.ts';
-import { MqttAccess } from './MqttAccess.ts';
+import { RegistryLookups } from '../../engine/RegistryLookups.ts';
 import type { MqttEdgeStats } from './createMqttEdge.ts';
 
 export type { ExternalMqttOptions } from './ExternalMqttOptions.ts';
@@ -55,7 +55,7 @@ export async function createExternalMqtt(options: ExternalMqttOptions): Promise<
   const maxQos0 = options.maxQos0InFlight ?? 1024;
   const retryBaseMs = options.retryBaseMs ?? 100;
   const { clock } = options;
-  const access = new MqttAccess({ registry: options.registry, clock, cacheTtlMs: options.cacheTtlMs ?? 2000 });
+  const access = new RegistryLookups({ registry: options.registry, clock, cacheTtlMs: options.cacheTtlMs ?? 2000 });
   const stats = { accepted: 0, refused: 0, disconnected: 0, dropped: 0 };
   const inFlight = new Set<Promise<void>>();
   let qos0InFlight = 0;

@@ -23,7 +23,7 @@ import { checkUplinkPayload } from '../../engine/mqtt/checkUplinkPayload.ts';
 import { authorizeSubscription, authorizeUplink, feedTopic, parseFilter, type Refusal } from '../../engine/mqtt/topics.ts';
 import type { CommandTransport } from '../../engine/commands/CommandTransport.ts';
 import { AedesCommandTransport } from './AedesCommandTransport.ts';
-import { MqttAccess } from './MqttAccess.ts';
+import { RegistryLookups } from '../../engine/RegistryLookups.ts';
 import type { MqttEdgeOptions } from './MqttEdgeOptions.ts';
 
 export type { MqttEdgeOptions } from './MqttEdgeOptions.ts';
@@ -61,7 +61,7 @@ export async function createMqttEdge(options: MqttEdgeOptions): Promise<MqttEdge
   const logger = options.logger ?? silentLogger;
   const maxPayload = options.maxPayloadBytes ?? 64 * 1024;
   const maxRefusals = options.maxRefusals ?? 10;
-  const access = new MqttAccess({ registry: options.registry, clock: options.clock, cacheTtlMs: options.cacheTtlMs ?? 2000 });
+  const access = new RegistryLookups({ registry: options.registry, clock: options.clock, cacheTtlMs: options.cacheTtlMs ?? 2000 });
   const connections = new WeakMap<Client, Connection>();
   const stats: MqttEdgeStats = { accepted: 0, refused: 0, disconnected: 0 };
 

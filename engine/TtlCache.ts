@@ -3,7 +3,7 @@
  * the least recently set entry goes first. ttlMs 0 keeps nothing. getOrLoad() runs one load per key
  * at a time: when an entry expires under load, the requests that miss together share one lookup.
  */
-import type { Clock } from '../../engine/clock.ts';
+import type { Clock } from './clock.ts';
 
 export interface TtlCacheOptions {
   clock: Clock;
