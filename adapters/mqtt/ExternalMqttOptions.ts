@@ -26,7 +26,8 @@ export interface ExternalMqttOptions {
   /**
    * Subscriber connections of this instance. mqtt.js handles one connection's messages one after
    * the other and a QoS 1 message is acknowledged only once durable, so several connections let
-   * appends overlap (and share a log write). Default 4.
+   * appends overlap (and share a log write): on loopback 4 connections took ~4,400 QoS 1 uplinks/s,
+   * 16 ~6,600, 32 ~9,300 (bench/mqtt.bench.ts). Default 16.
    */
   connections?: number;
   /**

@@ -48,7 +48,7 @@ export async function createExternalMqtt(options: ExternalMqttOptions): Promise<
   const logger = options.logger ?? silentLogger;
   const group = options.shareGroup ?? 'fleetstream';
   if (!SHARE_GROUP.test(group)) throw new TypeError(`createExternalMqtt: shareGroup must match ${SHARE_GROUP}`);
-  const connections = options.connections ?? 4;
+  const connections = options.connections ?? 16;
   if (!Number.isInteger(connections) || connections < 1) throw new TypeError('createExternalMqtt: connections must be a positive integer');
   const prefix = options.clientIdPrefix ?? `fleetstream-${newId().slice(0, 10)}`;
   const maxPayload = options.maxPayloadBytes ?? 64 * 1024;

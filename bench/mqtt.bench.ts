@@ -1,0 +1,285 @@
+/**
+ * MQTT ingest and command delivery on loopback, Fleetstream against Mosquitto measured in the same
+ * run. Not part of the test suite.
+ *
+ *   npx node bench/mqtt.bench.ts [messages=20000] [clients=100,1000] [commands=200] [limitSeconds=60] [externalConnections]
+ *
+ * Ingest, for each client count and QoS 0 / QoS 1: `clients` MQTT connections publish `messages`
+ * asset states in all (`{value}` on `device/<id>/asset/t/state`, one device per connection); at
+ * QoS 1 each connection waits for its PUBACK before the next publish (one in flight per client).
+ *   - Mosquitto (127.0.0.1:1883, the baseline broker): publish → receipt by a subscriber (four
+ *     connections in one shared subscription, at the scenario's QoS).
+ *   - Fleetstream embedded edge (Aedes, device-token auth, ACL, payload check): publish → durably
+ *     appended to topic `uplinks` in the local log; at QoS 1 that is the PUBACK the client receives.
+ *   - Fleetstream external broker mode: devices publish to Mosquitto, Fleetstream's shared
+ *     subscriptions take the messages, publish → durably appended (the device's PUBACK comes from
+ *     Mosquitto, so the clock stops when the append count is reached).
+ * msg/s = messages arrived / (time from the first publish to the last receipt or append); QoS 1
+ * latencies are per message (p50/p99). Each scenario stops at `limitSeconds`; what did not arrive
+ * (dropped by a broker, or still on its way) is reported.
+ *
+ * Command delivery latency, one command at a time, `commands` times:
+ *   - Mosquitto: a client publishes `{value, at}` at QoS 1 → a subscribed client receives it.
+ *   - Fleetstream: a command record is appended to topic `commands` → CommandPipeline → command
+ *     actor → Aedes publish → the device's subscribed client receives it (the request reaches the
+ *     engine thread by postMessage, a few µs of the figure).
+ *
+ * Fleetstream (edge, log, engine) runs in a worker thread; every MQTT client runs in the main thread
+ * for both brokers, so the load generator's cost is the same on both sides.
+ */
+import mqtt, { type MqttClient } from 'mqtt';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { isMainThread, parentPort, Worker } from 'node:worker_threads';
+import { createLocalLog } from '../adapters/local-log/LocalLog.ts';
+import { createExternalMqtt, type ExternalMqtt } from '../adapters/mqtt/createExternalMqtt.ts';
+import { createMqttEdge } from '../adapters/mqtt/createMqttEdge.ts';
+import { createPgliteRegistry } from '../adapters/pglite/createPgliteRegistry.ts';
+import { systemClock } from '../engine/clock.ts';
+import { CommandActors } from '../engine/commands/CommandActors.ts';
+import { CommandPipeline } from '../engine/commands/CommandPipeline.ts';
+import { newId } from '../engine/ids.ts';
+import { registryDirectory } from '../engine/ports/registry.ts';
+import { UplinkIngest } from '../engine/UplinkIngest.ts';
+import { Topics } from '../schemas/messages.ts';
+
+const MOSQUITTO = 'mqtt://127.0.0.1:1883';
+
+interface Device { id: string; token: string }
+type ToWorker = { type: 'count' } | { type: 'command'; deviceId: string; value: number } | { type: 'external'; on: boolean; connections?: number } | { type: 'stop' };
+type FromWorker = { type: 'ready'; port: number; devices: Device[] } | { type: 'count'; appended: number } | { type: 'external' } | { type: 'stopped' };
+
+// ---------------------------------------------------------------- Fleetstream (worker thread)
+
+async function engineThread(deviceCount: number): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'fleetstream-mqtt-bench-'));
+  const registry = await createPgliteRegistry();
+  const user = await registry.createUser({ name: 'bench' });
+  const ground = await registry.createGround({ name: 'bench', userId: user.entity.id });
+  const devices: Device[] = [];
+  for (let i = 0; i < deviceCount; i++) {
+    const { device, token } = await registry.createDevice({
+      groundId: ground.id, name: `bench-${i}`,
+      assets: [{ name: 't', is: 'sensor', profile: { type: 'number' } }, { name: 'led', is: 'actuator', profile: { type: 'number' } }],
+    });
+    devices.push({ id: device.id, token });
+  }
+  const log = createLocalLog({ dir: join(dir, 'log') });
+  await log.ensureTopics([{ name: Topics.uplinks, partitions: 8 }, { name: Topics.commands, partitions: 2 }]);
+  let appended = 0;
+  const ingest = new UplinkIngest({
+    clock: systemClock,
+    log: { append: async (topic, records) => { const p = await log.append(topic, records); appended += records.length; return p; } },
+  });
+  const edge = await createMqttEdge({ registry, ingest, clock: systemClock, port: 0, host: '127.0.0.1' });
+  const actors = new CommandActors({ clock: systemClock, transport: edge.commands });
+  const commands = new CommandPipeline({ log, actors, directory: registryDirectory(registry), clock: systemClock, commitIntervalMs: 50 });
+  await commands.start();
+  let external: ExternalMqtt | undefined;
+  const post = (m: FromWorker) => parentPort!.postMessage(m);
+  parentPort!.on('message', async (m: ToWorker) => {
+    if (m.type === 'count') post({ type: 'count', appended });
+    else if (m.type === 'command') {
+      const record = { id: newId(), deviceId: m.deviceId, asset: 'led', value: m.value, issuer: 'app:bench', issuedAt: Date.now() };
+      await log.append(Topics.commands, [{ key: m.deviceId, value: new TextEncoder().encode(JSON.stringify(record)) }]);
+    } else if (m.type === 'external') {
+      if (m.on) external = await createExternalMqtt({ url: MOSQUITTO, registry, ingest, clock: systemClock, shareGroup: `fsbench-${process.pid}`, connections: m.connections });
+      else await external?.close();
+      post({ type: 'external' });
+    } else {
+      await commands.stop();
+      actors.stop();
+      await edge.close();
+      await ingest.close();
+      await log.close();
+      await registry.close();
+      rmSync(dir, { recursive: true, force: true });
+      post({ type: 'stopped' });
+    }
+  });
+  post({ type: 'ready', port: edge.port, devices });
+}
+
+// ---------------------------------------------------------------- load generator (main thread)
+
+interface Outcome { rate: number; received: number; total: number; p50?: number; p99?: number }
+
+const percentile = (sorted: number[], q: number) => (sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]);
+
+async function connectAll(url: string, count: number, auth: (i: number) => string | undefined): Promise<MqttClient[]> {
+  const clients: MqttClient[] = [];
+  for (let i = 0; i < count; i += 50) {
+    const batch = await Promise.all(Array.from({ length: Math.min(50, count - i) }, (_, k) => {
+      const token = auth(i + k);
+      return mqtt.connectAsync(url, { username: token, password: token, reconnectPeriod: 0, connectTimeout: 20_000, keepalive: 120 }, false);
+    }));
+    clients.push(...batch);
+  }
+  return clients;
+}
+
+/**
+ * Publishes `total` messages over `clients`; `done()` tells how many arrived (receipts or appends);
+ * at QoS 1 with `ackLatency` the PUBACK time is the per-message latency.
+ */
+async function drive(clients: MqttClient[], topicOf: (i: number) => string, total: number, qos: 0 | 1, limitMs: number,
+  arrived: () => number | Promise<number>, latencies: number[], ackLatency: boolean): Promise<Outcome> {
+  const perClient = Math.ceil(total / clients.length);
+  const started = performance.now();
+  const deadline = started + limitMs;
+  let sent = 0;
+  const publishers = clients.map(async (client, i) => {
+    const topic = topicOf(i);
+    for (let k = 0; k < perClient && sent < total && performance.now() < deadline; k++) {
+      sent++;
+      const t = performance.now();
+      const payload = Buffer.from(`{"value":${t}}`);
+      if (qos === 0) client.publish(topic, payload, { qos: 0 });
+      else {
+        await client.publishAsync(topic, payload, { qos: 1 });
+        if (ackLatency) latencies.push(performance.now() - t);
+      }
+    }
+  });
+  // Arrivals are polled every 5 ms while publishing and after; the clock stops at the last one.
+  let count = 0;
+  let last = started;
+  let publishing = true;
+  const poll = async () => {
+    const now = await arrived();
+    if (now !== count) {
+      count = now;
+      last = performance.now();
+    }
+  };
+  const polling = (async () => {
+    while (publishing) {
+      await poll();
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  })();
+  await Promise.all(publishers);
+  publishing = false;
+  await polling;
+  await poll();
+  while (count < sent && performance.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 5));
+    await poll();
+  }
+  const seconds = (last - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  return { rate: count / seconds, received: count, total: sent, p50: latencies.length ? percentile(latencies, 0.5) : undefined, p99: latencies.length ? percentile(latencies, 0.99) : undefined };
+}
+
+async function main(): Promise<void> {
+  const total = Number(process.argv[2] ?? 20_000);
+  const clientCounts = (process.argv[3] ?? '100,1000').split(',').map(Number);
+  const commandCount = Number(process.argv[4] ?? 200);
+  const limitMs = Number(process.argv[5] ?? 60) * 1000;
+  const externalConnections = process.argv[6] === undefined ? undefined : Number(process.argv[6]);
+  const maxClients = Math.max(...clientCounts);
+  const run = `fsbench-${process.pid}-${newId().slice(0, 6)}`;
+
+  const worker = new Worker(new URL(import.meta.url), { workerData: maxClients });
+  const waiting = new Map<string, (m: FromWorker) => void>();
+  worker.on('message', (m: FromWorker) => { waiting.get(m.type)?.(m); waiting.delete(m.type); });
+  const ask = <T extends FromWorker['type']>(type: T, message?: ToWorker) => new Promise<Extract<FromWorker, { type: T }>>((resolve) => {
+    waiting.set(type, resolve as (m: FromWorker) => void);
+    if (message) worker.postMessage(message);
+  });
+  console.log(`setting up ${maxClients} devices…`);
+  const ready = await ask('ready');
+  const edgeUrl = `mqtt://127.0.0.1:${ready.port}`;
+  const appendedNow = async () => (await ask('count', { type: 'count' })).appended;
+
+  const rows: string[] = [];
+  const fmt = (o: Outcome) => `${o.rate.toFixed(0).padStart(7)} msg/s${o.received < o.total ? ` (${o.received}/${o.total} arrived)` : ''}`
+    + (o.p50 !== undefined ? `  p50 ${o.p50.toFixed(2)} ms  p99 ${o.p99!.toFixed(2)} ms` : '');
+
+  for (const clients of clientCounts) {
+    const topic = (i: number) => `device/${ready.devices[i].id}/asset/t/state`;
+    // Mosquitto baseline: four subscriber connections in a shared subscription take every message
+    // of this run (one alone overflows Mosquitto's per-client queue at QoS 1 with 1000 publishers,
+    // and the broker drops what does not fit).
+    const mosquittoClients = await connectAll(MOSQUITTO, clients, () => undefined);
+    const subscribers = await connectAll(MOSQUITTO, 4, () => undefined);
+    const edgeClients = await connectAll(edgeUrl, clients, (i) => ready.devices[i].token);
+    for (const qos of [0, 1] as const) {
+      let received = 0;
+      const recvLatencies: number[] = [];
+      const onMessage = (_t: string, payload: Buffer) => { received++; if (qos === 1) recvLatencies.push(performance.now() - JSON.parse(payload.toString()).value); };
+      for (const sub of subscribers) {
+        sub.on('message', onMessage);
+        await sub.subscribeAsync(`$share/${run}/${run}/q${qos}/#`, { qos });
+      }
+      const base = await drive(mosquittoClients, (i) => `${run}/q${qos}/${topic(i)}`, total, qos, limitMs, () => received, recvLatencies, false);
+      if (qos === 1) {
+        recvLatencies.sort((a, b) => a - b);
+        base.p50 = percentile(recvLatencies, 0.5);
+        base.p99 = percentile(recvLatencies, 0.99);
+      }
+      for (const sub of subscribers) {
+        sub.off('message', onMessage);
+        await sub.unsubscribeAsync(`$share/${run}/${run}/q${qos}/#`);
+      }
+
+      const before = await appendedNow();
+      const edge = await drive(edgeClients, topic, total, qos, limitMs, async () => (await appendedNow()) - before, [], true);
+
+      await ask('external', { type: 'external', on: true, connections: externalConnections });
+      const beforeExternal = await appendedNow();
+      const ext = await drive(mosquittoClients, topic, total, qos, limitMs, async () => (await appendedNow()) - beforeExternal, [], false);
+      await ask('external', { type: 'external', on: false });
+
+      rows.push(`QoS ${qos}, ${String(clients).padStart(4)} clients  mosquitto publish→receipt          ${fmt(base)}`);
+      rows.push(`QoS ${qos}, ${String(clients).padStart(4)} clients  fleetstream edge publish→durable   ${fmt(edge)}   ratio ${(edge.rate / base.rate).toFixed(2)}`);
+      rows.push(`QoS ${qos}, ${String(clients).padStart(4)} clients  fleetstream via mosquitto (external mode) publish→durable ${fmt(ext)}   ratio ${(ext.rate / base.rate).toFixed(2)}`);
+      console.log(rows.slice(-3).join('\n'));
+    }
+    await Promise.all([...mosquittoClients, ...edgeClients, ...subscribers].map((c) => c.endAsync(true)));
+  }
+
+  // Command delivery latency, one at a time.
+  const device = ready.devices[0];
+  const deviceClient = await mqtt.connectAsync(edgeUrl, { username: device.token, password: device.token, reconnectPeriod: 0 }, false);
+  const plainDevice = await mqtt.connectAsync(MOSQUITTO, { reconnectPeriod: 0 }, false);
+  const app = await mqtt.connectAsync(MOSQUITTO, { reconnectPeriod: 0 }, false);
+  const commandTopic = `${run}/device/${device.id}/asset/led/command`;
+  await deviceClient.subscribeAsync(`device/${device.id}/asset/led/command`, { qos: 1 });
+  await plainDevice.subscribeAsync(commandTopic, { qos: 1 });
+  const measure = async (send: (value: number) => void | Promise<void>, client: MqttClient): Promise<number[]> => {
+    const out: number[] = [];
+    for (let k = 0; k < commandCount; k++) {
+      const got = new Promise<void>((resolve) => {
+        const onMessage = (_t: string, payload: Buffer) => {
+          if (JSON.parse(payload.toString()).value !== k) return;
+          client.off('message', onMessage);
+          resolve();
+        };
+        client.on('message', onMessage);
+      });
+      const t = performance.now();
+      await send(k);
+      await got;
+      out.push(performance.now() - t);
+    }
+    return out.sort((a, b) => a - b);
+  };
+  const mosq = await measure((v) => { app.publish(commandTopic, JSON.stringify({ value: v, at: new Date().toISOString() }), { qos: 1 }); }, plainDevice);
+  const fleet = await measure((v) => { worker.postMessage({ type: 'command', deviceId: device.id, value: v } satisfies ToWorker); }, deviceClient);
+  rows.push(`commands ×${commandCount}  mosquitto publish→receipt   p50 ${percentile(mosq, 0.5).toFixed(2)} ms  p99 ${percentile(mosq, 0.99).toFixed(2)} ms`);
+  rows.push(`commands ×${commandCount}  fleetstream topic commands→device receipt  p50 ${percentile(fleet, 0.5).toFixed(2)} ms  p99 ${percentile(fleet, 0.99).toFixed(2)} ms`);
+  await Promise.all([deviceClient, plainDevice, app].map((c) => c.endAsync(true)));
+
+  console.log(`\nMQTT on loopback, ${total} messages per scenario, ${limitMs / 1000} s limit each`);
+  console.log(rows.join('\n'));
+  await ask('stopped', { type: 'stop' });
+  await worker.terminate();
+}
+
+if (isMainThread) await main();
+else {
+  const { workerData } = await import('node:worker_threads');
+  await engineThread(workerData as number);
+}
