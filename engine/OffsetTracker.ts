@@ -50,4 +50,9 @@ export class OffsetTracker {
     this.#committed = this.#watermark;
     return this.#watermark;
   }
+
+  /** The offset last taken was not committed: the next takeCommit hands out the watermark again. */
+  commitFailed(): void {
+    this.#committed = -1;
+  }
 }

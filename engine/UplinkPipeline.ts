@@ -241,22 +241,45 @@ export class UplinkPipeline implements UplinkSink {
   }
 
   async #onRevoke(partitions: TopicPartition[]): Promise<void> {
-    await this.#drain();
-    await this.#commit();
-    for (const { topic, partition } of partitions) this.#trackers.delete(`${topic}\u0000${partition}`);
+    try {
+      await this.#drain();
+      await this.#commit();
+    } finally {
+      // Even when the commit failed, the partitions are gone: their next owner replays from the
+      // last commit and the idempotent store absorbs the replay.
+      for (const { topic, partition } of partitions) this.#trackers.delete(`${topic}\u0000${partition}`);
+    }
   }
 
+  /**
+   * Commits every partition whose watermark moved. A commit the log may take later (a broker
+   * restarting, the group coordinator moving: retriable errors) is handed out again on the next
+   * tick; a partition the consumer no longer holds (CONFLICT, a rebalance between two ticks) is
+   * dropped. Both only delay commits, never lose states: what is not committed is replayed.
+   */
   async #commit(): Promise<void> {
     if (this.#failed !== undefined || this.#consumer === undefined) return;
     const offsets: CommitRequest[] = [];
+    const taken: OffsetTracker[] = [];
     for (const [key, tracker] of this.#trackers) {
       const offset = tracker.takeCommit();
       if (offset === undefined) continue;
       const [topic, partition] = key.split('\u0000');
       offsets.push({ topic, partition: Number(partition), offset });
+      taken.push(tracker);
     }
     if (offsets.length === 0) return;
-    await this.#consumer.commit(offsets);
+    try {
+      await this.#consumer.commit(offsets);
+    } catch (error) {
+      const failure = toFleetError(error);
+      if (!failure.retriable && failure.code !== 'CONFLICT') throw failure;
+      for (const tracker of taken) tracker.commitFailed();
+      const lost = failure.code === 'CONFLICT' ? (failure.detail as Partial<TopicPartition> | undefined) : undefined;
+      if (lost?.topic !== undefined && lost.partition !== undefined) this.#trackers.delete(`${lost.topic}\u0000${lost.partition}`);
+      if (this.#stopping) throw failure;
+      return;
+    }
     this.stats.committed += offsets.length;
   }
 
