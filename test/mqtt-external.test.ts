@@ -215,18 +215,23 @@ if (!(await brokerReachable())) {
       [`device/${bd.deviceId}/asset/nope/state`, json({ value: 1 }), 'UNKNOWN_ASSET', bd.deviceId],
       [`asset/noasset${process.pid}x${Date.now()}/state`, json({ value: 1 }), 'UNKNOWN_ASSET', ''],
     ];
+    // The broker is shared: other runs' uplinks reach this group too (and are refused as unknown
+    // devices), so rows are picked by the device, or for an unknown asset id by the id in the reason.
+    const ours = (deviceId: string, topic: string) => (r: { deviceId: string; reason: string }) =>
+      r.deviceId === deviceId && (deviceId !== '' || r.reason.includes(topic.split('/')[1]));
     for (const [topic, payload, code, deviceId, contentType] of cases) {
-      const before = b.rejections.rows.length;
-      const served = appended.length;
+      const before = b.rejections.rows.filter(ours(deviceId, topic)).length;
+      const served = appended.filter((e) => e.deviceId === by.deviceId).length;
       await sender.publishAsync(topic, payload, { qos: 1, properties: contentType === undefined ? undefined : { contentType } });
       await bystander.publishAsync(`device/${by.deviceId}/asset/t/state`, json({ value: 1 }), { qos: 1 });
-      await waitFor(() => b.rejections.rows.length === before + 1 && appended.length === served + 1, 5000, `${topic} ${code}`);
-      const row = b.rejections.rows[before];
+      await waitFor(() => b.rejections.rows.filter(ours(deviceId, topic)).length === before + 1
+        && appended.filter((e) => e.deviceId === by.deviceId).length === served + 1, 5000, `${topic} ${code}`);
+      const row = b.rejections.rows.filter(ours(deviceId, topic))[before];
       assert.equal([row.code, row.deviceId, row.channel], [code, deviceId, 'mqtt'], `${topic}: ${payload.subarray(0, 20).toString('hex')}`);
       assert.ok(row.reason.length > 0 && row.reason.length < 300);
     }
-    assert.ok(appended.every((e) => e.deviceId === by.deviceId), 'nothing of the refused messages was appended');
-    assert.is(b.instances[0].mqtt.stats.refused, cases.length);
+    assert.ok(!appended.some((e) => e.deviceId === bd.deviceId), 'nothing of the refused messages was appended');
+    assert.is(appended.filter((e) => e.deviceId === by.deviceId).length, cases.length);
   });
 
   bad('an unreachable broker fails start with UNAVAILABLE; a bad share group is refused before connecting', async () => {
