@@ -80,6 +80,17 @@ export function logNames(config: Pick<Config, 'topicPrefix'>) {
   };
 }
 
+/** Kafka client timeouts from the configuration; heartbeats at most a third of the session apart. */
+export function kafkaTimeouts(kafka: Config['kafka']): { appendTimeoutMs?: number; sessionTimeoutMs?: number; heartbeatIntervalMs?: number } {
+  const out: { appendTimeoutMs?: number; sessionTimeoutMs?: number; heartbeatIntervalMs?: number } = {};
+  if (kafka.appendTimeoutMs !== undefined) out.appendTimeoutMs = kafka.appendTimeoutMs;
+  if (kafka.sessionTimeoutMs !== undefined) {
+    out.sessionTimeoutMs = kafka.sessionTimeoutMs;
+    out.heartbeatIntervalMs = Math.min(3000, Math.floor(kafka.sessionTimeoutMs / 3));
+  }
+  return out;
+}
+
 export async function openRegistry(config: Pick<Config, 'databaseUrl' | 'databaseSchema' | 'dataDir'>, clock: Clock = systemClock): Promise<Registry> {
   if (config.databaseUrl) return createPostgresRegistry({ url: config.databaseUrl, schema: config.databaseSchema, clock });
   return createPgliteRegistry({ dir: dataPaths(config.dataDir).registry, clock });
@@ -106,7 +117,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     closers.push(['registry', () => registry.close()]);
 
     const log: Log = config.kafkaBrokers && config.kafkaBrokers.length > 0
-      ? createKafkaLog({ brokers: config.kafkaBrokers })
+      ? createKafkaLog({ brokers: config.kafkaBrokers, ...kafkaTimeouts(config.kafka) })
       : createLocalLog({ dir: paths.log, clock });
     closers.push(['log', () => log.close()]);
     await log.ensureTopics([

@@ -27,6 +27,8 @@ export const settings = {
   'command-expiry-ms': ['COMMAND_EXPIRY_MS', 'commands.expiryMs', 'integer'],
   'command-queue': ['COMMAND_QUEUE', 'commands.maxQueuePerDevice', 'integer'],
   'kafka-brokers': ['KAFKA_BROKERS', 'kafkaBrokers', 'list'],
+  'kafka-append-timeout-ms': ['KAFKA_APPEND_TIMEOUT_MS', 'kafka.appendTimeoutMs', 'integer'],
+  'kafka-session-timeout-ms': ['KAFKA_SESSION_TIMEOUT_MS', 'kafka.sessionTimeoutMs', 'integer'],
   'clickhouse-url': ['CLICKHOUSE_URL', 'clickhouseUrl', 'string'],
   'database-url': ['DATABASE_URL', 'databaseUrl', 'string'],
   'database-schema': ['DATABASE_SCHEMA', 'databaseSchema', 'string'],

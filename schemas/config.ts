@@ -48,6 +48,19 @@ export const Config = Type.Object({
   }),
   /** Kafka brokers (host:port, comma separated). Unset: the embedded local log. */
   kafkaBrokers: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+  /** Kafka client settings (used only with kafkaBrokers). */
+  kafka: Type.Object({
+    /**
+     * How long an append waits for Kafka's acknowledgement before it fails, ms: the edge answers an
+     * uplink it could not append within this time with 503 + Retry-After. Unset: 30 000.
+     */
+    appendTimeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 600_000 })),
+    /**
+     * How long the group waits for a silent engine before giving its partitions to the others, ms
+     * (the broker's group.min/max.session.timeout.ms bound it, 6 000..1 800 000 by default). Unset: 30 000.
+     */
+    sessionTimeoutMs: Type.Optional(Type.Integer({ minimum: 1000, maximum: 3_600_000 })),
+  }),
   /** ClickHouse server HTTP URL. Unset: embedded chDB. */
   clickhouseUrl: Type.Optional(Type.String({ minLength: 1 })),
   /** PostgreSQL URL. Unset: embedded PGlite. */
@@ -93,6 +106,7 @@ export const defaultConfig: Config = {
   http: { host: '0.0.0.0', port: 8080, maxBodyBytes: 64 * 1024, rateLimitPerSecond: 0, rateLimitBurst: 100 },
   mqtt: { host: '0.0.0.0', port: 1883 },
   commands: { expiryMs: 3_600_000, maxQueuePerDevice: 100 },
+  kafka: {},
   engine: { partitions: 8, passivateAfterMs: 60_000, mailboxCapacity: 256, maxInFlight: 20_000, batchRows: 10_000, batchDelayMs: 100 },
   log: { level: 'info' },
 };

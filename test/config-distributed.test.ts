@@ -1,13 +1,14 @@
 /**
- * Names that let deployments (and test runs) share a Kafka cluster, a ClickHouse server and a
- * PostgreSQL database: the topic/group prefix, the ClickHouse database and the PostgreSQL schema.
- * Parsing and refusals here; the composed service on embedded adapters uses the prefixed topic and
- * group and the named chDB database.
+ * Settings of distributed mode. Names that let deployments (and test runs) share a Kafka cluster, a
+ * ClickHouse server and a PostgreSQL database: the topic/group prefix, the ClickHouse database and
+ * the PostgreSQL schema; the Kafka client's append and session timeouts. Parsing and refusals here;
+ * the composed service on embedded adapters uses the prefixed topics and group and the named chDB
+ * database (test/distributed-e2e.test.ts runs them on the servers).
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Session } from 'chdb';
-import { createService, logNames } from '../app/createService.ts';
+import { createService, kafkaTimeouts, logNames } from '../app/createService.ts';
 import { loadConfig } from '../app/loadConfig.ts';
 import { silentLogger } from '../engine/logger.ts';
 import { defaultConfig } from '../schemas/config.ts';
@@ -46,6 +47,23 @@ test('names that Kafka, ClickHouse or PostgreSQL would refuse (or that need quot
   for (const [flag, value] of bad) {
     assert.throws(() => loadConfig({ [flag]: value }, {}), /invalid configuration/, `${flag}=${JSON.stringify(value)}`);
   }
+});
+
+test('Kafka append and session timeouts: parsed, bounded, heartbeats a third of the session at most', () => {
+  const unset = loadConfig({}, {});
+  assert.equal(unset.kafka, {});
+  assert.equal(kafkaTimeouts(unset.kafka), {}, 'the Kafka adapter keeps its defaults');
+  const set = loadConfig({ 'kafka-session-timeout-ms': '10000' }, { KAFKA_APPEND_TIMEOUT_MS: '2500' });
+  assert.equal(set.kafka, { appendTimeoutMs: 2500, sessionTimeoutMs: 10000 });
+  assert.equal(kafkaTimeouts(set.kafka), { appendTimeoutMs: 2500, sessionTimeoutMs: 10000, heartbeatIntervalMs: 3000 });
+  assert.equal(kafkaTimeouts({ sessionTimeoutMs: 6000 }), { sessionTimeoutMs: 6000, heartbeatIntervalMs: 2000 });
+  for (const [flag, value] of [
+    ['kafka-append-timeout-ms', '0'], ['kafka-append-timeout-ms', '-5'], ['kafka-append-timeout-ms', '1.5'], ['kafka-append-timeout-ms', '600001'],
+    ['kafka-session-timeout-ms', '999'], ['kafka-session-timeout-ms', '3600001'],
+  ]) {
+    assert.throws(() => loadConfig({ [flag]: value }, {}), /invalid configuration/, `${flag}=${value}`);
+  }
+  assert.throws(() => loadConfig({ 'kafka-append-timeout-ms': 'soon' }, {}), /must be a number/);
 });
 
 test('logNames puts the prefix before every topic and consumer group', () => {
