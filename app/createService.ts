@@ -3,7 +3,7 @@
  * its embedded adapter unless the configuration names a server for it. Nothing else in the project
  * chooses adapters.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { systemClock, type Clock } from '../engine/clock.ts';
 import { codecFor } from '../engine/conversion/codecFor.ts';
@@ -188,7 +188,10 @@ export async function createService(options: ServiceOptions): Promise<Service> {
         const client = mqtt;
         closers.push(['mqtt', () => client.close()]);
       } else if (config.mqtt.port >= 0) {
-        mqtt = await createMqttEdge({ registry, ingest, clock, rejections: store.rejections, port: config.mqtt.port, host: config.mqtt.host, logger });
+        const tls = config.mqtt.tlsCertFile && config.mqtt.tlsKeyFile
+          ? { cert: readFileSync(config.mqtt.tlsCertFile), key: readFileSync(config.mqtt.tlsKeyFile) }
+          : undefined;
+        mqtt = await createMqttEdge({ registry, ingest, clock, rejections: store.rejections, port: config.mqtt.port, host: config.mqtt.host, tls, logger });
         const broker = mqtt;
         closers.push(['mqtt', () => broker.close()]);
       }

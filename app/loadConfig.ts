@@ -20,6 +20,8 @@ export const settings = {
   'rate-limit-burst': ['RATE_LIMIT_BURST', 'http.rateLimitBurst', 'integer'],
   'mqtt-host': ['MQTT_HOST', 'mqtt.host', 'string'],
   'mqtt-port': ['MQTT_PORT', 'mqtt.port', 'integer'],
+  'mqtt-tls-cert': ['MQTT_TLS_CERT_FILE', 'mqtt.tlsCertFile', 'string'],
+  'mqtt-tls-key': ['MQTT_TLS_KEY_FILE', 'mqtt.tlsKeyFile', 'string'],
   'mqtt-url': ['MQTT_URL', 'mqtt.url', 'string'],
   'mqtt-share-group': ['MQTT_SHARE_GROUP', 'mqtt.shareGroup', 'string'],
   'mqtt-client-id': ['MQTT_CLIENT_ID', 'mqtt.clientId', 'string'],
@@ -73,6 +75,10 @@ export function loadConfig(flags: Partial<Record<SettingName, string>>, env: Rec
   if (!checkConfig.Check(config)) {
     const problems = [...checkConfig.Errors(config)].map((e) => `${e.instancePath || '/'} ${e.message}`);
     throw new FleetError('VALIDATION_FAILED', `invalid configuration: ${problems.join('; ')}`);
+  }
+  const mqtt = (config as unknown as Config).mqtt;
+  if ((mqtt.tlsCertFile === undefined) !== (mqtt.tlsKeyFile === undefined)) {
+    throw new FleetError('VALIDATION_FAILED', 'invalid configuration: --mqtt-tls-cert and --mqtt-tls-key go together', { detail: { field: 'mqtt.tlsCertFile' } });
   }
   return config as unknown as Config;
 }

@@ -27,6 +27,9 @@ export const Config = Type.Object({
     host: Type.String(),
     /** MQTT edge port (spec §4.1, §4.3); 0 picks a free port; -1 runs no MQTT edge. */
     port: Type.Integer({ minimum: -1, maximum: 65535 }),
+    /** PEM certificate and key files: the embedded edge speaks MQTT over TLS. Both or neither. */
+    tlsCertFile: Type.Optional(Type.String({ minLength: 1 })),
+    tlsKeyFile: Type.Optional(Type.String({ minLength: 1 })),
     /**
      * External broker (mqtt://user:pass@host:1883, MQTT 5): Fleetstream connects to it as a client
      * instead of running the embedded edge (host/port unused); the broker authenticates devices

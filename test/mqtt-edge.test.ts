@@ -2,12 +2,11 @@
  * The embedded MQTT edge with real mqtt.js clients: states on the three topic shapes end to end
  * into chDB, feeds, device-token auth, topic ACLs, bad payloads, and the TLS listener.
  */
+import { selfSignedCertificate } from './support/selfSignedCertificate.ts';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { encode as cborEncode } from 'cbor-x';
 import mqtt from 'mqtt';
-import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { MqttStack, subackCodes, type SeededDevice } from './support/mqttStack.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
 
@@ -216,22 +215,9 @@ bad('malformed, oversized and mis-shaped payloads on every topic are refused wit
 // ---------------------------------------------------------------- TLS
 const tls = suite('mqtt edge over TLS');
 
-/** A self-signed certificate for 127.0.0.1 made by openssl (node:crypto cannot make X.509), or undefined without openssl. */
-function selfSigned(dir: string): { cert: string; key: string } | undefined {
-  try {
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-      '-keyout', `${dir}/key.pem`, '-out', `${dir}/cert.pem`, '-days', '1', '-subj', '/CN=localhost',
-      '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost'], { stdio: 'pipe' });
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
-  return { cert: readFileSync(`${dir}/cert.pem`, 'utf8'), key: readFileSync(`${dir}/key.pem`, 'utf8') };
-}
-
 tls('with tls {cert, key} the listener speaks MQTT over TLS only: uplinks and commands work, untrusted or plain clients do not connect', async () => {
   const tmp = tempDir('mqtt-tls');
-  const pair = selfSigned(tmp.dir);
+  const pair = selfSignedCertificate(tmp.dir);
   if (pair === undefined) {
     console.log('mqtt-edge TLS: openssl not found; the TLS listener test is skipped');
     tmp.remove();
