@@ -16,6 +16,10 @@ import { compileDevice, type CompiledDevice } from './uplink/compileDevice.ts';
 import type { UplinkOutput } from './uplink/processUplink.ts';
 import { Topics, type DeadLetter, type StateRow, type UplinkEnvelope } from '../schemas/messages.ts';
 
+/** Backoff of dead letters whose append failed retriably, ms (as StateBatcher's defaults). */
+const DEAD_LETTER_RETRY_INITIAL_MS = 100;
+const DEAD_LETTER_RETRY_MAX_MS = 5000;
+
 /** Where processed rows go: resolves once they are durable (StateBatcher over a StateStore). */
 export interface RowSink {
   append(rows: readonly StateRow[]): Promise<void>;
@@ -138,7 +142,7 @@ export class UplinkPipeline implements UplinkSink {
   emit(work: UplinkWork, out: UplinkOutput): void {
     const { rows, rejections } = out;
     const stored = rows.length > 0 ? this.#options.rows.append(rows) : undefined;
-    const dead = rejections.length > 0 ? this.deadLetters.add(work.envelope, rejections) : undefined;
+    const dead = rejections.length > 0 ? this.#deadLetter(work.envelope, rejections, 0) : undefined;
     this.stats.stored += rows.length;
     this.stats.rejected += rejections.length;
     if (stored === undefined && dead === undefined) {
@@ -150,6 +154,22 @@ export class UplinkPipeline implements UplinkSink {
       if (stored !== undefined) this.#stored(rows);
       this.#finish(work);
     }, (error: unknown) => this.#fail(error));
+  }
+
+  /**
+   * Dead letters wait out a log or store outage like states do (StateBatcher): a retriable failure
+   * (the log appending them, or onDeadLetters recording them) is tried again with backoff, so an
+   * outage delays the partition's commits instead of stopping the pipeline. A retry may write a
+   * dead letter twice, as a replay after a crash may.
+   */
+  #deadLetter(envelope: UplinkEnvelope, rejections: UplinkOutput['rejections'], retry: number): Promise<void> {
+    return this.deadLetters.add(envelope, rejections).catch((error: unknown) => {
+      const failure = toFleetError(error);
+      if (!failure.retriable || this.#failed !== undefined) throw failure;
+      const delay = Math.min(DEAD_LETTER_RETRY_MAX_MS, DEAD_LETTER_RETRY_INITIAL_MS * 2 ** retry);
+      return new Promise<void>((resolve) => this.#options.clock.setTimeout(resolve, delay))
+        .then(() => this.#deadLetter(envelope, rejections, retry + 1));
+    });
   }
 
   #stored(rows: readonly StateRow[]): void {

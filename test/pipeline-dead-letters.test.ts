@@ -1,0 +1,139 @@
+/**
+ * UplinkPipeline when dead letters cannot be written for a while: the log refusing the append (a
+ * Kafka broker restarting) or onDeadLetters failing (the ClickHouse server keeping the device's
+ * rejections is down) with retriable errors. The pipeline waits them out with backoff, as it does
+ * for states, and commits only once every rejection is written; anything else stops progress.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { systemClock } from '../engine/clock.ts';
+import { decodeDeadLetter, encodeEnvelope } from '../engine/envelope.ts';
+import { FleetError } from '../engine/errors.ts';
+import { MemoryDirectory } from '../engine/ports/directory.ts';
+import type { Log } from '../engine/ports/log.ts';
+import { UplinkPipeline, type RowSink } from '../engine/UplinkPipeline.ts';
+import { createLocalLog } from '../adapters/local-log/LocalLog.ts';
+import { Topics, type DeadLetter, type StateRow } from '../schemas/messages.ts';
+import { tempDir, waitFor } from './support/tmp.ts';
+
+const PARTITIONS = 2;
+const json = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
+
+class ListSink implements RowSink {
+  rows: StateRow[] = [];
+  async append(rows: readonly StateRow[]): Promise<void> {
+    this.rows.push(...rows);
+  }
+  async flush(): Promise<void> {}
+}
+
+/** The local log whose appends to `dead-letters` first throw the queued errors, one per call. */
+function failingDeadLetterAppends(log: Log, failures: FleetError[]): Log {
+  return {
+    ensureTopics: (t) => log.ensureTopics(t),
+    partitionCount: (t) => log.partitionCount(t),
+    consumer: (o) => log.consumer(o),
+    committed: (g, t, p) => log.committed(g, t, p),
+    close: () => log.close(),
+    async append(topic, records) {
+      if (topic === Topics.deadLetters) {
+        const failure = failures.shift();
+        if (failure) throw failure;
+      }
+      return log.append(topic, records);
+    },
+  };
+}
+
+async function world(name: string) {
+  const tmp = tempDir(name);
+  const log = createLocalLog({ dir: `${tmp.dir}/log` });
+  await log.ensureTopics([{ name: Topics.uplinks, partitions: PARTITIONS }, { name: Topics.deadLetters, partitions: 1 }]);
+  const directory = new MemoryDirectory();
+  for (let d = 0; d < 4; d++) directory.put({ id: `d${d}`, assets: [{ id: `a${d}`, name: 't', is: 'sensor', profile: { type: 'number' } }] });
+  /** Uplink i: a good state of t, and a value of an asset the device does not have (rejected). */
+  const appendUplinks = async (from: number, count: number) => {
+    const ends = new Array<number>(PARTITIONS).fill(0);
+    const records = Array.from({ length: count }, (_, j) => {
+      const i = from + j;
+      const envelope = { id: `u${i}`, channel: 'http' as const, contentType: 'json' as const, deviceId: `d${i % 4}`, receivedAt: 1_000 + i, body: json({ t: { value: i }, nosuch: { value: 1 } }) };
+      return { key: envelope.deviceId, value: encodeEnvelope(envelope) };
+    });
+    for (const p of await log.append(Topics.uplinks, records)) ends[p.partition] = Math.max(ends[p.partition], p.offset + 1);
+    return ends;
+  };
+  const committed = async (): Promise<number[]> => {
+    const out: number[] = [];
+    for (let p = 0; p < PARTITIONS; p++) out.push(await log.committed('engine', Topics.uplinks, p));
+    return out;
+  };
+  const deadLetters = async (): Promise<DeadLetter[]> => {
+    const letters: DeadLetter[] = [];
+    const consumer = log.consumer({ group: `read-${Math.random()}`, topics: [Topics.deadLetters], onBatch: async (b) => { letters.push(...b.records.map((r) => decodeDeadLetter(r.value))); } });
+    await consumer.start();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await consumer.stop();
+    return letters;
+  };
+  return { tmp, log, directory, appendUplinks, committed, deadLetters };
+}
+
+test('retriable failures of the dead-letter append and of onDeadLetters are waited out; commits follow', async () => {
+  const w = await world('pipeline-dead-letters-retry');
+  const appendFailures = [
+    new FleetError('UNAVAILABLE', 'broker not reachable', { retriable: true }),
+    new FleetError('TIMEOUT', 'Kafka did not acknowledge the append'),
+  ];
+  let recordFailures = 2;
+  const recorded = new Set<string>();
+  const errors: FleetError[] = [];
+  const sink = new ListSink();
+  const pipeline = new UplinkPipeline({
+    log: failingDeadLetterAppends(w.log, appendFailures), rows: sink, directory: w.directory, clock: systemClock,
+    group: 'engine', commitIntervalMs: 20, onError: (e) => errors.push(e),
+    onDeadLetters(letters) {
+      if (recordFailures-- > 0) throw new FleetError('UNAVAILABLE', 'ClickHouse: connect ECONNREFUSED', { retriable: true });
+      for (const l of letters) recorded.add(l.envelope.id);
+    },
+  });
+  await pipeline.start();
+  try {
+    const ends = await w.appendUplinks(0, 40);
+    await waitFor(async () => (await w.committed()).join() === ends.join(), 15_000, 'every uplink committed after the failures');
+    assert.is(pipeline.failure, undefined);
+    assert.equal(errors, []);
+    assert.is(appendFailures.length, 0, 'both append failures happened');
+    assert.ok(recordFailures < 0, 'both onDeadLetters failures happened');
+    assert.is(sink.rows.length, 40, 'the good states are stored');
+    const expected = Array.from({ length: 40 }, (_, i) => `u${i}`);
+    assert.equal([...recorded].sort(), [...expected].sort(), 'every rejection recorded once the recorder worked');
+    const onTopic = new Set((await w.deadLetters()).map((l) => l.envelope.id));
+    for (const id of expected) assert.ok(onTopic.has(id), `dead letter of ${id} on the topic`);
+  } finally {
+    await pipeline.stop();
+    await w.log.close();
+    w.tmp.remove();
+  }
+});
+
+test('a dead-letter failure that is not transient stops progress and is reported', async () => {
+  const w = await world('pipeline-dead-letters-fatal');
+  const errors: FleetError[] = [];
+  const pipeline = new UplinkPipeline({
+    log: failingDeadLetterAppends(w.log, [new FleetError('PAYLOAD_TOO_LARGE', 'record too large')]), rows: new ListSink(),
+    directory: w.directory, clock: systemClock, group: 'engine', commitIntervalMs: 20, onError: (e) => errors.push(e),
+  });
+  await pipeline.start();
+  try {
+    await w.appendUplinks(0, 1);
+    await waitFor(() => errors.length === 1, 5000, 'the failure reported');
+    assert.is(pipeline.failure?.code, 'PAYLOAD_TOO_LARGE');
+    assert.equal(await w.committed(), [0, 0]);
+  } finally {
+    await pipeline.stop();
+    await w.log.close();
+    w.tmp.remove();
+  }
+});
+
+test.run();
