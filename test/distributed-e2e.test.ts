@@ -3,7 +3,8 @@
  * HTTP uplinks into Kafka, two `--role engine` consuming them as one consumer group and storing
  * states in a ClickHouse server, the registry in PostgreSQL. Afterwards the rows are counted: every
  * uplink acknowledged with 202 shows its four data points exactly once in queries, nothing else is
- * there. Then the same under faults:
+ * there, and every tenth uplink's state of an unknown asset is recorded as a rejection (dead letter
+ * and rejections table). Then the same under faults:
  * - one of the two engines SIGKILLed mid-stream: the other takes its partitions, the killed one
  *   restarts and rejoins;
  * - the ClickHouse server stopped for 20 s under load: the engines stop committing, their memory
@@ -28,7 +29,7 @@ import pg from 'pg';
 import { createPostgresRegistry } from '../adapters/postgres/createPostgresRegistry.ts';
 import {
   clickhouse, createDevices, delay, exactlyOnceProblems, freePort, POINTS_PER_UPLINK, startFleet, storedUplinks, UplinkLoad, visibleRows,
-  appendUplinks, type FleetProcess, type LoadOptions, type TestDevice,
+  appendUplinks, rejectedUplinks, type FleetProcess, type LoadOptions, type TestDevice,
 } from './support/fleetCluster.ts';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -147,7 +148,18 @@ async function committedTotal(world: World): Promise<number> {
 }
 
 /** Waits until the states of every acknowledged uplink are visible, then checks exactly once. */
-async function expectExactlyOnce(world: World, load: { acked: ReadonlySet<number>; sent: ReadonlySet<number> }, timeoutMs: number): Promise<{ visible: number; physical: number }> {
+interface Outcome {
+  acked: ReadonlySet<number>;
+  sent: ReadonlySet<number>;
+  ackedWithUnknown: ReadonlySet<number>;
+  sentWithUnknown: ReadonlySet<number>;
+}
+
+/**
+ * Waits until the states of every acknowledged uplink are visible, then checks exactly once, and
+ * that the engines recorded the rejection of every acknowledged uplink with an unknown asset.
+ */
+async function expectExactlyOnce(world: World, load: Outcome, timeoutMs: number): Promise<{ visible: number; physical: number; rejected: number }> {
   const want = load.acked.size * POINTS_PER_UPLINK;
   const deadline = Date.now() + timeoutMs;
   while ((await visibleRows(world.clickhouseUrl, world.id)) < want) {
@@ -164,7 +176,12 @@ async function expectExactlyOnce(world: World, load: { acked: ReadonlySet<number
   }
   assert.equal(problems, [], `acked ${load.acked.size}, visible rows ${stored.visible}`);
   assert.ok(stored.visible >= want, `every acknowledged uplink stored: ${stored.visible} of ${want} rows`);
-  return { visible: stored.visible, physical: stored.physical };
+  // a commit follows the rejections' dead letters and their records: all are there by now
+  const rejected = await rejectedUplinks(world.clickhouseUrl, world.id);
+  assert.ok(load.ackedWithUnknown.size > 0, 'some uplinks carried an unknown asset');
+  assert.ok(rejected >= load.ackedWithUnknown.size && rejected <= load.sentWithUnknown.size,
+    `rejections recorded for ${rejected} uplinks; ${load.ackedWithUnknown.size} acknowledged and ${load.sentWithUnknown.size} sent with an unknown asset`);
+  return { visible: stored.visible, physical: stored.physical, rejected };
 }
 
 function script(name: 'kafka.sh' | 'clickhouse.sh', args: string[], env: Record<string, string>): Promise<void> {
@@ -194,13 +211,13 @@ if (!brokersEnv || !clickhouseEnv || !postgresEnv) {
       await world.start('engine-a', 'engine');
       await world.start('engine-b', 'engine');
       const assignment = await waitForGroup(world, 2, 60_000);
-      const load = world.load(edge, { concurrency: 16, total: 3000 });
+      const load = world.load(edge, { concurrency: 16, total: 3000, unknownAssetEvery: 10 });
       await load.finished();
       assert.is(load.acked.size, 3000, `answers ${describeStatuses(load)}, no answer ${load.noAnswer}`);
-      const { visible, physical } = await expectExactlyOnce(world, load, 60_000);
+      const { visible, physical, rejected } = await expectExactlyOnce(world, load, 60_000);
       assert.is(visible, 3000 * POINTS_PER_UPLINK);
       assert.is(await committedTotal(world), 3000, 'the group committed every uplink');
-      console.log(`  e2e: 3000 uplinks, ${visible} data points visible (${physical} physical rows), partitions per engine ${JSON.stringify(assignment)}`);
+      console.log(`  e2e: 3000 uplinks, ${visible} data points visible (${physical} physical rows), ${rejected} rejections recorded, partitions per engine ${JSON.stringify(assignment)}`);
     } finally {
       await world.dispose();
     }
@@ -221,7 +238,7 @@ if (!brokersEnv || !clickhouseEnv || !postgresEnv) {
       await world.start('engine-a', 'engine', engineEnv);
       const b = await world.start('engine-b', 'engine', engineEnv);
       await waitForGroup(world, 2, 60_000);
-      const load = world.load(edge, { concurrency: 8, ratePerSecond: 250 });
+      const load = world.load(edge, { concurrency: 8, ratePerSecond: 250, unknownAssetEvery: 10 });
       while (load.acked.size < 2000) await delay(50);
       b.child.kill('SIGKILL');
       const killed = await b.exited;
@@ -261,7 +278,7 @@ if (!brokersEnv || !clickhouseEnv || !postgresEnv) {
       const engineEnv = { MAX_IN_FLIGHT: '500', BATCH_ROWS: '1000' };
       const engines = [await w.start('engine-a', 'engine', engineEnv), await w.start('engine-b', 'engine', engineEnv)];
       await waitForGroup(w, 2, 60_000);
-      const load = w.load(edge, { concurrency: 8, ratePerSecond: 300 });
+      const load = w.load(edge, { concurrency: 8, ratePerSecond: 300, unknownAssetEvery: 10 });
       while (load.acked.size < 1500) await delay(50);
       await delay(1000);
       const rssBefore = engines.map((e) => e.rssMb() ?? 0);
@@ -295,7 +312,7 @@ if (!brokersEnv || !clickhouseEnv || !postgresEnv) {
       assert.equal([...load.statuses.keys()], [202], `the edge kept accepting: ${describeStatuses(load)}`);
       const acked = new Set([...load.acked, ...bulkAcked]);
       const sent = new Set([...load.sent, ...bulkAcked]);
-      const { visible, physical } = await expectExactlyOnce(w, { acked, sent }, 120_000);
+      const { visible, physical } = await expectExactlyOnce(w, { acked, sent, ackedWithUnknown: load.ackedWithUnknown, sentWithUnknown: load.sentWithUnknown }, 120_000);
       console.log(`  ClickHouse outage: ${acked.size} uplinks (${bulkAcked.size} straight to Kafka), backlog ${backlog} at the end of the outage, ` +
         `caught up ${((Date.now() - restartedAt) / 1000).toFixed(1)} s after the restart; RSS before ${rssBefore.map((r) => r.toFixed(0)).join('/')} MB, ` +
         `peak ${rssPeak.map((r) => r.toFixed(0)).join('/')} MB; ${visible} data points visible, ${physical} physical rows`);
@@ -329,7 +346,7 @@ if (!brokersEnv || !clickhouseEnv || !postgresEnv) {
         await w.start('engine-a', 'engine');
         await w.start('engine-b', 'engine');
         await waitForGroup(w, 2, 60_000);
-        const load = w.load(edge, { concurrency: 8, ratePerSecond: 250 });
+        const load = w.load(edge, { concurrency: 8, ratePerSecond: 250, unknownAssetEvery: 10 });
         while (load.acked.size < 1500) await delay(50);
         const restartAt = Date.now();
         await script('kafka.sh', ['restart'], kafkaEnv);

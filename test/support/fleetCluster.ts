@@ -139,10 +139,15 @@ export async function createDevices(registry: Registry, count: number): Promise<
   return devices;
 }
 
-/** The JSON device state of uplink k (spec §4.2). */
-export function uplinkBody(k: number): string {
+/** An asset no test device has: a state of it is accepted with the uplink and dead-lettered by the engine. */
+export const UNKNOWN_ASSET = 'zz';
+
+/** The JSON device state of uplink k (spec §4.2); with `unknown`, also a state of UNKNOWN_ASSET. */
+export function uplinkBody(k: number, unknown = false): string {
   const at = new Date(BASE_AT + k).toISOString();
-  return `{${ASSETS.map((a, i) => `"${a}":{"value":${k * POINTS_PER_UPLINK + i},"at":"${at}"}`).join(',')}}`;
+  const states = ASSETS.map((a, i) => `"${a}":{"value":${k * POINTS_PER_UPLINK + i},"at":"${at}"}`);
+  if (unknown) states.push(`"${UNKNOWN_ASSET}":{"value":${k},"at":"${at}"}`);
+  return `{${states.join(',')}}`;
 }
 
 export interface LoadOptions {
@@ -159,6 +164,8 @@ export interface LoadOptions {
   firstK?: number;
   /** Per-request deadline, ms; a request without an answer by then counts as `noAnswer`. Default 60 000. */
   requestTimeoutMs?: number;
+  /** Every n-th uplink (k % n === 0) also carries a state of UNKNOWN_ASSET. Unset: none does. */
+  unknownAssetEvery?: number;
 }
 
 /** HTTP uplinks from many workers over keep-alive connections, with every answer counted. */
@@ -167,6 +174,9 @@ export class UplinkLoad {
   readonly acked = new Set<number>();
   /** Every uplink sent (whatever the answer). */
   readonly sent = new Set<number>();
+  /** Uplinks sent with a state of UNKNOWN_ASSET, and those of them answered 202. */
+  readonly sentWithUnknown = new Set<number>();
+  readonly ackedWithUnknown = new Set<number>();
   readonly statuses = new Map<number, number>();
   /** 503 answers without a Retry-After header. */
   missingRetryAfter = 0;
@@ -222,22 +232,28 @@ export class UplinkLoad {
         if (wait > 0) await delay(wait);
       }
       const device = this.#options.devices[k % this.#options.devices.length];
+      const every = this.#options.unknownAssetEvery;
+      const unknown = every !== undefined && k % every === 0;
       this.sent.add(k);
-      const answer = await this.#put(device, k);
+      if (unknown) this.sentWithUnknown.add(k);
+      const answer = await this.#put(device, k, unknown);
       if (answer === undefined) {
         this.noAnswer++;
         continue;
       }
       this.statuses.set(answer.status, (this.statuses.get(answer.status) ?? 0) + 1);
       this.timeline.push({ t: Date.now() - this.#started, status: answer.status });
-      if (answer.status === 202) this.acked.add(k);
+      if (answer.status === 202) {
+        this.acked.add(k);
+        if (unknown) this.ackedWithUnknown.add(k);
+      }
       else if (answer.status === 503 && !answer.retryAfter) this.missingRetryAfter++;
     }
   }
 
-  #put(device: TestDevice, k: number): Promise<{ status: number; retryAfter: string | undefined } | undefined> {
+  #put(device: TestDevice, k: number, unknown: boolean): Promise<{ status: number; retryAfter: string | undefined } | undefined> {
     const url = new URL(`/device/${device.id}/state`, this.#options.baseUrl);
-    const body = uplinkBody(k);
+    const body = uplinkBody(k, unknown);
     return new Promise((resolve) => {
       const req = request(url, {
         method: 'PUT',
@@ -320,6 +336,14 @@ export async function storedUplinks(url: string, database: string): Promise<Stor
   }
   const physical = Number((await clickhouse(url, `SELECT count() FROM ${table}`)).trim());
   return { visible: rows.length, physical, perUplink, wrongValues };
+}
+
+/**
+ * Uplinks whose UNKNOWN_ASSET state is recorded in the rejections table (distinct uplink ids: a
+ * replay records a rejection again at a new time, so that table may hold it more than once).
+ */
+export async function rejectedUplinks(url: string, database: string): Promise<number> {
+  return Number((await clickhouse(url, `SELECT uniqExact(uplink_id) FROM \`${database}\`.rejections WHERE asset = '${UNKNOWN_ASSET}' AND code = 'UNKNOWN_ASSET'`)).trim());
 }
 
 /** Rows visible (FINAL) in the states table; 0 when the table is not there yet. */
