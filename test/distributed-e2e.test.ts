@@ -27,6 +27,7 @@ import * as assert from 'uvu/assert';
 import kafkajs, { type Admin } from 'kafkajs';
 import pg from 'pg';
 import { createPostgresRegistry } from '../adapters/postgres/createPostgresRegistry.ts';
+import { decodeEnvelope } from '../engine/envelope.ts';
 import {
   clickhouse, createDevices, delay, exactlyOnceProblems, freePort, POINTS_PER_UPLINK, startFleet, storedUplinks, UplinkLoad, visibleRows,
   appendUplinks, rejectedUplinks, type FleetProcess, type LoadOptions, type TestDevice,
@@ -147,7 +148,6 @@ async function committedTotal(world: World): Promise<number> {
   return (topic?.partitions ?? []).reduce((sum, p) => sum + Math.max(0, Number(p.offset)), 0);
 }
 
-/** Waits until the states of every acknowledged uplink are visible, then checks exactly once. */
 interface Outcome {
   acked: ReadonlySet<number>;
   sent: ReadonlySet<number>;
@@ -155,23 +155,56 @@ interface Outcome {
   sentWithUnknown: ReadonlySet<number>;
 }
 
+/** Sum of the uplinks topic's end offsets: every record appended, acknowledged or not. */
+async function appendedTotal(world: World): Promise<number> {
+  const offsets = await world.admin.fetchTopicOffsets(world.uplinks);
+  return offsets.reduce((sum, p) => sum + Number(p.high), 0);
+}
+
+/** The uplink numbers k of every record in the uplinks topic (diagnostics: lost before or after Kafka?). */
+async function uplinksInTopic(world: World): Promise<Set<number>> {
+  const end = await appendedTotal(world);
+  const consumer = new kafkajs.Kafka({ brokers: world.brokers.split(','), logLevel: kafkajs.logLevel.NOTHING }).consumer({ groupId: `verify-${RUN}-${Math.random()}` });
+  const ks = new Set<number>();
+  let seen = 0;
+  await consumer.connect();
+  await consumer.subscribe({ topics: [world.uplinks], fromBeginning: true });
+  await consumer.run({
+    eachMessage: async ({ message }) => {
+      seen++;
+      const body = JSON.parse(new TextDecoder().decode(decodeEnvelope(new Uint8Array(message.value!)).body)) as Record<string, { value: number }>;
+      ks.add(body.a0.value / POINTS_PER_UPLINK);
+    },
+  });
+  const deadline = Date.now() + 30_000;
+  while (seen < end && Date.now() < deadline) await delay(100);
+  await consumer.disconnect();
+  return ks;
+}
+
 /**
- * Waits until the states of every acknowledged uplink are visible, then checks exactly once, and
- * that the engines recorded the rejection of every acknowledged uplink with an unknown asset.
+ * Waits until the engines committed every record of the uplinks topic (so everything they will
+ * ever store is stored), then checks exactly once, and that the engines recorded the rejection of
+ * every acknowledged uplink with an unknown asset.
  */
 async function expectExactlyOnce(world: World, load: Outcome, timeoutMs: number): Promise<{ visible: number; physical: number; rejected: number }> {
   const want = load.acked.size * POINTS_PER_UPLINK;
   const deadline = Date.now() + timeoutMs;
-  while ((await visibleRows(world.clickhouseUrl, world.id)) < want) {
-    if (Date.now() > deadline) break;
+  let committed = -1;
+  let appended = 0;
+  while (Date.now() < deadline) {
+    [committed, appended] = await Promise.all([committedTotal(world), appendedTotal(world)]);
+    if (committed === appended) break;
     await delay(250);
   }
-  // everything committed: nothing is left to arrive that could still change the counts
-  const committedDeadline = Date.now() + 20_000;
-  while ((await committedTotal(world)) < load.acked.size && Date.now() < committedDeadline) await delay(250);
+  assert.is(committed, appended, `the engines committed every record of ${world.uplinks} (${committed} of ${appended})`);
   const stored = await storedUplinks(world.clickhouseUrl, world.id);
   const problems = exactlyOnceProblems(stored, load);
   if (problems.length > 0) {
+    const missing = [...load.acked].filter((k) => (stored.perUplink.get(k) ?? 0) < POINTS_PER_UPLINK);
+    const inTopic = await uplinksInTopic(world).catch(() => new Set<number>());
+    console.log(`  missing acknowledged uplinks ${JSON.stringify(missing.slice(0, 20))}; of them in ${world.uplinks}: ` +
+      `${missing.filter((k) => inTopic.has(k)).length} of ${missing.length} (topic holds ${inTopic.size} uplinks)`);
     for (const p of world.processes) console.log(`--- ${p.name} (pid ${p.pid}), last lines:\n${p.output().split('\n').slice(-15).join('\n')}`);
   }
   assert.equal(problems, [], `acked ${load.acked.size}, visible rows ${stored.visible}`);
@@ -197,6 +230,18 @@ function script(name: 'kafka.sh' | 'clickhouse.sh', args: string[], env: Record<
 
 const describeStatuses = (load: UplinkLoad) => JSON.stringify(Object.fromEntries(load.statuses));
 
+/**
+ * Answers where Kafka is not disturbed: 202, or at worst a few 503 + Retry-After when the shared
+ * broker stalls (a CPU-starved single-node KRaft broker fences itself for seconds) — never a loss,
+ * only fewer 202s; anything else is a failure.
+ */
+function expectAccepted(load: UplinkLoad): void {
+  assert.equal([...load.statuses.keys()].filter((s) => s !== 202 && s !== 503), [], `answers ${describeStatuses(load)}`);
+  assert.is(load.missingRetryAfter, 0, 'every 503 carries Retry-After');
+  assert.is(load.noAnswer, 0, 'every request answered');
+  assert.ok(load.acked.size >= 0.9 * load.sent.size, `most uplinks accepted: ${describeStatuses(load)}`);
+}
+
 if (!brokersEnv || !clickhouseEnv || !postgresEnv) {
   console.log('distributed-e2e: KAFKA_BROKERS, CLICKHOUSE_URL and DATABASE_URL_TEST not all configured; distributed tests not run ' +
     '(scripts/kafka.sh start, scripts/clickhouse.sh start and a PostgreSQL server; see .ci/run)');
@@ -213,11 +258,9 @@ if (!brokersEnv || !clickhouseEnv || !postgresEnv) {
       const assignment = await waitForGroup(world, 2, 60_000);
       const load = world.load(edge, { concurrency: 16, total: 3000, unknownAssetEvery: 10 });
       await load.finished();
-      assert.is(load.acked.size, 3000, `answers ${describeStatuses(load)}, no answer ${load.noAnswer}`);
+      expectAccepted(load);
       const { visible, physical, rejected } = await expectExactlyOnce(world, load, 60_000);
-      assert.is(visible, 3000 * POINTS_PER_UPLINK);
-      assert.is(await committedTotal(world), 3000, 'the group committed every uplink');
-      console.log(`  e2e: 3000 uplinks, ${visible} data points visible (${physical} physical rows), ${rejected} rejections recorded, partitions per engine ${JSON.stringify(assignment)}`);
+      console.log(`  e2e: ${load.acked.size} of 3000 uplinks acknowledged, ${visible} data points visible (${physical} physical rows), ${rejected} rejections recorded, partitions per engine ${JSON.stringify(assignment)}`);
     } finally {
       await world.dispose();
     }
@@ -254,10 +297,8 @@ if (!brokersEnv || !clickhouseEnv || !postgresEnv) {
       await delay(3000);
       await load.stop();
       assert.ok(load.nextK > sentBeforeStop, 'uplinks were sent after the rejoin');
-      assert.equal([...load.statuses.keys()], [202], `answers ${describeStatuses(load)}`);
-      assert.is(load.noAnswer, 0);
+      expectAccepted(load);
       const { visible, physical } = await expectExactlyOnce(world, load, 90_000);
-      assert.is(await committedTotal(world), load.acked.size, 'the group committed every uplink');
       console.log(`  kill: ${load.acked.size} uplinks (${ackedAtKill} acknowledged at the kill, ${ackedAlone} when engine-a held every partition), ${visible} data points visible, ` +
         `${physical} physical rows (${physical - visible} replayed), after the rejoin ${JSON.stringify(rejoined)}`);
     } finally {
@@ -286,7 +327,7 @@ if (!brokersEnv || !clickhouseEnv || !postgresEnv) {
       const stoppedAt = Date.now();
       // Besides the HTTP load, a backlog many times what the engines may hold (in flight plus one
       // fetched batch per partition), appended straight to Kafka so a busy machine builds it too.
-      const BULK = 30_000;
+      const BULK = 200_000;
       const bulk = appendUplinks({ brokers: brokersEnv.split(','), topic: w.uplinks, devices: w.devices, firstK: 10_000_000, count: BULK });
       const rssPeak = [...rssBefore];
       let committedEarly = -1;
@@ -305,11 +346,14 @@ if (!brokersEnv || !clickhouseEnv || !postgresEnv) {
       assert.is(bulkAcked.size, BULK, 'Kafka acknowledged the whole backlog');
       assert.is(committedLate, committedEarly, 'nothing committed while the store was down');
       const backlog = ackedDuringOutage - committedLate;
+      // 200 000 uplinks are some 50 MB in Kafka and several times that as decoded objects: an engine
+      // that buffered its share would grow by far more than the bound below
+      assert.ok(backlog >= BULK, `backlog ${backlog}`);
       const growth = rssPeak.map((peak, i) => peak - rssBefore[i]);
       assert.ok(growth.every((g) => g < 150), `engine RSS grew ${growth.map((g) => g.toFixed(0)).join(' / ')} MB during the outage`);
       await delay(3000);
       await load.stop();
-      assert.equal([...load.statuses.keys()], [202], `the edge kept accepting: ${describeStatuses(load)}`);
+      expectAccepted(load); // the edge kept accepting: Kafka held the backlog
       const acked = new Set([...load.acked, ...bulkAcked]);
       const sent = new Set([...load.sent, ...bulkAcked]);
       const { visible, physical } = await expectExactlyOnce(w, { acked, sent, ackedWithUnknown: load.ackedWithUnknown, sentWithUnknown: load.sentWithUnknown }, 120_000);
