@@ -164,7 +164,8 @@ async function appendedTotal(world: World): Promise<number> {
 /** The uplink numbers k of every record in the uplinks topic (diagnostics: lost before or after Kafka?). */
 async function uplinksInTopic(world: World): Promise<Set<number>> {
   const end = await appendedTotal(world);
-  const consumer = new kafkajs.Kafka({ brokers: world.brokers.split(','), logLevel: kafkajs.logLevel.NOTHING }).consumer({ groupId: `verify-${RUN}-${Math.random()}` });
+  const groupId = `verify-${RUN}-${Math.random()}`;
+  const consumer = new kafkajs.Kafka({ brokers: world.brokers.split(','), logLevel: kafkajs.logLevel.NOTHING }).consumer({ groupId });
   const ks = new Set<number>();
   let seen = 0;
   await consumer.connect();
@@ -179,6 +180,7 @@ async function uplinksInTopic(world: World): Promise<Set<number>> {
   const deadline = Date.now() + 30_000;
   while (seen < end && Date.now() < deadline) await delay(100);
   await consumer.disconnect();
+  await world.admin.deleteGroups([groupId]).catch(() => undefined);
   return ks;
 }
 
