@@ -142,9 +142,21 @@ async function waitForGroup(world: World, members: number, timeoutMs: number): P
   }
 }
 
+/** An admin request, tried again for a while when the broker answers with an error (leaders moving). */
+async function retrying<T>(request: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await request();
+    } catch (error) {
+      if (attempt >= 40) throw error;
+      await delay(500);
+    }
+  }
+}
+
 /** Sum of the engine group's committed offsets over the uplink partitions. */
 async function committedTotal(world: World): Promise<number> {
-  const [topic] = await world.admin.fetchOffsets({ groupId: world.engineGroup, topics: [world.uplinks] });
+  const [topic] = await retrying(() => world.admin.fetchOffsets({ groupId: world.engineGroup, topics: [world.uplinks] }));
   return (topic?.partitions ?? []).reduce((sum, p) => sum + Math.max(0, Number(p.offset)), 0);
 }
 
@@ -157,7 +169,7 @@ interface Outcome {
 
 /** Sum of the uplinks topic's end offsets: every record appended, acknowledged or not. */
 async function appendedTotal(world: World): Promise<number> {
-  const offsets = await world.admin.fetchTopicOffsets(world.uplinks);
+  const offsets = await retrying(() => world.admin.fetchTopicOffsets(world.uplinks));
   return offsets.reduce((sum, p) => sum + Number(p.high), 0);
 }
 
