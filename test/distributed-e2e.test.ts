@@ -61,11 +61,22 @@ interface World {
 async function openWorld(name: string, services: { brokers: string; clickhouseUrl: string }): Promise<World> {
   const id = `fs_${name}_${RUN}`;
   const dir = mkdtempSync(join(tmpdir(), `fleetstream-${name}-`));
-  const registry = await createPostgresRegistry({ url: postgresEnv!, schema: id });
-  const devices = await createDevices(registry, DEVICES);
-  await registry.close();
+  const dropSchema = async () => {
+    const client = new pg.Client({ connectionString: postgresEnv });
+    await client.connect();
+    await client.query(`DROP SCHEMA IF EXISTS "${id}" CASCADE`).finally(() => client.end());
+  };
   const admin = new kafkajs.Kafka({ brokers: services.brokers.split(','), clientId: 'distributed-e2e', logLevel: kafkajs.logLevel.NOTHING }).admin();
-  await admin.connect();
+  let devices: TestDevice[];
+  try {
+    const registry = await createPostgresRegistry({ url: postgresEnv!, schema: id });
+    devices = await createDevices(registry, DEVICES).finally(() => registry.close());
+    await admin.connect();
+  } catch (error) {
+    await dropSchema().catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
   const processes: FleetProcess[] = [];
   const loads: UplinkLoad[] = [];
   const prefix = `${id}.`;
@@ -114,9 +125,7 @@ async function openWorld(name: string, services: { brokers: string; clickhouseUr
       }
       await admin.disconnect();
       await clickhouse(services.clickhouseUrl, `DROP DATABASE IF EXISTS \`${id}\``).catch((error: unknown) => console.log(`distributed-e2e: ${String(error)}`));
-      const client = new pg.Client({ connectionString: postgresEnv });
-      await client.connect();
-      await client.query(`DROP SCHEMA IF EXISTS "${id}" CASCADE`).finally(() => client.end());
+      await dropSchema().catch((error: unknown) => console.log(`distributed-e2e: ${String(error)}`));
       rmSync(dir, { recursive: true, force: true });
     },
   };
