@@ -17,7 +17,7 @@ import { cayenneCodec } from '../engine/conversion/cayenne.ts';
 import { cborCodec } from '../engine/conversion/cborCodec.ts';
 import type { Codec } from '../engine/conversion/codec.ts';
 import { compileScript } from '../engine/conversion/compileScript.ts';
-import { FleetError } from '../engine/errors.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
 import { layoutArbitrary } from '../test/support/conversionArbitraries.ts';
 import { loadConversionFixtures, toHex } from '../test/support/conversionFixtures.ts';
 

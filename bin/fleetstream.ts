@@ -5,8 +5,8 @@
  * The entry point: the only place that reads process.env.
  */
 import { parseArgs } from 'node:util';
-import { FleetError, toFleetError } from '../engine/errors.ts';
-import { createJsonLogger } from '../engine/logger.ts';
+import { FleetError, toFleetError } from '../engine/kernel/errors.ts';
+import { createJsonLogger } from '../engine/kernel/logger.ts';
 import { adminOperations, checkAdminInput } from '../app/adminOperations.ts';
 import { callAdminSocket } from '../app/adminSocket.ts';
 import { createService, dataPaths, openRegistry } from '../app/createService.ts';

@@ -5,7 +5,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createClickHouseStore } from '../adapters/clickhouse/createClickHouseStore.ts';
-import { FleetError } from '../engine/errors.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
 import { row, storeContract } from './contracts/store.contract.ts';
 import { rejectionsContract } from './contracts/rejections.contract.ts';
 

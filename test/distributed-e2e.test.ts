@@ -27,7 +27,7 @@ import * as assert from 'uvu/assert';
 import kafkajs, { type Admin } from 'kafkajs';
 import pg from 'pg';
 import { createPostgresRegistry } from '../adapters/postgres/createPostgresRegistry.ts';
-import { decodeEnvelope } from '../engine/envelope.ts';
+import { decodeEnvelope } from '../engine/uplink/envelope.ts';
 import {
   clickhouse, createDevices, delay, exactlyOnceProblems, freePort, POINTS_PER_UPLINK, startFleet, storedUplinks, UplinkLoad, visibleRows,
   appendUplinks, rejectedUplinks, type FleetProcess, type LoadOptions, type TestDevice,

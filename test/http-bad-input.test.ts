@@ -8,7 +8,7 @@ import { request as httpRequest } from 'node:http';
 import { encode as encodeCbor } from 'cbor-x';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { FleetError } from '../engine/errors.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
 import type { StateStore } from '../engine/ports/store.ts';
 import { EdgeHarness, registryFactories, type Reply, type RegistryFactory } from './support/edgeHarness.ts';
 

@@ -10,7 +10,7 @@ import { encode as encodeCbor } from 'cbor-x';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createChdbStore } from '../adapters/chdb/createChdbStore.ts';
-import { decodeEnvelope } from '../engine/envelope.ts';
+import { decodeEnvelope } from '../engine/uplink/envelope.ts';
 import type { LogRecord } from '../engine/ports/log.ts';
 import type { StateRow } from '../schemas/messages.ts';
 import { EdgeHarness, registryFactories, type RegistryFactory, type Seeded } from './support/edgeHarness.ts';

@@ -16,7 +16,7 @@ import * as assert from 'uvu/assert';
 import kafkajs from 'kafkajs';
 import { createKafkaLog, type KafkaLogOptions } from '../adapters/kafka/index.ts';
 import type { FlushInfo } from '../adapters/kafka/LingerProducer.ts';
-import { FleetError, isFleetError } from '../engine/errors.ts';
+import { FleetError, isFleetError } from '../engine/kernel/errors.ts';
 import type { Consumer, Log, LogRecord, ProducerRecord, RecordPosition, TopicPartition } from '../engine/ports/log.ts';
 import { logContract, rejectsWith, uniqueName, waitFor } from './contracts/log.contract.ts';
 

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { newId } from '../engine/ids.ts';
+import { newId } from '../engine/kernel/ids.ts';
 import { BROKER_URL, brokerReachable, ExternalStack } from './support/externalMqttStack.ts';
 import { waitFor } from './support/tmp.ts';
 

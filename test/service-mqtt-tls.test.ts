@@ -7,7 +7,7 @@ import * as assert from 'uvu/assert';
 import mqtt from 'mqtt';
 import { createService } from '../app/createService.ts';
 import { loadConfig } from '../app/loadConfig.ts';
-import { silentLogger } from '../engine/logger.ts';
+import { silentLogger } from '../engine/kernel/logger.ts';
 import { selfSignedCertificate } from './support/selfSignedCertificate.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
 

@@ -4,8 +4,8 @@
  * to `/device/{id}/assets`, the Go and Node SDKs put `{name, is, profile}` to
  * `/device/{id}/asset/{name}`, the Java SDK posts lower-case keys. All of these are accepted as sent.
  */
-import { FleetError } from '../../engine/errors.ts';
-import { checkProfile } from '../../engine/uplink/profile.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
+import { checkProfile } from '../../engine/uplink/admission/profile.ts';
 import { AssetCreateBody, AssetList, AssetPutBody, DeviceAssetParams, DeviceParams } from '../../schemas/edge.ts';
 import { Asset } from '../../schemas/registry.ts';
 import { assetOf } from './EdgeAccess.ts';

@@ -11,8 +11,8 @@
  */
 import type { Context } from 'hono';
 import Type from 'typebox';
-import { FleetError } from '../../engine/errors.ts';
-import { newId } from '../../engine/ids.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
+import { newId } from '../../engine/kernel/ids.ts';
 import { validateAssetCommand, validateDeviceCommand } from '../../engine/commands/validateCommand.ts';
 import type { CommandHistoryQuery } from '../../engine/ports/commandHistory.ts';
 import type { Principal } from '../../engine/ports/registry.ts';

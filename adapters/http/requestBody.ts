@@ -3,7 +3,7 @@
  * syntax (400 MALFORMED_JSON) of the management routes' bodies. Uplink bodies are checked by the
  * device actor's own code instead (previewUplink.ts).
  */
-import { FleetError } from '../../engine/errors.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import { readBody } from './readBody.ts';
 
 export type BodyFormat = 'json' | 'cbor';

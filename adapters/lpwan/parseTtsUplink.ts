@@ -11,7 +11,7 @@
  * Everything else (rx_metadata, decoded_payload, settings, …) is ignored.
  */
 import type { LpwanUplink } from '../../engine/lpwan/LpwanUplinkIntake.ts';
-import { parseTimestamp } from '../../engine/uplink/parseTimestamp.ts';
+import { parseTimestamp } from '../../engine/uplink/admission/parseTimestamp.ts';
 import { badShape, checkDevEui, decodeBase64, isObject, type ParsedWebhook } from './parseWebhook.ts';
 
 /** ApplicationUp message types other than uplinks (named in the `ignored` reason). */

@@ -2,7 +2,7 @@
  * What the LPWAN webhook parsers share: the parse result, shape errors, and strict decoding of
  * payload fields (base64 from The Things Stack, hex from LORIOT).
  */
-import { FleetError } from '../../engine/errors.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import type { LpwanUplink, PayloadProblem } from '../../engine/lpwan/LpwanUplinkIntake.ts';
 
 export type ParsedWebhook =

@@ -3,7 +3,7 @@
  * directory. The default deployment needs nothing installed.
  */
 import { PGlite } from '@electric-sql/pglite';
-import type { Clock } from '../../engine/clock.ts';
+import type { Clock } from '../../engine/kernel/clock.ts';
 import { createSqlRegistry, type SqlRegistry } from '../sql-registry/createSqlRegistry.ts';
 import { mapSqlError } from '../sql-registry/sqlErrors.ts';
 import { lockDataDir } from './dataDirLock.ts';

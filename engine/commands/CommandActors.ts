@@ -7,11 +7,11 @@
  * Every status change is kept in a bounded per-device history (`recent`) and reported to onChange
  * (the service persists them in the command history: CommandHistoryRecorder).
  */
-import type { Clock, TimerHandle } from '../clock.ts';
-import { FleetError, toFleetError, type ErrorCode } from '../errors.ts';
+import type { Clock, TimerHandle } from '../kernel/clock.ts';
+import { FleetError, toFleetError, type ErrorCode } from '../kernel/errors.ts';
 import type { Downlink } from '../ports/downlink.ts';
 import type { CommandView } from '../../schemas/commands.ts';
-import type { CommandTransport } from './CommandTransport.ts';
+import type { CommandTransport } from '../ports/commandTransport.ts';
 import { initialCommandSnapshot, nextCommandSnapshot, type CommandEvent, type CommandSnapshot } from './commandMachine.ts';
 
 export type AcceptedCommand = {

@@ -9,8 +9,8 @@
  * transitions held, new ones are dropped and counted (onDropped), as are batches the store refuses
  * for good.
  */
-import type { Clock, TimerHandle } from '../clock.ts';
-import { toFleetError, type FleetError } from '../errors.ts';
+import type { Clock, TimerHandle } from '../kernel/clock.ts';
+import { toFleetError, type FleetError } from '../kernel/errors.ts';
 import type { CommandHistory } from '../ports/commandHistory.ts';
 import type { CommandView } from '../../schemas/commands.ts';
 

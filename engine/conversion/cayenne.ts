@@ -7,7 +7,7 @@
  * extended ones (generic sensor, voltage, current, frequency, percentage, altitude, concentration,
  * power, distance, energy, direction, unix time, colour, switch).
  */
-import { FleetError } from '../errors.ts';
+import { FleetError } from '../kernel/errors.ts';
 import { guardDecode, guardEncode, type Codec } from './codec.ts';
 import { decodeFailed, readUint } from './readers.ts';
 

@@ -5,7 +5,7 @@
  * directory may rebuild the same device type object for every lookup).
  */
 import type { ConversionScript } from '../../schemas/conversion.ts';
-import { FleetError } from '../errors.ts';
+import { FleetError } from '../kernel/errors.ts';
 import type { PayloadSettings } from '../ports/directory.ts';
 import { cayenneCodec } from './cayenne.ts';
 import { cborCodec } from './cborCodec.ts';

@@ -5,7 +5,7 @@
 
 export type AssetKind = 'sensor' | 'actuator' | 'virtual';
 
-/** Asset profile: plain JSON Schema (the subset in engine/uplink/profile.ts), plus `unit` as a label. */
+/** Asset profile: plain JSON Schema (the subset in engine/uplink/admission/profile.ts), plus `unit` as a label. */
 export type AssetProfile = Record<string, unknown>;
 
 export interface AssetInfo {

@@ -4,8 +4,8 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { SimulatedClock } from '../../engine/clock.ts';
-import { FleetError } from '../../engine/errors.ts';
+import { SimulatedClock } from '../../engine/kernel/clock.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import type { DeviceTypeDefinition, NewActivation, Registry } from '../../engine/ports/registry.ts';
 import { ACTIVATION_CODE_PATTERN, ID_PATTERN } from '../../schemas/registry.ts';
 import { rejects, type RegistryFactory, type RegistryHarness } from './registry.contract.ts';

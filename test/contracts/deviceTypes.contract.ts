@@ -5,7 +5,7 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { SimulatedClock } from '../../engine/clock.ts';
+import { SimulatedClock } from '../../engine/kernel/clock.ts';
 import type { DeviceTypeDefinition, Registry } from '../../engine/ports/registry.ts';
 import { rejects, type RegistryFactory, type RegistryHarness } from './registry.contract.ts';
 

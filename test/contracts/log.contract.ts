@@ -10,8 +10,8 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { isFleetError } from '../../engine/errors.ts';
-import { partitionFor } from '../../engine/partition.ts';
+import { isFleetError } from '../../engine/kernel/errors.ts';
+import { partitionFor } from '../../engine/kernel/partition.ts';
 import type { Consumer, ConsumerOptions, Log, LogRecord, ProducerRecord, RecordBatch, TopicPartition } from '../../engine/ports/log.ts';
 
 export interface LogFixture {

@@ -7,8 +7,8 @@
 import { createHash } from 'node:crypto';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { SimulatedClock, type Clock } from '../../engine/clock.ts';
-import { FleetError, type ErrorCode } from '../../engine/errors.ts';
+import { SimulatedClock, type Clock } from '../../engine/kernel/clock.ts';
+import { FleetError, type ErrorCode } from '../../engine/kernel/errors.ts';
 import { registryDirectory, type Registry } from '../../engine/ports/registry.ts';
 import { ID_PATTERN } from '../../schemas/registry.ts';
 

@@ -15,7 +15,7 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { FleetError } from '../../engine/errors.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import type { StateStore, StoredState } from '../../engine/ports/store.ts';
 import type { JsonValue, StateRow } from '../../schemas/messages.ts';
 

@@ -13,13 +13,13 @@ import { serveEdge, type ServedEdge } from '../../adapters/http/serveEdge.ts';
 import { createLocalLog, type LocalLog } from '../../adapters/local-log/LocalLog.ts';
 import { createPgliteRegistry } from '../../adapters/pglite/createPgliteRegistry.ts';
 import { createPostgresRegistry } from '../../adapters/postgres/createPostgresRegistry.ts';
-import { SimulatedClock } from '../../engine/clock.ts';
-import { decodeEnvelope } from '../../engine/envelope.ts';
+import { SimulatedClock } from '../../engine/kernel/clock.ts';
+import { decodeEnvelope } from '../../engine/uplink/envelope.ts';
 import type { ProducerRecord, RecordPosition } from '../../engine/ports/log.ts';
 import type { Registry } from '../../engine/ports/registry.ts';
 import type { RejectionRow, RejectionStore } from '../../engine/ports/rejections.ts';
 import type { StateStore } from '../../engine/ports/store.ts';
-import { UplinkIngest } from '../../engine/UplinkIngest.ts';
+import { UplinkIngest } from '../../engine/uplink/UplinkIngest.ts';
 import type { UplinkEnvelope } from '../../schemas/messages.ts';
 
 export interface RegistryFactory {

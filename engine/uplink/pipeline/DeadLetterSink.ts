@@ -2,11 +2,11 @@
  * Batches rejected uplinks onto the `dead-letters` topic (key = device id). A rejection is only
  * counted as handled once its dead letter is durable, so a crash cannot lose the reason.
  */
-import type { Clock, TimerHandle } from './clock.ts';
-import { encodeDeadLetter } from './envelope.ts';
-import type { Log, ProducerRecord } from './ports/log.ts';
-import { Topics, type DeadLetter, type UplinkEnvelope } from '../schemas/messages.ts';
-import type { Rejection } from './uplink/processUplink.ts';
+import type { Clock, TimerHandle } from '../../kernel/clock.ts';
+import { encodeDeadLetter } from '../envelope.ts';
+import type { Log, ProducerRecord } from '../../ports/log.ts';
+import { Topics, type DeadLetter, type UplinkEnvelope } from '../../../schemas/messages.ts';
+import type { Rejection } from '../admission/processUplink.ts';
 
 export interface DeadLetterSinkOptions {
   log: Log;

@@ -24,7 +24,7 @@
  * Numbers are checked as typebox does: "number" and "integer" accept finite numbers only.
  */
 import { Compile } from 'typebox/compile';
-import type { AssetProfile } from '../ports/directory.ts';
+import type { AssetProfile } from '../../ports/directory.ts';
 
 /** Undefined when the value matches; otherwise a human-readable reason naming the path. */
 export type ProfileChecker = (value: unknown) => string | undefined;

@@ -5,9 +5,9 @@
  * is stored; a value it refuses shows up in the device's rejections.
  */
 import type { ContentType } from '../../schemas/messages.ts';
-import { decodeCbor } from '../uplink/decodeCbor.ts';
-import { MAX_BODY_DEPTH } from '../uplink/processUplink.ts';
-import { detectStateFormat, type Decision, type UplinkTarget } from './topics.ts';
+import { decodeCbor } from '../uplink/admission/decodeCbor.ts';
+import { MAX_BODY_DEPTH } from '../uplink/admission/processUplink.ts';
+import { detectStateFormat, type Decision, type UplinkTarget } from './mqttTopics.ts';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 

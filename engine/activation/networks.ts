@@ -13,11 +13,11 @@
  * - LoRaWAN data is answered with every optional key, null when not supplied, `activationMethod`
  *   `abp` (spec §2.8); a network without keys answers `{}`.
  */
-import table from '../schemas/networks.json' with { type: 'json' };
+import table from '../../schemas/networks.json' with { type: 'json' };
 import { Compile } from 'typebox/compile';
-import { FleetError } from './errors.ts';
-import { NetworkTable, type NetworkKey } from '../schemas/networks.ts';
-import type { NetworkBinding } from '../schemas/registry.ts';
+import { FleetError } from '../kernel/errors.ts';
+import { NetworkTable, type NetworkKey } from '../../schemas/networks.ts';
+import type { NetworkBinding } from '../../schemas/registry.ts';
 
 export interface NetworkInfo {
   id: string;

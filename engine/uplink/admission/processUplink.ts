@@ -31,8 +31,8 @@
  * MAX_BODY_DEPTH nested arrays/objects — and, in CBOR, tags), DECODE_FAILED,
  * UNSUPPORTED_CONTENT_TYPE, PROCESSING_FAILED.
  */
-import type { ErrorCode } from '../errors.ts';
-import type { JsonValue, StateRow, UplinkEnvelope } from '../../schemas/messages.ts';
+import type { ErrorCode } from '../../kernel/errors.ts';
+import type { JsonValue, StateRow, UplinkEnvelope } from '../../../schemas/messages.ts';
 import { checkJsonValue } from './checkJsonValue.ts';
 import type { CompiledDevice } from './compileDevice.ts';
 import { CborDecodeError, CborMap, CborTag, decodeCbor } from './decodeCbor.ts';

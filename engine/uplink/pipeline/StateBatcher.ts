@@ -14,10 +14,10 @@
  *   that batch only. Rows are checked on append, so one bad row fails its own call, not a batch.
  */
 import { checkStateRows } from './checkStateRows.ts';
-import type { Clock, TimerHandle } from './clock.ts';
-import { FleetError, toFleetError } from './errors.ts';
-import type { StateStore } from './ports/store.ts';
-import type { StateRow } from '../schemas/messages.ts';
+import type { Clock, TimerHandle } from '../../kernel/clock.ts';
+import { FleetError, toFleetError } from '../../kernel/errors.ts';
+import type { StateStore } from '../../ports/store.ts';
+import type { StateRow } from '../../../schemas/messages.ts';
 
 export interface StateBatcherOptions {
   store: Pick<StateStore, 'append'>;
