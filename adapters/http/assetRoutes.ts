@@ -10,7 +10,8 @@ import { AssetCreateBody, AssetList, AssetPutBody, DeviceAssetParams, DevicePara
 import { Asset } from '../../schemas/registry.ts';
 import { assetOf } from './EdgeAccess.ts';
 import type { EdgeContext } from './EdgeDeps.ts';
-import { isPlainObject, readJsonBody } from './requestBody.ts';
+import { isPlainObject } from '../../engine/kernel/isPlainObject.ts';
+import { readJsonBody } from './requestBody.ts';
 import { check } from './validate.ts';
 
 const JSON_TYPE = 'application/json';

@@ -19,7 +19,8 @@ import type { Principal } from '../../engine/ports/registry.ts';
 import { CommandLifecycle, type CommandRecord } from '../../schemas/commands.ts';
 import { AssetIdParams, DeviceAssetParams, DeviceParams, TimeParam } from '../../schemas/edge.ts';
 import type { EdgeContext } from './EdgeDeps.ts';
-import { isPlainObject, readJsonBody } from './requestBody.ts';
+import { isPlainObject } from '../../engine/kernel/isPlainObject.ts';
+import { readJsonBody } from './requestBody.ts';
 
 export interface EdgeCommands {
   /** Appends the record to topic `commands`; resolves once durable. */

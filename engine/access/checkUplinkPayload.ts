@@ -8,12 +8,9 @@ import type { ContentType } from '../../schemas/messages.ts';
 import { decodeCbor } from '../uplink/admission/decodeCbor.ts';
 import { MAX_BODY_DEPTH } from '../uplink/admission/processUplink.ts';
 import { detectStateFormat, type Decision, type UplinkTarget } from './mqttTopics.ts';
+import { isPlainObject } from '../kernel/isPlainObject.ts';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function parseJson(body: Uint8Array): Decision<unknown> {
   if (body.byteLength === 0) return { ok: false, code: 'MALFORMED_JSON', reason: 'empty payload; expected JSON' };
