@@ -1,8 +1,11 @@
 /**
- * Batches rejected uplinks onto the `dead-letters` topic (key = device id). A rejection is only
- * counted as handled once its dead letter is durable, so a crash cannot lose the reason.
+ * Batches rejected uplinks onto the `dead-letters` topic (key = device id) with the kernel Batcher.
+ * A rejection is only counted as handled once its dead letter is durable, so a crash cannot lose the
+ * reason. Bounded like the state batcher: past 10 × maxBatch letters held, add() waits for room.
+ * Failures are not retried here: the caller decides (UplinkPipeline retries retriable ones).
  */
-import type { Clock, TimerHandle } from '../../kernel/clock.ts';
+import { Batcher } from '../../kernel/Batcher.ts';
+import type { Clock } from '../../kernel/clock.ts';
 import { encodeDeadLetter } from '../envelope.ts';
 import type { Log, ProducerRecord } from '../../ports/log.ts';
 import { Topics, type DeadLetter, type UplinkEnvelope } from '../../../schemas/messages.ts';
@@ -20,73 +23,56 @@ export interface DeadLetterSinkOptions {
   onDeadLetters?(letters: readonly DeadLetter[]): void | Promise<void>;
 }
 
-interface Pending {
+/** The dead letters of one add(). */
+interface Letters {
   records: ProducerRecord[];
   letters: DeadLetter[];
-  resolve: () => void;
-  reject: (error: unknown) => void;
-  promise: Promise<void>;
 }
 
 export class DeadLetterSink {
-  readonly #options: DeadLetterSinkOptions;
-  readonly #topic: string;
-  readonly #lingerMs: number;
-  readonly #maxBatch: number;
-  #pending: Pending | undefined;
-  #timer: TimerHandle | undefined;
-  #inFlight = new Set<Promise<void>>();
+  readonly #clock: Clock;
+  readonly #batcher: Batcher<Letters>;
   appended = 0;
 
   constructor(options: DeadLetterSinkOptions) {
-    this.#options = options;
-    this.#topic = options.topic ?? Topics.deadLetters;
-    this.#lingerMs = options.lingerMs ?? 20;
-    this.#maxBatch = options.maxBatch ?? 500;
+    const { log, onDeadLetters } = options;
+    const topic = options.topic ?? Topics.deadLetters;
+    const maxBatch = options.maxBatch ?? 500;
+    this.#clock = options.clock;
+    this.#batcher = new Batcher({
+      name: 'dead-letter sink',
+      clock: options.clock,
+      write: async (adds) => {
+        const records = adds.flatMap((add) => add.records);
+        await log.append(topic, records);
+        this.appended += records.length;
+        await onDeadLetters?.(adds.flatMap((add) => add.letters));
+      },
+      weight: (add) => add.records.length,
+      maxItems: maxBatch,
+      maxDelayMs: options.lingerMs ?? 20,
+      maxPending: 10 * maxBatch,
+      overflow: 'wait',
+      // Appends of several batches may run at once, as the log takes them (group commit).
+      concurrency: 4,
+    });
   }
 
   /** Queues one dead letter per rejection; resolves when they are durable. */
   add(envelope: UplinkEnvelope, rejections: readonly Rejection[]): Promise<void> {
-    const batch = this.#pending ?? this.#open();
-    const rejectedAt = this.#options.clock.now();
+    const rejectedAt = this.#clock.now();
+    const add: Letters = { records: [], letters: [] };
     for (const rejection of rejections) {
       const letter: DeadLetter = { code: rejection.code, reason: rejection.reason, rejectedAt, envelope };
       if (rejection.asset !== undefined) letter.asset = rejection.asset;
-      batch.letters.push(letter);
-      batch.records.push({ key: envelope.deviceId, value: encodeDeadLetter(letter), timestamp: rejectedAt });
+      add.letters.push(letter);
+      add.records.push({ key: envelope.deviceId, value: encodeDeadLetter(letter), timestamp: rejectedAt });
     }
-    if (batch.records.length >= this.#maxBatch) this.#send();
-    return batch.promise;
+    return this.#batcher.add(add);
   }
 
   /** Appends whatever is queued and waits for every append under way. */
-  async flush(): Promise<void> {
-    this.#send();
-    await Promise.allSettled([...this.#inFlight]);
-  }
-
-  #open(): Pending {
-    let resolve!: () => void;
-    let reject!: (error: unknown) => void;
-    const promise = new Promise<void>((res, rej) => { resolve = res; reject = rej; });
-    // A rejection of the batch is reported to every waiter; keep it from surfacing as unhandled here.
-    promise.catch(() => undefined);
-    this.#pending = { records: [], letters: [], resolve, reject, promise };
-    this.#timer = this.#options.clock.setTimeout(() => this.#send(), this.#lingerMs);
-    return this.#pending;
-  }
-
-  #send(): void {
-    const batch = this.#pending;
-    if (batch === undefined) return;
-    this.#pending = undefined;
-    this.#timer?.cancel();
-    this.#timer = undefined;
-    const sent = this.#options.log.append(this.#topic, batch.records).then(async () => {
-      this.appended += batch.records.length;
-      await this.#options.onDeadLetters?.(batch.letters);
-    });
-    this.#inFlight.add(sent);
-    sent.then(batch.resolve, batch.reject).finally(() => this.#inFlight.delete(sent));
+  flush(): Promise<void> {
+    return this.#batcher.flush();
   }
 }
