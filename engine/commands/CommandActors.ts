@@ -58,7 +58,6 @@ interface DeviceQueue {
   queue: Entry[];
   busy: boolean;
   retry: TimerHandle | undefined;
-  /** Resends since the last delivery: the attempt of the next backoff. */
   resends: number;
 }
 

@@ -45,13 +45,7 @@ export class CommandHistoryRecorder {
     this.#batcher = new Batcher({
       name: 'command history recorder',
       clock: options.clock,
-      async write(views) {
-        try {
-          await history.append(views);
-        } catch (error) {
-          throw toFleetError(error, 'UNAVAILABLE');
-        }
-      },
+      write: (views) => history.append(views).catch((error: unknown) => { throw toFleetError(error, 'UNAVAILABLE'); }),
       maxItems: options.maxBatch ?? 500,
       maxDelayMs: options.maxDelayMs ?? 200,
       maxPending: options.maxPending ?? 10_000,

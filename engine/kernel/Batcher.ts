@@ -1,21 +1,13 @@
 /**
- * The engine's one batching primitive (StateBatcher, CommandHistoryRecorder, DeadLetterSink):
- * ClickHouse and Kafka want few large writes, callers produce many small items.
- *
- * - A batch starts when `maxItems` weight is buffered, or `maxDelayMs` after its oldest item was
- *   accepted, whichever comes first; at most `concurrency` batches are written at once, cut in
- *   arrival order. A batch weighs at most `maxItems` unless one item is heavier.
- * - Bounded: at most `maxPending` weight is buffered or being written. An item that does not fit
- *   either waits, unaccepted and in order, until earlier batches land (`overflow: 'wait'`: a caller
- *   that awaits add() is slowed to the writer's pace) or is refused at once (`'refuse'`: add()
- *   rejects with BACKPRESSURE, offer() returns false). An item heavier than `maxPending` is
- *   accepted alone rather than never.
- * - A write failing with a retriable FleetError is tried again after `retry.backoff(attempt)` on the
- *   Clock, up to `retry.maxRetries` times; any other error, or the last retriable one, fails that
- *   batch only (its items' promises reject, onFailed hears it once).
- * - flush() starts everything held and resolves once every item added before it has settled;
- *   close() refuses new items (CLOSED), then flushes. With `{ retries: false }` they give each batch
- *   one last try: a retry waiting its backoff runs at once and a failure is final.
+ * The engine's one batching primitive: ClickHouse and Kafka want few large writes, callers make
+ * many small items. A batch starts when `maxItems` weight is buffered or `maxDelayMs` after its
+ * oldest item was accepted; batches are cut in arrival order, `concurrency` written at once, each
+ * at most `maxItems` heavy unless one item is heavier. At most `maxPending` weight is buffered or
+ * being written: an item that does not fit waits, unaccepted and in order (`overflow: 'wait'`, so
+ * a caller awaiting add() is slowed to the writer's pace), or is refused at once (`'refuse'`); one
+ * heavier than `maxPending` is accepted alone rather than never. A retriable FleetError is retried
+ * after `retry.backoff(attempt)` on the Clock, up to `retry.maxRetries` times; any other error, or
+ * the last retriable one, fails that batch only.
  */
 import type { Backoff } from './backoff.ts';
 import { nonNegative, positiveInteger } from './checkOption.ts';
@@ -24,22 +16,20 @@ import { FleetError, toFleetError } from './errors.ts';
 
 export interface BatcherOptions<T> {
   clock: Clock;
-  /** Writes one batch; the batch settles with its promise (a synchronous throw counts as a rejection). */
+  /** Writes one batch; a synchronous throw counts as a rejection. */
   write(items: T[]): Promise<void>;
-  /** Weight that starts a batch at once, and the most a batch holds. */
   maxItems: number;
-  /** Longest an accepted item waits for companions, ms; 0 starts batches at once. */
+  /** ms; 0 starts batches at once. */
   maxDelayMs: number;
-  /** Weight buffered plus being written before the overflow policy applies. */
   maxPending: number;
   overflow: 'wait' | 'refuse';
   /** Weight of one item (e.g. the rows of one append). Default 1. */
   weight?(item: T): number;
   /** Batches written at once. Default 1. */
   concurrency?: number;
-  /** Retries of retriable write failures. Default none. */
+  /** Default: no retries. */
   retry?: { backoff: Backoff; maxRetries: number };
-  /** Told once per batch that failed for good. */
+  /** Told once per batch that failed for good (its items' promises reject too). */
   onFailed?(items: T[], error: FleetError): void;
   /** Names the batcher in errors. Default 'batcher'. */
   name?: string;
@@ -55,13 +45,12 @@ interface Held<T> {
 }
 
 export class Batcher<T> {
-  readonly #o: BatcherOptions<T> & { name: string; concurrency: number };
-  readonly #weight: (item: T) => number;
+  readonly #o: BatcherOptions<T> & { name: string; concurrency: number; weight(item: T): number };
   #buffer: Held<T>[] = [];
   #bufferWeight = 0;
   #waiting: Held<T>[] = [];
   #waitingWeight = 0;
-  #writing = new Set<Held<T>[]>();
+  readonly #writing = new Set<Held<T>[]>();
   #writingWeight = 0;
   readonly #retries = new Set<{ timer: TimerHandle; run(): void }>();
   #timer: TimerHandle | undefined;
@@ -73,12 +62,11 @@ export class Batcher<T> {
 
   constructor(options: BatcherOptions<T>) {
     const name = options.name ?? 'batcher';
-    this.#o = { ...options, name, concurrency: positiveInteger(options.concurrency ?? 1, `${name}: concurrency`) };
+    this.#o = { weight: () => 1, ...options, name, concurrency: positiveInteger(options.concurrency ?? 1, `${name}: concurrency`) };
     positiveInteger(options.maxItems, `${name}: maxItems`);
     positiveInteger(options.maxPending, `${name}: maxPending`);
     nonNegative(options.maxDelayMs, `${name}: maxDelayMs`);
     if (options.retry) nonNegative(options.retry.maxRetries, `${name}: maxRetries`);
-    this.#weight = options.weight ?? (() => 1);
   }
 
   /** Weight buffered or being written. */
@@ -86,7 +74,7 @@ export class Batcher<T> {
     return this.#bufferWeight + this.#writingWeight;
   }
 
-  /** Weight of items waiting for room (not yet accepted). */
+  /** Weight waiting for room (not yet accepted). */
   get waiting(): number {
     return this.#waitingWeight;
   }
@@ -108,7 +96,10 @@ export class Batcher<T> {
     return !this.#closed && this.#hold(this.#held(item));
   }
 
-  /** Starts everything held and resolves once every item added so far has settled; never rejects. */
+  /**
+   * Starts everything held; resolves once every item added so far has settled, never rejects.
+   * `retries: false` gives each batch one last try: a waiting retry runs at once, a failure is final.
+   */
   async flush(options: { retries?: boolean } = {}): Promise<void> {
     const until = this.#seq;
     const lastTry = options.retries === false ? 1 : 0;
@@ -125,28 +116,28 @@ export class Batcher<T> {
   }
 
   /** Refuses new items (CLOSED), then flushes. */
-  async close(options: { retries?: boolean } = {}): Promise<void> {
+  close(options: { retries?: boolean } = {}): Promise<void> {
     this.#closed = true;
-    await this.flush(options);
+    return this.flush(options);
   }
 
   #held(item: T): Held<T> {
-    return { item, weight: this.#weight(item), seq: this.#seq++, acceptedAt: 0 };
+    return { item, weight: this.#o.weight(item), seq: this.#seq++, acceptedAt: 0 };
   }
 
   #hold(held: Held<T>): boolean {
     if (this.#waiting.length === 0 && this.#fits(held.weight)) this.#accept(held);
-    else if (this.#o.overflow === 'wait') {
+    else if (this.#o.overflow === 'refuse') return false;
+    else {
       this.#waiting.push(held);
       this.#waitingWeight += held.weight;
-    } else return false;
+    }
     this.#schedule();
     return true;
   }
 
   #fits(weight: number): boolean {
-    const pending = this.pending;
-    return pending === 0 || pending + weight <= this.#o.maxPending;
+    return this.pending === 0 || this.pending + weight <= this.#o.maxPending;
   }
 
   #accept(held: Held<T>): void {
@@ -199,8 +190,7 @@ export class Batcher<T> {
         const error = toFleetError(cause);
         const policy = this.#o.retry;
         if (!error.retriable || policy === undefined || retry >= policy.maxRetries || this.#lastTry > 0) {
-          this.#settle(batch, items, weight, error);
-          return;
+          return this.#settle(batch, items, weight, error);
         }
         const pending = {
           timer: this.#o.clock.setTimeout(() => pending.run(), policy.backoff(retry)),
@@ -220,19 +210,14 @@ export class Batcher<T> {
       else held.resolve?.();
     }
     if (error) this.#o.onFailed?.(items, error);
-    this.#admitWaiting();
+    // Admit the waiting prefix with one splice: shift() per item is quadratic when thousands wait.
+    let n = 0;
+    while (n < this.#waiting.length && this.#fits(this.#waiting[n].weight)) {
+      this.#waitingWeight -= this.#waiting[n].weight;
+      this.#accept(this.#waiting[n++]);
+    }
+    if (n > 0) this.#waiting.splice(0, n);
     this.#schedule();
     for (const wake of this.#wakers.splice(0)) wake();
-  }
-
-  #admitWaiting(): void {
-    // One splice for the admitted prefix: shift() per item is quadratic when thousands wait.
-    const waiting = this.#waiting;
-    let n = 0;
-    while (n < waiting.length && this.#fits(waiting[n].weight)) {
-      this.#waitingWeight -= waiting[n].weight;
-      this.#accept(waiting[n++]);
-    }
-    if (n > 0) waiting.splice(0, n);
   }
 }

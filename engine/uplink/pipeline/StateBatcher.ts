@@ -2,17 +2,11 @@
  * Groups state appends from many callers (device actors) into few store inserts: ClickHouse wants
  * thousands of rows per insert, actors produce a handful per uplink. Each caller's promise resolves
  * when its own rows are durable, which is what lets the pipeline commit log offsets (DESIGN.md §4).
- * The batching itself is engine/kernel/Batcher.ts, weighted in rows:
- *
- * - A batch is flushed when `maxRows` rows are buffered, or `maxDelayMs` after the oldest buffered
- *   row arrived, whichever comes first; one batch is in flight at a time, in arrival order.
- * - Bounded: at most `maxPendingRows` rows are buffered or in flight. An append that does not fit
- *   waits, unaccepted, until earlier batches land; its promise simply resolves later, so a caller
- *   that awaits append() is slowed to the store's pace (the overflow policy is "wait", not "drop").
- *   `waitingRows` shows how much is held back, for sources that pause on it.
- * - A store error with `retriable` set is retried with exponential backoff on the injected Clock,
- *   up to `maxRetries` times; any other error, or the last retriable one, rejects the promises of
- *   that batch only. Rows are checked on append, so one bad row fails its own call, not a batch.
+ * It is the kernel Batcher weighted in rows: one batch in flight, in arrival order; appends past
+ * `maxPendingRows` wait (overflow "wait", not "drop": an awaiting caller is slowed to the store's
+ * pace; `waitingRows` shows how much is held back, for sources that pause on it); retriable store
+ * errors retried with backoff, then that batch's promises reject. Rows are checked on append, so
+ * one bad row fails its own call, not a batch.
  */
 import { checkStateRows } from './checkStateRows.ts';
 import { exponentialBackoff } from '../../kernel/backoff.ts';
