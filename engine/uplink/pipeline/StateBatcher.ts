@@ -42,7 +42,7 @@ export class StateBatcher {
     this.#batcher = new Batcher({
       name: 'state batcher',
       clock: options.clock,
-      write: (appends) => store.append(appends.length === 1 ? appends[0] : appends.flat()),
+      write: (appends) => store.append(appends.length === 1 ? appends[0] : concat(appends)),
       weight: (rows) => rows.length,
       maxItems: maxRows,
       maxDelayMs: nonNegative(options.maxDelayMs ?? 100, 'StateBatcher: maxDelayMs'),
@@ -85,4 +85,11 @@ export class StateBatcher {
   close(): Promise<void> {
     return this.#batcher.close();
   }
+}
+
+/** A push loop: Array.prototype.flat is several times slower on thousands of small appends. */
+function concat(appends: readonly (readonly StateRow[])[]): StateRow[] {
+  const rows: StateRow[] = [];
+  for (const append of appends) for (const row of append) rows.push(row);
+  return rows;
 }
