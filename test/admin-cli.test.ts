@@ -4,13 +4,14 @@
  * `--json` on stdout stays parseable. (Issue #10: run from another directory, it used to create
  * `./data` and print a token the running service did not know.)
  */
-import { test } from 'uvu';
+import pg from 'pg';
 import * as assert from 'uvu/assert';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createPgliteRegistry } from '../adapters/pglite/createPgliteRegistry.ts';
 import { serveAdminSocket } from '../app/adminSocket.ts';
+import { test, withEnv } from './support/suite.ts';
 import { tempDir } from './support/tmp.ts';
 
 const bin = new URL('../bin/fleetstream.ts', import.meta.url).pathname;
@@ -81,6 +82,25 @@ test('with a service running on another data dir, the refusal names the data dir
     await socket.close();
     await registry.close();
   }
+});
+
+withEnv('admin-cli on PostgreSQL', ['DATABASE_URL_TEST'], 'a PostgreSQL server, e.g. postgres://postgres@127.0.0.1:5432/postgres', ({ DATABASE_URL_TEST: url }) => {
+  test('with DATABASE_URL, admin names the PostgreSQL database and schema on stderr, its password hidden', async () => {
+    const schema = `admin_cli_test_${process.pid}`;
+    const withPassword = new URL(url);
+    withPassword.password = 'not-shown';
+    try {
+      const run = await admin(tmp.dir, 'create-user', 'carol', '--json', '--database-url', withPassword.toString(), '--database-schema', schema);
+      assert.is(run.code, 0, run.stderr);
+      assert.match((JSON.parse(run.stdout) as { token: string }).token, /^fsu_/);
+      assert.match(run.stderr, new RegExp(`registry in PostgreSQL postgres://[^ ]*${withPassword.host}.* \\(schema ${schema}\\)`));
+      assert.not.match(run.stderr, /not-shown/);
+    } finally {
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).finally(() => client.end());
+    }
+  });
 });
 
 test.run();
