@@ -91,9 +91,13 @@ export function kafkaTimeouts(kafka: Config['kafka']): { appendTimeoutMs?: numbe
   return out;
 }
 
-export async function openRegistry(config: Pick<Config, 'databaseUrl' | 'databaseSchema' | 'dataDir'>, clock: Clock = systemClock): Promise<Registry> {
+/**
+ * The registry of the configuration. `create: false` refuses (NOT_FOUND) to start an embedded
+ * registry where none exists yet: the admin CLI's guard against a mistyped or missing data dir.
+ */
+export async function openRegistry(config: Pick<Config, 'databaseUrl' | 'databaseSchema' | 'dataDir'>, clock: Clock = systemClock, options: { create?: boolean } = {}): Promise<Registry> {
   if (config.databaseUrl) return createPostgresRegistry({ url: config.databaseUrl, schema: config.databaseSchema, clock });
-  return createPgliteRegistry({ dir: dataPaths(config.dataDir).registry, clock });
+  return createPgliteRegistry({ dir: dataPaths(config.dataDir).registry, clock, create: options.create ?? true });
 }
 
 export async function createService(options: ServiceOptions): Promise<Service> {

@@ -2,7 +2,7 @@
  * Contract of the registry's activation operations (device types, activations, redeeming codes;
  * spec §2.5–2.8, §4.5–4.6). Runs on the same harness as registry.contract.ts.
  */
-import { suite } from 'uvu';
+import { suite } from '../support/suite.ts';
 import * as assert from 'uvu/assert';
 import { SimulatedClock } from '../../engine/kernel/clock.ts';
 import { FleetError } from '../../engine/kernel/errors.ts';

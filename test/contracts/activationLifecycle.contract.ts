@@ -3,7 +3,7 @@
  * while unused, CONFLICT once used (engine/activation/activationMachine.ts). Runs on the harness of
  * registry.contract.ts.
  */
-import { suite } from 'uvu';
+import { suite } from '../support/suite.ts';
 import * as assert from 'uvu/assert';
 import { SimulatedClock } from '../../engine/kernel/clock.ts';
 import type { NewActivation, Registry } from '../../engine/ports/registry.ts';

@@ -5,7 +5,7 @@
  * check what is stored (token hashes, cascades) rather than only what the port answers.
  */
 import { createHash } from 'node:crypto';
-import { suite } from 'uvu';
+import { suite } from '../support/suite.ts';
 import * as assert from 'uvu/assert';
 import { SimulatedClock, type Clock } from '../../engine/kernel/clock.ts';
 import { FleetError, type ErrorCode } from '../../engine/kernel/errors.ts';
