@@ -1,7 +1,7 @@
 /**
  * HTTP uplink throughput on loopback: `PUT /device/{id}/state` through the real edge (bearer auth,
- * rate-limit bookkeeping off, body read and checked by the actor's processUplink, durable append to
- * the local log through UplinkIngest) against a bare Hono route answering 202 in the same run, on
+ * rate-limit bookkeeping off, body read and admitted by the engine's one admission step, durable
+ * append to the local log through the service's intake) against a bare Hono route answering 202 in the same run, on
  * the same server stack. Prints req/s of both and their ratio. Not part of the test suite.
  *
  *   npx node bench/http.bench.ts [requests=20000] [concurrency=64] [devices=64]
@@ -23,7 +23,7 @@ import { serveEdge } from '../adapters/http/serveEdge.ts';
 import { createLocalLog } from '../adapters/local-log/LocalLog.ts';
 import { createPgliteRegistry } from '../adapters/pglite/createPgliteRegistry.ts';
 import { systemClock } from '../engine/kernel/clock.ts';
-import { UplinkIngest } from '../engine/uplink/UplinkIngest.ts';
+import { buildIntake } from '../app/buildIntake.ts';
 
 interface Ready {
   edgePort: number;
@@ -46,12 +46,12 @@ async function serverThread(deviceCount: number): Promise<void> {
     devices.push({ id: device.id, token });
   }
   const log = createLocalLog({ dir: join(dir, 'log') });
-  await log.ensureTopics([{ name: 'uplinks', partitions: 8 }]);
-  const ingest = new UplinkIngest({ log, clock: systemClock });
+  await log.ensureTopics([{ name: 'uplinks', partitions: 8 }, { name: 'dead-letters', partitions: 1 }]);
+  const intake = buildIntake({ log, clock: systemClock, rejections: { append: async () => undefined } });
   const none = async () => [];
   const edge = createEdgeApp({
     registry,
-    ingest,
+    admission: intake.admission,
     store: { latest: none, history: none, aggregate: none },
     rejections: { recent: none },
     clock: systemClock,
@@ -62,7 +62,7 @@ async function serverThread(deviceCount: number): Promise<void> {
   parentPort!.postMessage({ edgePort: e.port, barePort: b.port, devices } satisfies Ready);
   parentPort!.once('message', async () => {
     await Promise.all([e.close(), b.close()]);
-    await ingest.close();
+    await intake.close();
     await log.close();
     await registry.close();
     rmSync(dir, { recursive: true, force: true });

@@ -41,7 +41,7 @@ import { CommandActors } from '../engine/commands/CommandActors.ts';
 import { CommandPipeline } from '../engine/commands/CommandPipeline.ts';
 import { newId } from '../engine/kernel/ids.ts';
 import { registryDirectory } from '../engine/ports/registry.ts';
-import { UplinkIngest } from '../engine/uplink/UplinkIngest.ts';
+import { buildIntake } from '../app/buildIntake.ts';
 import { Topics } from '../schemas/messages.ts';
 
 const MOSQUITTO = 'mqtt://127.0.0.1:1883';
@@ -66,13 +66,15 @@ async function engineThread(deviceCount: number): Promise<void> {
     devices.push({ id: device.id, token });
   }
   const log = createLocalLog({ dir: join(dir, 'log') });
-  await log.ensureTopics([{ name: Topics.uplinks, partitions: 8 }, { name: Topics.commands, partitions: 2 }]);
+  await log.ensureTopics([{ name: Topics.uplinks, partitions: 8 }, { name: Topics.commands, partitions: 2 }, { name: Topics.deadLetters, partitions: 1 }]);
   let appended = 0;
-  const ingest = new UplinkIngest({
+  const intake = buildIntake({
     clock: systemClock,
-    log: { append: async (topic, records) => { const p = await log.append(topic, records); appended += records.length; return p; } },
+    rejections: { append: async () => undefined },
+    log: { append: async (topic, records) => { const p = await log.append(topic, records); if (topic === Topics.uplinks) appended += records.length; return p; } },
   });
-  const edge = await createMqttEdge({ registry, ingest, clock: systemClock, port: 0, host: '127.0.0.1' });
+  const { admission } = intake;
+  const edge = await createMqttEdge({ registry, admission, clock: systemClock, port: 0, host: '127.0.0.1' });
   const actors = new CommandActors({ clock: systemClock, transport: edge.commands });
   const commands = new CommandPipeline({ log, actors, directory: registryDirectory(registry), clock: systemClock, commitIntervalMs: 50 });
   await commands.start();
@@ -84,14 +86,14 @@ async function engineThread(deviceCount: number): Promise<void> {
       const record = { id: newId(), deviceId: m.deviceId, asset: 'led', value: m.value, issuer: 'app:bench', issuedAt: Date.now() };
       await log.append(Topics.commands, [{ key: m.deviceId, value: new TextEncoder().encode(JSON.stringify(record)) }]);
     } else if (m.type === 'external') {
-      if (m.on) external = await createExternalMqtt({ url: MOSQUITTO, registry, ingest, clock: systemClock, shareGroup: `fsbench-${process.pid}`, connections: m.connections });
+      if (m.on) external = await createExternalMqtt({ url: MOSQUITTO, registry, admission, clock: systemClock, shareGroup: `fsbench-${process.pid}`, connections: m.connections });
       else await external?.close();
       post({ type: 'external' });
     } else {
       await commands.stop();
       actors.stop();
       await edge.close();
-      await ingest.close();
+      await intake.close();
       await log.close();
       await registry.close();
       rmSync(dir, { recursive: true, force: true });

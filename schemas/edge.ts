@@ -4,7 +4,7 @@
  * `/openapi.json`: TypeBox schemas are JSON Schema, which OpenAPI 3.1 embeds as is.
  */
 import Type, { type Static } from 'typebox';
-import { Asset, AssetKind, AssetName, AssetProfile, Device, DevicePatch, Id, NewDevice } from './registry.ts';
+import { Asset, AssetKind, AssetName, AssetProfile, Device, DevicePatch, ID_PATTERN, Id, NewDevice } from './registry.ts';
 
 // ---- errors ----
 
@@ -17,6 +17,7 @@ export const Problem = Type.Object({
   detail: Type.String(),
   instance: Type.Optional(Type.String({ description: 'the request path' })),
   errors: Type.Optional(Type.Array(Type.Object({ path: Type.String(), message: Type.String() }))),
+  uplinkId: Type.Optional(Type.String({ description: 'a refused uplink: the id its rejections are listed under (GET /device/{id}/rejections)' })),
 });
 export type Problem = Static<typeof Problem>;
 
@@ -106,15 +107,56 @@ export const AssetStateBody = Type.Object({
   at: Type.Optional(Type.String({ description: 'ISO 8601 measurement time; default: receive time' })),
 });
 
-/** Spec §2.2 device state message (JSON): asset name → asset state. CBOR also takes the simplified form (asset → bare value). */
-export const DeviceStateBody = Type.Record(Type.String(), AssetStateBody);
+/**
+ * Spec §2.2 device state message (JSON): asset name → asset state. CBOR also takes the simplified
+ * form (asset → bare value). A batch is an array of device states (at most 1000), each with its own
+ * `at`s: readings a device buffered while offline, admitted item by item.
+ */
+export const DeviceStateBody = Type.Union([
+  Type.Record(Type.String(), AssetStateBody),
+  Type.Array(Type.Record(Type.String(), AssetStateBody), { maxItems: 1000 }),
+]);
+
+/**
+ * A gateway's states for several devices of its ground (POST /ground/{groundId}/states): device id →
+ * a device state, or a batch (array) of them. At most 1000 devices per request.
+ */
+export const GatewayStatesBody = Type.Record(Type.String({ pattern: ID_PATTERN }), Type.Union([
+  Type.Record(Type.String(), AssetStateBody),
+  Type.Array(Type.Record(Type.String(), AssetStateBody), { maxItems: 1000 }),
+]), { maxProperties: 1000 });
+
+/** One result per device of a gateway request, in the order of the request. */
+export const GatewayResults = Type.Object({
+  results: Type.Array(Type.Object({
+    deviceId: Type.String(),
+    status: Type.Union([Type.Literal('accepted'), Type.Literal('refused'), Type.Literal('unavailable')], {
+      description: 'accepted: durable in the log (its `rejected` entries dropped); refused: nothing stored, recorded in the device\'s rejections (none for a device outside the ground); unavailable: not taken, retry this device later',
+    }),
+    uplinkId: Type.Optional(Type.String()),
+    code: Type.Optional(Type.String()),
+    reason: Type.Optional(Type.String()),
+    rejected: Type.Optional(Type.Array(Type.Object({
+      asset: Type.Optional(Type.String()),
+      item: Type.Optional(Type.Integer()),
+      code: Type.String(),
+      reason: Type.String(),
+    }))),
+  })),
+});
+export type GatewayResults = Static<typeof GatewayResults>;
 
 /** `202`: the uplink is durable in the log; its states are processed asynchronously (see /device/{id}/rejections). */
 export const Accepted = Type.Object({
   uplinkId: Type.Optional(Type.String()),
   receivedAt: Type.Optional(Type.String({ format: 'date-time' })),
-  /** Entries of a device state that will be dropped (the others are stored). */
-  rejected: Type.Optional(Type.Array(Type.Object({ asset: Type.String(), code: Type.String(), reason: Type.String() }))),
+  /** Entries of a device state (or items of a batch) that are dropped; the others are stored. */
+  rejected: Type.Optional(Type.Array(Type.Object({
+    asset: Type.Optional(Type.String()),
+    item: Type.Optional(Type.Integer({ description: 'index of the device state in a batch' })),
+    code: Type.String(),
+    reason: Type.String(),
+  }))),
 });
 
 export const StateValue = Type.Object({

@@ -21,6 +21,16 @@ export const NetworkMeta = Type.Object({
 });
 export type NetworkMeta = Static<typeof NetworkMeta>;
 
+/**
+ * The outcome of admitting an accepted uplink: the states it yields as `[asset, ts, value]` (ts in
+ * epoch ms, value a JSON value) and the entries dropped from it as `[asset, code, reason]`.
+ */
+export const AdmittedUplink = Type.Object({
+  states: Type.Array(Type.Tuple([Type.String(), Type.Integer(), Type.Unknown()])),
+  dropped: Type.Array(Type.Tuple([Type.String(), Type.String(), Type.String()])),
+});
+export type AdmittedUplink = Static<typeof AdmittedUplink>;
+
 /** Topic `uplinks`, key = device id. Encoded with CBOR (engine/uplink/envelope.ts). */
 export const UplinkEnvelope = Type.Object({
   /** Unique uplink id: the idempotency key of every state it yields. */
@@ -35,6 +45,12 @@ export const UplinkEnvelope = Type.Object({
   receivedAt: Type.Integer(),
   /** Raw body bytes as received. */
   body: Type.Unsafe<Uint8Array>({ description: 'raw bytes' }),
+  /**
+   * What admission decided at the edge (engine/uplink/admission/admitUplink.ts): the engine stores
+   * exactly this and does not decode the body again. Absent on records written without admission;
+   * the device actor then admits the body itself.
+   */
+  admitted: Type.Optional(AdmittedUplink),
 });
 export type UplinkEnvelope = Static<typeof UplinkEnvelope>;
 

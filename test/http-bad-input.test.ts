@@ -295,11 +295,9 @@ function badInputSuite(factory: RegistryFactory) {
     let blocked = true;
     const h = await EdgeHarness.start({
       registry: f.registry,
-      ingest: (real) => ({
-        append: (submission) => (blocked
-          ? Promise.reject(new FleetError('BACKPRESSURE', 'engine behind', { detail: { retryAfter: 2 } }))
-          : real.append(submission)),
-      }),
+      beforeAppend: () => (blocked
+        ? Promise.reject(new FleetError('BACKPRESSURE', 'engine behind', { detail: { retryAfter: 2 } }))
+        : Promise.resolve()),
     });
     try {
       const s = await h.seed();

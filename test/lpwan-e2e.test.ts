@@ -115,7 +115,7 @@ test('activation → The Things Stack webhook → states in chDB at the network 
     end_device_ids: { device_id: 'eui-70b3d57ed005e2a1', application_ids: { application_id: 'greenhouse' }, dev_eui: '70B3D57ED005E2A1' },
     uplink_message: { f_port: 2, frm_payload: 'AQ==' },
   });
-  assert.is(bad.json.status, 'accepted');
+  assert.equal([bad.json.status, bad.json.code], ['dropped', 'DECODE_FAILED'], 'refused at the webhook, recorded like any refusal');
   await waitFor(async () => ((await get(`/device/${device.deviceId}/rejections`)).json?.items ?? []).length > 0, 20_000, 'rejection listed');
   const [rejection] = (await get(`/device/${device.deviceId}/rejections`)).json.items;
   assert.equal([rejection.code, rejection.uplinkId, rejection.channel], ['DECODE_FAILED', bad.json.uplinkId, 'lpwan']);

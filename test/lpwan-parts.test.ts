@@ -16,6 +16,8 @@ import { LpwanUplinkIntake, type LpwanUplink } from '../engine/lpwan/LpwanUplink
 import { StaticLpwanApplications } from '../engine/lpwan/StaticLpwanApplications.ts';
 import type { Device, Registry } from '../engine/ports/registry.ts';
 import type { UplinkSubmission } from '../engine/uplink/UplinkIngest.ts';
+import { UplinkAdmission } from '../engine/uplink/UplinkAdmission.ts';
+import { compileDevice } from '../engine/uplink/admission/compileDevice.ts';
 import type { UplinkEnvelope } from '../schemas/messages.ts';
 
 const fixture = (name: string): unknown => JSON.parse(readFileSync(new URL(`./fixtures/lpwan/${name}`, import.meta.url), 'utf8'));
@@ -111,6 +113,18 @@ function fakeDevice(id: string, network: Device['network'], payload?: Device['pa
   return { id, groundId: 'g'.repeat(22), name: id, title: id, description: '', network, payload, createdAt: 0 };
 }
 
+/** Lookups by binding over `byEui`; the device with its (here: no) assets by id. */
+function fakeDevices(byEui: Map<string, Device> | (() => Device), lookups: string[] = []) {
+  const all = () => (typeof byEui === 'function' ? [byEui()] : [...byEui.values()]);
+  return {
+    findDeviceByNetwork: async (_n: string, eui: string) => { lookups.push(eui); return typeof byEui === 'function' ? byEui() : byEui.get(eui); },
+    getDevice: async (id: string) => { const d = all().find((x) => x.id === id); return d && { ...d, assets: [] }; },
+  };
+}
+
+/** Binary formats decode every payload to no states here: these tests are about routing, not decoding. */
+const routingCompile = (info: Parameters<typeof compileDevice>[0]) => compileDevice(info, { binaryDecoder: () => () => ({}) });
+
 test('intake: content type by payload format, bindings cached for the TTL, unknown ones too', async () => {
   const clock = new SimulatedClock(1_000_000);
   const byEui = new Map<string, Device>([
@@ -122,15 +136,17 @@ test('intake: content type by payload format, bindings cached for the TTL, unkno
   const lookups: string[] = [];
   const appended: UplinkSubmission[] = [];
   const dead: UplinkEnvelope[] = [];
-  const intake = new LpwanUplinkIntake({
-    devices: { findDeviceByNetwork: async (_n: string, eui: string) => { lookups.push(eui); return byEui.get(eui); } },
-    ingest: { append: async (s) => { appended.push(s); return { id: `u${appended.length}`, receivedAt: clock.now() }; } },
+  const admission = new UplinkAdmission({
+    ingest: { append: async (s) => { appended.push(s); return { id: s.id!, receivedAt: s.receivedAt! }; } },
     deadLetters: { add: async (e) => { dead.push(e); } },
     clock,
-    cacheTtlMs: 1000,
+    compile: routingCompile,
   });
+  const intake = new LpwanUplinkIntake({ devices: fakeDevices(byEui, lookups), admission, clock, cacheTtlMs: 1000 });
   const app = { networkId: 'loriot' as const, applicationId: 'BE7A0000' };
-  const up = (devEui: string): LpwanUplink => ({ networkId: 'loriot', devEui, fPort: 3, receivedAt: 42, payload: new Uint8Array([1]) });
+  // A payload each format reads: any bytes for the binary formats, `{}` in JSON, an empty CBOR map.
+  const payloads: Record<string, number[]> = { '0000000000000003': [...new TextEncoder().encode('{}')], '0000000000000004': [0xa0] };
+  const up = (devEui: string): LpwanUplink => ({ networkId: 'loriot', devEui, fPort: 3, receivedAt: 42, payload: new Uint8Array(payloads[devEui] ?? [1]) });
   for (const eui of ['0000000000000001', '0000000000000002', '0000000000000003', '0000000000000004']) {
     assert.is((await intake.accept(app, up(eui))).status, 'accepted');
   }
@@ -148,19 +164,20 @@ test('intake: content type by payload format, bindings cached for the TTL, unkno
   // Activated meanwhile: seen once the TTL has passed.
   byEui.set('00000000000000FF', fakeDevice('d-new', { networkId: 'loriot', data: { devEui: '00000000000000FF' } }, { format: 'cayenne' }));
   clock.advance(1000);
-  assert.equal(await intake.accept(app, up('00000000000000ff')), { status: 'accepted', deviceId: 'd-new', uplinkId: 'u6' });
+  assert.equal(await intake.accept(app, up('00000000000000ff')), { status: 'accepted', deviceId: 'd-new', uplinkId: appended.at(-1)!.id });
+  assert.is(appended.length, 6);
 });
 
 test('intake: a device bound in another application is unknown to this one; a payload problem of a known device is its dead letter', async () => {
   const clock = new SimulatedClock(5000);
   const dead: { envelope: UplinkEnvelope; code: string }[] = [];
   const device = fakeDevice('d-tts', { networkId: 'thethingsnetwork', data: { devEui: '70B3D57ED0000001', applicationId: 'app-one' } }, { format: 'cbor' });
-  const intake = new LpwanUplinkIntake({
-    devices: { findDeviceByNetwork: async () => device },
+  const admission = new UplinkAdmission({
     ingest: { append: async () => { throw new Error('not expected'); } },
     deadLetters: { add: async (envelope, rejections) => { dead.push({ envelope, code: rejections[0].code }); } },
     clock,
   });
+  const intake = new LpwanUplinkIntake({ devices: fakeDevices(() => device), admission, clock });
   const other = await intake.accept({ networkId: 'thethingsnetwork', applicationId: 'app-two' }, { networkId: 'thethingsnetwork', devEui: '70B3D57ED0000001', payload: new Uint8Array([1, 2]) });
   assert.equal({ status: other.status, code: other.code, deviceId: other.deviceId }, { status: 'dropped', code: 'UNKNOWN_DEVICE', deviceId: undefined });
   assert.equal([...dead[0].envelope.body], [1, 2], 'the payload is kept in the dead letter');
@@ -176,7 +193,7 @@ test('routes: log backpressure and an unreachable registry are 503 with Retry-Af
   let failure: FleetError = new FleetError('BACKPRESSURE', 'too many uplinks waiting for the log; retry later', { detail: { retryAfter: 2 } });
   const app = createEdgeApp({
     registry: {} as Registry,
-    ingest: { append: async () => undefined },
+    admission: { admit: async () => { throw new Error('not expected'); }, refuse: async () => { throw new Error('not expected'); } },
     store: { latest: async () => [], history: async () => [], aggregate: async () => [] },
     rejections: { recent: async () => [] },
     clock,

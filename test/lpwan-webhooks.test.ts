@@ -217,23 +217,25 @@ test('a payload field that is not valid base64 or hex is dropped MALFORMED_PAYLO
   assert.ok(listed.some((x) => /AppSKey/.test(x.reason)));
 });
 
-test('a payload the device type cannot decode is accepted, then rejected by the actor as DECODE_FAILED', async () => {
+test('a payload the device type cannot decode is dropped at the webhook as DECODE_FAILED (202, so the network does not retry) and listed', async () => {
   const before = rowsOf(tts.deviceId).length;
   const r = await stack.webhook('thethingsnetwork', TTS_SECRET, ttsUplink({ payload: Buffer.from([0x01]).toString('base64') }));
   assert.is(r.status, 202);
-  assert.is(r.json.status, 'accepted');
+  assert.equal([r.json.status, r.json.code, r.json.deviceId], ['dropped', 'DECODE_FAILED', tts.deviceId]);
+  assert.match(r.json.reason, /needs 2 bytes, the payload has 1/);
   await waitFor(async () => (await rejectionsOf(tts)).some((x) => x.uplinkId === r.json.uplinkId), 10_000, 'DECODE_FAILED rejection');
   const rejection = (await rejectionsOf(tts)).find((x) => x.uplinkId === r.json.uplinkId)!;
   assert.is(rejection.code, 'DECODE_FAILED');
   assert.match(rejection.reason, /needs 2 bytes, the payload has 1/);
   const bad = await stack.webhook('loriot', LORIOT_SECRET, loriotUplink({ data: '01ff00' }));
+  assert.equal([bad.json.status, bad.json.code], ['dropped', 'DECODE_FAILED']);
   await waitFor(async () => (await rejectionsOf(loriot)).some((x) => x.uplinkId === bad.json.uplinkId && x.code === 'DECODE_FAILED'), 10_000, 'Cayenne DECODE_FAILED');
   assert.is(rowsOf(tts.deviceId).length, before);
 });
 
 test('an empty frm_payload (omitted by The Things Stack) reaches the decoder as zero bytes', async () => {
   const r = await stack.webhook('thethingsnetwork', TTS_SECRET, ttsUplink({ payload: undefined }));
-  assert.is(r.json.status, 'accepted');
+  assert.equal([r.json.status, r.json.code], ['dropped', 'DECODE_FAILED']);
   await waitFor(async () => (await rejectionsOf(tts)).some((x) => x.uplinkId === r.json.uplinkId && /has 0/.test(x.reason)), 10_000, 'rejection of an empty payload');
 });
 
@@ -272,7 +274,7 @@ test('the webhooks are in the OpenAPI document', async () => {
 
 /** Every record of a topic, all partitions, from the start. */
 async function* readTopic(topic: string): AsyncGenerator<Uint8Array> {
-  await stack.sink.flush();
+  await stack.intake.deadLetters.flush();
   const records: Uint8Array[] = [];
   const consumer = stack.log.consumer({
     group: `read-${Math.random().toString(36).slice(2)}`,

@@ -59,7 +59,7 @@ e2e('states on all three topic shapes are stored, and fed back to the device and
   assert.equal(deviceFeed.map(([t]) => t.split('/')[3]).sort(), ['label', 'label', 'on', 'temperature', 'temperature']);
 });
 
-e2e('a value of the wrong type is dead-lettered by the device actor, not stored', async () => {
+e2e('a value of the wrong type is refused by admission and dead-lettered, not stored', async () => {
   const device = await s.connect(dev.token);
   await device.publishAsync(`device/${dev.deviceId}/asset/on/state`, json({ value: 'yes' }), { qos: 1 });
   await waitFor(() => s.deadLetters.length >= 1, 10_000, 'dead letter');
@@ -192,7 +192,9 @@ bad('malformed, oversized and mis-shaped payloads on every topic are refused wit
     [deviceAssetTopic, json({ value: 1, at: {} }), 'INVALID_AT'],
     [deviceAssetTopic, Buffer.alloc(1025, 0x20), 'PAYLOAD_TOO_LARGE'],
     [stateTopic, Buffer.from('{"t": '), 'MALFORMED_JSON'],
-    [stateTopic, Buffer.from('  [1]'), 'MALFORMED_CBOR'],
+    // '[' starts a JSON batch (an array of device states); [1] holds no device state.
+    [stateTopic, Buffer.from('  [1]'), 'INVALID_STATE'],
+    [stateTopic, Buffer.from('  @1'), 'MALFORMED_CBOR'],
     [stateTopic, json([1]).subarray(0, 0), 'MALFORMED_JSON'],
     [stateTopic, Buffer.from([0xa1, 0x61]), 'MALFORMED_CBOR'],
     [stateTopic, Buffer.from([0xa1, 0x61, 0x74, 0x01, 0x00]), 'MALFORMED_CBOR'],

@@ -204,7 +204,8 @@ unless('mqtt-external', (await brokerReachable()) ? undefined : `no MQTT broker 
       [deviceAssetTopic, Buffer.alloc(0), 'MALFORMED_JSON', bd.deviceId],
       [deviceAssetTopic, json({ val: 1 }), 'INVALID_STATE', bd.deviceId],
       [stateTopic, Buffer.from('{"t": '), 'MALFORMED_JSON', bd.deviceId],
-      [stateTopic, json([1]), 'MALFORMED_CBOR', bd.deviceId],
+      [stateTopic, json([1]), 'INVALID_STATE', bd.deviceId], // a JSON batch holding no device state
+      [stateTopic, Buffer.from('@1'), 'MALFORMED_CBOR', bd.deviceId],
       [stateTopic, Buffer.from([0xa1, 0x61]), 'MALFORMED_CBOR', bd.deviceId],
       [stateTopic, json({ t: { value: 1 } }), 'MALFORMED_CBOR', bd.deviceId, 'application/cbor'],
       [stateTopic, Buffer.from(cborEncode({ t: 1 })), 'MALFORMED_JSON', bd.deviceId, 'application/json; charset=utf-8'],
@@ -215,16 +216,21 @@ unless('mqtt-external', (await brokerReachable()) ? undefined : `no MQTT broker 
     ];
     // The broker is shared: other runs' uplinks reach this group too (and are refused as unknown
     // devices), so rows are picked by the device, or for an unknown asset id by the id in the reason.
+    // A refusal of no device is a dead letter only (no device lists it among its rejections).
     const ours = (deviceId: string, topic: string) => (r: { deviceId: string; reason: string }) =>
       r.deviceId === deviceId && (deviceId !== '' || r.reason.includes(topic.split('/')[1]));
+    const recorded = (deviceId: string, topic: string) => (deviceId !== ''
+      ? b.rejections.rows
+      : b.deadLetters.map((l) => ({ code: l.code, deviceId: l.envelope.deviceId, channel: l.envelope.channel, reason: l.reason }))
+    ).filter(ours(deviceId, topic));
     for (const [topic, payload, code, deviceId, contentType] of cases) {
-      const before = b.rejections.rows.filter(ours(deviceId, topic)).length;
+      const before = recorded(deviceId, topic).length;
       const served = appended.filter((e) => e.deviceId === by.deviceId).length;
       await sender.publishAsync(topic, payload, { qos: 1, properties: contentType === undefined ? undefined : { contentType } });
       await bystander.publishAsync(`device/${by.deviceId}/asset/t/state`, json({ value: 1 }), { qos: 1 });
-      await waitFor(() => b.rejections.rows.filter(ours(deviceId, topic)).length === before + 1
+      await waitFor(() => recorded(deviceId, topic).length === before + 1
         && appended.filter((e) => e.deviceId === by.deviceId).length === served + 1, 5000, `${topic} ${code}`);
-      const row = b.rejections.rows.filter(ours(deviceId, topic))[before];
+      const row = recorded(deviceId, topic)[before];
       assert.equal([row.code, row.deviceId, row.channel], [code, deviceId, 'mqtt'], `${topic}: ${payload.subarray(0, 20).toString('hex')}`);
       assert.ok(row.reason.length > 0 && row.reason.length < 300);
     }
@@ -235,7 +241,7 @@ unless('mqtt-external', (await brokerReachable()) ? undefined : `no MQTT broker 
   bad('an unreachable broker fails start with UNAVAILABLE; a bad share group is refused before connecting', async () => {
     let error: unknown;
     try {
-      await createExternalMqtt({ url: 'mqtt://127.0.0.1:9', registry: b.registry, ingest: b.instances[0].ingest, clock: systemClock, connectTimeoutMs: 2000 });
+      await createExternalMqtt({ url: 'mqtt://127.0.0.1:9', registry: b.registry, admission: b.instances[0].intake.admission, clock: systemClock, connectTimeoutMs: 2000 });
     } catch (e) {
       error = e;
     }
@@ -243,7 +249,7 @@ unless('mqtt-external', (await brokerReachable()) ? undefined : `no MQTT broker 
     assert.is((error as FleetError).code, 'UNAVAILABLE');
     for (const shareGroup of ['', 'a/b', 'a+', '#']) {
       try {
-        await createExternalMqtt({ url: BROKER_URL, registry: b.registry, ingest: b.instances[0].ingest, clock: systemClock, shareGroup });
+        await createExternalMqtt({ url: BROKER_URL, registry: b.registry, admission: b.instances[0].intake.admission, clock: systemClock, shareGroup });
         assert.unreachable(shareGroup);
       } catch (e) {
         assert.instance(e, TypeError);

@@ -70,6 +70,25 @@ export class EdgeAccess {
     return ground;
   }
 
+  /**
+   * Who may send states for the devices of a ground in one request (a gateway): a member's user
+   * token, or the device token of a device in that ground (the gateway device itself).
+   */
+  async gateway(principal: Principal, groundId: string): Promise<void> {
+    if (principal.scope === 'device') {
+      const own = await this.#lookups.device(principal.subjectId);
+      if (own === undefined || own.groundId !== groundId) throw new FleetError('FORBIDDEN', 'a device token sends only for the devices of its own ground');
+      return;
+    }
+    await this.ground(principal, groundId);
+  }
+
+  /** A device of `groundId` for a gateway; undefined when there is none (unknown and foreign look alike). */
+  async deviceInGround(groundId: string, deviceId: string): Promise<DeviceWithAssets | undefined> {
+    const device = await this.#lookups.device(deviceId);
+    return device !== undefined && device.groundId === groundId ? device : undefined;
+  }
+
   /** The device with its assets, when the principal may `need` it. */
   async device(principal: Principal, deviceId: string, need: DeviceNeed): Promise<DeviceWithAssets> {
     this.#precheck(principal, deviceId, need);

@@ -6,7 +6,7 @@ import type { Clock } from '../../engine/kernel/clock.ts';
 import type { Registry } from '../../engine/ports/registry.ts';
 import type { RejectionStore } from '../../engine/ports/rejections.ts';
 import type { StateStore } from '../../engine/ports/store.ts';
-import type { UplinkReceipt, UplinkSubmission } from '../../engine/uplink/UplinkIngest.ts';
+import type { UplinkAdmissionPort } from '../../engine/ports/uplinkAdmission.ts';
 import type { EdgeAccess } from './EdgeAccess.ts';
 import type { EdgeRouter } from './EdgeRouter.ts';
 import type { EdgeCommands } from './commandRoutes.ts';
@@ -26,15 +26,10 @@ export interface EdgeLogger {
   error(message: string, fields?: Record<string, unknown>): void;
 }
 
-/** engine/uplink/UplinkIngest.ts, or anything that resolves once the uplink is durable in the log. */
-export interface UplinkIngestPort {
-  /** Rejects with FleetError BACKPRESSURE/UNAVAILABLE (→ 503 + Retry-After) when it cannot take more. */
-  append(submission: UplinkSubmission): Promise<UplinkReceipt | void>;
-}
-
 export interface EdgeDeps {
   registry: Registry;
-  ingest: UplinkIngestPort;
+  /** The engine's admission step (engine/uplink/UplinkAdmission.ts): decides, records refusals, appends. */
+  admission: UplinkAdmissionPort;
   /** State reads: latest, history, aggregates. */
   store: Pick<StateStore, 'latest' | 'history' | 'aggregate'>;
   rejections: Pick<RejectionStore, 'recent'>;

@@ -19,8 +19,9 @@ import { problemResponse } from './problemResponse.ts';
 import { stateRoutes } from './stateRoutes.ts';
 import { TokenBuckets } from './TokenBuckets.ts';
 import { uplinkRoutes } from './uplinkRoutes.ts';
+import { gatewayRoutes } from './gatewayRoutes.ts';
 
-export type { EdgeDeps, EdgeLimits, EdgeLogger, UplinkIngestPort } from './EdgeDeps.ts';
+export type { EdgeDeps, EdgeLimits, EdgeLogger } from './EdgeDeps.ts';
 
 const JSON_TYPE = 'application/json';
 
@@ -65,6 +66,7 @@ export function createEdgeApp(deps: EdgeDeps): Hono {
   deviceRoutes(edge);
   assetRoutes(edge);
   uplinkRoutes(edge);
+  gatewayRoutes(edge);
   stateRoutes(edge);
   if (deps.lpwan) lpwanRoutes(edge, deps.lpwan);
   if (deps.commands) commandRoutes(edge, deps.commands);

@@ -17,6 +17,8 @@ export interface ProblemDetail {
   retryAfter?: number;
   /** Close the connection after answering (a body left unread). */
   closeConnection?: boolean;
+  /** A refused uplink's id, under which its rejections are recorded. */
+  uplinkId?: string;
 }
 
 export function problemType(code: string): string {
@@ -34,6 +36,8 @@ export function toProblem(error: FleetError, instance?: string): Problem {
   if (instance !== undefined) problem.instance = instance;
   const errors = (error.detail as ProblemDetail | undefined)?.errors;
   if (Array.isArray(errors) && errors.length > 0) problem.errors = errors;
+  const uplinkId = (error.detail as ProblemDetail | undefined)?.uplinkId;
+  if (typeof uplinkId === 'string') problem.uplinkId = uplinkId;
   return problem;
 }
 

@@ -1,20 +1,22 @@
 /**
  * Uplink (spec §4.1, §4.2): device states (JSON or CBOR) and asset states (JSON) from a device
- * token of that device or a user token of its ground. What a client can get wrong is answered at
- * once — 415 content type, 413 size, 400 syntax, 404 unknown device or asset, 422 a message of the
- * wrong shape or a value its asset profile refuses (previewUplink.ts) — and only then is the raw
- * body appended to the log; `202 Accepted` means the uplink is durable there. The device actor
- * processes it again from the log and decides what is stored; what it drops is listed by
- * `GET /device/{id}/rejections`.
+ * token of that device or a user token of its ground. The edge keeps the channel's rules — 415
+ * content type, 413 size, 404 unknown device or asset — and hands the body to the engine's one
+ * admission step (engine/uplink/UplinkAdmission.ts), which decides once what it yields:
+ *   refused  → 400 (MALFORMED_JSON/CBOR) or 422 (INVALID_STATE, PROFILE_VIOLATION, INVALID_AT, …),
+ *              recorded under `GET /device/{id}/rejections` like a refusal from any channel;
+ *   accepted → `202 Accepted` once durable in the log, listing entries that were `rejected` on
+ *              their own; the engine stores exactly the states admitted here.
  * The spec does not name the method of the asset state paths, so PUT and POST are both taken.
  */
 import type { Context } from 'hono';
 import type { DeviceWithAssets } from '../../engine/ports/registry.ts';
+import { FleetError, type ErrorCode } from '../../engine/kernel/errors.ts';
+import type { RefusedEntry } from '../../engine/ports/uplinkAdmission.ts';
 import type { UplinkSubmission } from '../../engine/uplink/UplinkIngest.ts';
 import { Accepted, AssetIdParams, AssetStateBody, DeviceAssetParams, DeviceParams, DeviceStateBody } from '../../schemas/edge.ts';
 import { assetOf } from './EdgeAccess.ts';
 import type { EdgeContext } from './EdgeDeps.ts';
-import { previewUplink } from './previewUplink.ts';
 import { readBody } from './readBody.ts';
 import { bodyFormat } from './requestBody.ts';
 
@@ -23,19 +25,23 @@ const CBOR_TYPE = 'application/cbor';
 const TAGS = ['states'];
 const UPLINK_ERRORS = [400, 404, 413, 415, 422, 503];
 
+/** A refused uplink as a problem: the first entry's code and status, every entry under `errors`. */
+export function refusal(rejections: readonly RefusedEntry[], uplinkId: string): FleetError {
+  const first = rejections[0];
+  const errors = rejections.map((r) => ({ path: r.asset === undefined ? 'body' : `body.${r.asset}`, message: `${r.code}: ${r.reason}` }));
+  const more = rejections.length > 1 ? ` (and ${rejections.length - 1} more)` : '';
+  return new FleetError(first.code as ErrorCode, `${first.reason}${more}`, { detail: { errors, uplinkId } });
+}
+
 export function uplinkRoutes(edge: EdgeContext): void {
   const { router, access, deps } = edge;
 
   const accept = async (c: Context, device: DeviceWithAssets, submission: UplinkSubmission): Promise<Response> => {
-    const dropped = previewUplink(device, submission, deps.clock.now());
-    const receipt = await deps.ingest.append(submission);
+    const outcome = await deps.admission.admit(device, submission);
     c.header('cache-control', 'no-store');
-    const body: Record<string, unknown> = {};
-    if (receipt) {
-      body.uplinkId = receipt.id;
-      body.receivedAt = new Date(receipt.receivedAt).toISOString();
-    }
-    if (dropped.length > 0) body.rejected = dropped.map((r) => ({ asset: r.asset, code: r.code, reason: r.reason }));
+    if (outcome.status === 'refused') throw refusal(outcome.rejections, outcome.uplinkId);
+    const body: Record<string, unknown> = { uplinkId: outcome.uplinkId, receivedAt: new Date(outcome.receivedAt).toISOString() };
+    if (outcome.dropped.length > 0) body.rejected = outcome.dropped.map((r) => ({ asset: r.asset, item: r.item, code: r.code, reason: r.reason }));
     return c.json(body, 202);
   };
 

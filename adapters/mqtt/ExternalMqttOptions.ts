@@ -5,8 +5,7 @@
 import type { Clock } from '../../engine/kernel/clock.ts';
 import type { Logger } from '../../engine/kernel/logger.ts';
 import type { Registry } from '../../engine/ports/registry.ts';
-import type { RejectionStore } from '../../engine/ports/rejections.ts';
-import type { UplinkReceipt, UplinkSubmission } from '../../engine/uplink/UplinkIngest.ts';
+import type { UplinkAdmissionPort } from '../../engine/ports/uplinkAdmission.ts';
 
 export interface ExternalMqttOptions {
   /**
@@ -16,11 +15,9 @@ export interface ExternalMqttOptions {
    */
   url: string;
   registry: Pick<Registry, 'authenticate' | 'getDevice' | 'getAssetById' | 'isMember'>;
-  /** engine/UplinkIngest: resolves once the uplink is durable in topic `uplinks`. */
-  ingest: { append(submission: UplinkSubmission): Promise<UplinkReceipt | void> };
+  /** The engine's admission step (engine/uplink/UplinkAdmission.ts): decides, records refusals (the device's rejections), appends durably. */
+  admission: UplinkAdmissionPort;
   clock: Clock;
-  /** Refused uplinks are recorded here (a device's `GET /device/{id}/rejections`). */
-  rejections?: Pick<RejectionStore, 'append'>;
   /** Shared subscription group: instances in one group split the uplinks. Default 'fleetstream'. */
   shareGroup?: string;
   /**

@@ -19,8 +19,7 @@ import type { StateRow } from '../../schemas/messages.ts';
 import { FleetError, toFleetError } from '../../engine/kernel/errors.ts';
 import { newId } from '../../engine/kernel/ids.ts';
 import { silentLogger } from '../../engine/kernel/logger.ts';
-import { checkUplinkPayload } from '../../engine/access/checkUplinkPayload.ts';
-import { feedTopic, parseUplinkTopic, routeTrustedUplink, shorten, type Refusal } from '../../engine/access/mqttTopics.ts';
+import { feedTopic, parseUplinkTopic, routeTrustedUplink, shorten, type Refusal, uplinkContentType } from '../../engine/access/mqttTopics.ts';
 import type { CommandTransport } from '../../engine/ports/commandTransport.ts';
 import { ClientCommandTransport } from './ClientCommandTransport.ts';
 import type { ExternalMqttOptions } from './ExternalMqttOptions.ts';
@@ -61,12 +60,13 @@ export async function createExternalMqtt(options: ExternalMqttOptions): Promise<
   let qos0InFlight = 0;
   let closing = false;
 
-  const record = (deviceId: string, refusal: Refusal, asset = ''): void => {
+  /** A refusal the channel decided itself, recorded as admission records its own. */
+  const record = async (deviceId: string, refusal: Refusal, asset = ''): Promise<void> => {
     stats.refused++;
     logger.warn('mqtt: uplink refused', { deviceId, code: refusal.code, reason: refusal.reason });
-    if (options.rejections === undefined) return;
-    options.rejections.append([{ deviceId, rejectedAt: clock.now(), code: refusal.code, reason: refusal.reason, asset, uplinkId: newId(), channel: 'mqtt' }])
-      .catch((error: unknown) => logger.error('mqtt: recording a rejection failed', { error: toFleetError(error) }));
+    const submission = { channel: 'mqtt' as const, contentType: 'json' as const, deviceId, body: new Uint8Array(0) };
+    await options.admission.refuse(submission, asset === '' ? { code: refusal.code, reason: refusal.reason } : { code: refusal.code, reason: refusal.reason, asset })
+      .catch((error: unknown) => logger.error('mqtt: recording a refusal failed', { error: toFleetError(error) }));
   };
 
   /** One uplink: route, check, append. Throws only what may pass if tried again. */
@@ -75,7 +75,7 @@ export async function createExternalMqtt(options: ExternalMqttOptions): Promise<
     const parsed = parseUplinkTopic(topic);
     if (parsed === undefined) {
       // Not one of our filters' shapes (a broker bug or a `+` level holding a wildcard character).
-      record('', { ok: false, code: 'FORBIDDEN', reason: `topic "${shorten(topic)}" is not an uplink topic` });
+      await record('', { ok: false, code: 'FORBIDDEN', reason: `topic "${shorten(topic)}" is not an uplink topic` });
       return;
     }
     const named = parsed.kind === 'assetState' ? '' : parsed.deviceId;
@@ -87,17 +87,22 @@ export async function createExternalMqtt(options: ExternalMqttOptions): Promise<
       decision = routeTrustedUplink(parsed, device);
     }
     if (!decision.ok) {
-      record(device?.id ?? named, decision, parsed.kind === 'deviceAssetState' ? parsed.asset : '');
+      await record(device?.id ?? named, decision, parsed.kind === 'deviceAssetState' ? parsed.asset : '');
       return;
     }
     const target = decision.value;
     const body = typeof packet.payload === 'string' ? Buffer.from(packet.payload) : packet.payload;
-    const format = checkUplinkPayload(target, body, maxPayload, packet.properties?.contentType);
+    const format = uplinkContentType(target, body, maxPayload, packet.properties?.contentType);
     if (!format.ok) {
-      record(target.deviceId, format, target.asset ?? '');
+      await record(target.deviceId, format, target.asset ?? '');
       return;
     }
-    await options.ingest.append({ channel: 'mqtt', contentType: format.value, deviceId: target.deviceId, asset: target.asset, body: new Uint8Array(body) });
+    const outcome = await options.admission.admit(device!, { channel: 'mqtt', contentType: format.value, deviceId: target.deviceId, asset: target.asset, body: new Uint8Array(body) });
+    if (outcome.status === 'refused') {
+      stats.refused++;
+      logger.warn('mqtt: uplink refused', { deviceId: target.deviceId, code: outcome.rejections[0].code, reason: outcome.rejections[0].reason });
+      return;
+    }
     stats.accepted++;
   };
 

@@ -15,12 +15,9 @@ import { createServer as createTlsServer } from 'node:tls';
 import { Aedes, type Client, type PublishPacket, type Subscription } from 'aedes';
 import type { StateRow } from '../../schemas/messages.ts';
 import { silentLogger } from '../../engine/kernel/logger.ts';
-import { newId } from '../../engine/kernel/ids.ts';
 import { toFleetError } from '../../engine/kernel/errors.ts';
 import type { Principal } from '../../engine/ports/registry.ts';
-import type { RejectionRow } from '../../engine/ports/rejections.ts';
-import { checkUplinkPayload } from '../../engine/access/checkUplinkPayload.ts';
-import { authorizeSubscription, authorizeUplink, feedTopic, parseFilter, type Refusal } from '../../engine/access/mqttTopics.ts';
+import { authorizeSubscription, authorizeUplink, feedTopic, parseFilter, uplinkContentType, type Refusal } from '../../engine/access/mqttTopics.ts';
 import type { CommandTransport } from '../../engine/ports/commandTransport.ts';
 import { AedesCommandTransport } from './AedesCommandTransport.ts';
 import { RegistryLookups } from '../../engine/access/RegistryLookups.ts';
@@ -65,26 +62,33 @@ export async function createMqttEdge(options: MqttEdgeOptions): Promise<MqttEdge
   const connections = new WeakMap<Client, Connection>();
   const stats: MqttEdgeStats = { accepted: 0, refused: 0, disconnected: 0 };
 
-  const record = (principal: Principal, refusal: Refusal, asset = ''): void => {
-    if (principal.scope !== 'device' || options.rejections === undefined) return;
-    const row: RejectionRow = {
-      deviceId: principal.subjectId, rejectedAt: options.clock.now(), code: refusal.code, reason: refusal.reason,
-      asset, uplinkId: newId(), channel: 'mqtt',
-    };
-    options.rejections.append([row]).catch((error: unknown) => logger.error('mqtt: recording a rejection failed', { error: toFleetError(error) }));
+  /**
+   * A refusal of a device's publish or subscription is recorded as admission records its own, and
+   * before it is answered, so a client that got its PUBACK/SUBACK finds it under its rejections.
+   */
+  const record = async (principal: Principal, refusal: Refusal, body: Uint8Array): Promise<void> => {
+    if (principal.scope !== 'device') return;
+    const submission = { channel: 'mqtt' as const, contentType: 'json' as const, deviceId: principal.subjectId, body };
+    await options.admission.refuse(submission, { code: refusal.code, reason: refusal.reason })
+      .catch((error: unknown) => logger.error('mqtt: recording a refusal failed', { error: toFleetError(error) }));
   };
 
   /** Counts a refusal; true when the connection has used up its allowance and must be closed. */
-  const refuse = (client: Client, conn: Connection, refusal: Refusal, what: string): boolean => {
+  const countRefusal = (client: Client, conn: Connection, refusal: Refusal, what: string): boolean => {
     stats.refused++;
     conn.refusals++;
     logger.warn('mqtt: refused', { clientId: client.id, scope: conn.principal.scope, subject: conn.principal.subjectId, what, code: refusal.code, reason: refusal.reason });
-    record(conn.principal, refusal);
     if (conn.refusals > maxRefusals) {
       stats.disconnected++;
       return true;
     }
     return false;
+  };
+
+  /** A refusal the channel decided itself: recorded, then counted. */
+  const refuse = async (client: Client, conn: Connection, refusal: Refusal, what: string, body = new Uint8Array(0)): Promise<boolean> => {
+    await record(conn.principal, refusal, body);
+    return countRefusal(client, conn, refusal, what);
   };
 
   const handlePublish = async (client: Client, conn: Connection, packet: PublishPacket): Promise<Error | null> => {
@@ -101,21 +105,28 @@ export async function createMqttEdge(options: MqttEdgeOptions): Promise<MqttEdge
       device = await access.device(device.id, true);
       decision = authorizeUplink(principal, topic, device);
     }
-    if (!decision.ok) return refuse(client, conn, decision, `publish ${topic}`) ? new Error(decision.reason) : null;
+    if (!decision.ok) return await refuse(client, conn, decision, `publish ${topic}`) ? new Error(decision.reason) : null;
     const target = decision.value;
-    const payload = checkUplinkPayload(target, body, maxPayload);
+    const payload = uplinkContentType(target, body, maxPayload);
     if (!payload.ok) {
-      const closing = refuse(client, conn, payload, `publish ${topic}`);
+      const closing = await refuse(client, conn, payload, `publish ${topic}`);
       return closing ? new Error(payload.reason) : null;
     }
+    let outcome;
     try {
-      await options.ingest.append({ channel: 'mqtt', contentType: payload.value, deviceId: target.deviceId, asset: target.asset, body: new Uint8Array(body) });
+      outcome = await options.admission.admit(device!, { channel: 'mqtt', contentType: payload.value, deviceId: target.deviceId, asset: target.asset, body: new Uint8Array(body) });
     } catch (error) {
       // Not acknowledged: closing makes the client resend its unacknowledged QoS 1 messages later.
       const failure = toFleetError(error, 'UNAVAILABLE');
       logger.warn('mqtt: uplink not accepted by the log; closing the connection', { clientId: client.id, code: failure.code });
       stats.disconnected++;
       return failure;
+    }
+    if (outcome.status === 'refused') {
+      // Admission recorded it; here it only counts towards the connection's allowance.
+      const first = outcome.rejections[0];
+      const closing = countRefusal(client, conn, { ok: false, code: first.code, reason: first.reason }, `publish ${topic}`);
+      return closing ? new Error(first.reason) : null;
     }
     stats.accepted++;
     return null;
@@ -139,7 +150,7 @@ export async function createMqttEdge(options: MqttEdgeOptions): Promise<MqttEdge
     const member = principal.scope === 'user' && device !== undefined ? await access.isMember(device.groundId, principal.subjectId) : false;
     const decision = authorizeSubscription(principal, sub.topic, device, member);
     if (decision.ok) return sub;
-    return refuse(client, conn, decision, `subscribe ${sub.topic}`) ? new Error(decision.reason) : null;
+    return await refuse(client, conn, decision, `subscribe ${sub.topic}`) ? new Error(decision.reason) : null;
   };
 
   const broker = await Aedes.createBroker({

@@ -181,13 +181,26 @@ export function detectStateFormat(body: Uint8Array, contentType?: string): 'json
     if (base === 'application/cbor') return 'cbor';
     if (base === 'application/json') return 'json';
   }
-  // A JSON device state is an object: '{' after optional whitespace. A CBOR device state is a map
-  // (major type 5) or a tagged item, whose first byte is never '{' (0x7b is a CBOR text string).
+  // A JSON device state is an object ('{' after optional whitespace), a batch an array ('['). A
+  // CBOR device state is a map (major type 5), a batch an array (major type 4), or a tagged item:
+  // their first byte is never '{' or '[' (0x7b, 0x5b start CBOR text and byte strings).
   for (const b of body) {
     if (b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d) continue;
-    return b === 0x7b ? 'json' : 'cbor';
+    return b === 0x7b || b === 0x5b ? 'json' : 'cbor';
   }
   return 'json';
+}
+
+/**
+ * The MQTT channel's own rules for an uplink payload, before admission decides what it yields: its
+ * size, and its content type — JSON for an asset state (spec §2.1), JSON or CBOR for a device state
+ * (the MQTT 5 content type when the client sent one, else the first byte; detectStateFormat).
+ */
+export function uplinkContentType(target: UplinkTarget, body: Uint8Array, maxBytes: number, contentType?: string): Decision<'json' | 'cbor'> {
+  if (body.byteLength > maxBytes) {
+    return { ok: false, code: 'PAYLOAD_TOO_LARGE', reason: `payload of ${body.byteLength} bytes exceeds ${maxBytes}` };
+  }
+  return { ok: true, value: target.asset !== undefined ? 'json' : detectStateFormat(body, contentType) };
 }
 
 export function shorten(text: string, max = 80): string {

@@ -8,7 +8,8 @@
 import type { Clock, TimerHandle } from '../kernel/clock.ts';
 import { FleetError, toFleetError } from '../kernel/errors.ts';
 import type { DeviceDirectory, DeviceInfo } from '../ports/directory.ts';
-import type { UplinkEnvelope } from '../../schemas/messages.ts';
+import type { AdmittedUplink, UplinkEnvelope } from '../../schemas/messages.ts';
+import { outputOf } from '../uplink/admission/admitUplink.ts';
 import type { CompiledDevice } from '../uplink/admission/compileDevice.ts';
 import { processUplink, type UplinkOutput } from '../uplink/admission/processUplink.ts';
 import { Mailbox } from './Mailbox.ts';
@@ -144,6 +145,9 @@ export class DeviceActor {
   }
 
   #process(work: UplinkWork): void {
+    const { envelope } = work;
+    // Admitted at the edge (admission/admitUplink.ts): stored as decided there.
+    if (envelope.admitted !== undefined) return this.#env.sink.emit(work, outputOf(envelope as UplinkEnvelope & { admitted: AdmittedUplink }));
     const out: UplinkOutput = { rows: [], rejections: [] };
     if (this.#rejectAll !== undefined || this.#device === undefined) {
       const reject = this.#rejectAll ?? { code: 'PROCESSING_FAILED' as const, reason: 'device not loaded' };

@@ -6,7 +6,11 @@ import type { Clock, TimerHandle } from '../kernel/clock.ts';
 import type { FleetError } from '../kernel/errors.ts';
 import type { DeviceDirectory, DeviceInfo } from '../ports/directory.ts';
 import type { CompiledDevice } from '../uplink/admission/compileDevice.ts';
+import { outputOf } from '../uplink/admission/admitUplink.ts';
+import type { AdmittedUplink, UplinkEnvelope } from '../../schemas/messages.ts';
 import { DeviceActor, type DeviceActorEnv, type UplinkSink, type UplinkWork } from './DeviceActor.ts';
+
+type AdmittedWork = UplinkEnvelope & { admitted: AdmittedUplink };
 
 export interface DeviceActorsOptions {
   directory: DeviceDirectory;
@@ -40,6 +44,8 @@ export class DeviceActors {
   /** Actors created and passivated since start. */
   created = 0;
   passivated = 0;
+  /** Admitted uplinks handed straight to the sink, with no actor needed. */
+  admittedDirect = 0;
 
   constructor(options: DeviceActorsOptions) {
     this.#clock = options.clock;
@@ -81,6 +87,14 @@ export class DeviceActors {
   dispatch(work: UplinkWork): Promise<void> | undefined {
     const deviceId = work.envelope.deviceId;
     let actor = this.#actors.get(deviceId);
+    // Admitted at the edge: nothing to load or decode. It only waits behind earlier work of its
+    // device that is still queued, so the device's order holds.
+    if (work.envelope.admitted !== undefined && (actor === undefined || actor.mailbox.size === 0)) {
+      if (actor !== undefined) actor.lastActive = this.#clock.now();
+      this.admittedDirect++;
+      this.#env.sink.emit(work, outputOf(work.envelope as AdmittedWork));
+      return undefined;
+    }
     if (actor === undefined) {
       if (this.#actors.size >= this.#maxActors) this.sweep(0);
       actor = new DeviceActor(deviceId, this.#env);

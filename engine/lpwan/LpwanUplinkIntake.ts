@@ -1,26 +1,24 @@
 /**
  * Where LPWAN webhooks hand uplinks to the engine (DESIGN.md §2): the device is resolved by its
- * network binding (network + devEui, set at activation), and the FRMPayload is appended to topic
- * `uplinks` as the device's uplink, with the network's receive time and FPort, so the device actor
- * decodes it with its device type's format (binary script, Cayenne LPP, CBOR) and times the states
- * with the network's receive time (engine/uplink/admission/processUplink.ts).
+ * network binding (network + devEui, set at activation), and the FRMPayload goes through the one
+ * admission step (engine/uplink/UplinkAdmission.ts) as the device's uplink, with the network's
+ * receive time and FPort, decoded with its device type's format (binary script, Cayenne LPP, CBOR)
+ * and timed with the network's receive time (engine/uplink/admission/processUplink.ts).
  *
  * What can never succeed is not refused with an error the network server would retry or count
- * against the webhook: it becomes a dead letter (topic `dead-letters`) and the answer says
- * `dropped` with the code —
+ * against the webhook: it is recorded as a refusal (topic `dead-letters`, the device's rejections)
+ * and the answer says `dropped` with the code —
  *   UNKNOWN_DEVICE      no device is bound to that devEui on this network, or it is bound in
  *                       another application (its dead letter has device id "");
- *   MALFORMED_PAYLOAD   the payload field is not valid base64/hex, or is missing (encrypted only).
- * Decoding errors (DECODE_FAILED) surface later, in the device actor, as the device's rejections.
+ *   MALFORMED_PAYLOAD   the payload field is not valid base64/hex, or is missing (encrypted only);
+ *   DECODE_FAILED, …    admission refused the payload (the code it gave).
  * Registry or log trouble is thrown as it is (retriable: UNAVAILABLE, BACKPRESSURE → 503).
  */
 import type { Clock } from '../kernel/clock.ts';
 import type { ErrorCode } from '../kernel/errors.ts';
-import { newId } from '../kernel/ids.ts';
 import type { LpwanApplication, LpwanNetworkId } from '../ports/lpwanApplications.ts';
-import type { Device, Registry } from '../ports/registry.ts';
-import type { UplinkReceipt, UplinkSubmission } from '../uplink/UplinkIngest.ts';
-import type { Rejection } from '../uplink/admission/processUplink.ts';
+import type { DeviceWithAssets, Registry } from '../ports/registry.ts';
+import type { AdmissionOutcome, UplinkAdmissionPort } from '../ports/uplinkAdmission.ts';
 import type { ContentType, UplinkEnvelope } from '../../schemas/messages.ts';
 import type { LpwanUplinkAnswer } from '../../schemas/lpwan.ts';
 
@@ -43,11 +41,9 @@ export interface LpwanUplink {
 }
 
 export interface LpwanUplinkIntakeOptions {
-  devices: Pick<Registry, 'findDeviceByNetwork'>;
-  /** engine/uplink/UplinkIngest.ts: resolves once the uplink is durable in the log. */
-  ingest: { append(submission: UplinkSubmission): Promise<UplinkReceipt | void> };
-  /** engine/uplink/pipeline/DeadLetterSink.ts: resolves once the dead letters are durable. */
-  deadLetters: { add(envelope: UplinkEnvelope, rejections: readonly Rejection[]): Promise<void> };
+  devices: Pick<Registry, 'findDeviceByNetwork' | 'getDevice'>;
+  /** The engine's admission step: decides what the payload yields, records refusals, appends. */
+  admission: UplinkAdmissionPort;
   clock: Clock;
   /**
    * How long a devEui's device (or its absence) is reused before the registry is asked again, ms.
@@ -59,12 +55,12 @@ export interface LpwanUplinkIntakeOptions {
 }
 
 interface Cached {
-  device: Device | undefined;
+  device: DeviceWithAssets | undefined;
   expires: number;
 }
 
 /** The uplink's content type for the device's payload format; no format: CBOR (spec §1, constrained networks). */
-function contentTypeOf(device: Device): ContentType {
+function contentTypeOf(device: DeviceWithAssets): ContentType {
   switch (device.payload?.format) {
     case 'binary':
     case 'cayenne':
@@ -114,35 +110,25 @@ export class LpwanUplinkIntake {
     if (!(uplink.payload instanceof Uint8Array)) {
       return this.#drop(device.id, meta, uplink.payload, uplink.payload.code, uplink.payload.reason);
     }
-    const receipt = await this.#options.ingest.append({
+    const outcome = await this.#options.admission.admit(device, {
       channel: 'lpwan',
       contentType: contentTypeOf(device),
       deviceId: device.id,
       network: meta,
       body: uplink.payload,
     });
-    return receipt ? { status: 'accepted', deviceId: device.id, uplinkId: receipt.id } : { status: 'accepted', deviceId: device.id };
+    return answer(device.id, outcome);
   }
 
   async #drop(
     deviceId: string, network: UplinkEnvelope['network'], payload: Uint8Array | PayloadProblem, code: ErrorCode, reason: string,
   ): Promise<LpwanUplinkAnswer> {
-    const envelope: UplinkEnvelope = {
-      id: newId(),
-      channel: 'lpwan',
-      contentType: 'binary',
-      deviceId,
-      network,
-      receivedAt: this.#options.clock.now(),
-      body: payload instanceof Uint8Array ? payload : new Uint8Array(0),
-    };
-    await this.#options.deadLetters.add(envelope, [{ code, reason }]);
-    return deviceId === ''
-      ? { status: 'dropped', code, reason }
-      : { status: 'dropped', deviceId, uplinkId: envelope.id, code, reason };
+    const body = payload instanceof Uint8Array ? payload : new Uint8Array(0);
+    const outcome = await this.#options.admission.refuse({ channel: 'lpwan', contentType: 'binary', deviceId, network, body }, { code, reason });
+    return answer(deviceId, outcome);
   }
 
-  async #device(networkId: string, devEui: string): Promise<Device | undefined> {
+  async #device(networkId: string, devEui: string): Promise<DeviceWithAssets | undefined> {
     const key = `${networkId}\n${devEui}`;
     const now = this.#options.clock.now();
     const hit = this.#cache.get(key);
@@ -153,11 +139,19 @@ export class LpwanUplinkIntake {
         return hit.device;
       }
     }
-    const device = await this.#options.devices.findDeviceByNetwork(networkId, devEui);
+    const bound = await this.#options.devices.findDeviceByNetwork(networkId, devEui);
+    const device = bound === undefined ? undefined : await this.#options.devices.getDevice(bound.id);
     if (this.#ttl > 0) {
       this.#cache.set(key, { device, expires: now + this.#ttl });
       if (this.#cache.size > this.#maxCached) this.#cache.delete(this.#cache.keys().next().value!);
     }
     return device;
   }
+}
+
+/** The webhook's answer; a device-less refusal names no device or uplink. */
+function answer(deviceId: string, outcome: AdmissionOutcome): LpwanUplinkAnswer {
+  if (outcome.status === 'accepted') return { status: 'accepted', deviceId, uplinkId: outcome.uplinkId };
+  const { code, reason } = outcome.rejections[0];
+  return deviceId === '' ? { status: 'dropped', code, reason } : { status: 'dropped', deviceId, uplinkId: outcome.uplinkId, code, reason };
 }

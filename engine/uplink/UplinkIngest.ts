@@ -19,8 +19,8 @@ import { Topics, UplinkEnvelope } from '../../schemas/messages.ts';
 
 const checkEnvelope = Compile(UplinkEnvelope);
 
-/** What an edge knows about an uplink; the ingest adds `id` and `receivedAt`. */
-export type UplinkSubmission = Omit<UplinkEnvelope, 'id' | 'receivedAt'>;
+/** What an edge knows about an uplink; the ingest adds `id` and `receivedAt` unless admission already gave them. */
+export type UplinkSubmission = Omit<UplinkEnvelope, 'id' | 'receivedAt'> & Partial<Pick<UplinkEnvelope, 'id' | 'receivedAt'>>;
 
 export interface UplinkReceipt {
   /** The uplink id: its states and rejections carry it. */
@@ -95,7 +95,7 @@ export class UplinkIngest {
         detail: { retryAfter: this.#retryAfter },
       }));
     }
-    const receipt: UplinkReceipt = { id: this.#newId(), receivedAt: this.#clock.now() };
+    const receipt: UplinkReceipt = { id: submission.id ?? this.#newId(), receivedAt: submission.receivedAt ?? this.#clock.now() };
     const envelope: UplinkEnvelope = { ...submission, ...receipt };
     // An edge bug must not put a record on the log that every consumer would choke on.
     if (!checkEnvelope.Check(envelope) || !(envelope.body instanceof Uint8Array)) {

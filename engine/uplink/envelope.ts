@@ -9,7 +9,9 @@
 import { Encoder } from 'cbor-x';
 import { Compile } from 'typebox/compile';
 import { FleetError } from '../kernel/errors.ts';
-import { DeadLetter, UplinkEnvelope, type NetworkMeta } from '../../schemas/messages.ts';
+import { DeadLetter, UplinkEnvelope, type AdmittedUplink, type NetworkMeta } from '../../schemas/messages.ts';
+import { checkJsonValue } from './admission/checkJsonValue.ts';
+import { MAX_BODY_DEPTH } from './admission/processUplink.ts';
 
 const codec = new Encoder({
   useRecords: false,
@@ -55,7 +57,28 @@ function wireEnvelope(e: UplinkEnvelope): Record<string, unknown> {
   if (e.network !== undefined) out.network = wireNetwork(e.network);
   out.receivedAt = wireInt(e.receivedAt);
   out.body = e.body;
+  if (e.admitted !== undefined) out.admitted = wireAdmitted(e.admitted);
   return out;
+}
+
+function wireAdmitted(a: AdmittedUplink): Record<string, unknown> {
+  return { states: a.states.map(([asset, ts, value]) => [asset, wireInt(ts), value]), dropped: a.dropped };
+}
+
+/**
+ * The admitted states as stored values: a record whose carried state is not a storable JSON value
+ * (only a forged or damaged record can hold one: admission refuses them) is malformed as a whole,
+ * so it becomes a dead letter instead of poisoning a shared insert.
+ */
+function readAdmitted(raw: Record<string, unknown>, what: string): AdmittedUplink {
+  const states = raw.states as AdmittedUplink['states'];
+  for (let i = 0; i < states.length; i++) {
+    const [, ts, value] = states[i];
+    if (!Number.isSafeInteger(ts)) throw new FleetError('MALFORMED_PAYLOAD', `${what}: /admitted/states/${i} ts must be epoch ms`);
+    const problem = checkJsonValue(value, 0, MAX_BODY_DEPTH);
+    if (problem !== undefined) throw new FleetError('MALFORMED_PAYLOAD', `${what}: /admitted/states/${i} ${problem.reason}`);
+  }
+  return { states, dropped: raw.dropped as AdmittedUplink['dropped'] };
 }
 
 function toBytes(buffer: Uint8Array): Uint8Array {
@@ -113,6 +136,7 @@ function readEnvelope(raw: unknown, what: string): UplinkEnvelope {
   };
   if (r.asset !== undefined) out.asset = r.asset as string;
   if (r.network !== undefined) out.network = readNetwork(r.network as Record<string, unknown>);
+  if (r.admitted !== undefined) out.admitted = readAdmitted(r.admitted as Record<string, unknown>, what);
   return out;
 }
 
@@ -129,7 +153,8 @@ export function encodeDeadLetter(d: DeadLetter): Uint8Array {
   const out: Record<string, unknown> = { code: d.code, reason: d.reason };
   if (d.asset !== undefined) out.asset = d.asset;
   out.rejectedAt = wireInt(d.rejectedAt);
-  out.envelope = wireEnvelope(d.envelope);
+  // A dead letter is about the uplink as received; what admission carried for the store stays out.
+  out.envelope = wireEnvelope(d.envelope.admitted === undefined ? d.envelope : { ...d.envelope, admitted: undefined });
   return encodeChecked(out, 'dead letter');
 }
 

@@ -1,7 +1,8 @@
 /**
  * The HTTP edge over real HTTP on loopback, for the http-*.test.ts suites: a registry from a
  * factory (PGlite in memory, or PostgreSQL in its own schema when DATABASE_URL_TEST is set), the
- * local log in a temp dir behind engine/UplinkIngest, an optional chDB store, and fetch helpers.
+ * local log in a temp dir behind the service's intake (app/buildIntake.ts: ingest, dead letters,
+ * admission), an optional chDB store, and fetch helpers.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -19,7 +20,8 @@ import type { ProducerRecord, RecordPosition } from '../../engine/ports/log.ts';
 import type { Registry } from '../../engine/ports/registry.ts';
 import type { RejectionRow, RejectionStore } from '../../engine/ports/rejections.ts';
 import type { StateStore } from '../../engine/ports/store.ts';
-import { UplinkIngest } from '../../engine/uplink/UplinkIngest.ts';
+import type { UplinkIngest } from '../../engine/uplink/UplinkIngest.ts';
+import { buildIntake, type Intake } from '../../app/buildIntake.ts';
 import { withEnv } from './suite.ts';
 import type { UplinkEnvelope } from '../../schemas/messages.ts';
 
@@ -103,9 +105,7 @@ export interface HarnessOptions {
   registry: Registry;
   store?: Pick<StateStore, 'latest' | 'history' | 'aggregate'>;
   limits?: EdgeDeps['limits'];
-  /** Wraps the ingest (e.g. to simulate backpressure). */
-  ingest?(real: UplinkIngest): EdgeDeps['ingest'];
-  /** Awaited before every log append (e.g. to stall the log). */
+  /** Awaited before every append to topic `uplinks` (e.g. to stall the log or make it refuse). */
   beforeAppend?(): Promise<void>;
   /** Bound of the real UplinkIngest. */
   maxPending?: number;
@@ -136,6 +136,7 @@ export class EdgeHarness {
   readonly clock: SimulatedClock;
   readonly registry: Registry;
   readonly log: LocalLog;
+  readonly intake: Intake;
   readonly ingest: UplinkIngest;
   readonly rejections = new MemoryRejections();
   /** Envelopes the log confirmed durable, in append order. */
@@ -154,23 +155,28 @@ export class EdgeHarness {
     const appended = this.appended;
     const counting = {
       async append(topic: string, records: ProducerRecord[]): Promise<RecordPosition[]> {
+        if (topic !== 'uplinks') return log.append(topic, records);
         await options.beforeAppend?.();
         const positions = await log.append(topic, records);
         for (const r of records) appended.push(decodeEnvelope(r.value));
         return positions;
       },
     };
-    this.ingest = new UplinkIngest({ log: counting, clock: this.clock, maxPending: options.maxPending, retryAfterSeconds: options.retryAfterSeconds });
+    this.intake = buildIntake({
+      log: counting, clock: this.clock, rejections: this.rejections,
+      ingest: { maxPending: options.maxPending, retryAfterSeconds: options.retryAfterSeconds },
+    });
+    this.ingest = this.intake.ingest;
   }
 
   static async start(options: HarnessOptions): Promise<EdgeHarness> {
     const dir = mkdtempSync(join(tmpdir(), 'fleetstream-edge-'));
     const log = createLocalLog({ dir: join(dir, 'log') });
-    await log.ensureTopics([{ name: 'uplinks', partitions: 4 }]);
+    await log.ensureTopics([{ name: 'uplinks', partitions: 4 }, { name: 'dead-letters', partitions: 1 }]);
     const h = new EdgeHarness(options, dir, log);
     const app = createEdgeApp({
       registry: options.registry,
-      ingest: options.ingest ? options.ingest(h.ingest) : h.ingest,
+      admission: h.intake.admission,
       store: options.store ?? emptyStore,
       rejections: h.rejections,
       clock: h.clock,
@@ -188,7 +194,7 @@ export class EdgeHarness {
 
   async close(): Promise<void> {
     await this.#server.close();
-    await this.ingest.close();
+    await this.intake.close();
     await this.log.close();
     rmSync(this.#dir, { recursive: true, force: true });
   }

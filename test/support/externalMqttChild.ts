@@ -11,6 +11,7 @@ import { writeSync } from 'node:fs';
 import { createExternalMqtt } from '../../adapters/mqtt/createExternalMqtt.ts';
 import { systemClock } from '../../engine/kernel/clock.ts';
 import type { DeviceWithAssets } from '../../engine/ports/registry.ts';
+import { UplinkAdmission } from '../../engine/uplink/UplinkAdmission.ts';
 
 const args = JSON.parse(process.argv[2]) as { url: string; group: string; clientIdPrefix: string; sessionExpirySeconds: number; device: DeviceWithAssets };
 const say = (line: string) => writeSync(1, `${line}\n`);
@@ -31,11 +32,16 @@ await createExternalMqtt({
       return asset === undefined ? undefined : { ...asset, deviceId: args.device.id } as never;
     },
   },
-  ingest: {
-    append(submission) {
-      say(`held ${submission.deviceId}/${submission.asset ?? ''}`);
-      return new Promise(() => undefined);
+  // A log that never answers: each uplink is admitted and then held, unacknowledged.
+  admission: new UplinkAdmission({
+    clock: systemClock,
+    ingest: {
+      append(submission) {
+        say(`held ${submission.deviceId}/${submission.asset ?? ''}`);
+        return new Promise(() => undefined);
+      },
     },
-  },
+    deadLetters: { add: async () => undefined },
+  }),
 });
 say('ready');

@@ -17,10 +17,11 @@ import { newId } from '../../engine/kernel/ids.ts';
 import type { ProducerRecord, RecordPosition } from '../../engine/ports/log.ts';
 import { registryDirectory, type Registry } from '../../engine/ports/registry.ts';
 import type { StateStore } from '../../engine/ports/store.ts';
-import { StateBatcher } from '../../engine/uplink/pipeline/StateBatcher.ts';
-import { UplinkIngest } from '../../engine/uplink/UplinkIngest.ts';
-import { UplinkPipeline } from '../../engine/uplink/pipeline/UplinkPipeline.ts';
-import { Topics, type UplinkEnvelope } from '../../schemas/messages.ts';
+import type { UplinkIngest } from '../../engine/uplink/UplinkIngest.ts';
+import { buildEngine, type Engine } from '../../app/buildEngine.ts';
+import { buildIntake, type Intake } from '../../app/buildIntake.ts';
+import type { UplinkPipeline } from '../../engine/uplink/pipeline/UplinkPipeline.ts';
+import { Topics, type DeadLetter, type UplinkEnvelope } from '../../schemas/messages.ts';
 import { MemoryRejections } from './edgeHarness.ts';
 import type { SeededDevice } from './mqttStack.ts';
 import { tempDir } from './tmp.ts';
@@ -43,6 +44,7 @@ export interface Instance {
   mqtt: ExternalMqtt;
   /** Envelopes this instance appended to `uplinks`. */
   appended: UplinkEnvelope[];
+  intake: Intake;
   ingest: UplinkIngest;
 }
 
@@ -50,8 +52,11 @@ export class ExternalStack {
   registry!: Registry;
   log!: LocalLog;
   store!: StateStore;
+  engine!: Engine;
   pipeline!: UplinkPipeline;
   readonly rejections = new MemoryRejections();
+  /** Dead letters the instances recorded, also those of no device. */
+  readonly deadLetters: DeadLetter[] = [];
   readonly instances: Instance[] = [];
   readonly group = `fstest-${process.pid}-${newId().slice(0, 8)}`;
   groundId = '';
@@ -65,12 +70,13 @@ export class ExternalStack {
     await s.log.ensureTopics([{ name: Topics.uplinks, partitions: 2 }, { name: Topics.deadLetters, partitions: 1 }, { name: Topics.commands, partitions: 2 }]);
     s.store = createChdbStore({ dir: `${s.#tmp.dir}/chdb` });
     await s.store.init();
-    const rows = new StateBatcher({ store: s.store, clock: systemClock, maxRows: 500, maxDelayMs: 10 });
-    s.pipeline = new UplinkPipeline({
-      log: s.log, rows, directory: registryDirectory(s.registry), clock: systemClock, commitIntervalMs: 20,
+    s.engine = buildEngine({
+      log: s.log, store: s.store, rejections: s.rejections, directory: registryDirectory(s.registry), clock: systemClock,
+      settings: { commitIntervalMs: 20, batchRows: 500, batchDelayMs: 10 },
       onStored: (stored) => { for (const i of s.instances) i.mqtt.publishStates(stored); },
     });
-    await s.pipeline.start();
+    s.pipeline = s.engine.pipeline;
+    await s.engine.start();
     const user = await s.registry.createUser({ name: 'external user' });
     s.groundId = (await s.registry.createGround({ name: 'external ground', userId: user.entity.id })).id;
     return s;
@@ -81,8 +87,10 @@ export class ExternalStack {
     const appended: UplinkEnvelope[] = [];
     const log = this.log;
     let failures = failAppends;
-    const ingest = new UplinkIngest({
+    const intake = buildIntake({
       clock: systemClock,
+      rejections: this.rejections,
+      onDeadLetters: (letters) => { this.deadLetters.push(...letters); },
       log: {
         async append(topic: string, records: ProducerRecord[]): Promise<RecordPosition[]> {
           if (failures > 0) {
@@ -90,15 +98,15 @@ export class ExternalStack {
             throw new FleetError('UNAVAILABLE', 'log unavailable');
           }
           const positions = await log.append(topic, records);
-          for (const r of records) appended.push(decodeEnvelope(r.value));
+          if (topic === Topics.uplinks) for (const r of records) appended.push(decodeEnvelope(r.value));
           return positions;
         },
       },
     });
     const instance: Instance = {
-      appended, ingest,
+      appended, intake, ingest: intake.ingest,
       mqtt: await createExternalMqtt({
-        url: BROKER_URL, registry: this.registry, ingest, clock: systemClock, rejections: this.rejections,
+        url: BROKER_URL, registry: this.registry, admission: intake.admission, clock: systemClock,
         shareGroup: this.group, retryBaseMs: 20, offlineRetryMs: 200, ...extra,
       }),
     };
@@ -127,9 +135,9 @@ export class ExternalStack {
     await Promise.all(this.#clients.map((c) => c.endAsync(true).catch(() => undefined)));
     for (const i of this.instances) {
       await i.mqtt.close();
-      await i.ingest.close();
+      await i.intake.close();
     }
-    await this.pipeline.stop();
+    await this.engine.stop();
     await this.log.close();
     await this.store.close();
     await this.registry.close();

@@ -1,28 +1,24 @@
 /**
  * The embedded stack with the LPWAN webhooks, over real HTTP on loopback, for the lpwan-*.test.ts
- * suites: PGlite registry, local log in a temp dir, UplinkIngest, a DeadLetterSink feeding the
- * rejections, the device actors (UplinkPipeline with codecFor decoders) and a state store — chDB,
- * or rows kept in memory when a suite does not read states back.
+ * suites: PGlite registry, local log in a temp dir, the service's intake and engine (app/buildIntake.ts,
+ * app/buildEngine.ts) and a state store — chDB, or rows kept in memory when a suite does not read
+ * states back.
  */
 import { randomBytes } from 'node:crypto';
-import { rejectionsOf } from '../../app/lpwanEdge.ts';
 import { createChdbStore } from '../../adapters/chdb/createChdbStore.ts';
 import { createEdgeApp } from '../../adapters/http/createEdgeApp.ts';
 import { serveEdge, type ServedEdge } from '../../adapters/http/serveEdge.ts';
 import { createLocalLog, type LocalLog } from '../../adapters/local-log/LocalLog.ts';
 import { createPgliteRegistry } from '../../adapters/pglite/createPgliteRegistry.ts';
 import { systemClock } from '../../engine/kernel/clock.ts';
-import { codecFor } from '../../engine/conversion/codecFor.ts';
-import { DeadLetterSink } from '../../engine/uplink/pipeline/DeadLetterSink.ts';
 import { LpwanUplinkIntake } from '../../engine/lpwan/LpwanUplinkIntake.ts';
 import { StaticLpwanApplications } from '../../engine/lpwan/StaticLpwanApplications.ts';
 import type { Registry } from '../../engine/ports/registry.ts';
 import type { StateStore } from '../../engine/ports/store.ts';
 import { registryDirectory } from '../../engine/ports/registry.ts';
-import { StateBatcher } from '../../engine/uplink/pipeline/StateBatcher.ts';
-import { UplinkIngest } from '../../engine/uplink/UplinkIngest.ts';
-import { UplinkPipeline } from '../../engine/uplink/pipeline/UplinkPipeline.ts';
-import { compileDevice } from '../../engine/uplink/admission/compileDevice.ts';
+import type { UplinkPipeline } from '../../engine/uplink/pipeline/UplinkPipeline.ts';
+import { buildEngine, type Engine } from '../../app/buildEngine.ts';
+import { buildIntake, type Intake } from '../../app/buildIntake.ts';
 import type { LpwanApplicationConfig } from '../../schemas/lpwan.ts';
 import { Topics, type DeadLetter, type StateRow } from '../../schemas/messages.ts';
 import { MemoryRejections, type Reply } from './edgeHarness.ts';
@@ -55,33 +51,27 @@ export class LpwanStack {
   readonly deadLetters: DeadLetter[] = [];
   /** Rows stored (memory store only). */
   readonly rows: StateRow[] = [];
-  readonly pipeline: UplinkPipeline;
-  readonly ingest: UplinkIngest;
-  readonly sink: DeadLetterSink;
+  readonly engine: Engine;
+  readonly intake: Intake;
   base = '';
   #server!: ServedEdge;
   #closers: (() => Promise<void>)[] = [];
   #tmp: { dir: string; remove(): void };
 
-  private constructor(registry: Registry, log: LocalLog, tmp: { dir: string; remove(): void }, rowsSink: ConstructorParameters<typeof UplinkPipeline>[0]['rows']) {
+  private constructor(registry: Registry, log: LocalLog, tmp: { dir: string; remove(): void }, store: Pick<StateStore, 'append'>) {
     this.registry = registry;
     this.log = log;
     this.#tmp = tmp;
-    const onDeadLetters = async (letters: readonly DeadLetter[]) => {
-      this.deadLetters.push(...letters);
-      await this.rejections.append(rejectionsOf(letters));
-    };
-    this.pipeline = new UplinkPipeline({
-      log,
-      rows: rowsSink,
-      directory: registryDirectory(registry),
-      clock: systemClock,
-      commitIntervalMs: 20,
-      compile: (info) => compileDevice(info, { binaryDecoder: (device) => codecFor(device.payload)?.decode }),
-      onDeadLetters,
+    const onDeadLetters = (letters: readonly DeadLetter[]) => { this.deadLetters.push(...letters); };
+    this.engine = buildEngine({
+      log, store, rejections: this.rejections, directory: registryDirectory(registry), clock: systemClock,
+      settings: { commitIntervalMs: 20, batchDelayMs: 10 }, onDeadLetters,
     });
-    this.ingest = new UplinkIngest({ log, clock: systemClock });
-    this.sink = new DeadLetterSink({ log, clock: systemClock, lingerMs: 5, onDeadLetters });
+    this.intake = buildIntake({ log, clock: systemClock, rejections: this.rejections, onDeadLetters });
+  }
+
+  get pipeline(): UplinkPipeline {
+    return this.engine.pipeline;
   }
 
   static async start(options: LpwanStackOptions): Promise<LpwanStack> {
@@ -95,19 +85,19 @@ export class LpwanStack {
       const store = createChdbStore({ dir: `${tmp.dir}/chdb` });
       await store.init();
       reads = store;
-      stack = new LpwanStack(registry, log, tmp, new StateBatcher({ store, clock: systemClock, maxDelayMs: 10 }));
+      stack = new LpwanStack(registry, log, tmp, store);
       stack.#closers.push(() => store.close());
     } else {
       const rows: StateRow[] = [];
-      stack = new LpwanStack(registry, log, tmp, { append: async (r) => { rows.push(...r); }, flush: async () => {} });
+      stack = new LpwanStack(registry, log, tmp, { append: async (r) => { rows.push(...r); } });
       (stack as { rows: StateRow[] }).rows = rows;
     }
-    await stack.pipeline.start();
+    await stack.engine.start();
     const applications = new StaticLpwanApplications({ applications: options.applications });
-    const intake = new LpwanUplinkIntake({ devices: registry, ingest: stack.ingest, deadLetters: stack.sink, clock: systemClock });
+    const intake = new LpwanUplinkIntake({ devices: registry, admission: stack.intake.admission, clock: systemClock });
     const app = createEdgeApp({
       registry,
-      ingest: stack.ingest,
+      admission: stack.intake.admission,
       store: reads,
       rejections: stack.rejections,
       clock: systemClock,
@@ -122,9 +112,8 @@ export class LpwanStack {
 
   async close(): Promise<void> {
     await this.#server.close();
-    await this.ingest.close();
-    await this.sink.flush();
-    await this.pipeline.stop();
+    await this.intake.close();
+    await this.engine.stop();
     for (const close of this.#closers) await close();
     await this.log.close();
     await this.registry.close();

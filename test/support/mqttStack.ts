@@ -1,6 +1,7 @@
 /**
  * The embedded stack behind an MQTT edge, for the mqtt-*.test.ts suites: PGlite registry, local log
- * in a temp dir, UplinkIngest, optionally the uplink pipeline into chDB, and the Aedes edge on a free
+ * in a temp dir, the service's intake (app/buildIntake.ts), optionally its engine into chDB
+ * (app/buildEngine.ts), and the Aedes edge on a free
  * loopback port. mqtt.js clients connect to `url`.
  */
 import mqtt, { type MqttClient } from 'mqtt';
@@ -13,9 +14,10 @@ import { decodeEnvelope } from '../../engine/uplink/envelope.ts';
 import type { ProducerRecord, RecordPosition } from '../../engine/ports/log.ts';
 import { registryDirectory, type Registry } from '../../engine/ports/registry.ts';
 import type { StateStore } from '../../engine/ports/store.ts';
-import { StateBatcher } from '../../engine/uplink/pipeline/StateBatcher.ts';
-import { UplinkIngest } from '../../engine/uplink/UplinkIngest.ts';
-import { UplinkPipeline } from '../../engine/uplink/pipeline/UplinkPipeline.ts';
+import type { UplinkIngest } from '../../engine/uplink/UplinkIngest.ts';
+import type { UplinkPipeline } from '../../engine/uplink/pipeline/UplinkPipeline.ts';
+import { buildEngine, type Engine } from '../../app/buildEngine.ts';
+import { buildIntake, type Intake } from '../../app/buildIntake.ts';
 import { Topics, type DeadLetter, type UplinkEnvelope } from '../../schemas/messages.ts';
 import { MemoryRejections } from './edgeHarness.ts';
 import { tempDir } from './tmp.ts';
@@ -35,7 +37,9 @@ export interface StackOptions {
 export class MqttStack {
   registry!: Registry;
   log!: LocalLog;
+  intake!: Intake;
   ingest!: UplinkIngest;
+  engine: Engine | undefined;
   edge!: MqttEdge;
   store: StateStore | undefined;
   pipeline: UplinkPipeline | undefined;
@@ -57,28 +61,32 @@ export class MqttStack {
     await s.log.ensureTopics([{ name: Topics.uplinks, partitions: 2 }, { name: Topics.deadLetters, partitions: 1 }, { name: Topics.commands, partitions: 2 }]);
     const log = s.log;
     const appended = s.appended;
-    s.ingest = new UplinkIngest({
+    s.intake = buildIntake({
       clock,
+      rejections: s.rejections,
+      onDeadLetters: (letters) => { s.deadLetters.push(...letters); },
       log: {
         async append(topic: string, records: ProducerRecord[]): Promise<RecordPosition[]> {
           const positions = await log.append(topic, records);
-          for (const r of records) appended.push(decodeEnvelope(r.value));
+          if (topic === Topics.uplinks) for (const r of records) appended.push(decodeEnvelope(r.value));
           return positions;
         },
       },
     });
-    s.edge = await createMqttEdge({ registry: s.registry, ingest: s.ingest, clock, rejections: s.rejections, port: 0, host: '127.0.0.1', ...options.edge });
+    s.ingest = s.intake.ingest;
+    s.edge = await createMqttEdge({ registry: s.registry, admission: s.intake.admission, clock, port: 0, host: '127.0.0.1', ...options.edge });
     s.url = `mqtt://127.0.0.1:${s.edge.port}`;
     if (options.pipeline) {
       s.store = createChdbStore({ dir: `${s.#tmp.dir}/chdb` });
       await s.store.init();
-      const rows = new StateBatcher({ store: s.store, clock: systemClock, maxRows: 500, maxDelayMs: 10 });
-      s.pipeline = new UplinkPipeline({
-        log, rows, directory: registryDirectory(s.registry), clock: systemClock, commitIntervalMs: 20,
+      s.engine = buildEngine({
+        log, store: s.store, rejections: s.rejections, directory: registryDirectory(s.registry), clock: systemClock,
+        settings: { commitIntervalMs: 20, batchRows: 500, batchDelayMs: 10 },
         onDeadLetters: (letters) => { s.deadLetters.push(...letters); },
         onStored: (stored) => s.edge.publishStates(stored),
       });
-      await s.pipeline.start();
+      s.pipeline = s.engine.pipeline;
+      await s.engine.start();
     }
     const user = await s.registry.createUser({ name: 'mqtt user' });
     s.userId = user.entity.id;
@@ -106,9 +114,9 @@ export class MqttStack {
 
   async stop(): Promise<void> {
     await Promise.all(this.#clients.map((c) => c.endAsync(true).catch(() => undefined)));
-    await this.pipeline?.stop();
+    await this.engine?.stop();
     await this.edge.close();
-    await this.ingest.close();
+    await this.intake.close();
     await this.log.close();
     await this.store?.close();
     await this.registry.close();

@@ -42,11 +42,16 @@ import { isPlainObject } from '../../kernel/isPlainObject.ts';
 /** Nesting limit of a body: deep enough for any real state, shallow enough for any stack. */
 export const MAX_BODY_DEPTH = 32;
 
+/** Device states one batch may hold (a device's buffered readings, sent as one message). */
+export const MAX_BATCH_STATES = 1000;
+
 export interface Rejection {
   code: ErrorCode;
   reason: string;
-  /** The asset the rejection concerns; absent when it concerns the whole message. */
+  /** The asset the rejection concerns; absent when it concerns the whole message or a whole batch item. */
   asset?: string;
+  /** The batch item (index in the array of device states) the rejection concerns. */
+  item?: number;
 }
 
 /** Filled by processUplink; the caller owns and reuses the arrays (it only pushes). */
@@ -185,21 +190,57 @@ function processJson(env: UplinkEnvelope, device: CompiledDevice, out: UplinkOut
     if (!Object.hasOwn(doc, 'value')) throw new Abort('INVALID_STATE', 'asset state has no "value"');
     return emit(env, device, out, defaultTs, env.asset, doc.value, doc.at, 1, false);
   }
+  // A batch: an array of device states (readings buffered while offline), each taken on its own.
+  if (Array.isArray(doc)) {
+    checkBatchSize(doc.length);
+    for (let i = 0; i < doc.length; i++) {
+      const item = doc[i];
+      batchItem(out, i, () => {
+        if (!isPlainObject(item)) {
+          const problem = checkJsonValue(item, 1, MAX_BODY_DEPTH, `item ${i}`);
+          if (problem !== undefined && problem.code === 'TOO_DEEP') throw new Abort('TOO_DEEP', problem.reason);
+          return reject(out, 'INVALID_STATE', 'a batch item must be a device state: a JSON object of asset name → {"value": …, "at"?: …}');
+        }
+        jsonDeviceState(env, device, out, defaultTs, item, 1);
+      });
+    }
+    return;
+  }
   // spec §2.2 device state
-  if (!isPlainObject(doc)) throw badShape(doc, 'device state must be a JSON object of asset name → {"value": …, "at"?: …}');
+  if (!isPlainObject(doc)) throw badShape(doc, 'device state must be a JSON object of asset name → {"value": …, "at"?: …}, or an array of them');
+  jsonDeviceState(env, device, out, defaultTs, doc, 0);
+}
+
+/** One device state object; `depth` is how many containers enclose it (1 inside a batch). */
+function jsonDeviceState(env: UplinkEnvelope, device: CompiledDevice, out: UplinkOutput, defaultTs: number, doc: Record<string, unknown>, depth: number): void {
   for (const name in doc) {
     const state = doc[name];
     if (isPlainObject(state)) {
-      checkIgnoredDepth(state, 2);
+      checkIgnoredDepth(state, depth + 2);
       if (Object.hasOwn(state, 'value')) {
-        emit(env, device, out, defaultTs, name, state.value, state.at, 2, false);
+        emit(env, device, out, defaultTs, name, state.value, state.at, depth + 2, false);
         continue;
       }
     } else {
-      const problem = checkJsonValue(state, 1, MAX_BODY_DEPTH, name);
+      const problem = checkJsonValue(state, depth + 1, MAX_BODY_DEPTH, name);
       if (problem !== undefined && problem.code === 'TOO_DEEP') throw new Abort('TOO_DEEP', problem.reason);
     }
     reject(out, 'INVALID_STATE', `state of asset ${quote(name)} must be an object with "value" (and optional "at")`, name);
+  }
+}
+
+function checkBatchSize(length: number): void {
+  if (length > MAX_BATCH_STATES) throw new Abort('PAYLOAD_TOO_LARGE', `a batch holds at most ${MAX_BATCH_STATES} device states, not ${length}`);
+}
+
+/** Runs one batch item; its rejections name the item, so the rest of the batch still counts. */
+function batchItem(out: UplinkOutput, index: number, run: () => void): void {
+  const from = out.rejections.length;
+  run();
+  for (let j = from; j < out.rejections.length; j++) {
+    const r = out.rejections[j];
+    r.item = index;
+    r.reason = `item ${index}: ${r.reason}`;
   }
 }
 
@@ -255,8 +296,20 @@ function processCbor(env: UplinkEnvelope, device: CompiledDevice, out: UplinkOut
     throw error;
   }
   if (env.asset !== undefined) return emitCbor(env, device, out, defaultTs, env.asset, doc, 0);
+  if (Array.isArray(doc)) {
+    // A batch: an array of device state maps.
+    checkBatchSize(doc.length);
+    for (let i = 0; i < doc.length; i++) {
+      const item = doc[i];
+      batchItem(out, i, () => {
+        if (!isPlainObject(item)) return reject(out, 'INVALID_STATE', 'a batch item must be a device state: a CBOR map of asset name → value or {value, at}');
+        for (const name in item) emitCbor(env, device, out, defaultTs, name, item[name], 2);
+      });
+    }
+    return;
+  }
   if (doc instanceof CborMap) throw new Abort('INVALID_STATE', 'device state map keys must be asset names (text strings)');
-  if (!isPlainObject(doc)) throw new Abort('INVALID_STATE', 'device state must be a CBOR map of asset name → value or {value, at}');
+  if (!isPlainObject(doc)) throw new Abort('INVALID_STATE', 'device state must be a CBOR map of asset name → value or {value, at}, or an array of them');
   for (const name in doc) emitCbor(env, device, out, defaultTs, name, doc[name], 1);
 }
 

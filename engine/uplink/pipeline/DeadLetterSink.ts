@@ -12,7 +12,7 @@ import { Topics, type DeadLetter, type UplinkEnvelope } from '../../../schemas/m
 import type { Rejection } from '../admission/processUplink.ts';
 
 export interface DeadLetterSinkOptions {
-  log: Log;
+  log: Pick<Log, 'append'>;
   clock: Clock;
   topic?: string;
   /** Longest a dead letter waits for companions before the batch is appended (ms). Default 20. */

@@ -1,0 +1,97 @@
+/**
+ * The command side of an edge process: topic `commands` → command actors → MQTT (asset commands)
+ * or the LPWAN network server's downlink API (device commands), every lifecycle change recorded in
+ * the command history, refused commands in the device's rejections.
+ */
+import type { Clock } from '../engine/kernel/clock.ts';
+import { toFleetError } from '../engine/kernel/errors.ts';
+import type { Logger } from '../engine/kernel/logger.ts';
+import { CommandActors } from '../engine/commands/CommandActors.ts';
+import { CommandHistoryRecorder } from '../engine/commands/CommandHistoryRecorder.ts';
+import { CommandPipeline } from '../engine/commands/CommandPipeline.ts';
+import type { CommandHistory } from '../engine/ports/commandHistory.ts';
+import type { CommandTransport } from '../engine/ports/commandTransport.ts';
+import type { Log } from '../engine/ports/log.ts';
+import type { LpwanApplications } from '../engine/ports/lpwanApplications.ts';
+import { registryDirectory, type Registry } from '../engine/ports/registry.ts';
+import type { RejectionStore } from '../engine/ports/rejections.ts';
+import type { EdgeCommands } from '../adapters/http/commandRoutes.ts';
+import { TtsDownlink } from '../adapters/lpwan/TtsDownlink.ts';
+import type { Config } from '../schemas/config.ts';
+import type { LogNames } from './openAdapters.ts';
+
+export interface CommandsOptions {
+  log: Log;
+  registry: Registry;
+  history: CommandHistory;
+  rejections: Pick<RejectionStore, 'append'>;
+  clock: Clock;
+  logger: Logger;
+  names: Pick<LogNames, 'commands' | 'commandsGroup'>;
+  settings: Config['commands'];
+  /** Where asset commands reach connected devices (the MQTT edge); absent: none are delivered. */
+  transport?: CommandTransport;
+  applications: LpwanApplications;
+}
+
+export interface Commands {
+  readonly actors: CommandActors;
+  /** What the HTTP command routes append to and read from. */
+  readonly edge: EdgeCommands;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export function buildCommands(options: CommandsOptions): Commands {
+  const { clock, logger, names } = options;
+  // Every lifecycle transition goes to the command history (GET /device/{id}/commands).
+  const history = new CommandHistoryRecorder({
+    history: options.history,
+    clock,
+    onDropped: (count, error) => logger.warn('command history transitions dropped', { count, error }),
+  });
+  const actors = new CommandActors({
+    clock,
+    onChange: (view) => history.record(view),
+    transport: options.transport,
+    downlink: new TtsDownlink({ devices: options.registry, applications: options.applications, clock }),
+    expiryMs: options.settings.expiryMs,
+    maxQueuePerDevice: options.settings.maxQueuePerDevice,
+  });
+  const pipeline = new CommandPipeline({
+    log: options.log,
+    actors,
+    directory: registryDirectory(options.registry),
+    clock,
+    topic: names.commands,
+    group: names.commandsGroup,
+    // A refused command (not an actuator, value off profile, …) shows in the device's rejections.
+    onRejected: (rejected) => {
+      options.rejections.append([{
+        deviceId: rejected.deviceId,
+        rejectedAt: clock.now(),
+        code: rejected.code,
+        reason: rejected.reason,
+        asset: '',
+        uplinkId: rejected.commandId ?? '',
+        channel: 'command',
+      }]).catch((error: unknown) => logger.warn('recording a refused command failed', { error: toFleetError(error) }));
+    },
+  });
+  const encoder = new TextEncoder();
+  return {
+    actors,
+    edge: {
+      async append(record) {
+        await options.log.append(names.commands, [{ key: record.deviceId, value: encoder.encode(JSON.stringify(record)) }]);
+      },
+      list: (query) => options.history.list(query),
+    },
+    start: () => pipeline.start(),
+    async stop() {
+      await pipeline.stop();
+      actors.stop();
+      await history.close();
+    },
+  };
+}

@@ -1,0 +1,61 @@
+/**
+ * The device-facing edges of a process: the MQTT gateway (embedded, or a client of an external
+ * broker) and the HTTP edge with its LPWAN webhooks, all handing uplinks to the one admission step.
+ */
+import { readFileSync } from 'node:fs';
+import type { Clock } from '../engine/kernel/clock.ts';
+import type { Logger } from '../engine/kernel/logger.ts';
+import { LpwanUplinkIntake } from '../engine/lpwan/LpwanUplinkIntake.ts';
+import type { StaticLpwanApplications } from '../engine/lpwan/StaticLpwanApplications.ts';
+import type { Registry } from '../engine/ports/registry.ts';
+import type { UplinkAdmissionPort } from '../engine/ports/uplinkAdmission.ts';
+import type { EdgeCommands } from '../adapters/http/commandRoutes.ts';
+import { createEdgeApp } from '../adapters/http/createEdgeApp.ts';
+import { serveEdge, type ServedEdge } from '../adapters/http/serveEdge.ts';
+import { createExternalMqtt } from '../adapters/mqtt/createExternalMqtt.ts';
+import { createMqttEdge, type MqttEdge } from '../adapters/mqtt/createMqttEdge.ts';
+import type { Config } from '../schemas/config.ts';
+import type { ServiceStore } from './openAdapters.ts';
+
+export type MqttGateway = Pick<MqttEdge, 'commands' | 'publishStates' | 'close'> & { port?: number };
+
+/** The MQTT edge the configuration asks for: an external broker (MQTT_URL), the embedded one, or none (port < 0). */
+export async function startMqttEdge(options: {
+  config: Config; registry: Registry; admission: UplinkAdmissionPort; clock: Clock; logger: Logger;
+}): Promise<MqttGateway | undefined> {
+  const { config, registry, admission, clock, logger } = options;
+  if (config.mqtt.url) {
+    return createExternalMqtt({
+      url: config.mqtt.url, shareGroup: config.mqtt.shareGroup, clientIdPrefix: config.mqtt.clientId, sessionExpirySeconds: config.mqtt.sessionExpirySeconds,
+      registry, admission, clock, logger,
+    });
+  }
+  if (config.mqtt.port < 0) return undefined;
+  const tls = config.mqtt.tlsCertFile && config.mqtt.tlsKeyFile
+    ? { cert: readFileSync(config.mqtt.tlsCertFile), key: readFileSync(config.mqtt.tlsKeyFile) }
+    : undefined;
+  return createMqttEdge({ registry, admission, clock, port: config.mqtt.port, host: config.mqtt.host, tls, logger });
+}
+
+export async function serveHttpEdge(options: {
+  config: Config; registry: Registry; store: ServiceStore; clock: Clock; logger: Logger; admission: UplinkAdmissionPort;
+  commands: EdgeCommands; lpwanApplications: StaticLpwanApplications; onDeviceChanged(deviceId: string): void;
+}): Promise<ServedEdge> {
+  const { config, registry, store, clock, logger, admission } = options;
+  const app = createEdgeApp({
+    registry,
+    admission,
+    store,
+    rejections: store.rejections,
+    clock,
+    onDeviceChanged: options.onDeviceChanged,
+    limits: {
+      maxBodyBytes: config.http.maxBodyBytes,
+      rateLimit: config.http.rateLimitPerSecond > 0 ? { perSecond: config.http.rateLimitPerSecond, burst: config.http.rateLimitBurst } : undefined,
+    },
+    logger,
+    lpwan: { applications: options.lpwanApplications, intake: new LpwanUplinkIntake({ devices: registry, admission, clock }) },
+    commands: options.commands,
+  });
+  return serveEdge(app, { port: config.http.port, hostname: config.http.host });
+}

@@ -1,0 +1,84 @@
+/**
+ * The engine of a process (role engine or all): topic `uplinks` → device actors → state store,
+ * refusals onto `dead-letters` and into the devices' rejections. Shared by the service and the
+ * test stacks, so what the tests run is what the service runs.
+ */
+import type { Clock } from '../engine/kernel/clock.ts';
+import type { FleetError } from '../engine/kernel/errors.ts';
+import type { DeviceDirectory } from '../engine/ports/directory.ts';
+import type { Log } from '../engine/ports/log.ts';
+import type { RejectionStore } from '../engine/ports/rejections.ts';
+import type { StateStore } from '../engine/ports/store.ts';
+import { rejectionRowsOf } from '../engine/uplink/pipeline/rejectionRows.ts';
+import { StateBatcher } from '../engine/uplink/pipeline/StateBatcher.ts';
+import { UplinkPipeline } from '../engine/uplink/pipeline/UplinkPipeline.ts';
+import type { Config } from '../schemas/config.ts';
+import { Topics, type DeadLetter, type StateRow } from '../schemas/messages.ts';
+import { compileServiceDevice } from './deviceCompiler.ts';
+
+export interface EngineOptions {
+  log: Log;
+  store: Pick<StateStore, 'append'>;
+  rejections: Pick<RejectionStore, 'append'>;
+  directory: DeviceDirectory;
+  clock: Clock;
+  /** Default `uplinks`, `dead-letters`, group `fleetstream-engine`. */
+  names?: { uplinks: string; deadLetters: string; engineGroup: string };
+  settings?: Partial<Config['engine']> & { commitIntervalMs?: number; maxRetries?: number };
+  /** States once durable in the store (feeds). */
+  onStored?(rows: readonly StateRow[]): void;
+  /** Dead letters once durable, after the rejections are recorded. */
+  onDeadLetters?(letters: readonly DeadLetter[]): void;
+  onError?(error: FleetError): void;
+}
+
+export interface Engine {
+  readonly pipeline: UplinkPipeline;
+  readonly batcher: StateBatcher;
+  start(): Promise<void>;
+  /** Stops fetching, stores what is in flight, commits, closes the batcher. */
+  stop(): Promise<void>;
+}
+
+export function buildEngine(options: EngineOptions): Engine {
+  const s = options.settings ?? {};
+  const names = options.names ?? { uplinks: Topics.uplinks, deadLetters: Topics.deadLetters, engineGroup: 'fleetstream-engine' };
+  const batchRows = s.batchRows ?? 10_000;
+  const batcher = new StateBatcher({
+    store: options.store,
+    clock: options.clock,
+    maxRows: batchRows,
+    maxDelayMs: s.batchDelayMs ?? 100,
+    maxPendingRows: batchRows * 4,
+    // A store outage is waited out: consumption pauses (bounded in-flight work) until it is back.
+    maxRetries: s.maxRetries ?? Number.MAX_SAFE_INTEGER,
+  });
+  const pipeline = new UplinkPipeline({
+    log: options.log,
+    rows: batcher,
+    directory: options.directory,
+    clock: options.clock,
+    topic: names.uplinks,
+    group: names.engineGroup,
+    deadLetterTopic: names.deadLetters,
+    maxInFlight: s.maxInFlight,
+    commitIntervalMs: s.commitIntervalMs,
+    compile: compileServiceDevice,
+    actors: { passivateAfterMs: s.passivateAfterMs, mailboxCapacity: s.mailboxCapacity },
+    onDeadLetters: async (letters) => {
+      await options.rejections.append(rejectionRowsOf(letters));
+      options.onDeadLetters?.(letters);
+    },
+    onStored: options.onStored,
+    onError: options.onError,
+  });
+  return {
+    pipeline,
+    batcher,
+    start: () => pipeline.start(),
+    async stop() {
+      await pipeline.stop();
+      await batcher.close();
+    },
+  };
+}

@@ -1,0 +1,11 @@
+/**
+ * How the service compiles a device for admission: asset profiles, and the binary decoder of the
+ * device's payload format (engine/conversion/codecFor.ts: conversion scripts, Cayenne LPP, CBOR).
+ */
+import { codecFor } from '../engine/conversion/codecFor.ts';
+import type { DeviceInfo } from '../engine/ports/directory.ts';
+import { compileDevice, type CompiledDevice } from '../engine/uplink/admission/compileDevice.ts';
+
+export function compileServiceDevice(info: DeviceInfo): CompiledDevice {
+  return compileDevice(info, { binaryDecoder: (device) => codecFor(device.payload)?.decode });
+}

@@ -1,0 +1,87 @@
+/**
+ * Every port gets its embedded adapter unless the configuration names a server for it (DESIGN.md
+ * §2): the registry (PGlite | PostgreSQL), the log (local log | Kafka) and the state store (chDB |
+ * ClickHouse server). Nothing else in the project chooses adapters.
+ */
+import { join, resolve } from 'node:path';
+import { systemClock, type Clock } from '../engine/kernel/clock.ts';
+import type { Log } from '../engine/ports/log.ts';
+import type { Registry } from '../engine/ports/registry.ts';
+import { createChdbStore } from '../adapters/chdb/createChdbStore.ts';
+import { createClickHouseStore } from '../adapters/clickhouse/createClickHouseStore.ts';
+import { createKafkaLog } from '../adapters/kafka/index.ts';
+import { createLocalLog } from '../adapters/local-log/LocalLog.ts';
+import { createPgliteRegistry } from '../adapters/pglite/createPgliteRegistry.ts';
+import { createPostgresRegistry } from '../adapters/postgres/createPostgresRegistry.ts';
+import { Topics } from '../schemas/messages.ts';
+import type { Config } from '../schemas/config.ts';
+
+/** Where the embedded adapters keep their files. */
+export function dataPaths(dataDir: string) {
+  const root = resolve(dataDir);
+  return { root, log: join(root, 'log'), chdb: join(root, 'chdb'), registry: join(root, 'registry'), adminSocket: join(root, 'admin.sock') };
+}
+
+/** Topic and consumer group names, each behind the configured prefix. */
+export function logNames(config: Pick<Config, 'topicPrefix'>) {
+  const prefix = config.topicPrefix ?? '';
+  return {
+    uplinks: `${prefix}${Topics.uplinks}`,
+    commands: `${prefix}${Topics.commands}`,
+    deadLetters: `${prefix}${Topics.deadLetters}`,
+    engineGroup: `${prefix}fleetstream-engine`,
+    commandsGroup: `${prefix}fleetstream-commands`,
+  };
+}
+export type LogNames = ReturnType<typeof logNames>;
+
+/** Kafka client timeouts from the configuration; heartbeats at most a third of the session apart. */
+export function kafkaTimeouts(kafka: Config['kafka']): { appendTimeoutMs?: number; sessionTimeoutMs?: number; heartbeatIntervalMs?: number } {
+  const out: { appendTimeoutMs?: number; sessionTimeoutMs?: number; heartbeatIntervalMs?: number } = {};
+  if (kafka.appendTimeoutMs !== undefined) out.appendTimeoutMs = kafka.appendTimeoutMs;
+  if (kafka.sessionTimeoutMs !== undefined) {
+    out.sessionTimeoutMs = kafka.sessionTimeoutMs;
+    out.heartbeatIntervalMs = Math.min(3000, Math.floor(kafka.sessionTimeoutMs / 3));
+  }
+  return out;
+}
+
+/**
+ * The registry of the configuration. `create: false` refuses (NOT_FOUND) to start an embedded
+ * registry where none exists yet: the admin CLI's guard against a mistyped or missing data dir.
+ */
+export async function openRegistry(config: Pick<Config, 'databaseUrl' | 'databaseSchema' | 'dataDir'>, clock: Clock = systemClock, options: { create?: boolean } = {}): Promise<Registry> {
+  if (config.databaseUrl) return createPostgresRegistry({ url: config.databaseUrl, schema: config.databaseSchema, clock });
+  return createPgliteRegistry({ dir: dataPaths(config.dataDir).registry, clock, create: options.create ?? true });
+}
+
+/** The log with the service's topics created (existing topics keep their partitions). */
+export async function openLog(config: Config, clock: Clock): Promise<Log> {
+  const log: Log = config.kafkaBrokers && config.kafkaBrokers.length > 0
+    ? createKafkaLog({ brokers: config.kafkaBrokers, ...kafkaTimeouts(config.kafka) })
+    : createLocalLog({ dir: dataPaths(config.dataDir).log, clock });
+  const names = logNames(config);
+  try {
+    await log.ensureTopics([names.uplinks, names.commands, names.deadLetters].map((name) => ({ name, partitions: config.engine.partitions })));
+  } catch (error) {
+    await log.close();
+    throw error;
+  }
+  return log;
+}
+
+/** The state store (with its rejections and command history tables), initialised. */
+export async function openStore(config: Config) {
+  const database = config.clickhouseDatabase;
+  const store = config.clickhouseUrl
+    ? createClickHouseStore({ url: config.clickhouseUrl, database })
+    : createChdbStore({ dir: dataPaths(config.dataDir).chdb, database });
+  try {
+    await store.init();
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+  return store;
+}
+export type ServiceStore = Awaited<ReturnType<typeof openStore>>;

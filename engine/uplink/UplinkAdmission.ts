@@ -1,0 +1,96 @@
+/**
+ * The admission step every edge calls (engine/ports/uplinkAdmission.ts): gives the uplink its id
+ * and receive time, decides once what it yields (admission/admitUplink.ts) with the device's
+ * compiled profiles and decoder, then either appends it — with that decision — to topic `uplinks`
+ * (resolving once durable), or records the refusal as dead letters (topic `dead-letters` and the
+ * device's rejections). Refusals are recorded the same way from every channel.
+ */
+import type { Clock } from '../kernel/clock.ts';
+import { toFleetError, type FleetError } from '../kernel/errors.ts';
+import { newId } from '../kernel/ids.ts';
+import type { DeviceInfo } from '../ports/directory.ts';
+import type { AdmissionOutcome, RefusedEntry, UplinkAdmissionPort } from '../ports/uplinkAdmission.ts';
+import type { UplinkEnvelope } from '../../schemas/messages.ts';
+import { admitUplink, carried } from './admission/admitUplink.ts';
+import { compileDevice, type CompiledDevice } from './admission/compileDevice.ts';
+import type { Rejection } from './admission/processUplink.ts';
+import type { UplinkReceipt, UplinkSubmission } from './UplinkIngest.ts';
+
+export interface UplinkAdmissionOptions {
+  /** engine/uplink/UplinkIngest.ts: resolves once the uplink is durable in the log. */
+  ingest: { append(submission: UplinkSubmission): Promise<UplinkReceipt> };
+  /** engine/uplink/pipeline/DeadLetterSink.ts: resolves once the dead letters are durable. */
+  deadLetters: { add(envelope: UplinkEnvelope, rejections: readonly Rejection[]): Promise<void> };
+  clock: Clock;
+  /** Compiles a device's profiles and decoder; default compileDevice without binary decoding. */
+  compile?(info: DeviceInfo): CompiledDevice;
+  /** Uplink ids; default engine/kernel/ids.ts newId. */
+  newId?(): string;
+  /** A refusal that could not be recorded (the log is away); the refusal itself still stands. */
+  onRecordFailed?(error: FleetError): void;
+}
+
+export interface AdmissionStats {
+  accepted: number;
+  refused: number;
+  dropped: number;
+}
+
+export class UplinkAdmission implements UplinkAdmissionPort {
+  readonly #o: UplinkAdmissionOptions;
+  readonly #compile: (info: DeviceInfo) => CompiledDevice;
+  readonly #newId: () => string;
+  /** Per device object: edges cache a device for a while, and a changed device is a new object. */
+  readonly #compiled = new WeakMap<DeviceInfo, CompiledDevice>();
+  readonly stats: AdmissionStats = { accepted: 0, refused: 0, dropped: 0 };
+
+  constructor(options: UplinkAdmissionOptions) {
+    this.#o = options;
+    this.#compile = options.compile ?? ((info) => compileDevice(info));
+    this.#newId = options.newId ?? newId;
+  }
+
+  async admit(device: DeviceInfo, submission: UplinkSubmission): Promise<AdmissionOutcome> {
+    const envelope = this.#envelope(submission);
+    let compiled: CompiledDevice;
+    try {
+      compiled = this.#compiledOf(device);
+    } catch (error) {
+      // A stored profile or script that no longer compiles refuses the device's uplinks, not the edge.
+      return this.#refused(envelope, [{ code: 'PROCESSING_FAILED', reason: `device ${device.id} cannot be compiled: ${toFleetError(error).message}` }]);
+    }
+    const admission = admitUplink(envelope, compiled);
+    if (admission.verdict === 'refused') return this.#refused(envelope, admission.rejections);
+    await this.#o.ingest.append({ ...envelope, admitted: carried(admission) });
+    this.stats.accepted++;
+    this.stats.dropped += admission.dropped.length;
+    return { status: 'accepted', uplinkId: envelope.id, receivedAt: envelope.receivedAt, dropped: admission.dropped };
+  }
+
+  refuse(submission: UplinkSubmission, refusal: RefusedEntry): Promise<AdmissionOutcome> {
+    return this.#refused(this.#envelope(submission), [refusal]);
+  }
+
+  #envelope(submission: UplinkSubmission): UplinkEnvelope {
+    return { ...submission, id: submission.id ?? this.#newId(), receivedAt: submission.receivedAt ?? this.#o.clock.now() };
+  }
+
+  #compiledOf(device: DeviceInfo): CompiledDevice {
+    let compiled = this.#compiled.get(device);
+    if (compiled === undefined) {
+      compiled = this.#compile(device);
+      this.#compiled.set(device, compiled);
+    }
+    return compiled;
+  }
+
+  async #refused(envelope: UplinkEnvelope, rejections: Rejection[]): Promise<AdmissionOutcome> {
+    this.stats.refused++;
+    try {
+      await this.#o.deadLetters.add(envelope, rejections);
+    } catch (error) {
+      this.#o.onRecordFailed?.(toFleetError(error));
+    }
+    return { status: 'refused', uplinkId: envelope.id, receivedAt: envelope.receivedAt, rejections };
+  }
+}

@@ -1,0 +1,170 @@
+/**
+ * The one admission step in isolation: the verdict rules (admission/admitUplink.ts), what an
+ * admitted uplink carries on the log and how the engine reads it back (envelope.ts), and the
+ * edge-facing UplinkAdmission (ids, refusals recorded, accepted uplinks appended with the decision).
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { Encoder } from 'cbor-x';
+import { SimulatedClock } from '../engine/kernel/clock.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
+import { admitUplink, carried, outputOf } from '../engine/uplink/admission/admitUplink.ts';
+import { compileDevice } from '../engine/uplink/admission/compileDevice.ts';
+import { decodeEnvelope, encodeEnvelope } from '../engine/uplink/envelope.ts';
+import { UplinkAdmission } from '../engine/uplink/UplinkAdmission.ts';
+import type { UplinkSubmission } from '../engine/uplink/UplinkIngest.ts';
+import type { DeviceInfo } from '../engine/ports/directory.ts';
+import type { UplinkEnvelope } from '../schemas/messages.ts';
+import { DeviceActors } from '../engine/actors/DeviceActors.ts';
+
+const info: DeviceInfo = {
+  id: 'd1',
+  assets: [
+    { id: 'a1', name: 't', is: 'sensor', profile: { type: 'number', maximum: 100 } },
+    { id: 'a2', name: 'door', is: 'sensor', profile: { type: 'boolean' } },
+  ],
+};
+const device = compileDevice(info);
+const text = (s: string) => new TextEncoder().encode(s);
+const envelope = (body: string, asset?: string): UplinkEnvelope => ({
+  id: 'u1', channel: 'http', contentType: 'json', deviceId: 'd1', receivedAt: 1_000, body: text(body), ...(asset ? { asset } : {}),
+});
+
+test('verdict: whole-message problems and a refused asset state are refused; a device state with one good entry is accepted with the rest dropped', () => {
+  for (const [body, asset, code] of [
+    ['{"t":', undefined, 'MALFORMED_JSON'],
+    ['[1]', undefined, 'INVALID_STATE'],
+    ['{"value": 500}', 't', 'PROFILE_VIOLATION'],
+    ['{"value": 1, "at": 5}', 't', 'INVALID_AT'],
+    ['{"nope": {"value": 1}}', undefined, 'UNKNOWN_ASSET'],
+    ['{"t": {"value": 500}, "door": {"value": 3}}', undefined, 'PROFILE_VIOLATION'],
+  ] as const) {
+    const a = admitUplink(envelope(body, asset), device);
+    assert.is(a.verdict, 'refused', body);
+    if (a.verdict === 'refused') assert.is(a.rejections[0].code, code, body);
+  }
+  const a = admitUplink(envelope('{"t": {"value": 21.5}, "door": {"value": "x"}, "nope": {"value": 1}}'), device);
+  assert.is(a.verdict, 'accepted');
+  if (a.verdict !== 'accepted') return;
+  assert.equal(a.rows.map((r) => [r.asset, r.value, r.ts]), [['t', 21.5, 1_000]]);
+  assert.equal(a.dropped.map((r) => [r.asset, r.code]), [['door', 'PROFILE_VIOLATION'], ['nope', 'UNKNOWN_ASSET']]);
+  assert.ok(admitUplink(envelope('{}'), device).verdict === 'accepted', 'an empty device state yields nothing and refuses nothing');
+});
+
+test('carried on the log: the engine rebuilds exactly the admitted rows and drops from the envelope', () => {
+  const a = admitUplink(envelope('{"t": {"value": 7, "at": "2026-01-01T00:00:00Z"}, "nope": {"value": {"deep": [1, "x"]}}}'), device);
+  if (a.verdict !== 'accepted') throw new Error('expected accepted');
+  const wire = encodeEnvelope({ ...envelope(''), id: 'u9', admitted: carried(a) });
+  const read = decodeEnvelope(wire);
+  assert.ok(read.admitted !== undefined);
+  const out = outputOf(read as UplinkEnvelope & { admitted: NonNullable<UplinkEnvelope['admitted']> });
+  assert.equal(out.rows, [{ deviceId: 'd1', asset: 't', ts: Date.UTC(2026, 0, 1), receivedAt: 1_000, value: 7, uplinkId: 'u9' }]);
+  assert.equal(out.rejections.map((r) => [r.asset, r.code]), [['nope', 'UNKNOWN_ASSET']]);
+  assert.is(decodeEnvelope(encodeEnvelope(envelope('{}'))).admitted, undefined, 'records without admission stay without');
+});
+
+test('a forged record whose carried value is not storable is malformed as a whole (a dead letter, never a poisoned insert)', () => {
+  const codec = new Encoder({ useRecords: false, mapsAsObjects: true, variableMapSize: true } as ConstructorParameters<typeof Encoder>[0]);
+  const forge = (value: unknown, ts: unknown = 5) => new Uint8Array(codec.encode({
+    id: 'u1', channel: 'http', contentType: 'json', deviceId: 'd1', receivedAt: 1, body: new Uint8Array(0),
+    admitted: { states: [['t', ts, value]], dropped: [] },
+  }));
+  for (const [value, ts] of [[Number.NaN, 5], [Number.POSITIVE_INFINITY, 5], [new Uint8Array([1]), 5], [{ a: [Number.NaN] }, 5], [1, 1.5], [1, 'x']] as const) {
+    try {
+      decodeEnvelope(forge(value, ts));
+      assert.unreachable(`${String(value)} at ${String(ts)}`);
+    } catch (error) {
+      assert.instance(error, FleetError);
+      assert.is((error as FleetError).code, 'MALFORMED_PAYLOAD');
+    }
+  }
+});
+
+function harness(options: { failAppend?: FleetError; compile?: (i: DeviceInfo) => ReturnType<typeof compileDevice> } = {}) {
+  const clock = new SimulatedClock(5_000);
+  const appended: UplinkSubmission[] = [];
+  const dead: { envelope: UplinkEnvelope; codes: string[] }[] = [];
+  let n = 0;
+  const admission = new UplinkAdmission({
+    clock,
+    newId: () => `id${++n}`,
+    compile: options.compile,
+    ingest: {
+      async append(s) {
+        if (options.failAppend) throw options.failAppend;
+        appended.push(s);
+        return { id: s.id!, receivedAt: s.receivedAt! };
+      },
+    },
+    deadLetters: { add: async (e, r) => { dead.push({ envelope: e, codes: r.map((x) => x.code) }); } },
+  });
+  return { admission, appended, dead, clock };
+}
+
+const submission = (body: string, asset?: string): UplinkSubmission => ({ channel: 'mqtt', contentType: 'json', deviceId: 'd1', body: text(body), ...(asset ? { asset } : {}) });
+
+test('UplinkAdmission: accepted uplinks are appended once with the decision; refused ones only recorded, under the id they were answered with', async () => {
+  const h = harness();
+  const ok = await h.admission.admit(info, submission('{"t": {"value": 3}, "x": {"value": 1}}'));
+  assert.equal([ok.status, ok.uplinkId, ok.receivedAt], ['accepted', 'id1', 5_000]);
+  assert.is(h.appended.length, 1);
+  assert.equal(h.appended[0].admitted, { states: [['t', 5_000, 3]], dropped: [['x', 'UNKNOWN_ASSET', h.appended[0].admitted!.dropped[0][2]]] });
+  const bad = await h.admission.admit(info, submission('{"value": "hot"}', 't'));
+  assert.equal([bad.status, bad.uplinkId], ['refused', 'id2']);
+  assert.is(h.appended.length, 1, 'nothing appended for a refusal');
+  assert.equal(h.dead.map((d) => [d.envelope.id, d.envelope.channel, d.codes]), [['id2', 'mqtt', ['PROFILE_VIOLATION']]]);
+  const channel = await h.admission.refuse({ ...submission(''), deviceId: '' }, { code: 'UNKNOWN_DEVICE', reason: 'no such device' });
+  assert.is(channel.status, 'refused');
+  assert.equal(h.dead.at(-1)!.codes, ['UNKNOWN_DEVICE']);
+  assert.equal(h.admission.stats, { accepted: 1, refused: 2, dropped: 1 });
+});
+
+test('UplinkAdmission: a log that cannot take the uplink is thrown as it is (503 / not acknowledged); an uncompilable device refuses, it does not throw', async () => {
+  const busy = harness({ failAppend: new FleetError('BACKPRESSURE', 'full', { detail: { retryAfter: 1 } }) });
+  try {
+    await busy.admission.admit(info, submission('{"t": {"value": 1}}'));
+    assert.unreachable('expected BACKPRESSURE');
+  } catch (error) {
+    assert.is((error as FleetError).code, 'BACKPRESSURE');
+  }
+  assert.is(busy.dead.length, 0, 'a retriable failure is no refusal');
+  const broken = harness({ compile: () => { throw new Error('profile does not compile'); } });
+  const out = await broken.admission.admit(info, submission('{"t": {"value": 1}}'));
+  assert.equal([out.status, out.status === 'refused' ? out.rejections[0].code : ''], ['refused', 'PROCESSING_FAILED']);
+});
+
+test('UplinkAdmission compiles a device object once, and again when the edge hands it a changed one', async () => {
+  let compiles = 0;
+  const h = harness({ compile: (i) => { compiles++; return compileDevice(i); } });
+  for (let i = 0; i < 5; i++) await h.admission.admit(info, submission('{"t": {"value": 1}}'));
+  assert.is(compiles, 1);
+  const changed: DeviceInfo = { ...info, assets: [...info.assets, { id: 'a3', name: 'h', is: 'sensor', profile: {} }] };
+  const out = await h.admission.admit(changed, submission('{"h": {"value": 1}}'));
+  assert.equal([compiles, out.status], [2, 'accepted']);
+});
+
+test('the engine keeps a device\'s order: an admitted uplink waits behind that device\'s unadmitted ones still loading', async () => {
+  const clock = new SimulatedClock(0);
+  let release!: (d: DeviceInfo) => void;
+  const loaded = new Promise<DeviceInfo>((r) => { release = r; });
+  const emitted: string[] = [];
+  const actors = new DeviceActors({
+    directory: { getDevice: () => loaded },
+    compile: (i) => compileDevice(i),
+    sink: { emit: (work, out) => { emitted.push(`${work.envelope.id}:${out.rows.map((r) => r.value).join(',')}`); } },
+    clock,
+  });
+  const admitted = (id: string, value: number): UplinkEnvelope => ({ ...envelope(''), id, admitted: { states: [['t', 1, value]], dropped: [] } });
+  actors.dispatch({ envelope: admitted('a0', 0), partition: 0, offset: 0 });
+  assert.equal(emitted, ['a0:0'], 'no actor needed while none holds work');
+  actors.dispatch({ envelope: { ...envelope('{"t": {"value": 1}}'), id: 'raw1' }, partition: 0, offset: 1 });
+  actors.dispatch({ envelope: admitted('a2', 2), partition: 0, offset: 2 });
+  assert.equal(emitted, ['a0:0'], 'the admitted uplink waits behind the loading one');
+  release(info);
+  await loaded;
+  await new Promise((r) => setImmediate(r));
+  assert.equal(emitted, ['a0:0', 'raw1:1', 'a2:2']);
+  actors.stop();
+});
+
+test.run();
