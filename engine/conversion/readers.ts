@@ -141,14 +141,15 @@ export function makeReader(spec: FieldSpec, path: string): Reader {
   const { kind, little } = spec;
   if (kind === 'uint' || kind === 'int' || kind === 'float') {
     const read = numberReader(spec, path);
-    if (!spec.calc) return kind === 'float' ? (b) => { const v = read(b); return v - v === 0 ? v : null; } : read;
+    // The widest raw value: a range, or a field beyond 1024 bits, can read as Infinity.
+    const widest = kind === 'float' || spec.anchor === 'range' ? Infinity : 2 ** (spec.bit === undefined ? spec.length * 8 : spec.bitlength);
+    if (!spec.calc) return widest === Infinity ? (b) => { const v = read(b); return v - v === 0 ? v : null; } : read;
     // Scale/offset calculations are fused into the read; others call the compiled expression.
     const affine = affineForm(spec.calc);
     if (affine && affine.op !== 'none') {
       const c = affine.c;
       const a = affine.add;
       // An integer scaled by a constant cannot leave the finite range unless the constant is extreme.
-      const widest = kind === 'float' ? Infinity : 2 ** (spec.bit === undefined ? (spec.anchor === 'range' ? 64 : spec.length * 8) : spec.bitlength);
       const bound = (affine.op === 'div' ? widest / Math.abs(c) : widest * Math.abs(c)) + Math.abs(a ?? 0);
       if (bound < 1e300) {
         if (affine.op === 'div') return a === undefined ? (b) => read(b) / c : (b) => read(b) / c + a;
