@@ -5,7 +5,7 @@
  */
 import type { ConversionScript } from '../../schemas/conversion.ts';
 import { FleetError } from '../errors.ts';
-import { analyzeScript, type ActuationIR, type StatementIR, type ValueIR } from './analyzeScript.ts';
+import { checkedProgram, type ActuationIR, type StatementIR, type ValueIR } from './analyzeScript.ts';
 import { defineValue, getPath, guardDecode, guardEncode, setPath, type Codec, type DecodeMeta } from './codec.ts';
 import { decodeFailed, makeReader, type Reader } from './readers.ts';
 import { makeWriter } from './writers.ts';
@@ -178,17 +178,7 @@ function compileEncoder(actuate: readonly ActuationIR[], length: number): NonNul
  * FleetError('VALIDATION_FAILED') with the issues in `detail.issues`).
  */
 export function compileScript(script: ConversionScript): Codec {
-  let analysis: ReturnType<typeof analyzeScript>;
-  try {
-    analysis = analyzeScript(script);
-  } catch (error) {
-    throw new FleetError('VALIDATION_FAILED', `invalid conversion script: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-  }
-  const { issues, program } = analysis;
-  if (!program) {
-    const first = issues[0];
-    throw new FleetError('VALIDATION_FAILED', `invalid conversion script: ${first.path ? `${first.path}: ` : ''}${first.message}`, { detail: { issues } });
-  }
+  const program = checkedProgram(script);
   const decode = guardDecode('conversion script', produceBlock(program.sense));
   if (program.actuate.length === 0) return { decode };
   return { decode, encode: compileEncoder(program.actuate, program.downlinkLength) };
