@@ -62,6 +62,19 @@ export class SourceBuilder {
     return `${name}(b)`;
   }
 
+  /**
+   * A constructor of plain objects for one block, used as `new o3()`. An empty literal `{}` gets
+   * in-object room for 4 properties, so a block of 6 assets spills into a separate property array;
+   * a constructor of its own gets room for all of its block's fields once V8's slack tracking has
+   * seen a few objects (measured 0.80 → 0.87 of a hand-written decoder). Its prototype is
+   * Object.prototype, so what it makes is a plain object like `{}`.
+   */
+  plainObject(): string {
+    const name = `o${this.#count++}`;
+    this.#declarations.push(`function ${name}() {} ${name}.prototype = Object.prototype;`);
+    return name;
+  }
+
   get declarations(): string {
     return this.#declarations.join('\n');
   }

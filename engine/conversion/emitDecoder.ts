@@ -28,7 +28,7 @@ function value(v: ValueIR, sb: SourceBuilder): string {
     case 'sel': return emitReader(v.spec, v.path, sb);
     case 'lit': return sb.value(v.v);
     case 'arr': return `[${v.items.map((item) => value(item, sb)).join(', ')}]`;
-    case 'obj': return sb.call(`const o = {}; ${v.fields.map(([k, f]) => `o[${key(k, sb)}] = ${value(f, sb)};`).join(' ')} return o;`);
+    case 'obj': return sb.call(`const o = new ${sb.plainObject()}(); ${v.fields.map(([k, f]) => `o[${key(k, sb)}] = ${value(f, sb)};`).join(' ')} return o;`);
   }
 }
 
@@ -89,7 +89,7 @@ function produce(statements: readonly StatementIR[], sb: SourceBuilder): string 
     return `${check} ${emitSwitch(statements[0], (body) => produce(body, sb), 'return {};', sb)}`;
   }
   const o = sb.local('o');
-  return `${check} const ${o} = {}; ${into(statements, o, false, sb)} return ${o};`;
+  return `${check} const ${o} = new ${sb.plainObject()}(); ${into(statements, o, false, sb)} return ${o};`;
 }
 
 /**

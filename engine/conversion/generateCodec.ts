@@ -48,13 +48,10 @@ export function emitProgram(program: Program): EmittedProgram {
   const sb = new SourceBuilder();
   const decode = emitDecoder(program.sense, sb);
   const encode = program.actuate.length > 0 ? emitEncoder(program.actuate, program.downlinkLength, sb) : 'const encode = undefined;';
-  const source = [
-    `const { ${RUNTIME.join(', ')} } = h;`,
-    sb.declarations,
-    decode,
-    encode,
-    'return [decode, encode];',
-  ].join('\n');
+  const body = [sb.declarations, decode, encode, 'return [decode, encode];'].join('\n');
+  // Only the helpers this type calls become locals of its factory.
+  const used = RUNTIME.filter((name) => new RegExp(`\\b${name}\\(`).test(body));
+  const source = `const { ${used.join(', ')} } = h;\n${body}`;
   return { source, data: sb.data };
 }
 
@@ -64,7 +61,7 @@ const WORDS = new Set([
   'const', 'let', 'function', 'return', 'if', 'throw', 'try', 'catch', 'new', 'switch', 'case', 'default', 'break',
   'null', 'undefined', 'true', 'false', 'instanceof', 'NaN', 'Uint8Array', 'Object', 'hasOwn', 'Array', 'isArray',
   'Math', 'floor', 'length', 'get', 'fPort', 'b', 'm', 'c', 'd', 'h', 'v', 'x', 'n', 's', 'r', 'o', 'buf', 'type',
-  'error', 'decode', 'encode',
+  'error', 'decode', 'encode', 'prototype',
 ]);
 const GENERATED_NAME = /^[cfnov]\d+$/;
 const SOURCE_CHARACTERS = /^[\n A-Za-z0-9_$.,;:(){}[\]=<>!&|+\-*/%?]*$/;
