@@ -7,6 +7,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
+import { cayenneCodec, cayenneReference, cayenneTypes } from '../engine/conversion/cayenne.ts';
 import { checkScript } from '../engine/conversion/checkScript.ts';
 import { compileScript } from '../engine/conversion/compileScript.ts';
 import { generateCodec } from '../engine/conversion/generateCodec.ts';
@@ -92,6 +93,16 @@ test('mutated golden scripts: whatever checks decodes as the reference', () => {
     const reference = compileScript(script as never);
     for (const bytes of payloads) sameDecode(generated, reference, bytes, { fPort: bytes.length });
   }), { numRuns: 4_000 }));
+});
+
+test('Cayenne LPP: the generated decoder decodes random bytes and frames of real items as the table loop does', () => {
+  const item = fc.tuple(fc.integer({ min: 0, max: 255 }), fc.constantFrom(...cayenneTypes.keys()), fc.uint8Array({ maxLength: 10 }))
+    .map(([channel, type, value]) => [channel, type, ...value]);
+  const frame = fc.oneof(payload, fc.array(item, { maxLength: 6 }).map((items) => Uint8Array.from(items.flat())));
+  counted(6_000, () => fc.assert(fc.property(frame, (bytes) => {
+    sameDecode(cayenneCodec, cayenneReference, bytes);
+    decodeOrReject(cayenneCodec, bytes);
+  }), { numRuns: 6_000 }));
 });
 
 test('at least 100,000 generated cases ran', () => {

@@ -61,7 +61,7 @@ const WORDS = new Set([
   'const', 'let', 'function', 'return', 'if', 'throw', 'try', 'catch', 'new', 'switch', 'case', 'default', 'break',
   'null', 'undefined', 'true', 'false', 'instanceof', 'NaN', 'Uint8Array', 'Object', 'hasOwn', 'Array', 'isArray',
   'Math', 'floor', 'length', 'get', 'fPort', 'b', 'm', 'c', 'd', 'h', 'v', 'x', 'n', 's', 'r', 'o', 'buf', 'type',
-  'error', 'decode', 'encode', 'prototype',
+  'error', 'decode', 'encode', 'prototype', 'while', 'out', 'i',
 ]);
 const GENERATED_NAME = /^[cfnov]\d+$/;
 const SOURCE_CHARACTERS = /^[\n A-Za-z0-9_$.,;:(){}[\]=<>!&|+\-*/%?]*$/;

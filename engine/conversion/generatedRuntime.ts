@@ -5,6 +5,7 @@
  * entry to a local of the same name.
  */
 import { FleetError } from '../errors.ts';
+import { lppCutOff, lppKey, lppShort, lppUnknown } from './cayenneTable.ts';
 import { asDecodeFailed, asValidationFailed, getPath, isRecord, notBytes, notCommand } from './codec.ts';
 import { anyNonZero, decodeFailed, floatAt, hexAt, readUint, readWide, utf8At } from './readers.ts';
 import { rawInteger, toNumber, writeBits, writeBool, writeFloat, writeHex, writeInt, writeString } from './writers.ts';
@@ -16,6 +17,7 @@ export interface TypeTag {
 }
 
 export const generatedRuntime = Object.freeze({
+  lppKey, lppCutOff, lppShort, lppUnknown,
   readUint, readWide, floatAt, anyNonZero, hexAt, utf8At, isRecord, getPath,
   toNumber, rawInteger, writeInt, writeBits, writeFloat, writeBool, writeHex, writeString,
   notBytes: (type: TypeTag) => notBytes(type.name),
