@@ -14,6 +14,7 @@
  * holding either function, the codec or the script object keeps the type; once none is held, a
  * collection frees its code and data and the registry removes its key.
  */
+import { createHash } from 'node:crypto';
 import type { Program } from './analyzeScript.ts';
 import type { Codec } from './codec.ts';
 import { emitProgram, instantiate } from './generateCodec.ts';
@@ -49,7 +50,8 @@ function canonical(value: unknown): string {
 export function compiledType(program: Program): CompiledType {
   const started = performance.now();
   const emitted = emitProgram(program);
-  const key = `${emitted.source}\n${canonical(emitted.data)}`;
+  // A digest, not the text: a type's key is 1-2 KB of source and data, its digest 43 characters.
+  const key = createHash('sha256').update(emitted.source).update('\n').update(canonical(emitted.data)).digest('base64url');
   const known = live.get(key)?.deref();
   if (known) { shared++; return known; }
   const type = { name: 'conversion script', codec: undefined as unknown as Codec, compileMs: 0, sourceChars: emitted.source.length };
