@@ -3,8 +3,8 @@
  * drives the command line, the running service's admin socket and the direct registry path, so the
  * three cannot drift apart.
  */
-import * as admin from '../engine/admin.ts';
-import { FleetError } from '../engine/errors.ts';
+import * as admin from '../engine/admin/adminActions.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
 import type { Registry } from '../engine/ports/registry.ts';
 
 export interface AdminOperation {

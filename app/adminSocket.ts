@@ -7,7 +7,7 @@ import { createServer, request, type Server } from 'node:http';
 import { rmSync } from 'node:fs';
 import { Hono } from 'hono';
 import { getRequestListener } from '@hono/node-server';
-import { FleetError, toFleetError } from '../engine/errors.ts';
+import { FleetError, toFleetError } from '../engine/kernel/errors.ts';
 import type { Registry } from '../engine/ports/registry.ts';
 import { checkAdminInput } from './adminOperations.ts';
 

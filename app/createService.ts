@@ -5,18 +5,18 @@
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { systemClock, type Clock } from '../engine/clock.ts';
+import { systemClock, type Clock } from '../engine/kernel/clock.ts';
 import { codecFor } from '../engine/conversion/codecFor.ts';
-import { toFleetError } from '../engine/errors.ts';
-import type { Logger } from '../engine/logger.ts';
+import { toFleetError } from '../engine/kernel/errors.ts';
+import type { Logger } from '../engine/kernel/logger.ts';
 import type { Log } from '../engine/ports/log.ts';
 import { registryDirectory, type Registry } from '../engine/ports/registry.ts';
 import type { RejectionStore } from '../engine/ports/rejections.ts';
 import type { StateStore } from '../engine/ports/store.ts';
-import { StateBatcher } from '../engine/StateBatcher.ts';
-import { UplinkIngest } from '../engine/UplinkIngest.ts';
-import { UplinkPipeline } from '../engine/UplinkPipeline.ts';
-import { compileDevice } from '../engine/uplink/compileDevice.ts';
+import { StateBatcher } from '../engine/uplink/pipeline/StateBatcher.ts';
+import { UplinkIngest } from '../engine/uplink/UplinkIngest.ts';
+import { UplinkPipeline } from '../engine/uplink/pipeline/UplinkPipeline.ts';
+import { compileDevice } from '../engine/uplink/admission/compileDevice.ts';
 import { createChdbStore } from '../adapters/chdb/createChdbStore.ts';
 import { createClickHouseStore } from '../adapters/clickhouse/createClickHouseStore.ts';
 import { createEdgeApp } from '../adapters/http/createEdgeApp.ts';
@@ -91,9 +91,13 @@ export function kafkaTimeouts(kafka: Config['kafka']): { appendTimeoutMs?: numbe
   return out;
 }
 
-export async function openRegistry(config: Pick<Config, 'databaseUrl' | 'databaseSchema' | 'dataDir'>, clock: Clock = systemClock): Promise<Registry> {
+/**
+ * The registry of the configuration. `create: false` refuses (NOT_FOUND) to start an embedded
+ * registry where none exists yet: the admin CLI's guard against a mistyped or missing data dir.
+ */
+export async function openRegistry(config: Pick<Config, 'databaseUrl' | 'databaseSchema' | 'dataDir'>, clock: Clock = systemClock, options: { create?: boolean } = {}): Promise<Registry> {
   if (config.databaseUrl) return createPostgresRegistry({ url: config.databaseUrl, schema: config.databaseSchema, clock });
-  return createPgliteRegistry({ dir: dataPaths(config.dataDir).registry, clock });
+  return createPgliteRegistry({ dir: dataPaths(config.dataDir).registry, clock, create: options.create ?? true });
 }
 
 export async function createService(options: ServiceOptions): Promise<Service> {

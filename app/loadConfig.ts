@@ -4,7 +4,7 @@
  * passes it here.
  */
 import { Compile } from 'typebox/compile';
-import { FleetError } from '../engine/errors.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
 import { Config, defaultConfig } from '../schemas/config.ts';
 
 const checkConfig = Compile(Config);

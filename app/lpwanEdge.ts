@@ -4,15 +4,15 @@
  * adapters/lpwan/README.md), the intake and the dead letters of what can never be stored.
  */
 import { readFileSync } from 'node:fs';
-import type { Clock } from '../engine/clock.ts';
-import { DeadLetterSink } from '../engine/DeadLetterSink.ts';
-import { FleetError } from '../engine/errors.ts';
+import type { Clock } from '../engine/kernel/clock.ts';
+import { DeadLetterSink } from '../engine/uplink/pipeline/DeadLetterSink.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
 import { LpwanUplinkIntake } from '../engine/lpwan/LpwanUplinkIntake.ts';
 import { StaticLpwanApplications } from '../engine/lpwan/StaticLpwanApplications.ts';
 import type { Log } from '../engine/ports/log.ts';
 import type { Registry } from '../engine/ports/registry.ts';
 import type { RejectionStore } from '../engine/ports/rejections.ts';
-import type { UplinkIngest } from '../engine/UplinkIngest.ts';
+import type { UplinkIngest } from '../engine/uplink/UplinkIngest.ts';
 import type { LpwanEdgeDeps } from '../adapters/http/lpwanRoutes.ts';
 import type { DeadLetter } from '../schemas/messages.ts';
 

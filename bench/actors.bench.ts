@@ -9,13 +9,13 @@
  * Mailbox: offer+take on a bounded Mailbox against push+shift on a plain array.
  */
 import b from 'benny';
-import { systemClock } from '../engine/clock.ts';
+import { systemClock } from '../engine/kernel/clock.ts';
 import { DeviceActors } from '../engine/actors/DeviceActors.ts';
 import type { UplinkSink, UplinkWork } from '../engine/actors/DeviceActor.ts';
 import { Mailbox } from '../engine/actors/Mailbox.ts';
 import { MemoryDirectory, type DeviceInfo } from '../engine/ports/directory.ts';
-import { compileDevice } from '../engine/uplink/compileDevice.ts';
-import { processUplink, type UplinkOutput } from '../engine/uplink/processUplink.ts';
+import { compileDevice } from '../engine/uplink/admission/compileDevice.ts';
+import { processUplink, type UplinkOutput } from '../engine/uplink/admission/processUplink.ts';
 
 const info: DeviceInfo = {
   id: 'dev-1',

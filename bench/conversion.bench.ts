@@ -26,7 +26,7 @@ import type { Codec } from '../engine/conversion/codec.ts';
 import { compiledTypeStats } from '../engine/conversion/codecCache.ts';
 import { codecFor } from '../engine/conversion/codecFor.ts';
 import { compileScript } from '../engine/conversion/compileScript.ts';
-import { FleetError } from '../engine/errors.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
 import type { ConversionScript } from '../schemas/conversion.ts';
 import { layoutArbitrary } from '../test/support/conversionArbitraries.ts';
 import { loadConversionFixtures, toHex } from '../test/support/conversionFixtures.ts';

@@ -22,8 +22,8 @@ import { createEdgeApp } from '../adapters/http/createEdgeApp.ts';
 import { serveEdge } from '../adapters/http/serveEdge.ts';
 import { createLocalLog } from '../adapters/local-log/LocalLog.ts';
 import { createPgliteRegistry } from '../adapters/pglite/createPgliteRegistry.ts';
-import { systemClock } from '../engine/clock.ts';
-import { UplinkIngest } from '../engine/UplinkIngest.ts';
+import { systemClock } from '../engine/kernel/clock.ts';
+import { UplinkIngest } from '../engine/uplink/UplinkIngest.ts';
 
 interface Ready {
   edgePort: number;

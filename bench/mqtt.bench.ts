@@ -36,12 +36,12 @@ import { createLocalLog } from '../adapters/local-log/LocalLog.ts';
 import { createExternalMqtt, type ExternalMqtt } from '../adapters/mqtt/createExternalMqtt.ts';
 import { createMqttEdge } from '../adapters/mqtt/createMqttEdge.ts';
 import { createPgliteRegistry } from '../adapters/pglite/createPgliteRegistry.ts';
-import { systemClock } from '../engine/clock.ts';
+import { systemClock } from '../engine/kernel/clock.ts';
 import { CommandActors } from '../engine/commands/CommandActors.ts';
 import { CommandPipeline } from '../engine/commands/CommandPipeline.ts';
-import { newId } from '../engine/ids.ts';
+import { newId } from '../engine/kernel/ids.ts';
 import { registryDirectory } from '../engine/ports/registry.ts';
-import { UplinkIngest } from '../engine/UplinkIngest.ts';
+import { UplinkIngest } from '../engine/uplink/UplinkIngest.ts';
 import { Topics } from '../schemas/messages.ts';
 
 const MOSQUITTO = 'mqtt://127.0.0.1:1883';

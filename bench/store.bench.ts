@@ -15,9 +15,9 @@ import { join } from 'node:path';
 import { createChdbStore } from '../adapters/chdb/createChdbStore.ts';
 import { createClickHouseStore } from '../adapters/clickhouse/createClickHouseStore.ts';
 import { encodeStateRowsTsv } from '../adapters/clickhouse-sql/encodeStateRowsTsv.ts';
-import { systemClock } from '../engine/clock.ts';
+import { systemClock } from '../engine/kernel/clock.ts';
 import type { StateStore } from '../engine/ports/store.ts';
-import { StateBatcher } from '../engine/StateBatcher.ts';
+import { StateBatcher } from '../engine/uplink/pipeline/StateBatcher.ts';
 import type { JsonValue, StateRow } from '../schemas/messages.ts';
 
 const total = Number(process.env.BENCH_ROWS ?? 200_000);

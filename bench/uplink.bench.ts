@@ -1,5 +1,5 @@
 /**
- * Uplink hot path (engine/uplink/processUplink.ts): decode + validate + timestamp of one device
+ * Uplink hot path (engine/uplink/admission/processUplink.ts): decode + validate + timestamp of one device
  * state with 4 assets, per uplink. Not part of the test suite.
  *
  *   npx node bench/uplink.bench.ts
@@ -10,8 +10,8 @@
  */
 import b from 'benny';
 import { Decoder, Encoder } from 'cbor-x';
-import { compileDevice } from '../engine/uplink/compileDevice.ts';
-import { processUplink, type UplinkOutput } from '../engine/uplink/processUplink.ts';
+import { compileDevice } from '../engine/uplink/admission/compileDevice.ts';
+import { processUplink, type UplinkOutput } from '../engine/uplink/admission/processUplink.ts';
 import type { UplinkEnvelope } from '../schemas/messages.ts';
 
 const device = compileDevice({

@@ -1,22 +1,26 @@
 #!/usr/bin/env node
 /**
  * fleetstream start [--role all|edge|engine] [--data-dir DIR] [--port N] …   run the service
- * fleetstream admin <command> [args] [--json] [--data-dir DIR]                 registry administration
+ * fleetstream admin <command> [args] [--json] [--data-dir DIR] [--init]        registry administration
  * The entry point: the only place that reads process.env.
  */
 import { parseArgs } from 'node:util';
-import { FleetError, toFleetError } from '../engine/errors.ts';
-import { createJsonLogger } from '../engine/logger.ts';
+import { FleetError, toFleetError } from '../engine/kernel/errors.ts';
+import { createJsonLogger } from '../engine/kernel/logger.ts';
 import { adminOperations, checkAdminInput } from '../app/adminOperations.ts';
 import { callAdminSocket } from '../app/adminSocket.ts';
+import { pgliteRegistryExists } from '../adapters/pglite/createPgliteRegistry.ts';
 import { createService, dataPaths, openRegistry } from '../app/createService.ts';
 import { loadConfig, settings, type SettingName } from '../app/loadConfig.ts';
 
 const usage = `usage:
   fleetstream start [options]
-  fleetstream admin <command> [arguments] [--json]
+  fleetstream admin <command> [arguments] [--json] [--init]
 admin commands:
 ${Object.values(adminOperations).map((op) => `  ${op.usage}`).join('\n')}
+admin talks to the service running on --data-dir (its admin.sock); with none running it opens the
+registry there itself, and refuses when that data dir holds no registry yet: --init creates one.
+It names the data dir (or PostgreSQL database) it used on stderr; --json output goes to stdout.
 options (environment variable in brackets):
 ${Object.entries(settings).map(([flag, [variable]]) => `  --${flag} <value>  [${variable}]`).join('\n')}`;
 
@@ -40,7 +44,7 @@ async function start(flags: Partial<Record<SettingName, string>>): Promise<void>
   process.on('SIGINT', () => stop('SIGINT'));
 }
 
-async function runAdmin(positionals: string[], flags: Partial<Record<SettingName, string>> & { user?: string; json?: boolean }): Promise<void> {
+async function runAdmin(positionals: string[], flags: Partial<Record<SettingName, string>> & { user?: string; json?: boolean; init?: boolean }): Promise<void> {
   const [name, ...args] = positionals;
   const operation = name === undefined ? undefined : adminOperations[name];
   if (operation === undefined) throw new FleetError('NOT_FOUND', `unknown admin command '${name ?? ''}'\n${usage}`);
@@ -52,14 +56,26 @@ async function runAdmin(positionals: string[], flags: Partial<Record<SettingName
   }
   const checked = checkAdminInput(name, input);
   const config = loadConfig(flags, process.env);
+  const paths = dataPaths(config.dataDir);
+  // stderr, so that --json output on stdout stays parseable.
+  const say = (line: string) => process.stderr.write(`fleetstream: ${line}\n`);
   let result: Record<string, unknown>;
-  const viaSocket = config.databaseUrl ? undefined : await callAdminSocket(dataPaths(config.dataDir).adminSocket, name, checked.input);
+  const viaSocket = config.databaseUrl ? undefined : await callAdminSocket(paths.adminSocket, name, checked.input);
   if (viaSocket !== undefined) {
+    say(`running service found on ${paths.adminSocket} (data dir ${paths.root})`);
     if (viaSocket.status >= 400) throw new FleetError((viaSocket.body.code as 'INTERNAL') ?? 'INTERNAL', String(viaSocket.body.detail ?? 'admin command failed'));
     result = viaSocket.body;
   } else {
     // The service is not running (or uses PostgreSQL): open the registry directly.
-    const registry = await openRegistry(config);
+    const existed = pgliteRegistryExists(paths.registry);
+    if (config.databaseUrl) say(`registry in PostgreSQL ${describeDatabase(config.databaseUrl, config.databaseSchema)}`);
+    const registry = await openRegistry(config, undefined, { create: flags.init === true }).catch((error: unknown) => {
+      const fleetError = toFleetError(error);
+      if (fleetError.code !== 'NOT_FOUND' || config.databaseUrl) throw error;
+      throw new FleetError('NOT_FOUND', `no registry in data dir ${paths.root} and no service running there (nothing on ${paths.adminSocket}). `
+        + 'Point --data-dir (or DATA_DIR) at the data dir of your service, or pass --init to create a new, empty registry there.', { cause: error });
+    });
+    if (!config.databaseUrl) say(`no service running there; registry ${existed ? 'opened' : 'created (--init)'} in data dir ${paths.root}`);
     try {
       result = await checked.operation.run(registry, checked.input);
     } finally {
@@ -70,10 +86,21 @@ async function runAdmin(positionals: string[], flags: Partial<Record<SettingName
   else for (const [key, value] of Object.entries(result)) process.stdout.write(`${key}: ${String(value)}\n`);
 }
 
+/** The PostgreSQL database the URL names, without its password. */
+function describeDatabase(url: string, schema: string | undefined): string {
+  let shown = '(unparseable DATABASE_URL)';
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    shown = parsed.toString();
+  } catch { /* a libpq keyword string: not shown, it may hold a password */ }
+  return schema ? `${shown} (schema ${schema})` : shown;
+}
+
 async function main(): Promise<void> {
   const { positionals, values } = parseArgs({
     allowPositionals: true,
-    options: { ...settingOptions, user: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    options: { ...settingOptions, user: { type: 'string' }, json: { type: 'boolean' }, init: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
   });
   const [command, ...rest] = positionals;
   if (values.help || command === undefined) {
@@ -81,7 +108,7 @@ async function main(): Promise<void> {
     return;
   }
   if (command === 'start') return start(values as Partial<Record<SettingName, string>>);
-  if (command === 'admin') return runAdmin(rest, values as Partial<Record<SettingName, string>> & { user?: string; json?: boolean });
+  if (command === 'admin') return runAdmin(rest, values as Partial<Record<SettingName, string>> & { user?: string; json?: boolean; init?: boolean });
   throw new FleetError('NOT_FOUND', `unknown command '${command}'\n${usage}`);
 }
 

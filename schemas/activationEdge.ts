@@ -51,7 +51,7 @@ export const DeviceTypeAssetBody = Type.Object({
   title: Type.Optional(Asset.properties.title),
   description: Type.Optional(Asset.properties.description),
   is: AssetKind,
-  /** JSON Schema of the asset's values (the subset engine/uplink/profile.ts supports). */
+  /** JSON Schema of the asset's values (the subset engine/uplink/admission/profile.ts supports). */
   profile: AssetProfile,
 }, { additionalProperties: false });
 

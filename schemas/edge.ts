@@ -8,12 +8,12 @@ import { Asset, AssetKind, AssetName, AssetProfile, Device, DevicePatch, Id, New
 
 // ---- errors ----
 
-/** RFC 9457 problem details, plus a stable `code` (engine/errors.ts ErrorCodes). */
+/** RFC 9457 problem details, plus a stable `code` (engine/kernel/errors.ts ErrorCodes). */
 export const Problem = Type.Object({
   type: Type.String({ description: 'URI reference naming the problem type' }),
   title: Type.String(),
   status: Type.Integer(),
-  code: Type.String({ description: 'stable error code (engine/errors.ts)' }),
+  code: Type.String({ description: 'stable error code (engine/kernel/errors.ts)' }),
   detail: Type.String(),
   instance: Type.Optional(Type.String({ description: 'the request path' })),
   errors: Type.Optional(Type.Array(Type.Object({ path: Type.String(), message: Type.String() }))),

@@ -21,7 +21,7 @@ export const NetworkMeta = Type.Object({
 });
 export type NetworkMeta = Static<typeof NetworkMeta>;
 
-/** Topic `uplinks`, key = device id. Encoded with CBOR (engine/envelope.ts). */
+/** Topic `uplinks`, key = device id. Encoded with CBOR (engine/uplink/envelope.ts). */
 export const UplinkEnvelope = Type.Object({
   /** Unique uplink id: the idempotency key of every state it yields. */
   id: Type.String(),

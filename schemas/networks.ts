@@ -1,6 +1,6 @@
 /**
  * Shape of the activation networks table (schemas/networks.json; spec §2.8, DESIGN.md §6). The
- * table itself is data; engine/networks.ts checks it against this schema when it loads.
+ * table itself is data; engine/activation/networks.ts checks it against this schema when it loads.
  */
 import Type, { type Static } from 'typebox';
 

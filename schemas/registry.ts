@@ -5,7 +5,7 @@
  */
 import Type, { type Static } from 'typebox';
 
-/** Ids the registry generates: 22 base62 characters from 16 random bytes (engine/ids.ts). */
+/** Ids the registry generates: 22 base62 characters from 16 random bytes (engine/kernel/ids.ts). */
 export const ID_PATTERN = '^[0-9A-Za-z]{22}$';
 export const Id = Type.String({ pattern: ID_PATTERN, description: 'registry id (22 base62 characters)' });
 export type Id = Static<typeof Id>;

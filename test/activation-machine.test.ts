@@ -1,11 +1,11 @@
 /**
- * The activation lifecycle machine (engine/activationMachine.ts): every state × event pair.
+ * The activation lifecycle machine (engine/activation/activationMachine.ts): every state × event pair.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createActor } from 'xstate';
-import { activationMachine, decideActivation, type ActivationEventType, type ActivationLifecycleState } from '../engine/activationMachine.ts';
-import { FleetError } from '../engine/errors.ts';
+import { activationMachine, decideActivation, type ActivationEventType, type ActivationLifecycleState } from '../engine/activation/activationMachine.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
 
 const EVENTS: ActivationEventType[] = ['ACTIVATE', 'CHANGE', 'DELETE'];
 

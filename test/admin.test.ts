@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createPgliteRegistry } from '../adapters/pglite/createPgliteRegistry.ts';
-import { addMember, createGround, createPartner, createUser, revokeToken } from '../engine/admin.ts';
+import { addMember, createGround, createPartner, createUser, revokeToken } from '../engine/admin/adminActions.ts';
 import type { SqlRegistry } from '../adapters/sql-registry/createSqlRegistry.ts';
 import { rejects } from './contracts/registry.contract.ts';
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createChdbStore } from '../adapters/chdb/createChdbStore.ts';
-import { FleetError } from '../engine/errors.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
 import { row, storeContract } from './contracts/store.contract.ts';
 import { rejectionsContract } from './contracts/rejections.contract.ts';
 

@@ -12,7 +12,7 @@ import { clickhouseCodeOf, fleetErrorFromClickHouseCode } from '../adapters/clic
 import { encodeStateRowsTsv } from '../adapters/clickhouse-sql/encodeStateRowsTsv.ts';
 import { aggregateSql, historySql, latestSql } from '../adapters/clickhouse-sql/stateQueries.ts';
 import { checkIdentifier, createDatabaseSql, createTableSql, quoteString } from '../adapters/clickhouse-sql/stateTable.ts';
-import { FleetError } from '../engine/errors.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
 
 const names = { database: 'fleetstream', table: 'states' };
 

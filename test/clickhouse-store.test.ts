@@ -2,10 +2,10 @@
  * The state store contract against a real ClickHouse server (CI: Debian's clickhouse-server 18.16
  * started by scripts/clickhouse.sh). Runs only when CLICKHOUSE_URL is set.
  */
-import { test } from 'uvu';
+import { test, withEnv } from './support/suite.ts';
 import * as assert from 'uvu/assert';
 import { createClickHouseStore } from '../adapters/clickhouse/createClickHouseStore.ts';
-import { FleetError } from '../engine/errors.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
 import { row, storeContract } from './contracts/store.contract.ts';
 import { rejectionsContract } from './contracts/rejections.contract.ts';
 
@@ -28,9 +28,7 @@ async function rejection(promise: Promise<unknown>): Promise<FleetError> {
   throw new Error('expected a rejection');
 }
 
-if (!url) {
-  console.log('clickhouse-store: CLICKHOUSE_URL not configured; ClickHouse server contract not run (scripts/clickhouse.sh start; export CLICKHOUSE_URL=$(scripts/clickhouse.sh url))');
-} else {
+withEnv('clickhouse-store', ['CLICKHOUSE_URL'], 'scripts/clickhouse.sh start; export CLICKHOUSE_URL=$(scripts/clickhouse.sh url)', ({ CLICKHOUSE_URL: url }) => {
   let n = 0;
   const databases: string[] = [];
   storeContract(`clickhouse server ${url}`, async () => {
@@ -101,4 +99,4 @@ if (!url) {
   });
 
   test.run();
-}
+});

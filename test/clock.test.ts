@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { SimulatedClock } from '../engine/clock.ts';
-import { partitionFor } from '../engine/partition.ts';
+import { SimulatedClock } from '../engine/kernel/clock.ts';
+import { partitionFor } from '../engine/kernel/partition.ts';
 
 test('simulated clock fires due timers in time order', () => {
   const clock = new SimulatedClock(1000);

@@ -5,9 +5,9 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { SimulatedClock } from '../engine/clock.ts';
+import { SimulatedClock } from '../engine/kernel/clock.ts';
 import { CommandActors, type AcceptedCommand } from '../engine/commands/CommandActors.ts';
-import type { AssetCommandDelivery, CommandTransport, DeliveryOutcome } from '../engine/commands/CommandTransport.ts';
+import type { AssetCommandDelivery, CommandTransport, DeliveryOutcome } from '../engine/ports/commandTransport.ts';
 
 class FakeTransport implements CommandTransport {
   online = new Set<string>();

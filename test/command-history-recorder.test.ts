@@ -5,11 +5,11 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { SimulatedClock } from '../engine/clock.ts';
-import { FleetError } from '../engine/errors.ts';
+import { SimulatedClock } from '../engine/kernel/clock.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
 import { CommandActors } from '../engine/commands/CommandActors.ts';
 import { CommandHistoryRecorder } from '../engine/commands/CommandHistoryRecorder.ts';
-import type { CommandTransport } from '../engine/commands/CommandTransport.ts';
+import type { CommandTransport } from '../engine/ports/commandTransport.ts';
 import type { CommandView } from '../schemas/commands.ts';
 
 const flush = async () => { for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r)); };

@@ -5,6 +5,7 @@
 import { createChdbStore } from '../adapters/chdb/createChdbStore.ts';
 import { createClickHouseStore } from '../adapters/clickhouse/createClickHouseStore.ts';
 import { commandHistoryContract } from './contracts/commandHistory.contract.ts';
+import { withEnv } from './support/suite.ts';
 import { tempDir } from './support/tmp.ts';
 
 commandHistoryContract('chdb', async () => {
@@ -20,10 +21,7 @@ commandHistoryContract('chdb', async () => {
   };
 }).run();
 
-const url = process.env.CLICKHOUSE_URL;
-if (!url) {
-  console.log('command-history: CLICKHOUSE_URL not configured; ClickHouse server contract not run (scripts/clickhouse.sh start; export CLICKHOUSE_URL=$(scripts/clickhouse.sh url))');
-} else {
+withEnv('command-history', ['CLICKHOUSE_URL'], 'scripts/clickhouse.sh start; export CLICKHOUSE_URL=$(scripts/clickhouse.sh url)', ({ CLICKHOUSE_URL: url }) => {
   let n = 0;
   commandHistoryContract(`clickhouse server ${url}`, async () => {
     const database = `fleetstream_cmd_test_${process.pid}_${n++}`;
@@ -38,4 +36,4 @@ if (!url) {
       },
     };
   }).run();
-}
+});

@@ -10,7 +10,7 @@ import * as assert from 'uvu/assert';
 import { Session } from 'chdb';
 import { createService, kafkaTimeouts, logNames } from '../app/createService.ts';
 import { loadConfig } from '../app/loadConfig.ts';
-import { silentLogger } from '../engine/logger.ts';
+import { silentLogger } from '../engine/kernel/logger.ts';
 import { defaultConfig } from '../schemas/config.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
 

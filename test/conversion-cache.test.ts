@@ -8,7 +8,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { codecFor } from '../engine/conversion/codecFor.ts';
 import { compiledTypeStats } from '../engine/conversion/codecCache.ts';
-import { FleetError } from '../engine/errors.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
 import { fromHex, loadConversionFixtures } from './support/conversionFixtures.ts';
 
 setFlagsFromString('--expose-gc');

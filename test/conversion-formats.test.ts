@@ -3,7 +3,7 @@ import * as assert from 'uvu/assert';
 import { cayenneCodec, cayenneTypes } from '../engine/conversion/cayenne.ts';
 import { cborCodec } from '../engine/conversion/cborCodec.ts';
 import { codecFor } from '../engine/conversion/codecFor.ts';
-import { FleetError } from '../engine/errors.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
 import type { DeviceInfo } from '../engine/ports/directory.ts';
 import { fromHex, toHex } from './support/conversionFixtures.ts';
 

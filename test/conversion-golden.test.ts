@@ -5,7 +5,7 @@ import { ConversionScript } from '../schemas/conversion.ts';
 import { checkScript } from '../engine/conversion/checkScript.ts';
 import { codecFor } from '../engine/conversion/codecFor.ts';
 import { compileScript } from '../engine/conversion/compileScript.ts';
-import { FleetError } from '../engine/errors.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
 import { difference, fromHex, loadConversionFixtures, toHex } from './support/conversionFixtures.ts';
 
 const fixtures = loadConversionFixtures();

@@ -11,7 +11,7 @@ import { checkedProgram } from '../engine/conversion/analyzeScript.ts';
 import { checkScript } from '../engine/conversion/checkScript.ts';
 import { compileScript } from '../engine/conversion/compileScript.ts';
 import { checkSource, emitProgram, generateCodec } from '../engine/conversion/generateCodec.ts';
-import { FleetError } from '../engine/errors.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
 import { sameDecode, sameEncode } from './support/conversionScripts.ts';
 
 const probe = globalThis as { pwned?: unknown };

@@ -18,7 +18,7 @@ import { Session } from 'chdb';
 import { createLocalLog } from '../adapters/local-log/LocalLog.ts';
 import { parseJsonEachRow } from '../adapters/chdb/createChdbStore.ts';
 import { decodeStoredState } from '../adapters/clickhouse-sql/stateQueries.ts';
-import { decodeEnvelope } from '../engine/envelope.ts';
+import { decodeEnvelope } from '../engine/uplink/envelope.ts';
 import type { LogRecord } from '../engine/ports/log.ts';
 import { Topics } from '../schemas/messages.ts';
 import { CRASH_ASSETS, crashAt, crashDeviceOf, crashK, crashValues } from './support/crashUplinks.ts';

@@ -4,12 +4,12 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { SimulatedClock } from '../engine/clock.ts';
-import { FleetError } from '../engine/errors.ts';
+import { SimulatedClock } from '../engine/kernel/clock.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
 import { DeviceActors } from '../engine/actors/DeviceActors.ts';
 import type { UplinkSink, UplinkWork } from '../engine/actors/DeviceActor.ts';
-import { compileDevice } from '../engine/uplink/compileDevice.ts';
-import type { UplinkOutput } from '../engine/uplink/processUplink.ts';
+import { compileDevice } from '../engine/uplink/admission/compileDevice.ts';
+import type { UplinkOutput } from '../engine/uplink/admission/processUplink.ts';
 import type { DeviceDirectory, DeviceInfo } from '../engine/ports/directory.ts';
 
 const encoder = new TextEncoder();

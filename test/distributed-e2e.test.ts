@@ -22,12 +22,12 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { suite } from 'uvu';
+import { suite, unless, withEnv } from './support/suite.ts';
 import * as assert from 'uvu/assert';
 import kafkajs, { type Admin } from 'kafkajs';
 import pg from 'pg';
 import { createPostgresRegistry } from '../adapters/postgres/createPostgresRegistry.ts';
-import { decodeEnvelope } from '../engine/envelope.ts';
+import { decodeEnvelope } from '../engine/uplink/envelope.ts';
 import {
   clickhouse, createDevices, delay, exactlyOnceProblems, freePort, POINTS_PER_UPLINK, startFleet, storedUplinks, UplinkLoad, visibleRows,
   appendUplinks, rejectedUplinks, type FleetProcess, type LoadOptions, type TestDevice,
@@ -265,11 +265,8 @@ function expectAccepted(load: UplinkLoad): void {
   assert.ok(load.acked.size >= 0.9 * load.sent.size, `most uplinks accepted: ${describeStatuses(load)}`);
 }
 
-if (!brokersEnv || !clickhouseEnv || !postgresEnv) {
-  console.log('distributed-e2e: KAFKA_BROKERS, CLICKHOUSE_URL and DATABASE_URL_TEST not all configured; distributed tests not run ' +
-    '(scripts/kafka.sh start, scripts/clickhouse.sh start and a PostgreSQL server; see .ci/run)');
-} else {
-  const shared = { brokers: brokersEnv, clickhouseUrl: clickhouseEnv };
+withEnv('distributed-e2e', ['KAFKA_BROKERS', 'CLICKHOUSE_URL', 'DATABASE_URL_TEST'], 'scripts/kafka.sh start, scripts/clickhouse.sh start and a PostgreSQL server; see .ci/run', (env) => {
+  const shared = { brokers: env.KAFKA_BROKERS, clickhouseUrl: env.CLICKHOUSE_URL };
   const e2e = suite('distributed: edge → Kafka → two engines → ClickHouse server');
 
   e2e('every acknowledged uplink arrives once, both engines consuming', async () => {
@@ -336,7 +333,7 @@ if (!brokersEnv || !clickhouseEnv || !postgresEnv) {
     let world: World | undefined;
     try {
       await script('clickhouse.sh', ['start', dir], chEnv);
-      world = await openWorld('chdown', { brokers: brokersEnv, clickhouseUrl });
+      world = await openWorld('chdown', { brokers: env.KAFKA_BROKERS, clickhouseUrl });
       const w = world;
       const edge = await w.start('edge', 'edge');
       const engineEnv = { MAX_IN_FLIGHT: '500', BATCH_ROWS: '1000' };
@@ -351,7 +348,7 @@ if (!brokersEnv || !clickhouseEnv || !postgresEnv) {
       // Besides the HTTP load, a backlog many times what the engines may hold (in flight plus one
       // fetched batch per partition), appended straight to Kafka so a busy machine builds it too.
       const BULK = 200_000;
-      const bulk = appendUplinks({ brokers: brokersEnv.split(','), topic: w.uplinks, devices: w.devices, firstK: 10_000_000, count: BULK });
+      const bulk = appendUplinks({ brokers: env.KAFKA_BROKERS.split(','), topic: w.uplinks, devices: w.devices, firstK: 10_000_000, count: BULK });
       const rssPeak = [...rssBefore];
       let committedEarly = -1;
       while (Date.now() - stoppedAt < 20_000) {
@@ -392,7 +389,7 @@ if (!brokersEnv || !clickhouseEnv || !postgresEnv) {
 
   const libs = process.env.KAFKA_LIBS_DIR ?? join(root, '.cache/kafka/libs');
   const fetched = existsSync(libs) && readdirSync(libs).some((f) => f.startsWith('kafka_2.13-'));
-  if (fetched) {
+  unless('distributed-e2e: Kafka restart', fetched ? undefined : `Kafka jars not found in ${libs} (scripts/kafka.sh fetch)`, () => {
     faults('the Kafka broker restarted under load: 503 + Retry-After while appends fail, every 202 stored once', async () => {
       const dataDir = mkdtempSync(join(tmpdir(), 'fleetstream-private-kafka-'));
       const port = await freePort();
@@ -406,7 +403,7 @@ if (!brokersEnv || !clickhouseEnv || !postgresEnv) {
       let world: World | undefined;
       try {
         await script('kafka.sh', ['start'], kafkaEnv);
-        world = await openWorld('kafkadown', { brokers: `127.0.0.1:${port}`, clickhouseUrl: clickhouseEnv });
+        world = await openWorld('kafkadown', { brokers: `127.0.0.1:${port}`, clickhouseUrl: env.CLICKHOUSE_URL });
         const w = world;
         // the edge gives up on an append after 2 s: a restart of several seconds is answered with 503s
         const edge = await w.start('edge', 'edge', { KAFKA_APPEND_TIMEOUT_MS: '2000' });
@@ -433,9 +430,7 @@ if (!brokersEnv || !clickhouseEnv || !postgresEnv) {
         rmSync(dataDir, { recursive: true, force: true });
       }
     });
-  } else {
-    console.log(`distributed-e2e: Kafka jars not found in ${libs} (scripts/kafka.sh fetch); Kafka restart test not run`);
-  }
+  });
 
   faults.run();
-}
+});

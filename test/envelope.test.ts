@@ -3,9 +3,9 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
 import { Encoder } from 'cbor-x';
-import { decodeDeadLetter, decodeEnvelope, encodeDeadLetter, encodeEnvelope } from '../engine/envelope.ts';
-import { FleetError } from '../engine/errors.ts';
-import { CborMap, CborSimple, CborTag, decodeCbor } from '../engine/uplink/decodeCbor.ts';
+import { decodeDeadLetter, decodeEnvelope, encodeDeadLetter, encodeEnvelope } from '../engine/uplink/envelope.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
+import { CborMap, CborSimple, CborTag, decodeCbor } from '../engine/uplink/admission/decodeCbor.ts';
 import type { DeadLetter, UplinkEnvelope } from '../schemas/messages.ts';
 import { hexBytes } from './support/uplink.ts';
 

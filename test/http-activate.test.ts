@@ -4,10 +4,10 @@
  * the code becomes used exactly once (also under 50 racing redemptions), and list / read / change
  * / delete / look up by hardware id follow the lifecycle. Runs once per registry adapter.
  */
-import { suite } from 'uvu';
+import { suite } from './support/suite.ts';
 import * as assert from 'uvu/assert';
 import { ACTIVATION_KEYS, activationBody, activationWorld, assertProblem, LORA, trackerDraft } from './support/activationWorld.ts';
-import { EdgeHarness, registryFactories, type RegistryFactory } from './support/edgeHarness.ts';
+import { EdgeHarness, suitePerRegistry, type RegistryFactory } from './support/edgeHarness.ts';
 
 function activateSuite(factory: RegistryFactory) {
   const test = suite<{ h: EdgeHarness; dispose(): Promise<void> }>(`http activate (${factory.name})`);
@@ -208,4 +208,4 @@ function activateSuite(factory: RegistryFactory) {
   return test;
 }
 
-for (const factory of registryFactories()) activateSuite(factory).run();
+for (const s of suitePerRegistry('http-activate', activateSuite)) s.run();

@@ -4,10 +4,10 @@
  * cannot read, change or use partner B's activations or device types; only user tokens redeem
  * codes. Refusals change nothing.
  */
-import { suite } from 'uvu';
+import { suite } from './support/suite.ts';
 import * as assert from 'uvu/assert';
 import { activationBody, activationWorld, type ActivationWorld } from './support/activationWorld.ts';
-import { EdgeHarness, registryFactories, type RegistryFactory } from './support/edgeHarness.ts';
+import { EdgeHarness, suitePerRegistry, type RegistryFactory } from './support/edgeHarness.ts';
 
 interface Target {
   code: string;
@@ -166,4 +166,4 @@ function authSuite(factory: RegistryFactory) {
   return test;
 }
 
-for (const factory of registryFactories()) authSuite(factory).run();
+for (const s of suitePerRegistry('http-activation-auth', authSuite)) s.run();

@@ -6,17 +6,17 @@
  * (app/createService.ts) on its embedded defaults, reading the stored states back over HTTP.
  */
 import { encode as encodeCbor } from 'cbor-x';
-import { suite } from 'uvu';
+import { suite } from './support/suite.ts';
 import * as assert from 'uvu/assert';
 import { createService } from '../app/createService.ts';
-import { systemClock } from '../engine/clock.ts';
-import { silentLogger } from '../engine/logger.ts';
+import { systemClock } from '../engine/kernel/clock.ts';
+import { silentLogger } from '../engine/kernel/logger.ts';
 import { registryDirectory } from '../engine/ports/registry.ts';
-import { UplinkPipeline } from '../engine/UplinkPipeline.ts';
+import { UplinkPipeline } from '../engine/uplink/pipeline/UplinkPipeline.ts';
 import { defaultConfig } from '../schemas/config.ts';
 import { Topics, type DeadLetter, type StateRow } from '../schemas/messages.ts';
 import { activationBody, activationWorld, assertProblem, trackerDraft } from './support/activationWorld.ts';
-import { EdgeHarness, registryFactories, type RegistryFactory } from './support/edgeHarness.ts';
+import { EdgeHarness, suitePerRegistry, type RegistryFactory } from './support/edgeHarness.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
 
 const AT = '2025-03-01T10:00:00.000Z';
@@ -81,7 +81,7 @@ function engineSuite(factory: RegistryFactory) {
   return test;
 }
 
-for (const factory of registryFactories()) engineSuite(factory).run();
+for (const s of suitePerRegistry('http-activation-e2e', engineSuite)) s.run();
 
 const service = suite('activated device through the composition root (embedded defaults)');
 

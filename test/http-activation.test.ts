@@ -4,12 +4,12 @@
  * hardware id under races. Runs once per registry adapter (PGlite; PostgreSQL when
  * DATABASE_URL_TEST is set).
  */
-import { suite } from 'uvu';
+import { suite } from './support/suite.ts';
 import * as assert from 'uvu/assert';
 import {
   ACTIVATION_KEYS, activationBody, activationWorld, assertProblem, CODE_RE, ID_RE, LORA, OPTION_KEYS, trackerDraft,
 } from './support/activationWorld.ts';
-import { EdgeHarness, registryFactories, type RegistryFactory } from './support/edgeHarness.ts';
+import { EdgeHarness, suitePerRegistry, type RegistryFactory } from './support/edgeHarness.ts';
 
 function activationSuite(factory: RegistryFactory) {
   const test = suite<{ h: EdgeHarness; dispose(): Promise<void> }>(`http activation (${factory.name})`);
@@ -244,4 +244,4 @@ function activationSuite(factory: RegistryFactory) {
   return test;
 }
 
-for (const factory of registryFactories()) activationSuite(factory).run();
+for (const s of suitePerRegistry('http-activation', activationSuite)) s.run();

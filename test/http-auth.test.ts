@@ -2,9 +2,9 @@
  * Auth matrix of the HTTP edge: every route × every principal that must not reach it → 401/403
  * with a problem+json body and no device data, and nothing appended to the log.
  */
-import { suite } from 'uvu';
+import { suite } from './support/suite.ts';
 import * as assert from 'uvu/assert';
-import { EdgeHarness, registryFactories, type RegistryFactory, type Seeded } from './support/edgeHarness.ts';
+import { EdgeHarness, suitePerRegistry, type RegistryFactory, type Seeded } from './support/edgeHarness.ts';
 
 interface Route {
   method: string;
@@ -152,4 +152,4 @@ function authSuite(factory: RegistryFactory) {
   return test;
 }
 
-for (const s of registryFactories().map(authSuite)) s.run();
+for (const s of suitePerRegistry('http-auth', authSuite)) s.run();

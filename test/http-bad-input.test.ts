@@ -6,11 +6,11 @@
  */
 import { request as httpRequest } from 'node:http';
 import { encode as encodeCbor } from 'cbor-x';
-import { suite } from 'uvu';
+import { suite } from './support/suite.ts';
 import * as assert from 'uvu/assert';
-import { FleetError } from '../engine/errors.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
 import type { StateStore } from '../engine/ports/store.ts';
-import { EdgeHarness, registryFactories, type Reply, type RegistryFactory } from './support/edgeHarness.ts';
+import { EdgeHarness, suitePerRegistry, type Reply, type RegistryFactory } from './support/edgeHarness.ts';
 
 const MAX = 1024;
 
@@ -341,4 +341,4 @@ function badInputSuite(factory: RegistryFactory) {
   return test;
 }
 
-for (const s of registryFactories().map(badInputSuite)) s.run();
+for (const s of suitePerRegistry('http-bad-input', badInputSuite)) s.run();

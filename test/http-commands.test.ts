@@ -6,7 +6,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createEdgeApp } from '../adapters/http/createEdgeApp.ts';
 import { createPgliteRegistry } from '../adapters/pglite/createPgliteRegistry.ts';
-import { SimulatedClock } from '../engine/clock.ts';
+import { SimulatedClock } from '../engine/kernel/clock.ts';
 import type { CommandHistoryQuery } from '../engine/ports/commandHistory.ts';
 import type { Registry } from '../engine/ports/registry.ts';
 import type { CommandRecord } from '../schemas/commands.ts';

@@ -6,9 +6,9 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { historyPage, encodeCursor } from '../adapters/http/historyPage.ts';
 import { TokenBuckets } from '../adapters/http/TokenBuckets.ts';
-import { TtlCache } from '../engine/TtlCache.ts';
-import { SimulatedClock } from '../engine/clock.ts';
-import { FleetError } from '../engine/errors.ts';
+import { TtlCache } from '../engine/kernel/TtlCache.ts';
+import { SimulatedClock } from '../engine/kernel/clock.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
 import type { HistoryQuery, StoredState } from '../engine/ports/store.ts';
 
 test('token buckets: burst, then perSecond refill; the wait is reported; buckets are bounded', () => {

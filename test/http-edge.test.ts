@@ -7,13 +7,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encode as encodeCbor } from 'cbor-x';
-import { suite } from 'uvu';
+import { suite } from './support/suite.ts';
 import * as assert from 'uvu/assert';
 import { createChdbStore } from '../adapters/chdb/createChdbStore.ts';
-import { decodeEnvelope } from '../engine/envelope.ts';
+import { decodeEnvelope } from '../engine/uplink/envelope.ts';
 import type { LogRecord } from '../engine/ports/log.ts';
 import type { StateRow } from '../schemas/messages.ts';
-import { EdgeHarness, registryFactories, type RegistryFactory, type Seeded } from './support/edgeHarness.ts';
+import { EdgeHarness, suitePerRegistry, type RegistryFactory, type Seeded } from './support/edgeHarness.ts';
 
 const chdbDir = mkdtempSync(join(tmpdir(), 'fleetstream-edge-chdb-'));
 const store = createChdbStore({ dir: chdbDir });
@@ -362,7 +362,7 @@ function edgeSuite(factory: RegistryFactory) {
   return test;
 }
 
-const suites = registryFactories().map(edgeSuite);
+const suites = suitePerRegistry('http-edge', edgeSuite);
 const teardown = suite('http edge: teardown');
 teardown('close the chDB store', async () => {
   await store.close();

@@ -4,7 +4,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import kafkajs from 'kafkajs';
-import { FleetError } from '../engine/errors.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
 import { kafkaErrorToFleetError } from '../adapters/kafka/kafkaErrors.ts';
 
 const {

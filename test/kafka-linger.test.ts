@@ -7,9 +7,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Producer, ProducerBatch, RecordMetadata } from 'kafkajs';
-import { SimulatedClock } from '../engine/clock.ts';
-import { FleetError } from '../engine/errors.ts';
-import { partitionFor } from '../engine/partition.ts';
+import { SimulatedClock } from '../engine/kernel/clock.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
+import { partitionFor } from '../engine/kernel/partition.ts';
 import type { ProducerRecord, RecordPosition } from '../engine/ports/log.ts';
 import { LingerProducer, type FlushInfo } from '../adapters/kafka/LingerProducer.ts';
 

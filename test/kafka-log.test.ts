@@ -11,17 +11,16 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { suite } from 'uvu';
+import { suite, unless, withEnv } from './support/suite.ts';
 import * as assert from 'uvu/assert';
 import kafkajs from 'kafkajs';
 import { createKafkaLog, type KafkaLogOptions } from '../adapters/kafka/index.ts';
 import type { FlushInfo } from '../adapters/kafka/LingerProducer.ts';
-import { FleetError, isFleetError } from '../engine/errors.ts';
+import { FleetError, isFleetError } from '../engine/kernel/errors.ts';
 import type { Consumer, Log, LogRecord, ProducerRecord, RecordPosition, TopicPartition } from '../engine/ports/log.ts';
 import { logContract, rejectsWith, uniqueName, waitFor } from './contracts/log.contract.ts';
 
 const root = new URL('..', import.meta.url).pathname;
-const brokersEnv = process.env.KAFKA_BROKERS;
 
 /** Settings that make group changes quick on one machine (the broker's minimum session is 6 s). */
 const FAST_GROUPS: Partial<KafkaLogOptions> = {
@@ -116,10 +115,8 @@ offline.run();
 
 // -------------------------------------------------------------------------------------- real broker
 
-if (!brokersEnv) {
-  console.log('kafka-log: KAFKA_BROKERS not configured; Kafka contract and Kafka tests not run (scripts/kafka.sh fetch && scripts/kafka.sh start; export KAFKA_BROKERS=$(scripts/kafka.sh brokers))');
-} else {
-  const brokers = brokersEnv.split(',').map((b) => b.trim()).filter(Boolean);
+withEnv('kafka-log', ['KAFKA_BROKERS'], 'scripts/kafka.sh fetch && scripts/kafka.sh start; export KAFKA_BROKERS=$(scripts/kafka.sh brokers)', (env) => {
+  const brokers = env.KAFKA_BROKERS.split(',').map((b) => b.trim()).filter(Boolean);
   const admin = new kafkajs.Kafka({ brokers, clientId: 'fleetstream-test-admin', logLevel: kafkajs.logLevel.NOTHING }).admin();
   const createdTopics = new Set<string>();
 
@@ -386,9 +383,7 @@ if (!brokersEnv) {
 
   const libs = process.env.KAFKA_LIBS_DIR ?? join(root, '.cache/kafka/libs');
   const fetched = existsSync(libs) && readdirSync(libs).some((f) => f.startsWith('kafka_2.13-'));
-  if (!fetched) {
-    console.log(`kafka-log: Kafka jars not found in ${libs} (scripts/kafka.sh fetch); broker outage test not run`);
-  } else {
+  unless('kafka-log: broker outage', fetched ? undefined : `Kafka jars not found in ${libs} (scripts/kafka.sh fetch)`, () => {
     const outage = suite('kafka log: broker outage (private broker)');
 
     outage('append while the broker is down rejects retriably within appendTimeoutMs; it works again after restart', async () => {
@@ -440,8 +435,8 @@ if (!brokersEnv) {
     });
 
     outage.run();
-  }
-}
+  });
+});
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

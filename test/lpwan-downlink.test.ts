@@ -6,9 +6,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { TtsDownlink, ttsDeviceId, ttsPushUrl } from '../adapters/lpwan/TtsDownlink.ts';
-import { SimulatedClock } from '../engine/clock.ts';
+import { SimulatedClock } from '../engine/kernel/clock.ts';
 import { CommandActors, type AcceptedCommand } from '../engine/commands/CommandActors.ts';
-import { FleetError } from '../engine/errors.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
 import { encodeDeviceCommand } from '../engine/lpwan/encodeDeviceCommand.ts';
 import { StaticLpwanApplications } from '../engine/lpwan/StaticLpwanApplications.ts';
 import type { DeviceWithAssets } from '../engine/ports/registry.ts';

@@ -9,7 +9,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { writeFileSync } from 'node:fs';
 import { createService, type Service } from '../app/createService.ts';
-import { createJsonLogger } from '../engine/logger.ts';
+import { createJsonLogger } from '../engine/kernel/logger.ts';
 import { defaultConfig } from '../schemas/config.ts';
 import { Topics } from '../schemas/messages.ts';
 import { FakeTts } from './support/fakeTts.ts';

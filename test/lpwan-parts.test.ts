@@ -10,12 +10,12 @@ import { createHash } from 'node:crypto';
 import { createEdgeApp } from '../adapters/http/createEdgeApp.ts';
 import { parseLoriotUplink } from '../adapters/lpwan/parseLoriotUplink.ts';
 import { parseTtsUplink } from '../adapters/lpwan/parseTtsUplink.ts';
-import { SimulatedClock } from '../engine/clock.ts';
-import { FleetError } from '../engine/errors.ts';
+import { SimulatedClock } from '../engine/kernel/clock.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
 import { LpwanUplinkIntake, type LpwanUplink } from '../engine/lpwan/LpwanUplinkIntake.ts';
 import { StaticLpwanApplications } from '../engine/lpwan/StaticLpwanApplications.ts';
 import type { Device, Registry } from '../engine/ports/registry.ts';
-import type { UplinkSubmission } from '../engine/UplinkIngest.ts';
+import type { UplinkSubmission } from '../engine/uplink/UplinkIngest.ts';
 import type { UplinkEnvelope } from '../schemas/messages.ts';
 
 const fixture = (name: string): unknown => JSON.parse(readFileSync(new URL(`./fixtures/lpwan/${name}`, import.meta.url), 'utf8'));

@@ -6,7 +6,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createHash } from 'node:crypto';
-import { decodeDeadLetter } from '../engine/envelope.ts';
+import { decodeDeadLetter } from '../engine/uplink/envelope.ts';
 import { Topics } from '../schemas/messages.ts';
 import { LpwanStack, type Activated } from './support/lpwanStack.ts';
 import { waitFor } from './support/tmp.ts';

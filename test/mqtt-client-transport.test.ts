@@ -8,8 +8,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { MqttClient } from 'mqtt';
 import { ClientCommandTransport } from '../adapters/mqtt/ClientCommandTransport.ts';
-import { SimulatedClock } from '../engine/clock.ts';
-import { FleetError } from '../engine/errors.ts';
+import { SimulatedClock } from '../engine/kernel/clock.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
 
 interface Pending { topic: string; messageId: number; cb: (error: Error | null, packet?: unknown) => void }
 

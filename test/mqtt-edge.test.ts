@@ -2,8 +2,8 @@
  * The embedded MQTT edge with real mqtt.js clients: states on the three topic shapes end to end
  * into chDB, feeds, device-token auth, topic ACLs, bad payloads, and the TLS listener.
  */
-import { selfSignedCertificate } from './support/selfSignedCertificate.ts';
-import { suite } from 'uvu';
+import { opensslMissing, selfSignedCertificate } from './support/selfSignedCertificate.ts';
+import { suite, unless } from './support/suite.ts';
 import * as assert from 'uvu/assert';
 import { encode as cborEncode } from 'cbor-x';
 import mqtt from 'mqtt';
@@ -215,14 +215,10 @@ bad('malformed, oversized and mis-shaped payloads on every topic are refused wit
 // ---------------------------------------------------------------- TLS
 const tls = suite('mqtt edge over TLS');
 
-tls('with tls {cert, key} the listener speaks MQTT over TLS only: uplinks and commands work, untrusted or plain clients do not connect', async () => {
+unless('mqtt-edge TLS', opensslMissing(), () => tls('with tls {cert, key} the listener speaks MQTT over TLS only: uplinks and commands work, untrusted or plain clients do not connect', async () => {
   const tmp = tempDir('mqtt-tls');
   const pair = selfSignedCertificate(tmp.dir);
-  if (pair === undefined) {
-    console.log('mqtt-edge TLS: openssl not found; the TLS listener test is skipped');
-    tmp.remove();
-    return;
-  }
+  if (pair === undefined) throw new Error('openssl made no certificate');
   const t = await MqttStack.start({ edge: { tls: pair } });
   try {
     const d = await t.device('secure', [{ name: 't', profile: { type: 'number' } }]);
@@ -252,7 +248,7 @@ tls('with tls {cert, key} the listener speaks MQTT over TLS only: uplinks and co
     await t.stop();
     tmp.remove();
   }
-});
+}));
 
 e2e.run();
 acl.run();

@@ -6,17 +6,15 @@
  */
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { test } from 'uvu';
+import { test, unless } from './support/suite.ts';
 import * as assert from 'uvu/assert';
-import { newId } from '../engine/ids.ts';
+import { newId } from '../engine/kernel/ids.ts';
 import { BROKER_URL, brokerReachable, ExternalStack } from './support/externalMqttStack.ts';
 import { waitFor } from './support/tmp.ts';
 
 const CHILD = new URL('./support/externalMqttChild.ts', import.meta.url).pathname;
 
-if (!(await brokerReachable())) {
-  console.log(`mqtt-external-session: no MQTT broker at ${BROKER_URL}; not tested`);
-} else {
+unless('mqtt-external-session', (await brokerReachable()) ? undefined : `no MQTT broker at ${BROKER_URL} (start Mosquitto 2.x on 127.0.0.1:1883, or set MQTT_URL_TEST)`, () => {
   let s: ExternalStack;
   test.before(async () => { s = await ExternalStack.start(); });
   test.after(async () => s.stop());
@@ -53,4 +51,4 @@ if (!(await brokerReachable())) {
   });
 
   test.run();
-}
+});

@@ -4,14 +4,14 @@
  * and feeds published on the broker, bad payloads recorded as rejections while others are served.
  * Device ids are fresh per run and the share group is unique to the run (the broker is shared).
  */
-import { suite } from 'uvu';
+import { suite, unless } from './support/suite.ts';
 import * as assert from 'uvu/assert';
 import { encode as cborEncode } from 'cbor-x';
 import { createExternalMqtt } from '../adapters/mqtt/createExternalMqtt.ts';
-import { systemClock } from '../engine/clock.ts';
+import { systemClock } from '../engine/kernel/clock.ts';
 import { CommandActors } from '../engine/commands/CommandActors.ts';
 import { CommandPipeline } from '../engine/commands/CommandPipeline.ts';
-import { FleetError } from '../engine/errors.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
 import { registryDirectory } from '../engine/ports/registry.ts';
 import { Topics } from '../schemas/messages.ts';
 import { BROKER_URL, brokerReachable, ExternalStack } from './support/externalMqttStack.ts';
@@ -20,9 +20,7 @@ import { waitFor } from './support/tmp.ts';
 
 const json = (v: unknown) => Buffer.from(JSON.stringify(v));
 
-if (!(await brokerReachable())) {
-  console.log(`mqtt-external: no MQTT broker at ${BROKER_URL}; external broker mode not tested (start Mosquitto 2.x, or set MQTT_URL_TEST)`);
-} else {
+unless('mqtt-external', (await brokerReachable()) ? undefined : `no MQTT broker at ${BROKER_URL} (start Mosquitto 2.x on 127.0.0.1:1883, or set MQTT_URL_TEST)`, () => {
   // ------------------------------------------------------------------ uplinks
   const up = suite('external broker: uplinks');
   let s: ExternalStack;
@@ -257,4 +255,4 @@ if (!(await brokerReachable())) {
   share.run();
   cmd.run();
   bad.run();
-}
+});

@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { authorizeSubscription, authorizeUplink, detectStateFormat, parseUplinkTopic, routeTrustedUplink, topicMatches } from '../engine/mqtt/topics.ts';
+import { authorizeSubscription, authorizeUplink, detectStateFormat, parseUplinkTopic, routeTrustedUplink, topicMatches } from '../engine/access/mqttTopics.ts';
 import type { DeviceInfo } from '../engine/ports/directory.ts';
 
 const dev: DeviceInfo = { id: 'D1', assets: [{ id: 'A1', name: 'temp', is: 'sensor', profile: {} }] };

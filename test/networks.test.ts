@@ -4,8 +4,8 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { FleetError } from '../engine/errors.ts';
-import { NetworkCatalog, networks } from '../engine/networks.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
+import { NetworkCatalog, networks } from '../engine/activation/networks.ts';
 import table from '../schemas/networks.json' with { type: 'json' };
 
 const LORA_NULLS = { activationMethod: 'abp', appEui: null, devAddr: null, gatewayEui: null, appSKey: null, nwkSKey: null };

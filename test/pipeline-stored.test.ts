@@ -4,11 +4,11 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { systemClock } from '../engine/clock.ts';
-import { encodeEnvelope } from '../engine/envelope.ts';
+import { systemClock } from '../engine/kernel/clock.ts';
+import { encodeEnvelope } from '../engine/uplink/envelope.ts';
 import { MemoryDirectory } from '../engine/ports/directory.ts';
-import type { FleetError } from '../engine/errors.ts';
-import { UplinkPipeline, type RowSink } from '../engine/UplinkPipeline.ts';
+import type { FleetError } from '../engine/kernel/errors.ts';
+import { UplinkPipeline, type RowSink } from '../engine/uplink/pipeline/UplinkPipeline.ts';
 import { createLocalLog } from '../adapters/local-log/LocalLog.ts';
 import { Topics, type StateRow } from '../schemas/messages.ts';
 import { tempDir, waitFor } from './support/tmp.ts';

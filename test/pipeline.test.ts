@@ -5,13 +5,13 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { encode as cborEncode } from 'cbor-x';
-import { systemClock } from '../engine/clock.ts';
-import { decodeDeadLetter, encodeEnvelope } from '../engine/envelope.ts';
+import { systemClock } from '../engine/kernel/clock.ts';
+import { decodeDeadLetter, encodeEnvelope } from '../engine/uplink/envelope.ts';
 import { MemoryDirectory } from '../engine/ports/directory.ts';
 import type { Log, LogRecord } from '../engine/ports/log.ts';
 import type { StateStore } from '../engine/ports/store.ts';
-import { StateBatcher } from '../engine/StateBatcher.ts';
-import { UplinkPipeline } from '../engine/UplinkPipeline.ts';
+import { StateBatcher } from '../engine/uplink/pipeline/StateBatcher.ts';
+import { UplinkPipeline } from '../engine/uplink/pipeline/UplinkPipeline.ts';
 import { createLocalLog } from '../adapters/local-log/LocalLog.ts';
 import { createChdbStore } from '../adapters/chdb/createChdbStore.ts';
 import { Topics, type UplinkEnvelope } from '../schemas/messages.ts';

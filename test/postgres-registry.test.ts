@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { suite } from 'uvu';
+import { suite, withEnv } from './support/suite.ts';
 import * as assert from 'uvu/assert';
 import { createPostgresRegistry } from '../adapters/postgres/createPostgresRegistry.ts';
 import { migrations as allMigrations } from '../adapters/sql-registry/migrations.ts';
@@ -29,9 +29,7 @@ function schemaName(): string {
   return `registry_test_${process.pid}_${randomBytes(4).toString('hex')}`;
 }
 
-if (!url) {
-  console.log('postgres registry: DATABASE_URL_TEST is not configured; PostgreSQL contract not run');
-} else {
+withEnv('postgres registry', ['DATABASE_URL_TEST'], 'a PostgreSQL server, e.g. postgres://postgres@127.0.0.1:5432/postgres', ({ DATABASE_URL_TEST: url }) => {
   const isolated: RegistryFactory = async ({ clock }) => {
     const schema = schemaName();
     const registry = await createPostgresRegistry({ url, schema, clock, poolSize: 4 });
@@ -79,4 +77,4 @@ if (!url) {
   });
 
   server.run();
-}
+});

@@ -1,8 +1,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { newActivationCode, normaliseActivationCode } from '../engine/activationCodes.ts';
-import { isId, newId } from '../engine/ids.ts';
-import { hashToken, newToken, tokenScope } from '../engine/tokens.ts';
+import { newActivationCode, normaliseActivationCode } from '../engine/activation/activationCodes.ts';
+import { isId, newId } from '../engine/kernel/ids.ts';
+import { hashToken, newToken, tokenScope } from '../engine/access/tokens.ts';
 
 test('ids: 22 base62 characters, distinct, every character in use', () => {
   const ids = Array.from({ length: 2000 }, newId);

@@ -1,11 +1,13 @@
 /**
  * Runs every `*.test.ts` under test/ (or the files named on the command line) in its own process
- * and ends with the plain line `N passed, N failed`. A file that exits non-zero without a uvu
- * summary counts as one failure.
+ * and ends with the plain line `N passed, N failed, N skipped`. A file that exits non-zero without a
+ * uvu summary counts as one failure. Tests that need a server this machine lacks count as skipped
+ * (test/support/suite.ts), so a missing variable shows in the last line instead of vanishing.
  */
 import { spawn } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { SKIP_MARK } from './support/suite.ts';
 
 const root = new URL('..', import.meta.url).pathname;
 
@@ -70,6 +72,7 @@ async function worker(): Promise<void> {
     const status = result.failed > 0 ? 'FAIL' : 'ok  ';
     console.log(`${status} ${name}  (${result.passed} passed, ${result.failed} failed, ${result.skipped} skipped, ${result.ms} ms)`);
     if (result.failed > 0 || process.env.TEST_VERBOSE) console.log(result.output.replace(/^/gm, '    | '));
+    else for (const line of result.output.split('\n')) if (line.startsWith(SKIP_MARK)) console.log(`    ${line}`);
   }
 }
 
@@ -77,6 +80,5 @@ await Promise.all(Array.from({ length: Math.min(concurrency, files.length) }, wo
 const passed = results.reduce((n, r) => n + r.passed, 0);
 const failed = results.reduce((n, r) => n + r.failed, 0);
 const skipped = results.reduce((n, r) => n + r.skipped, 0);
-if (skipped > 0) console.log(`${skipped} skipped`);
-console.log(`${passed} passed, ${failed} failed`);
+console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
 process.exitCode = failed > 0 || results.length === 0 ? 1 : 0;

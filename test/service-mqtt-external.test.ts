@@ -4,12 +4,13 @@
  * HTTP, a command issued over HTTP reaches the device's subscription on the broker, and its
  * lifecycle is read back from the command history.
  */
-import { test } from 'uvu';
+import { test, unless } from './support/suite.ts';
+import mqtt from 'mqtt';
 import * as assert from 'uvu/assert';
 import { createService, type Service } from '../app/createService.ts';
 import { loadConfig } from '../app/loadConfig.ts';
-import { newId } from '../engine/ids.ts';
-import { silentLogger } from '../engine/logger.ts';
+import { newId } from '../engine/kernel/ids.ts';
+import { silentLogger } from '../engine/kernel/logger.ts';
 import { defaultConfig } from '../schemas/config.ts';
 import { BROKER_URL, brokerReachable } from './support/externalMqttStack.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
@@ -27,14 +28,10 @@ test('MQTT_URL / --mqtt-url, MQTT_SHARE_GROUP, MQTT_CLIENT_ID, MQTT_SESSION_EXPI
   }
 });
 
-if (!(await brokerReachable())) {
-  console.log(`service-mqtt-external: no MQTT broker at ${BROKER_URL}; external broker mode of the service not tested`);
-  test.run();
-} else {
+unless('service-mqtt-external', (await brokerReachable()) ? undefined : `no MQTT broker at ${BROKER_URL} (start Mosquitto 2.x on 127.0.0.1:1883, or set MQTT_URL_TEST)`, () => {
   const tmp = tempDir('service-mqtt-external');
   let service: Service;
   let base = '';
-  const mqtt = (await import('mqtt')).default;
 
   test.before(async () => {
     service = await createService({
@@ -101,5 +98,6 @@ if (!(await brokerReachable())) {
     }
   });
 
-  test.run();
-}
+});
+
+test.run();

@@ -2,23 +2,19 @@
  * The service's MQTT edge over TLS, configured by certificate and key files (one chDB per process:
  * its own file).
  */
-import { test } from 'uvu';
+import { test, unless } from './support/suite.ts';
 import * as assert from 'uvu/assert';
 import mqtt from 'mqtt';
 import { createService } from '../app/createService.ts';
 import { loadConfig } from '../app/loadConfig.ts';
-import { silentLogger } from '../engine/logger.ts';
-import { selfSignedCertificate } from './support/selfSignedCertificate.ts';
+import { silentLogger } from '../engine/kernel/logger.ts';
+import { opensslMissing, selfSignedCertificate } from './support/selfSignedCertificate.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
 
-test('with MQTT_TLS_CERT_FILE and MQTT_TLS_KEY_FILE the service speaks MQTT over TLS', async () => {
+unless('service-mqtt TLS', opensslMissing(), () => test('with MQTT_TLS_CERT_FILE and MQTT_TLS_KEY_FILE the service speaks MQTT over TLS', async () => {
   const certs = tempDir('service-mqtt-tls');
   const pair = selfSignedCertificate(certs.dir);
-  if (pair === undefined) {
-    console.log('service-mqtt TLS: openssl not found; the TLS configuration test is skipped');
-    certs.remove();
-    return;
-  }
+  if (pair === undefined) throw new Error('openssl made no certificate');
   const config = loadConfig({ 'data-dir': `${certs.dir}/data`, port: '0', host: '127.0.0.1', 'mqtt-port': '0', 'mqtt-host': '127.0.0.1' }, { MQTT_TLS_CERT_FILE: pair.certFile, MQTT_TLS_KEY_FILE: pair.keyFile });
   const secure = await createService({ logger: silentLogger, config });
   try {
@@ -43,6 +39,6 @@ test('with MQTT_TLS_CERT_FILE and MQTT_TLS_KEY_FILE the service speaks MQTT over
     certs.remove();
   }
   assert.throws(() => loadConfig({}, { MQTT_TLS_CERT_FILE: pair.certFile }), /go together/);
-});
+}));
 
 test.run();

@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import mqtt from 'mqtt';
 import { createService, type Service } from '../app/createService.ts';
-import { silentLogger } from '../engine/logger.ts';
+import { silentLogger } from '../engine/kernel/logger.ts';
 import { defaultConfig } from '../schemas/config.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
 

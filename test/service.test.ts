@@ -71,7 +71,14 @@ test('configuration: defaults, environment and flags, with clear errors', () => 
 });
 
 test('admin works before the service runs (direct registry) and while it runs (admin socket)', async () => {
-  const partner = await admin('create-partner', 'acme');
+  // Before the first start there is no registry: admin refuses to make one unless told (--init).
+  try {
+    await admin('create-partner', 'acme');
+    assert.unreachable('admin created a registry without --init');
+  } catch (error) {
+    assert.match(String((error as { stderr?: string }).stderr), /no registry in data dir .*--init/s);
+  }
+  const partner = await admin('create-partner', 'acme', '--init');
   assert.match(partner.token, /^fsp_/);
   await startService();
   const user = await admin('create-user', 'alice');

@@ -1,8 +1,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { SimulatedClock } from '../engine/clock.ts';
-import { FleetError } from '../engine/errors.ts';
-import { StateBatcher, type StateBatcherOptions } from '../engine/StateBatcher.ts';
+import { SimulatedClock } from '../engine/kernel/clock.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
+import { StateBatcher, type StateBatcherOptions } from '../engine/uplink/pipeline/StateBatcher.ts';
 import type { StateRow } from '../schemas/messages.ts';
 
 interface Call {

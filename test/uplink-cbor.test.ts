@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Encoder } from 'cbor-x';
-import { CborDecodeError, CborMap, CborSimple, CborTag, decodeCbor } from '../engine/uplink/decodeCbor.ts';
-import { MAX_BODY_DEPTH } from '../engine/uplink/processUplink.ts';
+import { CborDecodeError, CborMap, CborSimple, CborTag, decodeCbor } from '../engine/uplink/admission/decodeCbor.ts';
+import { MAX_BODY_DEPTH } from '../engine/uplink/admission/processUplink.ts';
 import { RECEIVED_AT, codes, envelope, hexBytes, run } from './support/uplink.ts';
 
 interface StateCase {

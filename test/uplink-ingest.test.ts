@@ -1,10 +1,10 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { SimulatedClock } from '../engine/clock.ts';
-import { decodeEnvelope } from '../engine/envelope.ts';
-import { FleetError } from '../engine/errors.ts';
+import { SimulatedClock } from '../engine/kernel/clock.ts';
+import { decodeEnvelope } from '../engine/uplink/envelope.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
 import type { ProducerRecord, RecordPosition } from '../engine/ports/log.ts';
-import { UplinkIngest, type UplinkSubmission } from '../engine/UplinkIngest.ts';
+import { UplinkIngest, type UplinkSubmission } from '../engine/uplink/UplinkIngest.ts';
 
 /** A log whose appends settle when the test says so. */
 class ManualLog {

@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { checkProfile, compileProfile, profileCacheSize } from '../engine/uplink/profile.ts';
-import { compileDevice } from '../engine/uplink/compileDevice.ts';
+import { checkProfile, compileProfile, profileCacheSize } from '../engine/uplink/admission/profile.ts';
+import { compileDevice } from '../engine/uplink/admission/compileDevice.ts';
 import type { AssetProfile } from '../engine/ports/directory.ts';
 
 const show = (v: unknown) => (typeof v === 'bigint' ? `${v}n` : JSON.stringify(v));

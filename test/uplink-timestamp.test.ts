@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
-import { parseTimestamp } from '../engine/uplink/parseTimestamp.ts';
+import { parseTimestamp } from '../engine/uplink/admission/parseTimestamp.ts';
 
 test('accepted ISO 8601 forms', () => {
   const noon = Date.UTC(2024, 4, 1, 12);

@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { processUplink, MAX_BODY_DEPTH, type UplinkOutput } from '../engine/uplink/processUplink.ts';
-import { compileDevice } from '../engine/uplink/compileDevice.ts';
+import { processUplink, MAX_BODY_DEPTH, type UplinkOutput } from '../engine/uplink/admission/processUplink.ts';
+import { compileDevice } from '../engine/uplink/admission/compileDevice.ts';
 import { RECEIVED_AT, codes, envelope, run, runJson, testDevice, testDeviceInfo } from './support/uplink.ts';
 
 const T = '2024-05-01T12:00:00Z';

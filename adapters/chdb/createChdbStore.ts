@@ -9,7 +9,7 @@
  * stream or JSON layer in between.
  */
 import { Session } from 'chdb';
-import { FleetError } from '../../engine/errors.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import type { StateStore } from '../../engine/ports/store.ts';
 import { fleetErrorFromClickHouseCode } from '../clickhouse-sql/clickhouseErrors.ts';
 import { createSqlStateStore, type SqlStateStore, type SqlExecutor, type SqlStateStoreOptions } from '../clickhouse-sql/createSqlStateStore.ts';

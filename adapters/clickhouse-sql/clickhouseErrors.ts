@@ -3,7 +3,7 @@
  * Shared by the chDB and server adapters: both engines report the same numbers. Anything not listed
  * is INTERNAL (not retriable): a query or data error that retrying will not mend.
  */
-import { FleetError, type ErrorCode } from '../../engine/errors.ts';
+import { FleetError, type ErrorCode } from '../../engine/kernel/errors.ts';
 
 interface Mapping {
   code: ErrorCode;

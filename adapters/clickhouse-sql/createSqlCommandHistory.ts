@@ -21,7 +21,7 @@
  *   issuer, code, reason    who issued it; error code and text of a resend, expiry or failure, else ''
  *   keep                    2^53 − 1 − changed_at: the ReplacingMergeTree version (UInt64, as 18.16 requires)
  */
-import { FleetError } from '../../engine/errors.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import type { CommandHistory, CommandHistoryQuery } from '../../engine/ports/commandHistory.ts';
 import type { CommandLifecycle, CommandStatus, CommandTransition, CommandView } from '../../schemas/commands.ts';
 import type { SqlExecutor } from './createSqlStateStore.ts';

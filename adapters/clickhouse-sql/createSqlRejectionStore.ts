@@ -3,7 +3,7 @@
  * states, with the same SQL on chDB and ClickHouse 18.16. Keyed like the states table so a replayed
  * dead letter folds into the one already stored (ReplacingMergeTree + FINAL).
  */
-import { FleetError } from '../../engine/errors.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import type { RejectionRow, RejectionStore } from '../../engine/ports/rejections.ts';
 import type { SqlExecutor } from './createSqlStateStore.ts';
 import { tsvField } from './encodeStateRowsTsv.ts';

@@ -3,8 +3,8 @@
  * validation live here; an adapter only supplies a SqlExecutor that moves text to an engine and maps
  * the engine's errors to FleetError.
  */
-import { checkStateRows } from '../../engine/checkStateRows.ts';
-import { FleetError } from '../../engine/errors.ts';
+import { checkStateRows } from '../../engine/uplink/pipeline/checkStateRows.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import type { AggregateQuery, Bucket, HistoryQuery, StateStore, StoredState } from '../../engine/ports/store.ts';
 import type { StateRow } from '../../schemas/messages.ts';
 import type { RejectionStore } from '../../engine/ports/rejections.ts';

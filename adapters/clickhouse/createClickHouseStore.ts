@@ -12,7 +12,7 @@
  */
 import { ClickHouseError, ClickHouseLogLevel, createClient } from '@clickhouse/client';
 import { Readable } from 'node:stream';
-import { FleetError } from '../../engine/errors.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import type { StateStore } from '../../engine/ports/store.ts';
 import { clickhouseCodeOf, fleetErrorFromClickHouseCode } from '../clickhouse-sql/clickhouseErrors.ts';
 import { createSqlStateStore, type SqlStateStore, type SqlExecutor, type SqlStateStoreOptions } from '../clickhouse-sql/createSqlStateStore.ts';

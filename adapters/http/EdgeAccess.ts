@@ -9,13 +9,13 @@
  * Existence is checked before membership (404 before 403): ids are 131 random bits, so answering
  * 404 tells nothing an attacker could enumerate. A device token asking for another device gets 403
  * without a lookup.
- * The lookups themselves are cached by engine/RegistryLookups.ts (shared with the MQTT edges).
+ * The lookups themselves are cached by engine/access/RegistryLookups.ts (shared with the MQTT edges).
  */
-import type { Clock } from '../../engine/clock.ts';
-import { FleetError } from '../../engine/errors.ts';
-import { tokenScope } from '../../engine/tokens.ts';
+import type { Clock } from '../../engine/kernel/clock.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
+import { tokenScope } from '../../engine/access/tokens.ts';
 import type { Asset, DeviceWithAssets, Ground, Principal, Registry } from '../../engine/ports/registry.ts';
-import { RegistryLookups } from '../../engine/RegistryLookups.ts';
+import { RegistryLookups } from '../../engine/access/RegistryLookups.ts';
 
 /** read: GETs; write: states and asset create/update; manage: device rename/delete, asset delete. */
 export type DeviceNeed = 'read' | 'write' | 'manage';

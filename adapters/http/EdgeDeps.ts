@@ -2,11 +2,11 @@
  * What the HTTP edge is built from (one options object, DESIGN.md conventions), and the context the
  * route modules share.
  */
-import type { Clock } from '../../engine/clock.ts';
+import type { Clock } from '../../engine/kernel/clock.ts';
 import type { Registry } from '../../engine/ports/registry.ts';
 import type { RejectionStore } from '../../engine/ports/rejections.ts';
 import type { StateStore } from '../../engine/ports/store.ts';
-import type { UplinkReceipt, UplinkSubmission } from '../../engine/UplinkIngest.ts';
+import type { UplinkReceipt, UplinkSubmission } from '../../engine/uplink/UplinkIngest.ts';
 import type { EdgeAccess } from './EdgeAccess.ts';
 import type { EdgeRouter } from './EdgeRouter.ts';
 import type { EdgeCommands } from './commandRoutes.ts';
@@ -26,7 +26,7 @@ export interface EdgeLogger {
   error(message: string, fields?: Record<string, unknown>): void;
 }
 
-/** engine/UplinkIngest.ts, or anything that resolves once the uplink is durable in the log. */
+/** engine/uplink/UplinkIngest.ts, or anything that resolves once the uplink is durable in the log. */
 export interface UplinkIngestPort {
   /** Rejects with FleetError BACKPRESSURE/UNAVAILABLE (→ 503 + Retry-After) when it cannot take more. */
   append(submission: UplinkSubmission): Promise<UplinkReceipt | void>;

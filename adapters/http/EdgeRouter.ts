@@ -7,7 +7,7 @@
  */
 import type { Context, Hono } from 'hono';
 import type { Static, TSchema } from 'typebox';
-import { FleetError } from '../../engine/errors.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import type { Authenticated, EdgeAccess } from './EdgeAccess.ts';
 import { problemResponse } from './problemResponse.ts';
 import type { TokenBuckets } from './TokenBuckets.ts';

@@ -3,7 +3,7 @@
  * so tests step a SimulatedClock instead of sleeping. The number of buckets is bounded: the least
  * recently used bucket is dropped first, which at worst hands a long-idle token a full bucket again.
  */
-import type { Clock } from '../../engine/clock.ts';
+import type { Clock } from '../../engine/kernel/clock.ts';
 
 export interface TokenBucketsOptions {
   clock: Clock;

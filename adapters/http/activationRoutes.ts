@@ -15,8 +15,8 @@
  *
  * Activations are answered with exactly the fields of spec §2.5; status is `unused`, then `used`.
  */
-import { FleetError } from '../../engine/errors.ts';
-import { networks } from '../../engine/networks.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
+import { networks } from '../../engine/activation/networks.ts';
 import type { Activation, ActivationQuery, NewActivation } from '../../engine/ports/registry.ts';
 import {
   ActivateBody,

@@ -4,13 +4,14 @@
  * to `/device/{id}/assets`, the Go and Node SDKs put `{name, is, profile}` to
  * `/device/{id}/asset/{name}`, the Java SDK posts lower-case keys. All of these are accepted as sent.
  */
-import { FleetError } from '../../engine/errors.ts';
-import { checkProfile } from '../../engine/uplink/profile.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
+import { checkProfile } from '../../engine/uplink/admission/profile.ts';
 import { AssetCreateBody, AssetList, AssetPutBody, DeviceAssetParams, DeviceParams } from '../../schemas/edge.ts';
 import { Asset } from '../../schemas/registry.ts';
 import { assetOf } from './EdgeAccess.ts';
 import type { EdgeContext } from './EdgeDeps.ts';
-import { isPlainObject, readJsonBody } from './requestBody.ts';
+import { isPlainObject } from '../../engine/kernel/isPlainObject.ts';
+import { readJsonBody } from './requestBody.ts';
 import { check } from './validate.ts';
 
 const JSON_TYPE = 'application/json';

@@ -4,7 +4,7 @@
  * partner's tooling can point at the field it forgot.
  */
 import type { TSchema } from 'typebox';
-import { FleetError } from '../../engine/errors.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import { fieldErrors, validatorOf, type FieldError } from './validate.ts';
 
 export function checkRequest<T>(schema: TSchema, value: unknown, prefix: string): T {

@@ -11,15 +11,16 @@
  */
 import type { Context } from 'hono';
 import Type from 'typebox';
-import { FleetError } from '../../engine/errors.ts';
-import { newId } from '../../engine/ids.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
+import { newId } from '../../engine/kernel/ids.ts';
 import { validateAssetCommand, validateDeviceCommand } from '../../engine/commands/validateCommand.ts';
 import type { CommandHistoryQuery } from '../../engine/ports/commandHistory.ts';
 import type { Principal } from '../../engine/ports/registry.ts';
 import { CommandLifecycle, type CommandRecord } from '../../schemas/commands.ts';
 import { AssetIdParams, DeviceAssetParams, DeviceParams, TimeParam } from '../../schemas/edge.ts';
 import type { EdgeContext } from './EdgeDeps.ts';
-import { isPlainObject, readJsonBody } from './requestBody.ts';
+import { isPlainObject } from '../../engine/kernel/isPlainObject.ts';
+import { readJsonBody } from './requestBody.ts';
 
 export interface EdgeCommands {
   /** Appends the record to topic `commands`; resolves once durable. */

@@ -4,7 +4,7 @@
  * /health for probes, and every error as application/problem+json with a stable code.
  */
 import { Hono } from 'hono';
-import { FleetError } from '../../engine/errors.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import { Health } from '../../schemas/edge.ts';
 import { activationEdge } from './activationEdge.ts';
 import { assetRoutes } from './assetRoutes.ts';

@@ -6,7 +6,7 @@
  *   GET  /partner/{partner}/device-types/{name}/versions/{version}   a published version (or `latest`)
  * Activation options name a type `<partner>/<name>` (latest version), `:latest` or `:<n>`.
  */
-import { FleetError } from '../../engine/errors.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import type { DeviceTypeDefinition } from '../../engine/ports/registry.ts';
 import {
   DeviceTypeDraftBody,

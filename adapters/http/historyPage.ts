@@ -10,7 +10,7 @@
  * ts: the states sharing the cursor's ts are read whole (at most GROUP_MAX of them; no device sends
  * more states of one asset for one millisecond) and those past the cursor kept.
  */
-import { FleetError } from '../../engine/errors.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import type { Order, StateStore, StoredState } from '../../engine/ports/store.ts';
 
 export const GROUP_MAX = 10_000;

@@ -16,7 +16,7 @@
  *   413            body over the edge's limit;  503 + Retry-After  log or registry unavailable
  */
 import type { Context } from 'hono';
-import { FleetError } from '../../engine/errors.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import type { LpwanUplinkIntake } from '../../engine/lpwan/LpwanUplinkIntake.ts';
 import type { LpwanApplications, LpwanNetworkId } from '../../engine/ports/lpwanApplications.ts';
 import { LoriotUplinkMessage, LpwanUplinkAnswer, TtsUplinkMessage } from '../../schemas/lpwan.ts';

@@ -11,11 +11,11 @@
  * Nothing of the preview is kept: the actor processes the raw bytes from the log again with the
  * profiles it holds then, and stays the one source of truth for what is stored.
  */
-import { FleetError, type ErrorCode } from '../../engine/errors.ts';
+import { FleetError, type ErrorCode } from '../../engine/kernel/errors.ts';
 import type { DeviceWithAssets } from '../../engine/ports/registry.ts';
-import type { UplinkSubmission } from '../../engine/UplinkIngest.ts';
-import { compileDevice, type CompiledDevice } from '../../engine/uplink/compileDevice.ts';
-import { processUplink, type Rejection, type UplinkOutput } from '../../engine/uplink/processUplink.ts';
+import type { UplinkSubmission } from '../../engine/uplink/UplinkIngest.ts';
+import { compileDevice, type CompiledDevice } from '../../engine/uplink/admission/compileDevice.ts';
+import { processUplink, type Rejection, type UplinkOutput } from '../../engine/uplink/admission/processUplink.ts';
 
 /** Compiled per cached device object: a refreshed or changed device is a new object. */
 const compiled = new WeakMap<DeviceWithAssets, CompiledDevice>();

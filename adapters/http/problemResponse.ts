@@ -1,10 +1,10 @@
 /**
- * The one place a FleetError becomes an HTTP answer: status from engine/errors.ts ErrorCodes, an
+ * The one place a FleetError becomes an HTTP answer: status from engine/kernel/errors.ts ErrorCodes, an
  * RFC 9457 application/problem+json body with the stable `code`, and the headers the status calls
  * for (WWW-Authenticate on 401, Retry-After on 429/503).
  */
 import { STATUS_CODES } from 'node:http';
-import { isFleetError, toFleetError, type FleetError } from '../../engine/errors.ts';
+import { isFleetError, toFleetError, type FleetError } from '../../engine/kernel/errors.ts';
 import type { Problem } from '../../schemas/edge.ts';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';

@@ -3,7 +3,7 @@
  * before reading; a body without one (chunked) is counted while it streams and abandoned as soon
  * as it passes the limit, so a client cannot make the edge buffer more than `maxBytes`.
  */
-import { FleetError } from '../../engine/errors.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 
 const DIGITS = /^[0-9]{1,15}$/;
 

@@ -3,8 +3,10 @@
  * syntax (400 MALFORMED_JSON) of the management routes' bodies. Uplink bodies are checked by the
  * device actor's own code instead (previewUplink.ts).
  */
-import { FleetError } from '../../engine/errors.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import { readBody } from './readBody.ts';
+import { isPlainObject } from '../../engine/kernel/isPlainObject.ts';
+export { isPlainObject };
 
 export type BodyFormat = 'json' | 'cbor';
 
@@ -60,6 +62,3 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
   return parseJson(await readBody(request, maxBytes));
 }
 
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}

@@ -5,7 +5,7 @@
  */
 import type { Context } from 'hono';
 import Type from 'typebox';
-import { FleetError } from '../../engine/errors.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import type { Asset, DeviceWithAssets } from '../../engine/ports/registry.ts';
 import type { Resolution, StoredState } from '../../engine/ports/store.ts';
 import {

@@ -10,7 +10,7 @@
  */
 import type { Context } from 'hono';
 import type { DeviceWithAssets } from '../../engine/ports/registry.ts';
-import type { UplinkSubmission } from '../../engine/UplinkIngest.ts';
+import type { UplinkSubmission } from '../../engine/uplink/UplinkIngest.ts';
 import { Accepted, AssetIdParams, AssetStateBody, DeviceAssetParams, DeviceParams, DeviceStateBody } from '../../schemas/edge.ts';
 import { assetOf } from './EdgeAccess.ts';
 import type { EdgeContext } from './EdgeDeps.ts';

@@ -5,7 +5,7 @@
  */
 import type { TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
-import { FleetError, type ErrorCode } from '../../engine/errors.ts';
+import { FleetError, type ErrorCode } from '../../engine/kernel/errors.ts';
 
 type Validator = ReturnType<typeof Compile>;
 

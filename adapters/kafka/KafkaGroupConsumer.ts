@@ -22,8 +22,8 @@
  *   the progress of the partition's next owner. Commits from onRevoke are accepted.
  */
 import type { Batch, Consumer as KafkaJSConsumer, EachBatchPayload, Kafka, KafkaMessage, RetryOptions } from 'kafkajs';
-import type { Clock, TimerHandle } from '../../engine/clock.ts';
-import { FleetError } from '../../engine/errors.ts';
+import type { Clock, TimerHandle } from '../../engine/kernel/clock.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import type { CommitRequest, Consumer, ConsumerOptions, LogRecord, TopicPartition } from '../../engine/ports/log.ts';
 import { kafkaErrorToFleetError } from './kafkaErrors.ts';
 import { validateCommits, validateConsumerOptions, validatePartitions } from './validateInput.ts';

@@ -8,10 +8,10 @@
  * arrives during a round trip leaves with the next request.
  */
 import type { Producer, RecordMetadata, TopicMessages } from 'kafkajs';
-import type { Clock, TimerHandle } from '../../engine/clock.ts';
-import { FleetError } from '../../engine/errors.ts';
+import type { Clock, TimerHandle } from '../../engine/kernel/clock.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import type { ProducerRecord, RecordPosition } from '../../engine/ports/log.ts';
-import { partitionFor } from '../../engine/partition.ts';
+import { partitionFor } from '../../engine/kernel/partition.ts';
 import { kafkaErrorToFleetError } from './kafkaErrors.ts';
 
 export interface FlushInfo {
@@ -141,7 +141,7 @@ export class LingerProducer {
   }
 
   /**
-   * The system clock's timers do not keep the process alive (engine/clock.ts), yet a caller awaiting
+   * The system clock's timers do not keep the process alive (engine/kernel/clock.ts), yet a caller awaiting
    * an append must not see the process exit under it while the linger or a reconnect is pending:
    * hold one ref'd handle while any append is unsettled.
    */

@@ -1,7 +1,7 @@
 /**
  * The log port on Apache Kafka through kafkajs: the distributed adapter of DESIGN §2.
  *
- * - append: idempotent producer, acks=-1, the partition chosen by engine/partition.ts (so a key
+ * - append: idempotent producer, acks=-1, the partition chosen by engine/kernel/partition.ts (so a key
  *   lands on the same partition as with the local log), appends batched for `lingerMs`
  *   (LingerProducer); each promise resolves with Kafka's offsets once acknowledged.
  * - consumer: a kafkajs consumer group delivering per-partition batches; see KafkaGroupConsumer
@@ -9,8 +9,8 @@
  */
 import kafkajs from 'kafkajs';
 import type { Admin, Kafka, Producer, RetryOptions } from 'kafkajs';
-import { systemClock, type Clock } from '../../engine/clock.ts';
-import { FleetError } from '../../engine/errors.ts';
+import { systemClock, type Clock } from '../../engine/kernel/clock.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import type { Consumer, ConsumerOptions, Log, ProducerRecord, RecordPosition, TopicSpec } from '../../engine/ports/log.ts';
 import { KafkaGroupConsumer, type ConsumerErrorContext } from './KafkaGroupConsumer.ts';
 import { kafkaErrorToFleetError } from './kafkaErrors.ts';

@@ -3,7 +3,7 @@
  * message text). kafkajs marks its errors with a class name (`name`) and, for broker error responses,
  * the Kafka protocol error `type` (KIP error names, e.g. NOT_LEADER_FOR_PARTITION).
  */
-import { FleetError, type ErrorCode } from '../../engine/errors.ts';
+import { FleetError, type ErrorCode } from '../../engine/kernel/errors.ts';
 
 interface Mapping {
   code: ErrorCode;

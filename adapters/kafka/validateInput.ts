@@ -2,7 +2,7 @@
  * Input checks of the Kafka log: everything a caller hands in is refused with VALIDATION_FAILED
  * before it reaches kafkajs (whose own checks throw untyped errors, or none).
  */
-import { FleetError } from '../../engine/errors.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import type { CommitRequest, ConsumerOptions, ProducerRecord, TopicPartition } from '../../engine/ports/log.ts';
 import type { KafkaLogOptions } from './createKafkaLog.ts';
 

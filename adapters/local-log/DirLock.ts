@@ -7,7 +7,7 @@
 import { openSync, readFileSync, realpathSync, unlinkSync, writeFileSync, closeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { FleetError } from '../../engine/errors.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 
 const heldHere = new Set<string>();
 

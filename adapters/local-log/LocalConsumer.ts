@@ -2,7 +2,7 @@
  * A consumer of the local log: a member of an in-process consumer group (GroupCoordinator) that runs
  * one PartitionFetcher per assigned partition, starting at the group's committed offset.
  */
-import { FleetError } from '../../engine/errors.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import type { CommitRequest, Consumer, ConsumerOptions, TopicPartition } from '../../engine/ports/log.ts';
 import { partitionKey, type GroupCoordinator, type GroupMember } from './GroupCoordinator.ts';
 import type { CorruptionReport, ResolvedLocalLogOptions } from './LocalLogOptions.ts';

@@ -13,8 +13,8 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { FleetError, toFleetError } from '../../engine/errors.ts';
-import { partitionFor } from '../../engine/partition.ts';
+import { FleetError, toFleetError } from '../../engine/kernel/errors.ts';
+import { partitionFor } from '../../engine/kernel/partition.ts';
 import type { CommitRequest, Consumer, ConsumerOptions, Log, ProducerRecord, RecordPosition, TopicSpec } from '../../engine/ports/log.ts';
 import { syncDirSync } from './atomicWrite.ts';
 import { DirLock } from './DirLock.ts';

@@ -1,8 +1,8 @@
 /**
  * Options of createLocalLog, with units and defaults, and the reports it makes about damaged data.
  */
-import { FleetError } from '../../engine/errors.ts';
-import { systemClock, type Clock } from '../../engine/clock.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
+import { systemClock, type Clock } from '../../engine/kernel/clock.ts';
 import { MAX_RECORD_BYTES_LIMIT } from './recordFrame.ts';
 
 /** A damaged region found in a segment file. */

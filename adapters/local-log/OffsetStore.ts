@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { FleetError } from '../../engine/errors.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import type { CommitRequest } from '../../engine/ports/log.ts';
 import type { LocalLogStats } from './LocalLogStats.ts';
 import { writeFileAtomic, writeFileAtomicSync } from './atomicWrite.ts';

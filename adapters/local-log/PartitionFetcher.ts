@@ -4,8 +4,8 @@
  * polling). A batch whose handler rejected is delivered again after a backoff; a batch read while
  * the partition was being paused is held and delivered after resume.
  */
-import type { Clock } from '../../engine/clock.ts';
-import { isFleetError } from '../../engine/errors.ts';
+import type { Clock } from '../../engine/kernel/clock.ts';
+import { isFleetError } from '../../engine/kernel/errors.ts';
 import type { LogRecord, RecordBatch } from '../../engine/ports/log.ts';
 import type { PartitionLog } from './PartitionLog.ts';
 import type { PartitionReader } from './PartitionReader.ts';

@@ -7,8 +7,8 @@
  * Readers only see records below `durableOffset`, so a consumer never processes (and commits past)
  * a record that a crash could still take back.
  */
-import { FleetError } from '../../engine/errors.ts';
-import type { Clock, TimerHandle } from '../../engine/clock.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
+import type { Clock, TimerHandle } from '../../engine/kernel/clock.ts';
 import type { ProducerRecord, RecordPosition } from '../../engine/ports/log.ts';
 import type { LocalLogStats } from './LocalLogStats.ts';
 import { frameBytes, SEGMENT_HEADER_BYTES, segmentHeader, writeFrame } from './recordFrame.ts';

@@ -3,7 +3,7 @@
  * syscall) and cuts them into records, keeping the unread rest for the next call, so consuming
  * costs one syscall per chunk, not per record. Values are views of the chunk, not copies.
  */
-import { FleetError } from '../../engine/errors.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import type { LogRecord } from '../../engine/ports/log.ts';
 import type { CorruptionReport } from './LocalLogOptions.ts';
 import type { PartitionLog } from './PartitionLog.ts';

@@ -4,7 +4,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { FleetError } from '../../engine/errors.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import type { TopicSpec } from '../../engine/ports/log.ts';
 import { writeFileAtomic } from './atomicWrite.ts';
 

@@ -8,7 +8,7 @@
  */
 import { closeSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readSync, readdirSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { FleetError } from '../../engine/errors.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import type { CorruptionReport } from './LocalLogOptions.ts';
 import { checkFrame, checkSegmentHeader, frameOffset, frameSizeAt, FRAME_BAD_CRC, FRAME_INCOMPLETE, SEGMENT_HEADER_BYTES, segmentHeader } from './recordFrame.ts';
 import { parseSegmentFileName, Segment, segmentFileName } from './Segment.ts';

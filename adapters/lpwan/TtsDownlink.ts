@@ -17,8 +17,8 @@
  *                  without downlink settings (NO_DOWNLINK); a command that does not encode
  *                  (VALIDATION_FAILED)
  */
-import type { Clock } from '../../engine/clock.ts';
-import { FleetError, toFleetError } from '../../engine/errors.ts';
+import type { Clock } from '../../engine/kernel/clock.ts';
+import { FleetError, toFleetError } from '../../engine/kernel/errors.ts';
 import { encodeDeviceCommand } from '../../engine/lpwan/encodeDeviceCommand.ts';
 import type { DeviceCommandDownlink, Downlink } from '../../engine/ports/downlink.ts';
 import type { LpwanApplications, TtsDownlinkSettings } from '../../engine/ports/lpwanApplications.ts';

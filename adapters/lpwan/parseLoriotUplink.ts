@@ -9,13 +9,14 @@
  *   ts     server time, epoch ms → the states' time
  */
 import type { LpwanUplink } from '../../engine/lpwan/LpwanUplinkIntake.ts';
-import { badShape, checkDevEui, decodeHex, isObject, type ParsedWebhook } from './parseWebhook.ts';
+import { badShape, checkDevEui, decodeHex, type ParsedWebhook } from './parseWebhook.ts';
+import { isPlainObject } from '../../engine/kernel/isPlainObject.ts';
 
 /** Year 9999: a larger ts is no epoch-ms time. */
 const MAX_TS = 253_402_300_799_999;
 
 export function parseLoriotUplink(doc: unknown): ParsedWebhook {
-  if (!isObject(doc)) throw badShape('a LORIOT message is a JSON object');
+  if (!isPlainObject(doc)) throw badShape('a LORIOT message is a JSON object');
   if (typeof doc.cmd !== 'string') throw badShape('not a LORIOT message: cmd missing');
   if (doc.cmd !== 'rx') return { kind: 'ignored', reason: `cmd ${JSON.stringify(doc.cmd.slice(0, 20))} is not an uplink (rx)` };
   const devEui = checkDevEui(doc.EUI, 'EUI');

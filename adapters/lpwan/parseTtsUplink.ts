@@ -11,8 +11,9 @@
  * Everything else (rx_metadata, decoded_payload, settings, …) is ignored.
  */
 import type { LpwanUplink } from '../../engine/lpwan/LpwanUplinkIntake.ts';
-import { parseTimestamp } from '../../engine/uplink/parseTimestamp.ts';
-import { badShape, checkDevEui, decodeBase64, isObject, type ParsedWebhook } from './parseWebhook.ts';
+import { parseTimestamp } from '../../engine/uplink/admission/parseTimestamp.ts';
+import { badShape, checkDevEui, decodeBase64, type ParsedWebhook } from './parseWebhook.ts';
+import { isPlainObject } from '../../engine/kernel/isPlainObject.ts';
 
 /** ApplicationUp message types other than uplinks (named in the `ignored` reason). */
 const OTHER_TYPES = [
@@ -28,9 +29,9 @@ function time(value: unknown, field: string): number | undefined {
 }
 
 export function parseTtsUplink(doc: unknown): ParsedWebhook {
-  if (!isObject(doc)) throw badShape('a The Things Stack message is a JSON object');
+  if (!isPlainObject(doc)) throw badShape('a The Things Stack message is a JSON object');
   const ids = doc.end_device_ids;
-  if (!isObject(ids) || !isObject(ids.application_ids) || typeof ids.application_ids.application_id !== 'string') {
+  if (!isPlainObject(ids) || !isPlainObject(ids.application_ids) || typeof ids.application_ids.application_id !== 'string') {
     throw badShape('not a The Things Stack message: end_device_ids.application_ids.application_id missing');
   }
   const applicationId = ids.application_ids.application_id;
@@ -39,7 +40,7 @@ export function parseTtsUplink(doc: unknown): ParsedWebhook {
     const type = OTHER_TYPES.find((t) => t in doc);
     return { kind: 'ignored', reason: type === undefined ? 'no uplink_message' : `${type} is not an uplink` };
   }
-  if (!isObject(up)) throw badShape('uplink_message must be an object');
+  if (!isPlainObject(up)) throw badShape('uplink_message must be an object');
   const devEui = checkDevEui(ids.dev_eui, 'end_device_ids.dev_eui');
   const fPort = up.f_port;
   if (fPort !== undefined && !(Number.isInteger(fPort) && (fPort as number) >= 1 && (fPort as number) <= 255)) {

@@ -2,8 +2,9 @@
  * What the LPWAN webhook parsers share: the parse result, shape errors, and strict decoding of
  * payload fields (base64 from The Things Stack, hex from LORIOT).
  */
-import { FleetError } from '../../engine/errors.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import type { LpwanUplink, PayloadProblem } from '../../engine/lpwan/LpwanUplinkIntake.ts';
+import { isPlainObject } from '../../engine/kernel/isPlainObject.ts';
 
 export type ParsedWebhook =
   | {
@@ -17,10 +18,6 @@ export type ParsedWebhook =
 /** A message of the wrong shape: a retry cannot help, so 400 (the network server does not retry 4xx). */
 export function badShape(message: string): FleetError {
   return new FleetError('BAD_REQUEST', message);
-}
-
-export function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 const DEV_EUI = /^[0-9A-Fa-f]{16}$/;

@@ -4,9 +4,9 @@
  * QoS 1 acknowledges it (PUBACK), or — when it only holds QoS 0 subscriptions — once it is written.
  */
 import type { Aedes, Client } from 'aedes';
-import type { Clock } from '../../engine/clock.ts';
-import type { AssetCommandDelivery, CommandTransport, DeliveryOutcome } from '../../engine/commands/CommandTransport.ts';
-import { commandTopics, topicMatches } from '../../engine/mqtt/topics.ts';
+import type { Clock } from '../../engine/kernel/clock.ts';
+import type { AssetCommandDelivery, CommandTransport, DeliveryOutcome } from '../../engine/ports/commandTransport.ts';
+import { commandTopics, topicMatches } from '../../engine/access/mqttTopics.ts';
 
 export interface AedesCommandTransportOptions {
   broker: Aedes;

@@ -2,11 +2,11 @@
  * Options of createExternalMqtt (external broker mode: Fleetstream is a client of a broker that
  * authenticates devices itself), with units and defaults.
  */
-import type { Clock } from '../../engine/clock.ts';
-import type { Logger } from '../../engine/logger.ts';
+import type { Clock } from '../../engine/kernel/clock.ts';
+import type { Logger } from '../../engine/kernel/logger.ts';
 import type { Registry } from '../../engine/ports/registry.ts';
 import type { RejectionStore } from '../../engine/ports/rejections.ts';
-import type { UplinkReceipt, UplinkSubmission } from '../../engine/UplinkIngest.ts';
+import type { UplinkReceipt, UplinkSubmission } from '../../engine/uplink/UplinkIngest.ts';
 
 export interface ExternalMqttOptions {
   /**

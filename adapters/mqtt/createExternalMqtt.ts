@@ -6,7 +6,7 @@
  *
  * The broker authenticated the publisher and enforced its ACLs; a shared subscription does not say
  * who published, so the topic is trusted: `device/<id>/…` is that device's uplink. Payloads get the
- * embedded edge's checks (engine/mqtt/checkUplinkPayload.ts, MQTT 5 content type when present);
+ * embedded edge's checks (engine/access/checkUplinkPayload.ts, MQTT 5 content type when present);
  * unknown devices and assets and bad payloads are acknowledged, dropped and recorded as rejections.
  *
  * Durability: a QoS 1 uplink is acknowledged to the broker only once it is durable in topic
@@ -16,15 +16,15 @@
  */
 import mqtt, { type IClientOptions, type IPublishPacket, type MqttClient } from 'mqtt';
 import type { StateRow } from '../../schemas/messages.ts';
-import { FleetError, toFleetError } from '../../engine/errors.ts';
-import { newId } from '../../engine/ids.ts';
-import { silentLogger } from '../../engine/logger.ts';
-import { checkUplinkPayload } from '../../engine/mqtt/checkUplinkPayload.ts';
-import { feedTopic, parseUplinkTopic, routeTrustedUplink, shorten, type Refusal } from '../../engine/mqtt/topics.ts';
-import type { CommandTransport } from '../../engine/commands/CommandTransport.ts';
+import { FleetError, toFleetError } from '../../engine/kernel/errors.ts';
+import { newId } from '../../engine/kernel/ids.ts';
+import { silentLogger } from '../../engine/kernel/logger.ts';
+import { checkUplinkPayload } from '../../engine/access/checkUplinkPayload.ts';
+import { feedTopic, parseUplinkTopic, routeTrustedUplink, shorten, type Refusal } from '../../engine/access/mqttTopics.ts';
+import type { CommandTransport } from '../../engine/ports/commandTransport.ts';
 import { ClientCommandTransport } from './ClientCommandTransport.ts';
 import type { ExternalMqttOptions } from './ExternalMqttOptions.ts';
-import { RegistryLookups } from '../../engine/RegistryLookups.ts';
+import { RegistryLookups } from '../../engine/access/RegistryLookups.ts';
 import type { MqttEdgeStats } from './createMqttEdge.ts';
 
 export type { ExternalMqttOptions } from './ExternalMqttOptions.ts';

@@ -1,7 +1,7 @@
 /**
  * The MQTT edge (DESIGN.md §2, spec §4.1–4.3): an Aedes broker inside the process. Devices connect
  * with username = device token (the password is not checked, as AllThingsTalk's SDKs send the token
- * twice); user tokens may connect to follow feeds. Decisions are engine/mqtt/topics.ts; this file
+ * twice); user tokens may connect to follow feeds. Decisions are engine/access/mqttTopics.ts; this file
  * wires them into Aedes' hooks.
  *
  * Publish path: topic ACL → payload check → UplinkIngest.append (durable in `uplinks`) → only then
@@ -14,16 +14,16 @@ import { createServer, type Server } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
 import { Aedes, type Client, type PublishPacket, type Subscription } from 'aedes';
 import type { StateRow } from '../../schemas/messages.ts';
-import { silentLogger } from '../../engine/logger.ts';
-import { newId } from '../../engine/ids.ts';
-import { toFleetError } from '../../engine/errors.ts';
+import { silentLogger } from '../../engine/kernel/logger.ts';
+import { newId } from '../../engine/kernel/ids.ts';
+import { toFleetError } from '../../engine/kernel/errors.ts';
 import type { Principal } from '../../engine/ports/registry.ts';
 import type { RejectionRow } from '../../engine/ports/rejections.ts';
-import { checkUplinkPayload } from '../../engine/mqtt/checkUplinkPayload.ts';
-import { authorizeSubscription, authorizeUplink, feedTopic, parseFilter, type Refusal } from '../../engine/mqtt/topics.ts';
-import type { CommandTransport } from '../../engine/commands/CommandTransport.ts';
+import { checkUplinkPayload } from '../../engine/access/checkUplinkPayload.ts';
+import { authorizeSubscription, authorizeUplink, feedTopic, parseFilter, type Refusal } from '../../engine/access/mqttTopics.ts';
+import type { CommandTransport } from '../../engine/ports/commandTransport.ts';
 import { AedesCommandTransport } from './AedesCommandTransport.ts';
-import { RegistryLookups } from '../../engine/RegistryLookups.ts';
+import { RegistryLookups } from '../../engine/access/RegistryLookups.ts';
 import type { MqttEdgeOptions } from './MqttEdgeOptions.ts';
 
 export type { MqttEdgeOptions } from './MqttEdgeOptions.ts';

@@ -3,8 +3,8 @@
  * Fleetstream processes may share one database; migrations serialise on an advisory lock.
  */
 import pg from 'pg';
-import type { Clock } from '../../engine/clock.ts';
-import { FleetError } from '../../engine/errors.ts';
+import type { Clock } from '../../engine/kernel/clock.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import { createSqlRegistry, type SqlRegistry } from '../sql-registry/createSqlRegistry.ts';
 import { mapSqlError } from '../sql-registry/sqlErrors.ts';
 import { pgExecutor } from './pgExecutor.ts';

@@ -4,7 +4,7 @@
  * destroyed rather than returned to the pool.
  */
 import type { Pool, PoolClient } from 'pg';
-import { FleetError } from '../../engine/errors.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import type { SqlExecutor, SqlQueryable, SqlResult } from '../sql-registry/executor.ts';
 
 /** An error that leaves the connection usable: one the server reported for a statement (SQLSTATE), or our own. */

@@ -1,16 +1,16 @@
 /**
  * Activations over SQL (spec §2.5–2.8, §4.5–4.7): create, read, list, change, delete and redeem.
  * Every change of an existing activation locks its row, asks the lifecycle machine
- * (engine/activationMachine.ts) whether the event is allowed in its status, and performs the
+ * (engine/activation/activationMachine.ts) whether the event is allowed in its status, and performs the
  * effect in the same transaction: redeeming creates the device as createDevice would and marks the
  * code used, or nothing happens.
  */
-import type { Clock } from '../../engine/clock.ts';
-import { decideActivation } from '../../engine/activationMachine.ts';
-import { newActivationCode, normaliseActivationCode } from '../../engine/activationCodes.ts';
-import { FleetError } from '../../engine/errors.ts';
-import { isId, newId } from '../../engine/ids.ts';
-import { networks } from '../../engine/networks.ts';
+import type { Clock } from '../../engine/kernel/clock.ts';
+import { decideActivation } from '../../engine/activation/activationMachine.ts';
+import { newActivationCode, normaliseActivationCode } from '../../engine/activation/activationCodes.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
+import { isId, newId } from '../../engine/kernel/ids.ts';
+import { networks } from '../../engine/activation/networks.ts';
 import type { Activated, Activation, NewActivationOption, Registry, TokenScope } from '../../engine/ports/registry.ts';
 import * as S from '../../schemas/registry.ts';
 import { insertDevice, prepareDevice, prepareNetwork } from './createDevice.ts';

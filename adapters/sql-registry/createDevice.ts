@@ -2,9 +2,9 @@
  * Device creation: the device, its assets and its device token in one transaction, so a device
  * never exists half made (no assets, or no way to authenticate).
  */
-import type { Clock } from '../../engine/clock.ts';
-import { FleetError } from '../../engine/errors.ts';
-import { newId } from '../../engine/ids.ts';
+import type { Clock } from '../../engine/kernel/clock.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
+import { newId } from '../../engine/kernel/ids.ts';
 import type { CreatedDevice, NewAsset, NewDevice, TokenScope } from '../../engine/ports/registry.ts';
 import * as S from '../../schemas/registry.ts';
 import type { NetworkBinding } from '../../schemas/registry.ts';

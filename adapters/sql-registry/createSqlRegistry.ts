@@ -3,11 +3,11 @@
  * and PostgreSQL adapters. Inputs are validated before any query; every driver error leaves through
  * mapSqlError.
  */
-import { systemClock, type Clock } from '../../engine/clock.ts';
-import { FleetError } from '../../engine/errors.ts';
-import { isId, newId } from '../../engine/ids.ts';
+import { systemClock, type Clock } from '../../engine/kernel/clock.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
+import { isId, newId } from '../../engine/kernel/ids.ts';
 import type { Asset, AssetFields, Device, DevicePatch, DeviceWithAssets, Ground, NewDevice, NewGround, Partner, Principal, Registry, TokenScope, User, WithToken } from '../../engine/ports/registry.ts';
-import { hashToken, newToken, tokenScope } from '../../engine/tokens.ts';
+import { hashToken, newToken, tokenScope } from '../../engine/access/tokens.ts';
 import * as S from '../../schemas/registry.ts';
 import { activationOperations } from './activations.ts';
 import { createDevice } from './createDevice.ts';

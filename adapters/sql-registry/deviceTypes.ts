@@ -3,10 +3,10 @@
  * versions 1, 2, … published from it. Also the resolution of an activation option's
  * `<partner>/<name>[:<n>|:latest]` reference, shared by creating and changing activations.
  */
-import type { Clock } from '../../engine/clock.ts';
-import { checkDeviceTypeDefinition } from '../../engine/deviceTypeDefinition.ts';
-import { FleetError } from '../../engine/errors.ts';
-import { isId, newId } from '../../engine/ids.ts';
+import type { Clock } from '../../engine/kernel/clock.ts';
+import { checkDeviceTypeDefinition } from '../../engine/activation/deviceTypeDefinition.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
+import { isId, newId } from '../../engine/kernel/ids.ts';
 import type { DeviceType, DeviceTypeDefinition, DeviceTypeVersion, Registry } from '../../engine/ports/registry.ts';
 import * as S from '../../schemas/registry.ts';
 import { prepareAssets } from './createDevice.ts';

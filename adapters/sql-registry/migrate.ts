@@ -5,8 +5,8 @@
  * do not wait on each other).
  */
 import { createHash } from 'node:crypto';
-import { systemClock, type Clock } from '../../engine/clock.ts';
-import { FleetError } from '../../engine/errors.ts';
+import { systemClock, type Clock } from '../../engine/kernel/clock.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import type { SqlExecutor } from './executor.ts';
 import { migrations as defaultMigrations, type Migration } from './migrations.ts';
 

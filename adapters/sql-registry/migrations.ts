@@ -77,7 +77,7 @@ CREATE TABLE assets (
   CONSTRAINT assets_device_name_key UNIQUE (device_id, name)
 );
 
--- Only SHA-256 of a token is kept (engine/tokens.ts says why). The subject is polymorphic
+-- Only SHA-256 of a token is kept (engine/access/tokens.ts says why). The subject is polymorphic
 -- (device, user or partner id), so no foreign key: deleting a subject revokes its tokens instead.
 CREATE TABLE tokens (
   hash       text PRIMARY KEY CONSTRAINT tokens_hash_check CHECK (hash ~ '^[0-9a-f]{64}$'),

@@ -3,7 +3,7 @@
  * message text). PGlite and node-postgres both raise errors carrying the SQLSTATE in `code` and the
  * violated constraint in `constraint`; socket failures carry Node's errno `code`.
  */
-import { FleetError, type ErrorCode } from '../../engine/errors.ts';
+import { FleetError, type ErrorCode } from '../../engine/kernel/errors.ts';
 
 interface Mapping {
   code: ErrorCode;

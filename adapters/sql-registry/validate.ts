@@ -5,7 +5,7 @@
  */
 import type { TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
-import { FleetError } from '../../engine/errors.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import { DEV_EUI_PATTERN } from '../../schemas/registry.ts';
 
 const compiled = new WeakMap<TSchema, ReturnType<typeof Compile>>();

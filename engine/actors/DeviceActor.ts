@@ -5,12 +5,12 @@
  * the hot path (decode, validate, hand rows to the sink) is plain code with no awaits, so an active
  * device's uplink is processed inline as it is dispatched.
  */
-import type { Clock, TimerHandle } from '../clock.ts';
-import { FleetError, toFleetError } from '../errors.ts';
+import type { Clock, TimerHandle } from '../kernel/clock.ts';
+import { FleetError, toFleetError } from '../kernel/errors.ts';
 import type { DeviceDirectory, DeviceInfo } from '../ports/directory.ts';
 import type { UplinkEnvelope } from '../../schemas/messages.ts';
-import type { CompiledDevice } from '../uplink/compileDevice.ts';
-import { processUplink, type UplinkOutput } from '../uplink/processUplink.ts';
+import type { CompiledDevice } from '../uplink/admission/compileDevice.ts';
+import { processUplink, type UplinkOutput } from '../uplink/admission/processUplink.ts';
 import { Mailbox } from './Mailbox.ts';
 import { initialDeviceState, nextDeviceState, type DeviceEvent, type DeviceLifecycleState } from './deviceMachine.ts';
 

@@ -2,10 +2,10 @@
  * The set of live device actors. Actors are created on a device's first uplink and passivated
  * after `passivateAfterMs` without work, so memory is bounded by active devices, not fleet size.
  */
-import type { Clock, TimerHandle } from '../clock.ts';
-import type { FleetError } from '../errors.ts';
+import type { Clock, TimerHandle } from '../kernel/clock.ts';
+import type { FleetError } from '../kernel/errors.ts';
 import type { DeviceDirectory, DeviceInfo } from '../ports/directory.ts';
-import type { CompiledDevice } from '../uplink/compileDevice.ts';
+import type { CompiledDevice } from '../uplink/admission/compileDevice.ts';
 import { DeviceActor, type DeviceActorEnv, type UplinkSink, type UplinkWork } from './DeviceActor.ts';
 
 export interface DeviceActorsOptions {

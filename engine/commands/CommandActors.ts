@@ -7,11 +7,12 @@
  * Every status change is kept in a bounded per-device history (`recent`) and reported to onChange
  * (the service persists them in the command history: CommandHistoryRecorder).
  */
-import type { Clock, TimerHandle } from '../clock.ts';
-import { FleetError, toFleetError, type ErrorCode } from '../errors.ts';
+import { exponentialBackoff, type Backoff } from '../kernel/backoff.ts';
+import type { Clock, TimerHandle } from '../kernel/clock.ts';
+import { FleetError, toFleetError, type ErrorCode } from '../kernel/errors.ts';
 import type { Downlink } from '../ports/downlink.ts';
 import type { CommandView } from '../../schemas/commands.ts';
-import type { CommandTransport } from './CommandTransport.ts';
+import type { CommandTransport } from '../ports/commandTransport.ts';
 import { initialCommandSnapshot, nextCommandSnapshot, type CommandEvent, type CommandSnapshot } from './commandMachine.ts';
 
 export type AcceptedCommand = {
@@ -57,7 +58,7 @@ interface DeviceQueue {
   queue: Entry[];
   busy: boolean;
   retry: TimerHandle | undefined;
-  backoffMs: number;
+  resends: number;
 }
 
 const FINAL = new Set(['delivered', 'expired', 'failed']);
@@ -67,9 +68,11 @@ export class CommandActors {
   readonly #devices = new Map<string, DeviceQueue>();
   readonly #history = new Map<string, CommandView[]>();
   readonly #unsubscribe: (() => void) | undefined;
+  readonly #backoff: Backoff;
 
   constructor(options: CommandActorsOptions) {
     this.#o = { maxQueuePerDevice: 100, expiryMs: 3_600_000, retryBaseMs: 1000, retryMaxMs: 60_000, historyPerDevice: 100, ...options };
+    this.#backoff = exponentialBackoff({ initialMs: this.#o.retryBaseMs, maxMs: this.#o.retryMaxMs });
     this.#unsubscribe = options.transport?.onReachable((deviceId) => this.#pump(deviceId));
   }
 
@@ -79,7 +82,7 @@ export class CommandActors {
    */
   submit(command: AcceptedCommand, onSettled?: () => void): CommandView {
     let device = this.#devices.get(command.deviceId);
-    if (device === undefined) this.#devices.set(command.deviceId, (device = { queue: [], busy: false, retry: undefined, backoffMs: this.#o.retryBaseMs }));
+    if (device === undefined) this.#devices.set(command.deviceId, (device = { queue: [], busy: false, retry: undefined, resends: 0 }));
     if (device.queue.length >= this.#o.maxQueuePerDevice) {
       throw new FleetError('BACKPRESSURE', `device ${command.deviceId} has ${device.queue.length} commands waiting`, { detail: { retryAfter: 5 } });
     }
@@ -168,7 +171,7 @@ export class CommandActors {
       if (FINAL.has(entry.view.status)) {
         // Expired while in flight.
       } else if (outcome.kind === 'delivered') {
-        device.backoffMs = this.#o.retryBaseMs;
+        device.resends = 0;
         this.#settle(entry, { type: 'DELIVERED' });
         return;
       } else if (outcome.kind === 'failed') {
@@ -178,12 +181,10 @@ export class CommandActors {
         this.#apply(entry, { type: 'REQUEUE' }, undefined, outcome.reason);
         // Offline: wait for onReachable. Unacknowledged or a retriable error: resend after a backoff.
         if (outcome.kind === 'retry') {
-          const delay = device.backoffMs;
-          device.backoffMs = Math.min(device.backoffMs * 2, this.#o.retryMaxMs);
           device.retry = this.#o.clock.setTimeout(() => {
             device.retry = undefined;
             this.#pump(deviceId);
-          }, delay);
+          }, this.#backoff(device.resends++));
           return;
         }
       }

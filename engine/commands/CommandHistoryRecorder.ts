@@ -1,16 +1,18 @@
 /**
  * Feeds the command history port from the command actors' onChange hook: transitions are copied
  * (the actors reuse one view object per command), gathered for up to `maxDelayMs` or `maxBatch`
- * rows and appended in one insert, one append at a time. ClickHouse wants few large inserts; a
- * command's lifecycle usually changes three times within a millisecond.
+ * rows and appended in one insert, one append at a time (engine/kernel/Batcher.ts). ClickHouse
+ * wants few large inserts; a command's lifecycle usually changes three times within a millisecond.
  *
  * The history is a record, not the delivery path: a store outage never holds commands back. A
  * retriable failure keeps the batch and retries with a Clock-driven backoff; past `maxPending`
  * transitions held, new ones are dropped and counted (onDropped), as are batches the store refuses
- * for good.
+ * for good. flush() and close() give each batch one last try, so shutdown never waits out an outage.
  */
-import type { Clock, TimerHandle } from '../clock.ts';
-import { toFleetError, type FleetError } from '../errors.ts';
+import { exponentialBackoff } from '../kernel/backoff.ts';
+import { Batcher } from '../kernel/Batcher.ts';
+import type { Clock } from '../kernel/clock.ts';
+import { toFleetError, type FleetError } from '../kernel/errors.ts';
 import type { CommandHistory } from '../ports/commandHistory.ts';
 import type { CommandView } from '../../schemas/commands.ts';
 
@@ -32,17 +34,25 @@ export interface CommandHistoryRecorderOptions {
 }
 
 export class CommandHistoryRecorder {
-  readonly #o: Required<Omit<CommandHistoryRecorderOptions, 'onDropped'>> & Pick<CommandHistoryRecorderOptions, 'onDropped'>;
-  #waiting: CommandView[] = [];
-  #writing: Promise<void> | undefined;
-  #timer: TimerHandle | undefined;
-  #backoffMs: number;
+  readonly #batcher: Batcher<CommandView>;
+  readonly #onDropped: CommandHistoryRecorderOptions['onDropped'];
   #closed = false;
   #dropped = 0;
 
   constructor(options: CommandHistoryRecorderOptions) {
-    this.#o = { maxDelayMs: 200, maxBatch: 500, maxPending: 10_000, retryBaseMs: 500, retryMaxMs: 30_000, ...options };
-    this.#backoffMs = this.#o.retryBaseMs;
+    const { history } = options;
+    this.#onDropped = options.onDropped;
+    this.#batcher = new Batcher({
+      name: 'command history recorder',
+      clock: options.clock,
+      write: (views) => history.append(views).catch((error: unknown) => { throw toFleetError(error, 'UNAVAILABLE'); }),
+      maxItems: options.maxBatch ?? 500,
+      maxDelayMs: options.maxDelayMs ?? 200,
+      maxPending: options.maxPending ?? 10_000,
+      overflow: 'refuse',
+      retry: { backoff: exponentialBackoff({ initialMs: options.retryBaseMs ?? 500, maxMs: options.retryMaxMs ?? 30_000 }), maxRetries: Infinity },
+      onFailed: (views, error) => this.#drop(views.length, error),
+    });
   }
 
   /** Transitions given up so far. */
@@ -52,72 +62,27 @@ export class CommandHistoryRecorder {
 
   /** Transitions not yet appended. */
   get pending(): number {
-    return this.#waiting.length;
+    return this.#batcher.pending;
   }
 
   /** The actors' onChange hook. */
   record(view: Readonly<CommandView>): void {
-    if (this.#closed) return;
-    if (this.#waiting.length >= this.#o.maxPending) {
-      this.#drop(1);
-      return;
-    }
-    this.#waiting.push({ ...view });
-    if (this.#writing !== undefined) return;
-    if (this.#waiting.length >= this.#o.maxBatch) this.#start();
-    else this.#timer ??= this.#o.clock.setTimeout(() => this.#start(), this.#o.maxDelayMs);
+    if (!this.#closed && !this.#batcher.offer({ ...view })) this.#drop(1);
   }
 
   /** Appends everything waiting now (one try per batch); resolves once done. */
-  async flush(): Promise<void> {
-    while (this.#writing !== undefined) await this.#writing;
-    this.#timer?.cancel();
-    this.#timer = undefined;
-    while (this.#waiting.length > 0) {
-      const batch = this.#waiting.splice(0, this.#o.maxBatch);
-      try {
-        await this.#o.history.append(batch);
-      } catch (error) {
-        this.#drop(batch.length, toFleetError(error, 'UNAVAILABLE'));
-      }
-    }
+  flush(): Promise<void> {
+    return this.#batcher.flush({ retries: false });
   }
 
   /** Flushes, then records nothing more. */
   async close(): Promise<void> {
     this.#closed = true;
-    await this.flush();
-  }
-
-  #start(): void {
-    this.#timer?.cancel();
-    this.#timer = undefined;
-    if (this.#writing !== undefined || this.#waiting.length === 0) return;
-    const batch = this.#waiting.slice(0, this.#o.maxBatch);
-    this.#writing = this.#o.history.append(batch).then(() => {
-      this.#waiting.splice(0, batch.length);
-      this.#backoffMs = this.#o.retryBaseMs;
-      this.#writing = undefined;
-      if (this.#waiting.length >= this.#o.maxBatch) this.#start();
-      else if (this.#waiting.length > 0) this.#timer = this.#o.clock.setTimeout(() => this.#start(), this.#o.maxDelayMs);
-    }, (error: unknown) => {
-      const failure = toFleetError(error, 'UNAVAILABLE');
-      this.#writing = undefined;
-      if (!failure.retriable) {
-        this.#waiting.splice(0, batch.length);
-        this.#drop(batch.length, failure);
-        if (this.#waiting.length > 0) this.#timer = this.#o.clock.setTimeout(() => this.#start(), this.#o.maxDelayMs);
-        return;
-      }
-      if (this.#closed) return;
-      const delay = this.#backoffMs;
-      this.#backoffMs = Math.min(this.#backoffMs * 2, this.#o.retryMaxMs);
-      this.#timer = this.#o.clock.setTimeout(() => this.#start(), delay);
-    });
+    await this.#batcher.close({ retries: false });
   }
 
   #drop(count: number, error?: FleetError): void {
     this.#dropped += count;
-    this.#o.onDropped?.(count, error);
+    this.#onDropped?.(count, error);
   }
 }

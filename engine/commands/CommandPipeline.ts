@@ -6,9 +6,9 @@
  * (at-least-once, like their MQTT delivery).
  */
 import { Compile } from 'typebox/compile';
-import type { Clock, TimerHandle } from '../clock.ts';
-import type { ErrorCode } from '../errors.ts';
-import { OffsetTracker } from '../OffsetTracker.ts';
+import type { Clock, TimerHandle } from '../kernel/clock.ts';
+import type { ErrorCode } from '../kernel/errors.ts';
+import { OffsetTracker } from '../uplink/pipeline/OffsetTracker.ts';
 import type { DeviceDirectory } from '../ports/directory.ts';
 import type { CommitRequest, Consumer, Log, RecordBatch } from '../ports/log.ts';
 import { CommandRecord } from '../../schemas/commands.ts';

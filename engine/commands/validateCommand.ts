@@ -1,10 +1,10 @@
 /**
  * Checks a command against its device before it is queued: the asset exists, is an actuator (only
- * actuators take commands), and the value fits the asset profile (engine/uplink/profile.ts).
+ * actuators take commands), and the value fits the asset profile (engine/uplink/admission/profile.ts).
  */
 import type { AssetInfo, DeviceInfo } from '../ports/directory.ts';
-import { compileProfile } from '../uplink/profile.ts';
-import type { Decision } from '../mqtt/topics.ts';
+import { compileProfile } from '../uplink/admission/profile.ts';
+import type { Decision } from '../access/mqttTopics.ts';
 
 function checkOne(device: DeviceInfo, name: string, value: unknown): Decision<AssetInfo> {
   const asset = device.assets.find((a) => a.name === name);

@@ -3,7 +3,7 @@
  * (`sense[2].value.byte`), and a valid script becomes a small resolved program that
  * compileScript turns into closures. Semantics: engine/conversion/README.md.
  */
-import { FleetError } from '../errors.ts';
+import { FleetError } from '../kernel/errors.ts';
 import type { ScriptIssue } from './checkScript.ts';
 import { isPlainObject, looksLikeSelector, resolveSelector, type FieldSpec } from './fieldSpec.ts';
 import { makeWriter } from './writers.ts';

@@ -7,7 +7,7 @@
  * extended ones (generic sensor, voltage, current, frequency, percentage, altitude, concentration,
  * power, distance, energy, direction, unix time, colour, switch).
  */
-import { FleetError } from '../errors.ts';
+import { FleetError } from '../kernel/errors.ts';
 import { BY_ID, BY_NAME, cayenneTypes, lppCutOff, lppKey, lppShort, lppUnknown, type LppField } from './cayenneTable.ts';
 import { guardDecode, guardEncode, type Codec } from './codec.ts';
 import { generatedCayenneDecoder } from './emitCayenne.ts';

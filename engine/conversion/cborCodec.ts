@@ -6,7 +6,7 @@
  * no cbor-x extensions (no records, minimal map headers), so `{"LED": true}` is `A1 63 4C 45 44 F5`.
  */
 import { Decoder, Encoder } from 'cbor-x';
-import { FleetError } from '../errors.ts';
+import { FleetError } from '../kernel/errors.ts';
 import { defineValue, guardDecode, guardEncode, type Codec } from './codec.ts';
 import { decodeFailed } from './readers.ts';
 

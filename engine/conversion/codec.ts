@@ -3,7 +3,7 @@
  * → binary downlink (spec §2.2, §2.4). Functions never use `this`, so `codec.decode` can be passed
  * around on its own.
  */
-import { FleetError } from '../errors.ts';
+import { FleetError } from '../kernel/errors.ts';
 
 export interface DecodeMeta {
   /** LoRaWAN FPort of the uplink, when the network reported one. */

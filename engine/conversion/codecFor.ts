@@ -4,7 +4,7 @@
  * `binary` scripts are compiled into code of their own once per content and shared while any
  * device holds them (codecCache.ts); a script object remembers its codec.
  */
-import { FleetError } from '../errors.ts';
+import { FleetError } from '../kernel/errors.ts';
 import type { PayloadSettings } from '../ports/directory.ts';
 import { checkedProgram } from './analyzeScript.ts';
 import { cayenneCodec } from './cayenne.ts';

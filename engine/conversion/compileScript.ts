@@ -4,7 +4,7 @@
  * evaluated as JavaScript (DESIGN.md §7).
  */
 import type { ConversionScript } from '../../schemas/conversion.ts';
-import { FleetError } from '../errors.ts';
+import { FleetError } from '../kernel/errors.ts';
 import { checkedProgram, type ActuationIR, type StatementIR, type ValueIR } from './analyzeScript.ts';
 import { defineValue, getPath, guardDecode, guardEncode, setPath, type Codec, type DecodeMeta } from './codec.ts';
 import { decodeFailed, makeReader, type Reader } from './readers.ts';

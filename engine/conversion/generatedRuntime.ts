@@ -4,7 +4,7 @@
  * they work on as arguments. The generated factory receives this object as `h` and binds each
  * entry to a local of the same name.
  */
-import { FleetError } from '../errors.ts';
+import { FleetError } from '../kernel/errors.ts';
 import { lppCutOff, lppKey, lppShort, lppUnknown } from './cayenneTable.ts';
 import { asDecodeFailed, asValidationFailed, getPath, isRecord, notBytes, notCommand } from './codec.ts';
 import { anyNonZero, decodeFailed, floatAt, hexAt, readUint, readWide, utf8At } from './readers.ts';

@@ -2,7 +2,7 @@
  * Readers: one closure per selector, built once per script. A block checks the payload length once
  * (FieldSpec.minLength), so the fixed-position readers index without further bounds checks.
  */
-import { FleetError } from '../errors.ts';
+import { FleetError } from '../kernel/errors.ts';
 import { affineForm, compileCalculation } from './calculation.ts';
 import type { FieldSpec } from './fieldSpec.ts';
 

@@ -3,7 +3,7 @@
  * downlink buffer. A field's `calculation` means what it means when sensing (raw → value), so the
  * writer applies its inverse; integers are rounded to the nearest raw step and range-checked.
  */
-import { FleetError } from '../errors.ts';
+import { FleetError } from '../kernel/errors.ts';
 import { invertCalculation } from './calculation.ts';
 import type { FieldSpec } from './fieldSpec.ts';
 import { readUint } from './readers.ts';

@@ -3,7 +3,7 @@
  * network binding (network + devEui, set at activation), and the FRMPayload is appended to topic
  * `uplinks` as the device's uplink, with the network's receive time and FPort, so the device actor
  * decodes it with its device type's format (binary script, Cayenne LPP, CBOR) and times the states
- * with the network's receive time (engine/uplink/processUplink.ts).
+ * with the network's receive time (engine/uplink/admission/processUplink.ts).
  *
  * What can never succeed is not refused with an error the network server would retry or count
  * against the webhook: it becomes a dead letter (topic `dead-letters`) and the answer says
@@ -14,13 +14,13 @@
  * Decoding errors (DECODE_FAILED) surface later, in the device actor, as the device's rejections.
  * Registry or log trouble is thrown as it is (retriable: UNAVAILABLE, BACKPRESSURE → 503).
  */
-import type { Clock } from '../clock.ts';
-import type { ErrorCode } from '../errors.ts';
-import { newId } from '../ids.ts';
+import type { Clock } from '../kernel/clock.ts';
+import type { ErrorCode } from '../kernel/errors.ts';
+import { newId } from '../kernel/ids.ts';
 import type { LpwanApplication, LpwanNetworkId } from '../ports/lpwanApplications.ts';
 import type { Device, Registry } from '../ports/registry.ts';
-import type { UplinkReceipt, UplinkSubmission } from '../UplinkIngest.ts';
-import type { Rejection } from '../uplink/processUplink.ts';
+import type { UplinkReceipt, UplinkSubmission } from '../uplink/UplinkIngest.ts';
+import type { Rejection } from '../uplink/admission/processUplink.ts';
 import type { ContentType, UplinkEnvelope } from '../../schemas/messages.ts';
 import type { LpwanUplinkAnswer } from '../../schemas/lpwan.ts';
 
@@ -44,9 +44,9 @@ export interface LpwanUplink {
 
 export interface LpwanUplinkIntakeOptions {
   devices: Pick<Registry, 'findDeviceByNetwork'>;
-  /** engine/UplinkIngest.ts: resolves once the uplink is durable in the log. */
+  /** engine/uplink/UplinkIngest.ts: resolves once the uplink is durable in the log. */
   ingest: { append(submission: UplinkSubmission): Promise<UplinkReceipt | void> };
-  /** engine/DeadLetterSink.ts: resolves once the dead letters are durable. */
+  /** engine/uplink/pipeline/DeadLetterSink.ts: resolves once the dead letters are durable. */
   deadLetters: { add(envelope: UplinkEnvelope, rejections: readonly Rejection[]): Promise<void> };
   clock: Clock;
   /**

@@ -2,11 +2,11 @@
  * The LPWAN applications of a configuration document (schemas/lpwan.ts LpwanApplicationsDocument),
  * held in memory: the embedded implementation of engine/ports/lpwanApplications.ts. Secrets are
  * kept only as SHA-256 digests; a webhook's secret is found by its digest, like bearer tokens
- * (engine/tokens.ts: a secret of enough entropy needs no slow hash).
+ * (engine/access/tokens.ts: a secret of enough entropy needs no slow hash).
  */
 import { createHash } from 'node:crypto';
 import { Compile } from 'typebox/compile';
-import { FleetError } from '../errors.ts';
+import { FleetError } from '../kernel/errors.ts';
 import type { LpwanApplication, LpwanApplications } from '../ports/lpwanApplications.ts';
 import { LpwanApplicationsDocument } from '../../schemas/lpwan.ts';
 

@@ -6,7 +6,7 @@
  */
 import { codecFor } from '../conversion/codecFor.ts';
 import { cborCodec } from '../conversion/cborCodec.ts';
-import { FleetError } from '../errors.ts';
+import { FleetError } from '../kernel/errors.ts';
 import type { PayloadSettings } from '../ports/directory.ts';
 
 /** The largest LoRaWAN application payload (LoRaWAN Regional Parameters: 242 bytes at the fastest data rates). */

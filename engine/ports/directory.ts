@@ -3,31 +3,19 @@
  * profiles, payload settings). The registry implements it; tests use an in-memory one.
  */
 
-export type AssetKind = 'sensor' | 'actuator' | 'virtual';
+import type { Asset, AssetKind, Device, PayloadSettings } from '../../schemas/registry.ts';
 
-/** Asset profile: plain JSON Schema (the subset in engine/uplink/profile.ts), plus `unit` as a label. */
-export type AssetProfile = Record<string, unknown>;
+export type { AssetKind, PayloadSettings };
 
-export interface AssetInfo {
-  /** Global asset id (spec §4.1 `asset/<AssetID>/state`). */
-  id: string;
-  /** Unique per device, immutable. */
-  name: string;
-  is: AssetKind;
-  profile: AssetProfile;
-}
+/** Asset profile: plain JSON Schema (the subset in engine/uplink/admission/profile.ts), plus `unit` as a label. */
+export type AssetProfile = Asset['profile'];
 
-export interface PayloadSettings {
-  /** How binary uplinks of this device are decoded. */
-  format: 'json' | 'cbor' | 'binary' | 'cayenne';
-  /** Binary conversion script (format 'binary'). */
-  conversion?: unknown;
-}
+/** What an actor needs of an asset: the registry's Asset (schemas/registry.ts), narrowed. */
+export type AssetInfo = Pick<Asset, 'id' | 'name' | 'is' | 'profile'>;
 
-export interface DeviceInfo {
-  id: string;
+/** What an actor needs of a device: the registry's Device with its assets, narrowed. */
+export interface DeviceInfo extends Pick<Device, 'id' | 'payload'> {
   assets: readonly AssetInfo[];
-  payload?: PayloadSettings;
 }
 
 export interface DeviceDirectory {

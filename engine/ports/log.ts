@@ -103,4 +103,4 @@ export interface Log {
 }
 
 /** The stable key → partition mapping every adapter uses (murmur2, as Kafka's default partitioner). */
-export { partitionFor } from '../partition.ts';
+export { partitionFor } from '../kernel/partition.ts';

@@ -182,7 +182,7 @@ export interface Registry {
   // ---- activations (spec §2.5–2.8, §4.5–4.7) ----
   /**
    * Creates an `unused` activation with a generated code and option ids (spec §4.5). Each option's
-   * network goes through the networks table (engine/networks.ts: aliases become ids, keys are
+   * network goes through the networks table (engine/activation/networks.ts: aliases become ids, keys are
    * checked, LoRaWAN keys not supplied become null). Device types: another partner's is FORBIDDEN;
    * a type name the partner does not have, or a `:<n>` that is not published, is VALIDATION_FAILED;
    * `:latest` (or no suffix) of a type without a published version publishes its draft as version 1
@@ -198,7 +198,7 @@ export interface Registry {
   /**
    * Changes the description and/or replaces the options (new option ids; the same checks as
    * createActivation) of an unused activation. NOT_FOUND for an unknown code or another partner's;
-   * CONFLICT once used (engine/activationMachine.ts).
+   * CONFLICT once used (engine/activation/activationMachine.ts).
    */
   updateActivation(partnerId: string, code: string, patch: ActivationPatch): Promise<Activation>;
   /** Deletes an unused activation; false when there is none. CONFLICT once used. */

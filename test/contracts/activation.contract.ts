@@ -2,10 +2,10 @@
  * Contract of the registry's activation operations (device types, activations, redeeming codes;
  * spec §2.5–2.8, §4.5–4.6). Runs on the same harness as registry.contract.ts.
  */
-import { suite } from 'uvu';
+import { suite } from '../support/suite.ts';
 import * as assert from 'uvu/assert';
-import { SimulatedClock } from '../../engine/clock.ts';
-import { FleetError } from '../../engine/errors.ts';
+import { SimulatedClock } from '../../engine/kernel/clock.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import type { DeviceTypeDefinition, NewActivation, Registry } from '../../engine/ports/registry.ts';
 import { ACTIVATION_CODE_PATTERN, ID_PATTERN } from '../../schemas/registry.ts';
 import { rejects, type RegistryFactory, type RegistryHarness } from './registry.contract.ts';

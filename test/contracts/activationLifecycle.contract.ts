@@ -1,11 +1,11 @@
 /**
  * Contract of managing activations (spec §4.7): list with filters and pages, change and delete
- * while unused, CONFLICT once used (engine/activationMachine.ts). Runs on the harness of
+ * while unused, CONFLICT once used (engine/activation/activationMachine.ts). Runs on the harness of
  * registry.contract.ts.
  */
-import { suite } from 'uvu';
+import { suite } from '../support/suite.ts';
 import * as assert from 'uvu/assert';
-import { SimulatedClock } from '../../engine/clock.ts';
+import { SimulatedClock } from '../../engine/kernel/clock.ts';
 import type { NewActivation, Registry } from '../../engine/ports/registry.ts';
 import { rejects, type RegistryFactory, type RegistryHarness } from './registry.contract.ts';
 

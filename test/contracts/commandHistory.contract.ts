@@ -1,7 +1,7 @@
 /**
  * Contract of the CommandHistory port (engine/ports/commandHistory.ts): every adapter passes it.
  */
-import { suite } from 'uvu';
+import { suite } from '../support/suite.ts';
 import * as assert from 'uvu/assert';
 import type { CommandHistory } from '../../engine/ports/commandHistory.ts';
 import type { CommandStatus, CommandView } from '../../schemas/commands.ts';

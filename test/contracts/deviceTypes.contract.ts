@@ -3,9 +3,9 @@
  * it as immutable versions 1, 2, …, read and list with versions. Runs on the harness of
  * registry.contract.ts.
  */
-import { suite } from 'uvu';
+import { suite } from '../support/suite.ts';
 import * as assert from 'uvu/assert';
-import { SimulatedClock } from '../../engine/clock.ts';
+import { SimulatedClock } from '../../engine/kernel/clock.ts';
 import type { DeviceTypeDefinition, Registry } from '../../engine/ports/registry.ts';
 import { rejects, type RegistryFactory, type RegistryHarness } from './registry.contract.ts';
 

@@ -8,10 +8,10 @@
  * at-least-once delivery is assumed (a record may come again after a rebalance, never to two
  * members at once).
  */
-import { suite } from 'uvu';
+import { suite } from '../support/suite.ts';
 import * as assert from 'uvu/assert';
-import { isFleetError } from '../../engine/errors.ts';
-import { partitionFor } from '../../engine/partition.ts';
+import { isFleetError } from '../../engine/kernel/errors.ts';
+import { partitionFor } from '../../engine/kernel/partition.ts';
 import type { Consumer, ConsumerOptions, Log, LogRecord, ProducerRecord, RecordBatch, TopicPartition } from '../../engine/ports/log.ts';
 
 export interface LogFixture {

@@ -5,10 +5,10 @@
  * check what is stored (token hashes, cascades) rather than only what the port answers.
  */
 import { createHash } from 'node:crypto';
-import { suite } from 'uvu';
+import { suite } from '../support/suite.ts';
 import * as assert from 'uvu/assert';
-import { SimulatedClock, type Clock } from '../../engine/clock.ts';
-import { FleetError, type ErrorCode } from '../../engine/errors.ts';
+import { SimulatedClock, type Clock } from '../../engine/kernel/clock.ts';
+import { FleetError, type ErrorCode } from '../../engine/kernel/errors.ts';
 import { registryDirectory, type Registry } from '../../engine/ports/registry.ts';
 import { ID_PATTERN } from '../../schemas/registry.ts';
 

@@ -1,7 +1,7 @@
 /**
  * Contract of the RejectionStore port (engine/ports/rejections.ts): every adapter passes it.
  */
-import { suite } from 'uvu';
+import { suite } from '../support/suite.ts';
 import * as assert from 'uvu/assert';
 import type { RejectionRow, RejectionStore } from '../../engine/ports/rejections.ts';
 

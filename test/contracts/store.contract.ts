@@ -13,9 +13,9 @@
  * - Bad rows fail the whole append call with INVALID_STATE and store nothing of it; bad queries fail
  *   VALIDATION_FAILED. Neither is retriable.
  */
-import { suite } from 'uvu';
+import { suite } from '../support/suite.ts';
 import * as assert from 'uvu/assert';
-import { FleetError } from '../../engine/errors.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 import type { StateStore, StoredState } from '../../engine/ports/store.ts';
 import type { JsonValue, StateRow } from '../../schemas/messages.ts';
 

@@ -5,7 +5,7 @@
 import fc from 'fast-check';
 import type { ConversionScript } from '../../schemas/conversion.ts';
 import type { Codec, DecodeMeta } from '../../engine/conversion/codec.ts';
-import { FleetError } from '../../engine/errors.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
 
 /** Invertible calculations as real scripts write them. */
 const INT_CALCS = [undefined, 'val / 10', 'val / 1000', 'val * 0.036 - 40', 'val * 0.5 - 20', '-val + 3', 'val / 3', '(val - 32) * 5 / 9', '100 - val', 'val + 1'];

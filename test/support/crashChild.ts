@@ -22,11 +22,11 @@ import { writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { createChdbStore } from '../../adapters/chdb/createChdbStore.ts';
 import { createLocalLog } from '../../adapters/local-log/LocalLog.ts';
-import { systemClock } from '../../engine/clock.ts';
-import { encodeEnvelope } from '../../engine/envelope.ts';
+import { systemClock } from '../../engine/kernel/clock.ts';
+import { encodeEnvelope } from '../../engine/uplink/envelope.ts';
 import { MemoryDirectory } from '../../engine/ports/directory.ts';
-import { StateBatcher } from '../../engine/StateBatcher.ts';
-import { UplinkPipeline } from '../../engine/UplinkPipeline.ts';
+import { StateBatcher } from '../../engine/uplink/pipeline/StateBatcher.ts';
+import { UplinkPipeline } from '../../engine/uplink/pipeline/UplinkPipeline.ts';
 import { Topics } from '../../schemas/messages.ts';
 import { crashDevice, crashUplink } from './crashUplinks.ts';
 

@@ -13,18 +13,35 @@ import { serveEdge, type ServedEdge } from '../../adapters/http/serveEdge.ts';
 import { createLocalLog, type LocalLog } from '../../adapters/local-log/LocalLog.ts';
 import { createPgliteRegistry } from '../../adapters/pglite/createPgliteRegistry.ts';
 import { createPostgresRegistry } from '../../adapters/postgres/createPostgresRegistry.ts';
-import { SimulatedClock } from '../../engine/clock.ts';
-import { decodeEnvelope } from '../../engine/envelope.ts';
+import { SimulatedClock } from '../../engine/kernel/clock.ts';
+import { decodeEnvelope } from '../../engine/uplink/envelope.ts';
 import type { ProducerRecord, RecordPosition } from '../../engine/ports/log.ts';
 import type { Registry } from '../../engine/ports/registry.ts';
 import type { RejectionRow, RejectionStore } from '../../engine/ports/rejections.ts';
 import type { StateStore } from '../../engine/ports/store.ts';
-import { UplinkIngest } from '../../engine/UplinkIngest.ts';
+import { UplinkIngest } from '../../engine/uplink/UplinkIngest.ts';
+import { withEnv } from './suite.ts';
 import type { UplinkEnvelope } from '../../schemas/messages.ts';
 
 export interface RegistryFactory {
   name: string;
   create(): Promise<{ registry: Registry; dispose(): Promise<void> }>;
+}
+
+/**
+ * `build` once per registry factory: PGlite always, PostgreSQL when DATABASE_URL_TEST names a
+ * server; without it the PostgreSQL suite's tests count as skipped.
+ */
+export function suitePerRegistry<S>(label: string, build: (factory: RegistryFactory) => S): S[] {
+  const suites = registryFactories().map(build);
+  if (!process.env.DATABASE_URL_TEST) {
+    // Registered as skips only: the stand-in's create is never called.
+    const standIn: RegistryFactory = { name: 'postgres', create: () => Promise.reject(new Error('DATABASE_URL_TEST is not set')) };
+    withEnv(`${label} on PostgreSQL`, ['DATABASE_URL_TEST'], 'a PostgreSQL server, e.g. postgres://postgres@127.0.0.1:5432/postgres', () => {
+      suites.push(build(standIn));
+    });
+  }
+  return suites;
 }
 
 /** PGlite always; PostgreSQL too when DATABASE_URL_TEST names a server. */

@@ -9,7 +9,7 @@
  */
 import { writeSync } from 'node:fs';
 import { createExternalMqtt } from '../../adapters/mqtt/createExternalMqtt.ts';
-import { systemClock } from '../../engine/clock.ts';
+import { systemClock } from '../../engine/kernel/clock.ts';
 import type { DeviceWithAssets } from '../../engine/ports/registry.ts';
 
 const args = JSON.parse(process.argv[2]) as { url: string; group: string; clientIdPrefix: string; sessionExpirySeconds: number; device: DeviceWithAssets };

@@ -11,9 +11,9 @@ import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { createServer } from 'node:net';
 import { createKafkaLog } from '../../adapters/kafka/index.ts';
-import { systemClock } from '../../engine/clock.ts';
+import { systemClock } from '../../engine/kernel/clock.ts';
 import type { Registry } from '../../engine/ports/registry.ts';
-import { UplinkIngest } from '../../engine/UplinkIngest.ts';
+import { UplinkIngest } from '../../engine/uplink/UplinkIngest.ts';
 
 const bin = new URL('../../bin/fleetstream.ts', import.meta.url).pathname;
 

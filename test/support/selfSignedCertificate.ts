@@ -18,3 +18,14 @@ export function selfSignedCertificate(dir: string): { cert: string; key: string;
   }
   return { cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8'), certFile, keyFile };
 }
+
+/** Why selfSignedCertificate cannot work here (no openssl on the PATH), or undefined. */
+export function opensslMissing(): string | undefined {
+  try {
+    execFileSync('openssl', ['version'], { stdio: 'pipe' });
+    return undefined;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 'openssl not found on the PATH (install openssl)';
+    throw error;
+  }
+}

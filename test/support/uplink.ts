@@ -1,7 +1,7 @@
 /** A test device and helpers shared by the uplink pipeline suites. */
 import type { DeviceInfo } from '../../engine/ports/directory.ts';
-import { compileDevice, type CompileDeviceOptions, type CompiledDevice } from '../../engine/uplink/compileDevice.ts';
-import { processUplink, type UplinkOutput } from '../../engine/uplink/processUplink.ts';
+import { compileDevice, type CompileDeviceOptions, type CompiledDevice } from '../../engine/uplink/admission/compileDevice.ts';
+import { processUplink, type UplinkOutput } from '../../engine/uplink/admission/processUplink.ts';
 import type { ContentType, UplinkEnvelope } from '../../schemas/messages.ts';
 
 export const RECEIVED_AT = 1_000;

@@ -13,11 +13,12 @@
  * - LoRaWAN data is answered with every optional key, null when not supplied, `activationMethod`
  *   `abp` (spec §2.8); a network without keys answers `{}`.
  */
-import table from '../schemas/networks.json' with { type: 'json' };
+import table from '../../schemas/networks.json' with { type: 'json' };
 import { Compile } from 'typebox/compile';
-import { FleetError } from './errors.ts';
-import { NetworkTable, type NetworkKey } from '../schemas/networks.ts';
-import type { NetworkBinding } from '../schemas/registry.ts';
+import { FleetError } from '../kernel/errors.ts';
+import { NetworkTable, type NetworkKey } from '../../schemas/networks.ts';
+import type { NetworkBinding } from '../../schemas/registry.ts';
+import { isPlainObject } from '../kernel/isPlainObject.ts';
 
 export interface NetworkInfo {
   id: string;
@@ -38,10 +39,6 @@ interface CompiledKey {
 
 function invalid(field: string, message: string): FleetError {
   return new FleetError('VALIDATION_FAILED', `${field}: ${message}`, { detail: { field } });
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** A key name safe to show in a message or a field path. */

@@ -11,8 +11,8 @@
  * probe on the hash instead of a deliberate CPU cost per request.
  */
 import { createHash } from 'node:crypto';
-import type { TokenScope } from '../schemas/registry.ts';
-import { randomBase62 } from './ids.ts';
+import type { TokenScope } from '../../schemas/registry.ts';
+import { randomBase62 } from '../kernel/ids.ts';
 
 export const TOKEN_PREFIXES = { device: 'fsd_', user: 'fsu_', partner: 'fsp_' } as const satisfies Record<TokenScope, string>;
 

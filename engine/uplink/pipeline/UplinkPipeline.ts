@@ -3,22 +3,22 @@
  * after the states of every earlier record of that partition are in the store and its rejections
  * are on the dead-letter topic; a crash replays from there and idempotent writes absorb the replay.
  */
-import type { Clock, TimerHandle } from './clock.ts';
+import { exponentialBackoff } from '../../kernel/backoff.ts';
+import type { Clock, TimerHandle } from '../../kernel/clock.ts';
 import { DeadLetterSink } from './DeadLetterSink.ts';
-import { decodeEnvelope } from './envelope.ts';
-import { toFleetError, type FleetError } from './errors.ts';
+import { decodeEnvelope } from '../envelope.ts';
+import { toFleetError, type FleetError } from '../../kernel/errors.ts';
 import { OffsetTracker } from './OffsetTracker.ts';
-import { DeviceActors, type DeviceActorsOptions } from './actors/DeviceActors.ts';
-import type { UplinkSink, UplinkWork } from './actors/DeviceActor.ts';
-import type { DeviceDirectory, DeviceInfo } from './ports/directory.ts';
-import type { CommitRequest, Consumer, Log, LogRecord, RecordBatch, TopicPartition } from './ports/log.ts';
-import { compileDevice, type CompiledDevice } from './uplink/compileDevice.ts';
-import type { UplinkOutput } from './uplink/processUplink.ts';
-import { Topics, type DeadLetter, type StateRow, type UplinkEnvelope } from '../schemas/messages.ts';
+import { DeviceActors, type DeviceActorsOptions } from '../../actors/DeviceActors.ts';
+import type { UplinkSink, UplinkWork } from '../../actors/DeviceActor.ts';
+import type { DeviceDirectory, DeviceInfo } from '../../ports/directory.ts';
+import type { CommitRequest, Consumer, Log, LogRecord, RecordBatch, TopicPartition } from '../../ports/log.ts';
+import { compileDevice, type CompiledDevice } from '../admission/compileDevice.ts';
+import type { UplinkOutput } from '../admission/processUplink.ts';
+import { Topics, type DeadLetter, type StateRow, type UplinkEnvelope } from '../../../schemas/messages.ts';
 
-/** Backoff of dead letters whose append failed retriably, ms (as StateBatcher's defaults). */
-const DEAD_LETTER_RETRY_INITIAL_MS = 100;
-const DEAD_LETTER_RETRY_MAX_MS = 5000;
+/** Backoff of dead letters whose append failed retriably (as StateBatcher's defaults). */
+const deadLetterBackoff = exponentialBackoff({ initialMs: 100, maxMs: 5000 });
 
 /** Where processed rows go: resolves once they are durable (StateBatcher over a StateStore). */
 export interface RowSink {
@@ -166,8 +166,7 @@ export class UplinkPipeline implements UplinkSink {
     return this.deadLetters.add(envelope, rejections).catch((error: unknown) => {
       const failure = toFleetError(error);
       if (!failure.retriable || this.#failed !== undefined) throw failure;
-      const delay = Math.min(DEAD_LETTER_RETRY_MAX_MS, DEAD_LETTER_RETRY_INITIAL_MS * 2 ** retry);
-      return new Promise<void>((resolve) => this.#options.clock.setTimeout(resolve, delay))
+      return new Promise<void>((resolve) => this.#options.clock.setTimeout(resolve, deadLetterBackoff(retry)))
         .then(() => this.#deadLetter(envelope, rejections, retry + 1));
     });
   }

@@ -4,7 +4,7 @@
  * because an id starting with `-` reads as an option on a command line.
  */
 import { randomFillSync } from 'node:crypto';
-import { ID_PATTERN } from '../schemas/registry.ts';
+import { ID_PATTERN } from '../../schemas/registry.ts';
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 /** Largest multiple of 62 below 256: bytes at or above it are dropped so every character is uniform. */

@@ -4,7 +4,7 @@
  * endpoint print or serialise them as they are. Plaintext tokens appear here once, at creation
  * (DESIGN.md §5: tokens are stored hashed and cannot be shown again).
  */
-import type { Registry } from './ports/registry.ts';
+import type { Registry } from '../ports/registry.ts';
 
 export interface CreatedPrincipal {
   id: string;

@@ -2,14 +2,14 @@
  * What a device type definition must satisfy beyond its schema, checked when a draft is saved and
  * when a definition is published, so a device activated from it never carries an asset profile the
  * uplink validator cannot compile or a payload setting its codec cannot decode:
- * - every asset profile is in the supported JSON Schema subset (engine/uplink/profile.ts);
+ * - every asset profile is in the supported JSON Schema subset (engine/uplink/admission/profile.ts);
  * - `payload.format` `binary` needs a `conversion` script that checks (engine/conversion/
  *   checkScript.ts); `json`, `cbor` and `cayenne` (a built-in script) take none.
  */
-import { checkScript } from './conversion/checkScript.ts';
-import { FleetError } from './errors.ts';
-import { checkProfile } from './uplink/profile.ts';
-import type { DeviceTypeDefinition } from '../schemas/registry.ts';
+import { checkScript } from '../conversion/checkScript.ts';
+import { FleetError } from '../kernel/errors.ts';
+import { checkProfile } from '../uplink/admission/profile.ts';
+import type { DeviceTypeDefinition } from '../../schemas/registry.ts';
 
 function join(field: string, sub: string): string {
   return [field, sub].filter(Boolean).join('.');

@@ -31,12 +31,13 @@
  * MAX_BODY_DEPTH nested arrays/objects — and, in CBOR, tags), DECODE_FAILED,
  * UNSUPPORTED_CONTENT_TYPE, PROCESSING_FAILED.
  */
-import type { ErrorCode } from '../errors.ts';
-import type { JsonValue, StateRow, UplinkEnvelope } from '../../schemas/messages.ts';
+import type { ErrorCode } from '../../kernel/errors.ts';
+import type { JsonValue, StateRow, UplinkEnvelope } from '../../../schemas/messages.ts';
 import { checkJsonValue } from './checkJsonValue.ts';
 import type { CompiledDevice } from './compileDevice.ts';
 import { CborDecodeError, CborMap, CborTag, decodeCbor } from './decodeCbor.ts';
 import { parseTimestamp } from './parseTimestamp.ts';
+import { isPlainObject } from '../../kernel/isPlainObject.ts';
 
 /** Nesting limit of a body: deep enough for any real state, shallow enough for any stack. */
 export const MAX_BODY_DEPTH = 32;
@@ -69,12 +70,6 @@ const TAG_EPOCH = 1;
 const TAG_EXTENDED_TIME = 1001;
 const TAG_GEO = 103;
 const TAG_DATA_POINT = 120;
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
-  const proto = Object.getPrototypeOf(v);
-  return proto === Object.prototype || proto === null;
-}
 
 /** An asset name for a reason text; the rejection's `asset` field keeps it whole. */
 function quote(name: string): string {
@@ -185,16 +180,16 @@ function processJson(env: UplinkEnvelope, device: CompiledDevice, out: UplinkOut
   }
   if (env.asset !== undefined) {
     // spec §2.1 asset state
-    if (!isObject(doc)) throw badShape(doc, 'asset state must be a JSON object {"value": …, "at"?: "<ISO 8601>"}');
+    if (!isPlainObject(doc)) throw badShape(doc, 'asset state must be a JSON object {"value": …, "at"?: "<ISO 8601>"}');
     checkIgnoredDepth(doc, 1);
     if (!Object.hasOwn(doc, 'value')) throw new Abort('INVALID_STATE', 'asset state has no "value"');
     return emit(env, device, out, defaultTs, env.asset, doc.value, doc.at, 1, false);
   }
   // spec §2.2 device state
-  if (!isObject(doc)) throw badShape(doc, 'device state must be a JSON object of asset name → {"value": …, "at"?: …}');
+  if (!isPlainObject(doc)) throw badShape(doc, 'device state must be a JSON object of asset name → {"value": …, "at"?: …}');
   for (const name in doc) {
     const state = doc[name];
-    if (isObject(state)) {
+    if (isPlainObject(state)) {
       checkIgnoredDepth(state, 2);
       if (Object.hasOwn(state, 'value')) {
         emit(env, device, out, defaultTs, name, state.value, state.at, 2, false);
@@ -210,7 +205,7 @@ function processJson(env: UplinkEnvelope, device: CompiledDevice, out: UplinkOut
 
 /** Exactly "value", or "value" and "at": the full form (see the module doc for the ambiguity). */
 function isFullForm(entry: unknown): entry is Record<string, unknown> {
-  if (!isObject(entry)) return false;
+  if (!isPlainObject(entry)) return false;
   let keys = 0;
   for (const key in entry) {
     if (key !== 'value' && key !== 'at') return false;
@@ -261,7 +256,7 @@ function processCbor(env: UplinkEnvelope, device: CompiledDevice, out: UplinkOut
   }
   if (env.asset !== undefined) return emitCbor(env, device, out, defaultTs, env.asset, doc, 0);
   if (doc instanceof CborMap) throw new Abort('INVALID_STATE', 'device state map keys must be asset names (text strings)');
-  if (!isObject(doc)) throw new Abort('INVALID_STATE', 'device state must be a CBOR map of asset name → value or {value, at}');
+  if (!isPlainObject(doc)) throw new Abort('INVALID_STATE', 'device state must be a CBOR map of asset name → value or {value, at}');
   for (const name in doc) emitCbor(env, device, out, defaultTs, name, doc[name], 1);
 }
 
@@ -276,7 +271,7 @@ function processBinary(env: UplinkEnvelope, device: CompiledDevice, out: UplinkO
   } catch (error) {
     throw new Abort('DECODE_FAILED', `binary decoder failed: ${error instanceof Error ? error.message : String(error)}`);
   }
-  if (!isObject(decoded)) throw new Abort('DECODE_FAILED', 'binary decoder did not return a map of asset name → value');
+  if (!isPlainObject(decoded)) throw new Abort('DECODE_FAILED', 'binary decoder did not return a map of asset name → value');
   for (const name in decoded) emit(env, device, out, defaultTs, name, decoded[name], undefined, 1, false);
 }
 

@@ -6,10 +6,10 @@
  * made elsewhere (another edge, the admin CLI revoking a token) apply within cacheTtlMs.
  * Shared by the HTTP edge (adapters/http/EdgeAccess.ts) and the MQTT edges.
  */
-import type { Clock } from './clock.ts';
-import type { DeviceWithAssets, Principal, Registry } from './ports/registry.ts';
+import type { Clock } from '../kernel/clock.ts';
+import type { DeviceWithAssets, Principal, Registry } from '../ports/registry.ts';
 import { tokenScope } from './tokens.ts';
-import { TtlCache } from './TtlCache.ts';
+import { TtlCache } from '../kernel/TtlCache.ts';
 
 export interface RegistryLookupsOptions {
   registry: Pick<Registry, 'authenticate' | 'getDevice' | 'getAssetById' | 'isMember'>;

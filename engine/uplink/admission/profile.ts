@@ -24,7 +24,8 @@
  * Numbers are checked as typebox does: "number" and "integer" accept finite numbers only.
  */
 import { Compile } from 'typebox/compile';
-import type { AssetProfile } from '../ports/directory.ts';
+import type { AssetProfile } from '../../ports/directory.ts';
+import { isPlainObject } from '../../kernel/isPlainObject.ts';
 
 /** Undefined when the value matches; otherwise a human-readable reason naming the path. */
 export type ProfileChecker = (value: unknown) => string | undefined;
@@ -49,12 +50,6 @@ const MAX_PROFILE_DEPTH = 32;
 const CACHE_LIMIT = 10_000;
 
 class ProfileError extends Error {}
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
-  const proto = Object.getPrototypeOf(v);
-  return proto === Object.prototype || proto === null;
-}
 
 function define(obj: Record<string, unknown>, key: string, value: unknown): void {
   // Plain assignment of "__proto__" would set the prototype instead of a property.

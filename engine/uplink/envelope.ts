@@ -8,8 +8,8 @@
  */
 import { Encoder } from 'cbor-x';
 import { Compile } from 'typebox/compile';
-import { FleetError } from './errors.ts';
-import { DeadLetter, UplinkEnvelope, type NetworkMeta } from '../schemas/messages.ts';
+import { FleetError } from '../kernel/errors.ts';
+import { DeadLetter, UplinkEnvelope, type NetworkMeta } from '../../schemas/messages.ts';
 
 const codec = new Encoder({
   useRecords: false,

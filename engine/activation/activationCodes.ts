@@ -5,7 +5,7 @@
  * O and U, and read back case-insensitively.
  */
 import { randomBytes } from 'node:crypto';
-import { ACTIVATION_CODE_PATTERN } from '../schemas/registry.ts';
+import { ACTIVATION_CODE_PATTERN } from '../../schemas/registry.ts';
 
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 const CODE_LENGTH = 16;

@@ -3,7 +3,7 @@
  * the binary decoder of its device type, built once when the actor starts, then reused for every
  * uplink.
  */
-import type { AssetInfo, DeviceInfo } from '../ports/directory.ts';
+import type { AssetInfo, DeviceInfo } from '../../ports/directory.ts';
 import { compileProfile, type ProfileChecker } from './profile.ts';
 
 /** Metadata a binary decoder gets with each payload; only valid during the call. */

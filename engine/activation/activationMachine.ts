@@ -10,7 +10,7 @@
  *     └──DELETE──► deleted (final)
  */
 import { setup, transition } from 'xstate';
-import { FleetError } from './errors.ts';
+import { FleetError } from '../kernel/errors.ts';
 
 export type ActivationEvent = { type: 'ACTIVATE' } | { type: 'CHANGE' } | { type: 'DELETE' };
 export type ActivationEventType = ActivationEvent['type'];

@@ -5,15 +5,12 @@
  * is stored; a value it refuses shows up in the device's rejections.
  */
 import type { ContentType } from '../../schemas/messages.ts';
-import { decodeCbor } from '../uplink/decodeCbor.ts';
-import { MAX_BODY_DEPTH } from '../uplink/processUplink.ts';
-import { detectStateFormat, type Decision, type UplinkTarget } from './topics.ts';
+import { decodeCbor } from '../uplink/admission/decodeCbor.ts';
+import { MAX_BODY_DEPTH } from '../uplink/admission/processUplink.ts';
+import { detectStateFormat, type Decision, type UplinkTarget } from './mqttTopics.ts';
+import { isPlainObject } from '../kernel/isPlainObject.ts';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function parseJson(body: Uint8Array): Decision<unknown> {
   if (body.byteLength === 0) return { ok: false, code: 'MALFORMED_JSON', reason: 'empty payload; expected JSON' };

@@ -1,6 +1,6 @@
 /**
  * Where the edges (HTTP, MQTT, LPWAN) hand uplinks to the engine: each uplink gets a unique id and
- * its receive time, is encoded as an envelope (engine/envelope.ts) and appended to topic `uplinks`
+ * its receive time, is encoded as an envelope (engine/uplink/envelope.ts) and appended to topic `uplinks`
  * keyed by device id (DESIGN.md §2, §3). `append` resolves only once the record is durable in the
  * log, so an edge acknowledges (HTTP 202, MQTT PUBACK) nothing it could lose.
  *
@@ -10,12 +10,12 @@
  * meanwhile go into the next append together, so under load one durable write carries many uplinks.
  */
 import { Compile } from 'typebox/compile';
-import type { Clock } from './clock.ts';
+import type { Clock } from '../kernel/clock.ts';
 import { encodeEnvelope } from './envelope.ts';
-import { FleetError, toFleetError } from './errors.ts';
-import { newId } from './ids.ts';
-import type { Log, ProducerRecord } from './ports/log.ts';
-import { Topics, UplinkEnvelope } from '../schemas/messages.ts';
+import { FleetError, toFleetError } from '../kernel/errors.ts';
+import { newId } from '../kernel/ids.ts';
+import type { Log, ProducerRecord } from '../ports/log.ts';
+import { Topics, UplinkEnvelope } from '../../schemas/messages.ts';
 
 const checkEnvelope = Compile(UplinkEnvelope);
 
@@ -42,7 +42,7 @@ export interface UplinkIngestOptions {
   maxBatch?: number;
   /** Retry-After suggested when refusing, seconds. Default 1. */
   retryAfterSeconds?: number;
-  /** Uplink ids; default engine/ids.ts newId (22 random base62 characters). */
+  /** Uplink ids; default engine/kernel/ids.ts newId (22 random base62 characters). */
   newId?(): string;
 }
 

@@ -14,7 +14,7 @@
  *     a device or asset id, and `$share`/`$SYS` filters are refused;
  *   - a user token subscribes to the feed of devices of its grounds; it publishes nothing.
  */
-import type { ErrorCode } from '../errors.ts';
+import type { ErrorCode } from '../kernel/errors.ts';
 import type { AssetInfo, DeviceInfo } from '../ports/directory.ts';
 
 export type UplinkTopic =

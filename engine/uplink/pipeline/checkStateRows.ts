@@ -2,8 +2,8 @@
  * What a state store accepts (DESIGN.md §3 "State row"). Checked before rows are queued or encoded,
  * so a bad row fails its own append call with a clear error instead of poisoning a shared batch.
  */
-import { FleetError } from './errors.ts';
-import type { StateRow } from '../schemas/messages.ts';
+import { FleetError } from '../../kernel/errors.ts';
+import type { StateRow } from '../../../schemas/messages.ts';
 
 /** Nesting deeper than this is refused (and it stops a cyclic object from recursing forever). */
 export const MAX_VALUE_DEPTH = 64;

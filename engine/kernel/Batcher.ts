@@ -1,0 +1,225 @@
+/**
+ * The engine's one batching primitive: ClickHouse and Kafka want few large writes, callers make
+ * many small items. A batch starts when `maxItems` weight is buffered or `maxDelayMs` after its
+ * oldest item was accepted; batches are cut in arrival order, `concurrency` written at once, each
+ * at most `maxItems` heavy unless one item is heavier. At most `maxPending` weight is buffered or
+ * being written: an item that does not fit waits, unaccepted and in order (`overflow: 'wait'`, so
+ * a caller awaiting add() is slowed to the writer's pace), or is refused at once (`'refuse'`); one
+ * heavier than `maxPending` is accepted alone rather than never. A retriable FleetError is retried
+ * after `retry.backoff(attempt)` on the Clock, up to `retry.maxRetries` times; any other error, or
+ * the last retriable one, fails that batch only.
+ */
+import type { Backoff } from './backoff.ts';
+import { nonNegative, positiveInteger } from './checkOption.ts';
+import type { Clock, TimerHandle } from './clock.ts';
+import { FleetError, toFleetError } from './errors.ts';
+
+export interface BatcherOptions<T> {
+  clock: Clock;
+  /** Writes one batch; a synchronous throw counts as a rejection. */
+  write(items: T[]): Promise<void>;
+  maxItems: number;
+  /** ms; 0 starts batches at once. */
+  maxDelayMs: number;
+  maxPending: number;
+  overflow: 'wait' | 'refuse';
+  /** Weight of one item (e.g. the rows of one append). Default 1. */
+  weight?(item: T): number;
+  /** Batches written at once. Default 1. */
+  concurrency?: number;
+  /** Default: no retries. */
+  retry?: { backoff: Backoff; maxRetries: number };
+  /** Told once per batch that failed for good (its items' promises reject too). */
+  onFailed?(items: T[], error: FleetError): void;
+  /** Names the batcher in errors. Default 'batcher'. */
+  name?: string;
+}
+
+interface Held<T> {
+  item: T;
+  weight: number;
+  seq: number;
+  acceptedAt: number;
+  resolve: (() => void) | undefined;
+  reject: ((error: FleetError) => void) | undefined;
+}
+
+export class Batcher<T> {
+  readonly #o: BatcherOptions<T> & { name: string; concurrency: number; weight(item: T): number };
+  #buffer: Held<T>[] = [];
+  #bufferWeight = 0;
+  #waiting: Held<T>[] = [];
+  #waitingWeight = 0;
+  readonly #writing = new Set<Held<T>[]>();
+  #writingWeight = 0;
+  readonly #retries = new Set<{ timer: TimerHandle; run(): void }>();
+  #timer: TimerHandle | undefined;
+  #seq = 0;
+  #draining = 0;
+  #lastTry = 0;
+  #wakers: (() => void)[] = [];
+  #closed = false;
+
+  constructor(options: BatcherOptions<T>) {
+    const name = options.name ?? 'batcher';
+    this.#o = { weight: () => 1, ...options, name, concurrency: positiveInteger(options.concurrency ?? 1, `${name}: concurrency`) };
+    positiveInteger(options.maxItems, `${name}: maxItems`);
+    positiveInteger(options.maxPending, `${name}: maxPending`);
+    nonNegative(options.maxDelayMs, `${name}: maxDelayMs`);
+    if (options.retry) nonNegative(options.retry.maxRetries, `${name}: maxRetries`);
+  }
+
+  /** Weight buffered or being written. */
+  get pending(): number {
+    return this.#bufferWeight + this.#writingWeight;
+  }
+
+  /** Weight waiting for room (not yet accepted). */
+  get waiting(): number {
+    return this.#waitingWeight;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Resolves once `item` is written; rejects with a FleetError (CLOSED, BACKPRESSURE, or its batch's). */
+  add(item: T): Promise<void> {
+    if (this.#closed) return Promise.reject(new FleetError('CLOSED', `${this.#o.name} is closed`));
+    const held = this.#held(item);
+    const done = new Promise<void>((resolve, reject) => { held.resolve = resolve; held.reject = reject; });
+    return this.#hold(held) ? done : Promise.reject(new FleetError('BACKPRESSURE', `${this.#o.name} is full`));
+  }
+
+  /** add() for callers that do not wait: false when closed or refused; failures reach onFailed only. */
+  offer(item: T): boolean {
+    return !this.#closed && this.#hold(this.#held(item));
+  }
+
+  /**
+   * Starts everything held; resolves once every item added so far has settled, never rejects.
+   * `retries: false` gives each batch one last try: a waiting retry runs at once, a failure is final.
+   */
+  async flush(options: { retries?: boolean } = {}): Promise<void> {
+    const until = this.#seq;
+    const lastTry = options.retries === false ? 1 : 0;
+    this.#draining++;
+    this.#lastTry += lastTry;
+    if (lastTry) for (const retry of [...this.#retries]) { retry.timer.cancel(); retry.run(); }
+    this.#schedule();
+    try {
+      while (this.#oldest() < until) await new Promise<void>((wake) => this.#wakers.push(wake));
+    } finally {
+      this.#draining--;
+      this.#lastTry -= lastTry;
+    }
+  }
+
+  /** Refuses new items (CLOSED), then flushes. */
+  close(options: { retries?: boolean } = {}): Promise<void> {
+    this.#closed = true;
+    return this.flush(options);
+  }
+
+  #held(item: T): Held<T> {
+    // Every field set here, so all items share one object shape (the hot path of StateBatcher).
+    return { item, weight: this.#o.weight(item), seq: this.#seq++, acceptedAt: 0, resolve: undefined, reject: undefined };
+  }
+
+  #hold(held: Held<T>): boolean {
+    if (this.#waiting.length === 0 && this.#fits(held.weight)) this.#accept(held);
+    else if (this.#o.overflow === 'refuse') return false;
+    else {
+      this.#waiting.push(held);
+      this.#waitingWeight += held.weight;
+    }
+    this.#schedule();
+    return true;
+  }
+
+  #fits(weight: number): boolean {
+    const pending = this.#bufferWeight + this.#writingWeight;
+    return pending === 0 || pending + weight <= this.#o.maxPending;
+  }
+
+  #accept(held: Held<T>): void {
+    held.acceptedAt = this.#o.clock.now();
+    this.#buffer.push(held);
+    this.#bufferWeight += held.weight;
+  }
+
+  /** Seq of the oldest item not settled; Infinity when none. */
+  #oldest(): number {
+    let oldest = this.#buffer[0]?.seq ?? this.#waiting[0]?.seq ?? Infinity;
+    for (const batch of this.#writing) oldest = Math.min(oldest, batch[0].seq);
+    return oldest;
+  }
+
+  /** Starts the batches that are due, else keeps one timer for the oldest buffered item. */
+  #schedule(): void {
+    while (this.#buffer.length > 0 && this.#writing.size < this.#o.concurrency) {
+      const due = this.#draining > 0 || this.#bufferWeight >= this.#o.maxItems;
+      const wait = due ? 0 : this.#buffer[0].acceptedAt + this.#o.maxDelayMs - this.#o.clock.now();
+      if (wait > 0) {
+        this.#timer ??= this.#o.clock.setTimeout(() => { this.#timer = undefined; this.#schedule(); }, wait);
+        return;
+      }
+      this.#timer?.cancel();
+      this.#timer = undefined;
+      this.#start();
+    }
+  }
+
+  #start(): void {
+    const buffer = this.#buffer;
+    let n = 0;
+    let weight = 0;
+    while (n < buffer.length && (n === 0 || weight + buffer[n].weight <= this.#o.maxItems)) weight += buffer[n++].weight;
+    // One splice, not shift() per item (quadratic with thousands of small items per batch).
+    const batch = buffer.splice(0, n);
+    const items = batch.map((held) => held.item);
+    this.#bufferWeight -= weight;
+    this.#writing.add(batch);
+    this.#writingWeight += weight;
+    const attempt = (retry: number): void => {
+      let written: Promise<void>;
+      try {
+        written = this.#o.write(items);
+      } catch (error) {
+        written = Promise.reject(error);
+      }
+      written.then(() => this.#settle(batch, items, weight), (cause: unknown) => {
+        const error = toFleetError(cause);
+        const policy = this.#o.retry;
+        if (!error.retriable || policy === undefined || retry >= policy.maxRetries || this.#lastTry > 0) {
+          return this.#settle(batch, items, weight, error);
+        }
+        const pending = {
+          timer: this.#o.clock.setTimeout(() => pending.run(), policy.backoff(retry)),
+          run: () => { this.#retries.delete(pending); attempt(retry + 1); },
+        };
+        this.#retries.add(pending);
+      });
+    };
+    attempt(0);
+  }
+
+  #settle(batch: Held<T>[], items: T[], weight: number, error?: FleetError): void {
+    this.#writing.delete(batch);
+    this.#writingWeight -= weight;
+    for (const held of batch) {
+      if (error) held.reject?.(error);
+      else held.resolve?.();
+    }
+    if (error) this.#o.onFailed?.(items, error);
+    // Admit the waiting prefix with one splice: shift() per item is quadratic when thousands wait.
+    let n = 0;
+    while (n < this.#waiting.length && this.#fits(this.#waiting[n].weight)) {
+      this.#waitingWeight -= this.#waiting[n].weight;
+      this.#accept(this.#waiting[n++]);
+    }
+    if (n > 0) this.#waiting.splice(0, n);
+    this.#schedule();
+    for (const wake of this.#wakers.splice(0)) wake();
+  }
+}
