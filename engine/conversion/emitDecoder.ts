@@ -45,15 +45,16 @@ type SwitchIR = Extract<StatementIR, { k: 'switch' }>;
 /**
  * A JavaScript `switch`. Case values that the generator can spell (finite numbers, booleans) are
  * case labels, and `===` matches them as the reference's Map does; other values (strings, which
- * never enter source) are looked up in a Map constant that gives the case's index.
+ * never enter source) are looked up in a Map constant that gives the case's index. `returns`: the
+ * bodies end in `return` (a block that is one switch), so no `break` follows them.
  */
-function emitSwitch(s: SwitchIR, body: (statements: readonly StatementIR[]) => string, otherwise: string, sb: SourceBuilder): string {
+function emitSwitch(s: SwitchIR, body: (statements: readonly StatementIR[]) => string, otherwise: string, returns: boolean, sb: SourceBuilder): string {
   const on = s.on === '$payloadLength' ? 'b.length' : s.on === '$fPort' ? 'm?.fPort' : emitReader(s.on.spec, s.on.path, sb);
   const cases = [...s.cases];
   const spelled = cases.every(([v]) => typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v)));
   const label = (v: unknown, i: number) => (!spelled ? numberToken(i) : typeof v === 'boolean' ? booleanToken(v) : numberToken(v as number));
   const subject = spelled ? on : `${sb.constant(new Map(cases.map(([v], i) => [v, i])))}.get(${on})`;
-  const arms = cases.map(([v, statements], i) => `case ${label(v, i)}: { ${body(statements)} break; }`);
+  const arms = cases.map(([v, statements], i) => `case ${label(v, i)}: { ${body(statements)}${returns ? '' : ' break;'} }`);
   const fallback = s.fallback ? body(s.fallback) : otherwise;
   return `switch (${subject}) { ${arms.join(' ')}${fallback ? ` default: { ${fallback} }` : ''} }`;
 }
@@ -62,7 +63,7 @@ function emitSwitch(s: SwitchIR, body: (statements: readonly StatementIR[]) => s
 function into(statements: readonly StatementIR[], o: string, check: boolean, sb: SourceBuilder): string {
   const lines = check ? [lengthCheck(statements, sb)] : [];
   for (const s of statements) {
-    if (s.k === 'switch') { lines.push(emitSwitch(s, (body) => into(body, o, true, sb), '', sb)); continue; }
+    if (s.k === 'switch') { lines.push(emitSwitch(s, (body) => into(body, o, true, sb), '', false, sb)); continue; }
     const read = value(s.value, sb);
     if (s.asset.length === 1) { lines.push(`${o}[${key(s.asset[0], sb)}] = ${read};`); continue; }
     // A dotted asset nests (`gps.lat`), reusing an object an earlier mapping made (codec.ts setPath).
@@ -86,7 +87,7 @@ function into(statements: readonly StatementIR[], o: string, check: boolean, sb:
 function produce(statements: readonly StatementIR[], sb: SourceBuilder): string {
   const check = lengthCheck(statements, sb);
   if (statements.length === 1 && statements[0].k === 'switch') {
-    return `${check} ${emitSwitch(statements[0], (body) => produce(body, sb), 'return {};', sb)}`;
+    return `${check} ${emitSwitch(statements[0], (body) => produce(body, sb), 'return {};', true, sb)}`;
   }
   const o = sb.local('o');
   return `${check} const ${o} = new ${sb.plainObject()}(); ${into(statements, o, false, sb)} return ${o};`;
