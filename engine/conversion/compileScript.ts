@@ -1,7 +1,10 @@
 /**
- * Compiles a conversion script, once per device type, into a plain decoder (and, with an `actuate`
- * block, an encoder): a tree of closures built from the checked program. Nothing of the script is
- * evaluated as JavaScript (DESIGN.md §7).
+ * Compiles a conversion script into a plain decoder (and, with an `actuate` block, an encoder): a
+ * tree of closures built from the checked program. Nothing of the script is evaluated as
+ * JavaScript (DESIGN.md §7). This is the reference implementation: codecFor runs the code
+ * generateCodec.ts generates per device type, which test/conversion-generated.test.ts holds to
+ * the values and errors of these closures. The closures' call and store sites are shared by every
+ * script in the process, so with many device types they turn megamorphic.
  */
 import type { ConversionScript } from '../../schemas/conversion.ts';
 import { FleetError } from '../kernel/errors.ts';
