@@ -3,6 +3,7 @@
  * the reference decoder and encoder in cayenne.ts and the generated decoder of emitCayenne.ts,
  * with the messages both give for malformed frames.
  */
+import { internalize } from './codec.ts';
 import { decodeFailed } from './readers.ts';
 
 export interface LppField {
@@ -72,7 +73,7 @@ export const cayenneTypes: ReadonlyMap<number, string> = new Map(TABLE.map(([id,
 
 /** `<name>_<channel>`, made once per type and channel: a canonical (internalized) key keeps stores fast. */
 export function lppKey(type: LppType, channel: number): string {
-  return type.keys[channel] ??= Object.keys({ [`${type.name}_${channel}`]: 0 })[0];
+  return type.keys[channel] ??= internalize(`${type.name}_${channel}`);
 }
 
 export function lppCutOff(at: number): Error {

@@ -9,7 +9,7 @@
 import type { ConversionScript } from '../../schemas/conversion.ts';
 import { FleetError } from '../kernel/errors.ts';
 import { checkedProgram, type ActuationIR, type StatementIR, type ValueIR } from './analyzeScript.ts';
-import { defineValue, getPath, guardDecode, guardEncode, setPath, type Codec, type DecodeMeta } from './codec.ts';
+import { defineValue, getPath, guardDecode, guardEncode, internalize, setPath, type Codec, type DecodeMeta } from './codec.ts';
 import { decodeFailed, makeReader, type Reader } from './readers.ts';
 import { makeWriter } from './writers.ts';
 
@@ -41,15 +41,6 @@ function compileValue(value: ValueIR): Reader {
       return (b) => readers.map((r) => r(b));
     }
   }
-}
-
-/**
- * The engine's canonical copy of a property name. Asset names parsed from stored JSON values or
- * built at run time are not internalized, and a property store with such a key misses V8's inline
- * caches on every call (measured 50× slower); a key read back from an object is canonical.
- */
-function internalize(key: string): string {
-  return Object.keys({ [key]: 0 })[0];
 }
 
 /** Blocks of up to this many plain mappings are built by straight-line code. */

@@ -6,16 +6,9 @@
  * the closures of the reference share their sites across types and turn megamorphic.
  */
 import type { StatementIR, ValueIR } from './analyzeScript.ts';
+import { internalize } from './codec.ts';
 import { emitReader } from './emitReader.ts';
 import { booleanToken, numberToken, type SourceBuilder } from './SourceBuilder.ts';
-
-/**
- * The engine's canonical copy of a property name: a store with a key that is not internalized
- * misses V8's inline caches (asset names parsed from stored JSON are not).
- */
-export function internalize(key: string): string {
-  return Object.keys({ [key]: 0 })[0];
-}
 
 /** A property key as a constant; `__proto__` never gets this far (checkScript refuses it). */
 function key(name: string, sb: SourceBuilder): string {
