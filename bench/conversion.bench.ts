@@ -108,12 +108,17 @@ const ops = Object.fromEntries(summary.results.map((r) => [r.name, r.ops]));
 console.log(`benny: generated ${fmt(ops.generated)} decodes/s (${ratio(ops.generated, ops['hand-written'])} of hand-written), closures ${fmt(ops.closures)} (${ratio(ops.closures, ops['hand-written'])}), hand-written ${fmt(ops['hand-written'])}`);
 
 /**
- * Decodes/s in CPU time of this process rather than wall time: on a shared machine other
+ * Rates are per second of this process's CPU time rather than wall time: on a shared machine other
  * processes' load stretches wall time at random, CPU time much less (benny above is wall time).
  */
 function timed(decode: Decode, n: number): number {
+  return perCpuSecond(n, () => { for (let i = 0; i < n; i++) sink[i & 1023] = decode(payloads[i & 1023], meta); });
+}
+
+/** `n` operations done by `run`, per second of this process's CPU time. */
+function perCpuSecond(n: number, run: () => void): number {
   const start = process.cpuUsage();
-  for (let i = 0; i < n; i++) sink[i & 1023] = decode(payloads[i & 1023], meta);
+  run();
   const used = process.cpuUsage(start);
   return n / ((used.user + used.system) / 1e6);
 }
@@ -176,9 +181,8 @@ const fleet: FleetType[] = Array.from({ length: TYPES }, (_, i) => {
 function load(label: string, compile: (script: ConversionScript) => Codec): { decoders: Decode[]; ms: number; heap: number } {
   gc();
   const heapBefore = process.memoryUsage().heapUsed;
-  const start = performance.now();
-  const codecs = fleet.map((t) => compile(t.script));
-  const ms = (performance.now() - start) / TYPES;
+  let codecs: Codec[] = [];
+  const ms = 1000 / perCpuSecond(TYPES, () => { codecs = fleet.map((t) => compile(t.script)); });
   const decoders = codecs.map((c) => c.decode as Decode);
   // Used once each, so the heap holds what a running type holds (bytecode, feedback).
   for (let i = 0; i < TYPES; i++) for (let k = 0; k < 200; k++) sink[k] = decoders[i](fleet[i].payload, meta);
@@ -206,10 +210,7 @@ console.log(`with ${TYPES} types, generated/closures ${ratio(fleetFast, fleetClo
 function mixed(decoders: Decode[]): number {
   let best = 0;
   for (let round = 0; round < 5; round++) {
-    const start = process.cpuUsage();
-    for (let k = 0; k < 2_000; k++) for (let i = 0; i < TYPES; i++) sink[i] = decoders[i](fleet[i].payload, meta);
-    const used = process.cpuUsage(start);
-    best = Math.max(best, (2_000 * TYPES) / ((used.user + used.system) / 1e6));
+    best = Math.max(best, perCpuSecond(2_000 * TYPES, () => { for (let k = 0; k < 2_000; k++) for (let i = 0; i < TYPES; i++) sink[i] = decoders[i](fleet[i].payload, meta); }));
   }
   return best;
 }
@@ -232,9 +233,7 @@ codecs.push(['cayenne', cayenneCodec, [[Uint8Array.from(Buffer.from('03670110056
 codecs.push(['cbor', cborCodec, [[cborCodec.encode!({ temperature: 21.5, humidity: 40, location: { latitude: 50.85, longitude: 4.35 } }), undefined]], undefined]);
 function rate(codec: Codec, samples: Sample[]): number {
   const n = 500_000;
-  const start = performance.now();
-  for (let i = 0; i < n; i++) { const [bytes, meta] = samples[i % samples.length]; sink[i & 1023] = codec.decode(bytes, meta); }
-  return n / ((performance.now() - start) / 1000);
+  return perCpuSecond(n, () => { for (let i = 0; i < n; i++) { const [bytes, m] = samples[i % samples.length]; sink[i & 1023] = codec.decode(bytes, m); } });
 }
 for (const [name, codec, samples, reference] of codecs) {
   const fastRate = rate(codec, samples);
@@ -248,9 +247,7 @@ for (const f of commands) {
   const samples = f.downlinks!.filter((d) => !d.error).map((d) => d.command);
   const encodeRate = (codec: Codec) => {
     const n = 300_000;
-    const start = performance.now();
-    for (let i = 0; i < n; i++) sink[i & 1023] = codec.encode!(samples[i % samples.length]);
-    return n / ((performance.now() - start) / 1000);
+    return perCpuSecond(n, () => { for (let i = 0; i < n; i++) sink[i & 1023] = codec.encode!(samples[i % samples.length]); });
   };
   const fastRate = encodeRate(generated(f.script));
   const closureRate = encodeRate(compileScript(f.script));
