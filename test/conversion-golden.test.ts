@@ -121,6 +121,18 @@ test('numbers that leave the finite range read as null; scale calculations keep 
   assert.equal(decode(fromHex('000003')).ratio, null);
 });
 
+test('integers too wide for a double read as null, not Infinity', () => {
+  const { decode } = compileScript({ sense: [
+    { asset: 'range', value: { byte: 0, endbyte: 0 } },
+    { asset: 'scaled', value: { byte: 0, endbyte: 0, calculation: 'val / 10' } },
+    { asset: 'wide', value: { byte: 0, bytelength: 200 } },
+    { asset: 'fits', value: { byte: 0, bytelength: 127 } },
+  ] });
+  const state = decode(new Uint8Array(200).fill(255));
+  assert.equal({ ...state, fits: undefined }, { range: null, scaled: null, wide: null, fits: undefined });
+  assert.ok(Number.isFinite(state.fits));
+});
+
 test('non-byte input to decode is DECODE_FAILED', () => {
   const { decode } = compileScript(fixtures[0].script);
   for (const bad of [undefined, null, 'abc', [1, 2], { length: 2 }]) {

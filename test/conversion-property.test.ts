@@ -12,6 +12,7 @@ import { checkScript } from '../engine/conversion/checkScript.ts';
 import { compileScript } from '../engine/conversion/compileScript.ts';
 import { loadConversionFixtures } from './support/conversionFixtures.ts';
 import { decodeOrReject, layoutArbitrary } from './support/conversionArbitraries.ts';
+import { mutate } from './support/conversionScripts.ts';
 
 let cases = 0;
 const counted = <T>(n: number, run: () => T): T => { cases += n; return run(); };
@@ -128,19 +129,6 @@ test('random and mutated scripts: checkScript never throws; what it accepts comp
     for (const issue of issues) assert.type(issue.path, 'string');
   }), { numRuns: 5_000 }));
 });
-
-/** Replaces the `at`-th (mod count) object property or array element, depth first, with `value`. */
-function mutate(root: unknown, at: number, value: unknown): void {
-  const slots: Array<[Record<string, unknown> | unknown[], string | number]> = [];
-  const walk = (node: unknown) => {
-    if (Array.isArray(node)) node.forEach((v, i) => { slots.push([node, i]); walk(v); });
-    else if (typeof node === 'object' && node !== null) for (const [k, v] of Object.entries(node)) { slots.push([node as Record<string, unknown>, k]); walk(v); }
-  };
-  walk(root);
-  if (slots.length === 0) return;
-  const [parent, key] = slots[at % slots.length];
-  (parent as Record<string | number, unknown>)[key] = value;
-}
 
 test('at least 100,000 generated cases ran', () => {
   assert.ok(cases >= 100_000, `${cases} cases`);

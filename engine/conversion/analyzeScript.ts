@@ -237,3 +237,22 @@ export function analyzeScript(script: unknown): { issues: ScriptIssue[]; program
   }
   return { issues: w.issues.slice(0, MAX_ISSUES), program: w.issues.length === 0 ? { sense, actuate, downlinkLength } : undefined };
 }
+
+/**
+ * The program of a script that must be valid: an invalid one throws FleetError('VALIDATION_FAILED')
+ * with the issues in `detail.issues`.
+ */
+export function checkedProgram(script: unknown): Program {
+  let analysis: ReturnType<typeof analyzeScript>;
+  try {
+    analysis = analyzeScript(script);
+  } catch (error) {
+    throw new FleetError('VALIDATION_FAILED', `invalid conversion script: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
+  const { issues, program } = analysis;
+  if (!program) {
+    const first = issues[0];
+    throw new FleetError('VALIDATION_FAILED', `invalid conversion script: ${first.path ? `${first.path}: ` : ''}${first.message}`, { detail: { issues } });
+  }
+  return program;
+}

@@ -258,33 +258,61 @@ function build(node: CalcNode): (val: number) => number {
 }
 
 /**
- * The inverse of a calculation, for encoding: given the calculated value, the raw value. Only
- * expressions with a single `val` and no `%` have one; returns undefined otherwise.
+ * One step of an inverse calculation, applied to `y`: `y - c`, `y + c`, `c - y`, `y / c`, `y * c`,
+ * `c / y` or `-y`.
  */
-export function invertCalculation(tree: CalcNode): ((result: number) => number) | undefined {
+export type InverseStep = { readonly op: 'sub' | 'add' | 'rsub' | 'div' | 'mul' | 'rdiv'; readonly c: number } | { readonly op: 'neg' };
+
+/**
+ * The steps of the inverse of a calculation, for encoding: applied in order to the calculated value,
+ * they give the raw value. Only expressions with a single `val` and no `%` have one; returns
+ * undefined otherwise.
+ */
+export function inverseSteps(tree: CalcNode): InverseStep[] | undefined {
   const node = fold(tree);
   if (countVal(node) !== 1) return undefined;
   // Peel operations off the outside of the expression, building the inverse inside out.
-  const steps: Array<(y: number) => number> = [];
+  const steps: InverseStep[] = [];
   let n: CalcNode = node;
   while (n.k !== 'val') {
-    if (n.k === 'neg') { steps.push((y) => -y); n = n.a; continue; }
+    if (n.k === 'neg') { steps.push({ op: 'neg' }); n = n.a; continue; }
     if (n.k !== 'bin' || n.op === '%') return undefined;
     const valLeft = countVal(n.a) === 1;
     const other = valLeft ? n.b : n.a;
     if (other.k !== 'num') return undefined;
     const c = other.v;
     switch (n.op) {
-      case '+': steps.push((y) => y - c); break;
-      case '-': steps.push(valLeft ? (y) => y + c : (y) => c - y); break;
-      case '*': if (c === 0) return undefined; steps.push((y) => y / c); break;
+      case '+': steps.push({ op: 'sub', c }); break;
+      case '-': steps.push({ op: valLeft ? 'add' : 'rsub', c }); break;
+      case '*': if (c === 0) return undefined; steps.push({ op: 'div', c }); break;
       case '/':
-        if (valLeft) { if (c === 0) return undefined; steps.push((y) => y * c); }
-        else steps.push((y) => c / y);
+        if (valLeft) { if (c === 0) return undefined; steps.push({ op: 'mul', c }); }
+        else steps.push({ op: 'rdiv', c });
         break;
     }
     n = valLeft ? n.a : n.b;
   }
+  return steps;
+}
+
+function inverseStep(step: InverseStep): (y: number) => number {
+  if (step.op === 'neg') return (y) => -y;
+  const c = step.c;
+  switch (step.op) {
+    case 'sub': return (y) => y - c;
+    case 'add': return (y) => y + c;
+    case 'rsub': return (y) => c - y;
+    case 'div': return (y) => y / c;
+    case 'mul': return (y) => y * c;
+    case 'rdiv': return (y) => c / y;
+  }
+}
+
+/** The inverse of a calculation as a function (see inverseSteps). */
+export function invertCalculation(tree: CalcNode): ((result: number) => number) | undefined {
+  const found = inverseSteps(tree);
+  if (!found) return undefined;
+  const steps = found.map(inverseStep);
   if (steps.length === 0) return (y) => y;
   if (steps.length === 1) return steps[0];
   return (y) => { for (let i = 0; i < steps.length; i++) y = steps[i](y); return y; };

@@ -8,73 +8,12 @@
  * power, distance, energy, direction, unix time, colour, switch).
  */
 import { FleetError } from '../kernel/errors.ts';
+import { BY_ID, BY_NAME, cayenneTypes, lppCutOff, lppKey, lppShort, lppUnknown, type LppField } from './cayenneTable.ts';
 import { guardDecode, guardEncode, type Codec } from './codec.ts';
-import { decodeFailed, readUint } from './readers.ts';
+import { generatedCayenneDecoder } from './emitCayenne.ts';
+import { readUint } from './readers.ts';
 
-interface LppField {
-  /** Key in the decoded object, or '' for a single-value type. */
-  readonly key: string;
-  readonly bytes: number;
-  readonly signed: boolean;
-  /** Raw units per value unit (0.1 °C resolution → 10). */
-  readonly scale: number;
-}
-
-interface LppType {
-  readonly id: number;
-  readonly name: string;
-  readonly fields: readonly LppField[];
-  readonly size: number;
-  /** `<name>_<channel>` per channel, made once: a canonical (internalized) key keeps stores fast. */
-  readonly keys: string[];
-}
-
-const one = (bytes: number, signed: boolean, scale: number): LppField[] => [{ key: '', bytes, signed, scale }];
-const xyz = (scale: number): LppField[] => ['x', 'y', 'z'].map((key) => ({ key, bytes: 2, signed: true, scale }));
-
-const TABLE: Array<[number, string, LppField[]]> = [
-  [0, 'digital_in', one(1, false, 1)],
-  [1, 'digital_out', one(1, false, 1)],
-  [2, 'analog_in', one(2, true, 100)],
-  [3, 'analog_out', one(2, true, 100)],
-  [100, 'generic_sensor', one(4, false, 1)],
-  [101, 'luminosity', one(2, false, 1)],
-  [102, 'presence', one(1, false, 1)],
-  [103, 'temperature', one(2, true, 10)],
-  [104, 'relative_humidity', one(1, false, 2)],
-  [113, 'accelerometer', xyz(1000)],
-  [115, 'barometric_pressure', one(2, false, 10)],
-  [116, 'voltage', one(2, false, 100)],
-  [117, 'current', one(2, false, 1000)],
-  [118, 'frequency', one(4, false, 1)],
-  [120, 'percentage', one(1, false, 1)],
-  [121, 'altitude', one(2, true, 1)],
-  [125, 'concentration', one(2, false, 1)],
-  [128, 'power', one(2, false, 1)],
-  [130, 'distance', one(4, false, 1000)],
-  [131, 'energy', one(4, false, 1000)],
-  [132, 'direction', one(2, false, 1)],
-  [133, 'unixtime', one(4, false, 1)],
-  [134, 'gyrometer', xyz(100)],
-  [135, 'colour', ['r', 'g', 'b'].map((key) => ({ key, bytes: 1, signed: false, scale: 1 }))],
-  [136, 'gps', [
-    { key: 'latitude', bytes: 3, signed: true, scale: 10_000 },
-    { key: 'longitude', bytes: 3, signed: true, scale: 10_000 },
-    { key: 'altitude', bytes: 3, signed: true, scale: 100 },
-  ]],
-  [142, 'switch', one(1, false, 1)],
-];
-
-const BY_ID = new Map<number, LppType>();
-const BY_NAME = new Map<string, LppType>();
-for (const [id, name, fields] of TABLE) {
-  const type = { id, name, fields, size: fields.reduce((n, f) => n + f.bytes, 0), keys: new Array<string>(256) };
-  BY_ID.set(id, type);
-  BY_NAME.set(name, type);
-}
-
-/** The LPP types this codec knows: id → asset name prefix. */
-export const cayenneTypes: ReadonlyMap<number, string> = new Map(TABLE.map(([id, name]) => [id, name]));
+export { cayenneTypes };
 
 function readField(b: Uint8Array, o: number, f: LppField): number {
   let v = readUint(b, o, f.bytes, false);
@@ -82,16 +21,17 @@ function readField(b: Uint8Array, o: number, f: LppField): number {
   return v / f.scale;
 }
 
-function decode(b: Uint8Array): Record<string, unknown> {
+/** The reference decoder, a loop over the table; cayenneCodec runs the code emitCayenne.ts generates from it. */
+function decodeCayenne(b: Uint8Array): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   let i = 0;
   while (i < b.length) {
-    if (i + 2 > b.length) throw decodeFailed(`Cayenne LPP: item at byte ${i} is cut off after its channel`);
+    if (i + 2 > b.length) throw lppCutOff(i);
     const channel = b[i];
     const type = BY_ID.get(b[i + 1]);
-    if (!type) throw decodeFailed(`Cayenne LPP: unknown type ${b[i + 1]} at byte ${i + 1}`);
+    if (!type) throw lppUnknown(b[i + 1], i + 1);
     i += 2;
-    if (i + type.size > b.length) throw decodeFailed(`Cayenne LPP: ${type.name} on channel ${channel} needs ${type.size} bytes, ${b.length - i} left`);
+    if (i + type.size > b.length) throw lppShort(type, channel, b.length - i);
     let value: unknown;
     if (type.fields.length === 1) {
       value = readField(b, i, type.fields[0]);
@@ -102,7 +42,7 @@ function decode(b: Uint8Array): Record<string, unknown> {
       value = o;
     }
     // A repeated channel and type overwrites the earlier item: the later one is the newer reading.
-    out[type.keys[channel] ??= Object.keys({ [`${type.name}_${channel}`]: 0 })[0]] = value;
+    out[lppKey(type, channel)] = value;
     i += type.size;
   }
   return out;
@@ -148,7 +88,9 @@ function encode(command: Record<string, unknown>): Uint8Array {
   return Uint8Array.from(buf);
 }
 
-export const cayenneCodec: Codec = {
-  decode: guardDecode('Cayenne LPP', decode),
-  encode: guardEncode('Cayenne LPP', encode),
-};
+const encodeCayenne = guardEncode('Cayenne LPP', encode);
+
+export const cayenneCodec: Codec = { decode: generatedCayenneDecoder(), encode: encodeCayenne };
+
+/** The table loop, kept as the reference the generated decoder is tested against. */
+export const cayenneReference: Codec = { decode: guardDecode('Cayenne LPP', decodeCayenne), encode: encodeCayenne };

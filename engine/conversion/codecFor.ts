@@ -1,22 +1,19 @@
 /**
  * The codec for a device's payload settings, so a device actor can plug
  * `(info) => codecFor(info.payload)?.decode` and the LPWAN downlink `codecFor(info.payload)?.encode`.
- * `binary` scripts are compiled once per script and cached, by object identity and by content (a
- * directory may rebuild the same device type object for every lookup).
+ * `binary` scripts are compiled into code of their own once per content and shared while any
+ * device holds them (codecCache.ts); a script object remembers its codec.
  */
-import type { ConversionScript } from '../../schemas/conversion.ts';
 import { FleetError } from '../kernel/errors.ts';
 import type { PayloadSettings } from '../ports/directory.ts';
+import { checkedProgram } from './analyzeScript.ts';
 import { cayenneCodec } from './cayenne.ts';
 import { cborCodec } from './cborCodec.ts';
 import type { Codec } from './codec.ts';
-import { compileScript } from './compileScript.ts';
+import { compiledType } from './codecCache.ts';
 
-/** Distinct scripts kept compiled; a fleet has far fewer device types. */
-const MAX_CACHED = 512;
-
+/** Script object → codec: a directory that keeps its device type objects skips the analysis. */
 const byIdentity = new WeakMap<object, Codec>();
-const byContent = new Map<string, Codec>();
 
 /**
  * A stored script that no longer checks (the language changed, the row was edited by hand) turns
@@ -33,24 +30,11 @@ function compileCached(script: unknown): Codec {
   if (typeof script !== 'object' || script === null) return broken('a conversion script must be a JSON object');
   const known = byIdentity.get(script);
   if (known) return known;
-  let key: string | undefined;
-  try { key = JSON.stringify(script); } catch { key = undefined; }
-  let codec = key === undefined ? undefined : byContent.get(key);
-  if (codec && key !== undefined) {
-    // Refresh: the map iterates oldest first, so eviction drops the least recently used.
-    byContent.delete(key);
-    byContent.set(key, codec);
-  }
-  if (!codec) {
-    try {
-      codec = compileScript(script as ConversionScript);
-    } catch (error) {
-      codec = broken(error instanceof Error ? error.message.replace(/^invalid conversion script: /, '') : String(error));
-    }
-    if (key !== undefined) {
-      byContent.set(key, codec);
-      if (byContent.size > MAX_CACHED) byContent.delete(byContent.keys().next().value!);
-    }
+  let codec: Codec;
+  try {
+    codec = compiledType(checkedProgram(script)).codec;
+  } catch (error) {
+    codec = broken(error instanceof Error ? error.message.replace(/^invalid conversion script: /, '') : String(error));
   }
   byIdentity.set(script, codec);
   return codec;

@@ -1,12 +1,15 @@
 /**
- * Compiles a conversion script, once per device type, into a plain decoder (and, with an `actuate`
- * block, an encoder): a tree of closures built from the checked program. Nothing of the script is
- * evaluated as JavaScript (DESIGN.md §7).
+ * Compiles a conversion script into a plain decoder (and, with an `actuate` block, an encoder): a
+ * tree of closures built from the checked program. Nothing of the script is evaluated as
+ * JavaScript (DESIGN.md §7). This is the reference implementation: codecFor runs the code
+ * generateCodec.ts generates per device type, which test/conversion-generated.test.ts holds to
+ * the values and errors of these closures. The closures' call and store sites are shared by every
+ * script in the process, so with many device types they turn megamorphic.
  */
 import type { ConversionScript } from '../../schemas/conversion.ts';
 import { FleetError } from '../kernel/errors.ts';
-import { analyzeScript, type ActuationIR, type StatementIR, type ValueIR } from './analyzeScript.ts';
-import { defineValue, getPath, guardDecode, guardEncode, setPath, type Codec, type DecodeMeta } from './codec.ts';
+import { checkedProgram, type ActuationIR, type StatementIR, type ValueIR } from './analyzeScript.ts';
+import { defineValue, getPath, guardDecode, guardEncode, internalize, setPath, type Codec, type DecodeMeta } from './codec.ts';
 import { decodeFailed, makeReader, type Reader } from './readers.ts';
 import { makeWriter } from './writers.ts';
 
@@ -38,15 +41,6 @@ function compileValue(value: ValueIR): Reader {
       return (b) => readers.map((r) => r(b));
     }
   }
-}
-
-/**
- * The engine's canonical copy of a property name. Asset names parsed from stored JSON values or
- * built at run time are not internalized, and a property store with such a key misses V8's inline
- * caches on every call (measured 50× slower); a key read back from an object is canonical.
- */
-function internalize(key: string): string {
-  return Object.keys({ [key]: 0 })[0];
 }
 
 /** Blocks of up to this many plain mappings are built by straight-line code. */
@@ -178,17 +172,7 @@ function compileEncoder(actuate: readonly ActuationIR[], length: number): NonNul
  * FleetError('VALIDATION_FAILED') with the issues in `detail.issues`).
  */
 export function compileScript(script: ConversionScript): Codec {
-  let analysis: ReturnType<typeof analyzeScript>;
-  try {
-    analysis = analyzeScript(script);
-  } catch (error) {
-    throw new FleetError('VALIDATION_FAILED', `invalid conversion script: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-  }
-  const { issues, program } = analysis;
-  if (!program) {
-    const first = issues[0];
-    throw new FleetError('VALIDATION_FAILED', `invalid conversion script: ${first.path ? `${first.path}: ` : ''}${first.message}`, { detail: { issues } });
-  }
+  const program = checkedProgram(script);
   const decode = guardDecode('conversion script', produceBlock(program.sense));
   if (program.actuate.length === 0) return { decode };
   return { decode, encode: compileEncoder(program.actuate, program.downlinkLength) };

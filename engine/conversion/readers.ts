@@ -26,7 +26,7 @@ export function readUint(b: Uint8Array, o: number, n: number, little: boolean): 
 }
 
 /** Integers wider than 6 bytes: exact up to 2^53, the nearest double beyond (README.md). */
-function readWide(b: Uint8Array, o: number, n: number, little: boolean, signed: boolean): number {
+export function readWide(b: Uint8Array, o: number, n: number, little: boolean, signed: boolean): number {
   let v = 0n;
   if (little) for (let i = n - 1; i >= 0; i--) v = (v << 8n) | BigInt(b[o + i]);
   else for (let i = 0; i < n; i++) v = (v << 8n) | BigInt(b[o + i]);
@@ -72,7 +72,7 @@ function fixedInt(o: number, n: number, little: boolean, signed: boolean): NumRe
   return (b) => readWide(b, o, n, little, signed);
 }
 
-function floatAt(b: Uint8Array, o: number, n: number, little: boolean): number {
+export function floatAt(b: Uint8Array, o: number, n: number, little: boolean): number {
   if (n === 2) return float16(little ? b[o] | (b[o + 1] << 8) : (b[o] << 8) | b[o + 1]);
   for (let i = 0; i < n; i++) scratch.setUint8(i, b[o + i]);
   return n === 4 ? scratch.getFloat32(0, little) : scratch.getFloat64(0, little);
@@ -141,14 +141,15 @@ export function makeReader(spec: FieldSpec, path: string): Reader {
   const { kind, little } = spec;
   if (kind === 'uint' || kind === 'int' || kind === 'float') {
     const read = numberReader(spec, path);
-    if (!spec.calc) return kind === 'float' ? (b) => { const v = read(b); return v - v === 0 ? v : null; } : read;
+    // The widest raw value: a range, or a field beyond 1024 bits, can read as Infinity.
+    const widest = kind === 'float' || spec.anchor === 'range' ? Infinity : 2 ** (spec.bit === undefined ? spec.length * 8 : spec.bitlength);
+    if (!spec.calc) return widest === Infinity ? (b) => { const v = read(b); return v - v === 0 ? v : null; } : read;
     // Scale/offset calculations are fused into the read; others call the compiled expression.
     const affine = affineForm(spec.calc);
     if (affine && affine.op !== 'none') {
       const c = affine.c;
       const a = affine.add;
       // An integer scaled by a constant cannot leave the finite range unless the constant is extreme.
-      const widest = kind === 'float' ? Infinity : 2 ** (spec.bit === undefined ? (spec.anchor === 'range' ? 64 : spec.length * 8) : spec.bitlength);
       const bound = (affine.op === 'div' ? widest / Math.abs(c) : widest * Math.abs(c)) + Math.abs(a ?? 0);
       if (bound < 1e300) {
         if (affine.op === 'div') return a === undefined ? (b) => read(b) / c : (b) => read(b) / c + a;
@@ -178,32 +179,33 @@ export function makeReader(spec: FieldSpec, path: string): Reader {
       return (b) => bits(b) !== 0;
     }
     if (spec.anchor === 'start' && spec.length === 1) { const o = spec.offset; return (b) => b[o] !== 0; }
-    return (b) => {
-      const s = start(b);
-      const e = s + len(b);
-      for (let i = s; i < e; i++) if (b[i] !== 0) return true;
-      return false;
-    };
+    return (b) => { const s = start(b); return anyNonZero(b, s, s + len(b)); };
   }
-  if (kind === 'hex') {
-    return (b) => {
-      const s = start(b);
-      const n = len(b);
-      let out = '';
-      if (little) for (let i = n - 1; i >= 0; i--) out += HEX[b[s + i]];
-      else for (let i = 0; i < n; i++) out += HEX[b[s + i]];
-      return out;
-    };
+  if (kind === 'hex') return (b) => hexAt(b, start(b), len(b), little);
+  return (b) => utf8At(b, start(b), len(b), path);
+}
+
+/** A boolean over whole bytes: false when all of them are 0. */
+export function anyNonZero(b: Uint8Array, s: number, e: number): boolean {
+  for (let i = s; i < e; i++) if (b[i] !== 0) return true;
+  return false;
+}
+
+/** Lowercase hex of `n` bytes from `s`; little-endian reverses them (MAC addresses). */
+export function hexAt(b: Uint8Array, s: number, n: number, little: boolean): string {
+  let out = '';
+  if (little) for (let i = n - 1; i >= 0; i--) out += HEX[b[s + i]];
+  else for (let i = 0; i < n; i++) out += HEX[b[s + i]];
+  return out;
+}
+
+/** UTF-8 text of `n` bytes from `s`, without the NUL bytes that pad fixed-width fields. */
+export function utf8At(b: Uint8Array, s: number, n: number, path: string): string {
+  let e = s + n;
+  while (e > s && b[e - 1] === 0) e--;
+  try {
+    return utf8.decode(b.subarray(s, e));
+  } catch {
+    throw decodeFailed(`${path}: bytes ${s}..${e - 1} are not valid UTF-8`);
   }
-  return (b) => {
-    const s = start(b);
-    let e = s + len(b);
-    // Fixed-width text fields are padded with NUL bytes.
-    while (e > s && b[e - 1] === 0) e--;
-    try {
-      return utf8.decode(b.subarray(s, e));
-    } catch {
-      throw decodeFailed(`${path}: bytes ${s}..${e - 1} are not valid UTF-8`);
-    }
-  };
 }
