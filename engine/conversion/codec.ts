@@ -4,6 +4,7 @@
  * around on its own.
  */
 import { FleetError } from '../kernel/errors.ts';
+import { isPlainObject } from '../kernel/isPlainObject.ts';
 
 export interface DecodeMeta {
   /** LoRaWAN FPort of the uplink, when the network reported one. */
@@ -62,10 +63,8 @@ export function asValidationFailed(name: string, error: unknown): FleetError {
   return new FleetError('VALIDATION_FAILED', `${name}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
 }
 
-/** An object that is not an array: what a command, or a nesting level of a state, must be. */
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
+/** What a command, or a nesting level of a state, must be: a plain object (engine/kernel/isPlainObject.ts). */
+export const isRecord = isPlainObject;
 
 /** Sets `value` at a dotted path, creating objects on the way; `__proto__` is an ordinary key. */
 export function setPath(out: Record<string, unknown>, path: readonly string[], value: unknown): void {

@@ -5,6 +5,9 @@
  */
 import { calculationProblem, CalculationError, invertCalculation, parseCalculation, type CalcNode } from './calculation.ts';
 import type { ScriptIssue } from './checkScript.ts';
+import { isPlainObject } from '../kernel/isPlainObject.ts';
+
+export { isPlainObject };
 
 export type FieldKind = 'uint' | 'int' | 'float' | 'bool' | 'string' | 'hex';
 
@@ -45,11 +48,6 @@ export function looksLikeSelector(value: Record<string, unknown>): boolean {
   return false;
 }
 
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
-  const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
-}
 
 function isInt(value: unknown): value is number {
   return typeof value === 'number' && Number.isInteger(value);
