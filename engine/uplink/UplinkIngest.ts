@@ -10,6 +10,7 @@
  * meanwhile go into the next append together, so under load one durable write carries many uplinks.
  */
 import { Compile } from 'typebox/compile';
+import { Batcher } from '../kernel/Batcher.ts';
 import type { Clock } from '../kernel/clock.ts';
 import { encodeEnvelope } from './envelope.ts';
 import { FleetError, toFleetError } from '../kernel/errors.ts';
@@ -46,103 +47,72 @@ export interface UplinkIngestOptions {
   newId?(): string;
 }
 
-interface Waiting {
-  record: ProducerRecord;
-  receipt: UplinkReceipt;
-  resolve(receipt: UplinkReceipt): void;
-  reject(error: FleetError): void;
-}
-
 export class UplinkIngest {
-  readonly #log: Pick<Log, 'append'>;
   readonly #clock: Clock;
-  readonly #topic: string;
-  readonly #maxPending: number;
-  readonly #maxConcurrent: number;
-  readonly #maxBatch: number;
   readonly #retryAfter: number;
   readonly #newId: () => string;
-  #queue: Waiting[] = [];
-  #pending = 0;
-  #active = 0;
-  #closed = false;
-  #idle: (() => void)[] = [];
+  readonly #batcher: Batcher<ProducerRecord>;
 
   constructor(options: UplinkIngestOptions) {
-    this.#log = options.log;
+    const log = options.log;
+    const topic = options.topic ?? Topics.uplinks;
     this.#clock = options.clock;
-    this.#topic = options.topic ?? Topics.uplinks;
-    this.#maxPending = options.maxPending ?? 4096;
-    this.#maxConcurrent = options.maxConcurrentAppends ?? 4;
-    this.#maxBatch = options.maxBatch ?? 512;
     this.#retryAfter = options.retryAfterSeconds ?? 1;
     this.#newId = options.newId ?? newId;
+    const maxConcurrent = options.maxConcurrentAppends ?? 4;
+    this.#batcher = new Batcher({
+      name: 'uplink ingest',
+      clock: options.clock,
+      // Group commit: an append starts at once while fewer than maxConcurrentAppends run; uplinks
+      // arriving meanwhile go into the next one together.
+      maxDelayMs: 0,
+      maxItems: options.maxBatch ?? 512,
+      concurrency: maxConcurrent,
+      maxPending: options.maxPending ?? 4096,
+      overflow: 'refuse',
+      write: async (records) => {
+        try {
+          await log.append(topic, records);
+        } catch (error) {
+          throw logFailure(error);
+        }
+      },
+    });
   }
 
   /** Uplinks accepted and not yet durable. */
   get pending(): number {
-    return this.#pending;
+    return this.#batcher.pending;
   }
 
   /**
    * Resolves once the uplink is durable in the log. Rejects with BACKPRESSURE when too many are
    * pending, CLOSED after close(), or the log's error (non-FleetErrors become UNAVAILABLE).
    */
-  append(submission: UplinkSubmission): Promise<UplinkReceipt> {
-    if (this.#closed) return Promise.reject(new FleetError('CLOSED', 'uplink ingest is closed'));
-    if (this.#pending >= this.#maxPending) {
-      return Promise.reject(new FleetError('BACKPRESSURE', 'too many uplinks waiting for the log; retry later', {
-        detail: { retryAfter: this.#retryAfter },
-      }));
-    }
+  async append(submission: UplinkSubmission): Promise<UplinkReceipt> {
+    if (this.#batcher.closed) throw new FleetError('CLOSED', 'uplink ingest is closed');
     const receipt: UplinkReceipt = { id: submission.id ?? this.#newId(), receivedAt: submission.receivedAt ?? this.#clock.now() };
     const envelope: UplinkEnvelope = { ...submission, ...receipt };
     // An edge bug must not put a record on the log that every consumer would choke on.
     if (!checkEnvelope.Check(envelope) || !(envelope.body instanceof Uint8Array)) {
-      return Promise.reject(new FleetError('INTERNAL', 'uplink submission does not match the envelope schema'));
+      throw new FleetError('INTERNAL', 'uplink submission does not match the envelope schema');
     }
-    let value: Uint8Array;
+    const value = encodeEnvelope(envelope);
     try {
-      value = encodeEnvelope(envelope);
+      await this.#batcher.add({ key: submission.deviceId, value, timestamp: receipt.receivedAt });
     } catch (error) {
-      return Promise.reject(toFleetError(error));
+      const failure = toFleetError(error);
+      if (failure.code === 'BACKPRESSURE' && failure.detail === undefined) {
+        throw new FleetError('BACKPRESSURE', 'too many uplinks waiting for the log; retry later', { detail: { retryAfter: this.#retryAfter } });
+      }
+      throw failure;
     }
-    this.#pending++;
-    return new Promise<UplinkReceipt>((resolve, reject) => {
-      this.#queue.push({ record: { key: submission.deviceId, value, timestamp: receipt.receivedAt }, receipt, resolve, reject });
-      this.#pump();
-    });
+    return receipt;
   }
 
   /** Refuses new uplinks and resolves once every accepted one is settled. */
-  async close(): Promise<void> {
-    this.#closed = true;
-    if (this.#pending === 0) return;
-    await new Promise<void>((resolve) => this.#idle.push(resolve));
-  }
-
-  #pump(): void {
-    while (this.#active < this.#maxConcurrent && this.#queue.length > 0) {
-      const batch = this.#queue.length <= this.#maxBatch ? this.#queue : this.#queue.slice(0, this.#maxBatch);
-      this.#queue = batch === this.#queue ? [] : this.#queue.slice(this.#maxBatch);
-      this.#active++;
-      this.#write(batch);
-    }
-  }
-
-  async #write(batch: Waiting[]): Promise<void> {
-    try {
-      await this.#log.append(this.#topic, batch.map((w) => w.record));
-      for (const w of batch) w.resolve(w.receipt);
-    } catch (error) {
-      const failure = logFailure(error);
-      for (const w of batch) w.reject(failure);
-    } finally {
-      this.#active--;
-      this.#pending -= batch.length;
-      if (this.#pending === 0) for (const resolve of this.#idle.splice(0)) resolve();
-      this.#pump();
-    }
+  close(): Promise<void> {
+    return this.#batcher.close();
   }
 }
 
