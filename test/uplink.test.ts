@@ -109,9 +109,19 @@ test('json device state: entry without value is INVALID_STATE for that asset', (
 });
 
 test('json device state: wrong top-level shapes are one INVALID_STATE', () => {
-  for (const body of ['[]', '[{"door":{"value":true}}]', '12', '"door"', 'null', 'false']) {
+  for (const body of ['12', '"door"', 'null', 'false']) {
     assert.equal(codes(runJson(body)), [['INVALID_STATE', undefined]], body);
   }
+});
+
+test('json batch: a top-level array holds device states, each item refused or yielding on its own', () => {
+  assert.equal(codes(runJson('[]')), []);
+  const one = runJson('[{"door":{"value":true}}]');
+  assert.equal([codes(one), one.rows.map((r) => [r.asset, r.value])], [[], [['door', true]]]);
+  const mixed = runJson('[{"door":{"value":true}}, 12, {"door":{"value":3}}]');
+  assert.equal(mixed.rejections.map((r) => [r.code, r.item, r.asset]), [['INVALID_STATE', 1, undefined], ['PROFILE_VIOLATION', 2, 'door']]);
+  assert.equal(mixed.rows.map((r) => r.value), [true]);
+  assert.equal(codes(runJson(`[${'{},'.repeat(1000)}{}]`)), [['PAYLOAD_TOO_LARGE', undefined]]);
 });
 
 test('json device state: empty object yields nothing', () => {
