@@ -7,20 +7,25 @@ import { mkdirSync } from 'node:fs';
 import { systemClock, type Clock } from '../engine/kernel/clock.ts';
 import { toFleetError } from '../engine/kernel/errors.ts';
 import type { Logger } from '../engine/kernel/logger.ts';
+import { Listeners } from '../engine/kernel/Listeners.ts';
 import type { Log } from '../engine/ports/log.ts';
 import { registryDirectory, type Registry } from '../engine/ports/registry.ts';
 import type { UplinkPipeline } from '../engine/uplink/pipeline/UplinkPipeline.ts';
 import type { CommandActors } from '../engine/commands/CommandActors.ts';
 import type { Config } from '../schemas/config.ts';
+import type { StateRow } from '../schemas/messages.ts';
 import { serveAdminSocket } from './adminSocket.ts';
 import { buildCommands } from './buildCommands.ts';
 import { buildEngine } from './buildEngine.ts';
-import { buildIntake } from './buildIntake.ts';
+import { buildIntake, type Intake } from './buildIntake.ts';
 import { serveHttpEdge, startMqttEdge } from './buildEdges.ts';
 import { loadLpwanApplications } from './loadLpwanApplications.ts';
 import { dataPaths, logNames, openLog, openRegistry, openStore, type ServiceStore } from './openAdapters.ts';
 
 export { dataPaths, kafkaTimeouts, logNames, openRegistry } from './openAdapters.ts';
+
+/** How long a stopping process that runs edge and engine waits for the engine to store what its edges accepted. */
+const DRAIN_TIMEOUT_MS = 10_000;
 
 export interface ServiceOptions {
   config: Config;
@@ -86,14 +91,9 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     const store = await openStore(config);
     closers.add('store', () => store.close());
 
-    // The edge's MQTT gateway comes first: the engine of this process feeds it the stored states.
-    const intake = runsEdge
-      ? buildIntake({ log, clock, rejections: store.rejections, topics: names, logger })
-      : undefined;
-    if (intake) closers.add('intake', () => intake.close());
-    const mqtt = intake ? await startMqttEdge({ config, registry, admission: intake.admission, clock, logger }) : undefined;
-    if (mqtt) closers.add('mqtt', () => mqtt.close());
-
+    // Stored states reach whoever follows them (the MQTT feed) through one set of listeners.
+    const stored = new Listeners<readonly StateRow[]>((error) => logger.warn('a stored-states listener failed', { error: toFleetError(error) }));
+    let intake: Intake | undefined;
     let pipeline: UplinkPipeline | undefined;
     if (runsEngine) {
       const engine = buildEngine({
@@ -104,18 +104,34 @@ export async function createService(options: ServiceOptions): Promise<Service> {
         clock,
         names,
         settings: config.engine,
-        // Feeds (device/<id>/asset/<name>/feed) are published once states are durable.
-        onStored: mqtt ? (rows) => mqtt.publishStates(rows) : undefined,
+        onStored: (rows) => stored.emit(rows),
         onError: (error) => logger.error('uplink pipeline stopped making progress; restart to replay from the last commit', { error }),
       });
       await engine.start();
-      closers.add('engine', () => engine.stop());
+      // Stopped after the edges (closers run in reverse): first it stores what they accepted.
+      closers.add('engine', async () => {
+        if (intake !== undefined && !(await engine.pipeline.caughtUp(intake.ingest.appendedTo, DRAIN_TIMEOUT_MS))) {
+          logger.warn('stopping before every accepted uplink was stored; the next start stores the rest', { timeoutMs: DRAIN_TIMEOUT_MS });
+        }
+        await engine.stop();
+      });
       pipeline = engine.pipeline;
     }
 
     let httpPort: number | undefined;
+    let mqttPort: number | undefined;
     let commandActors: CommandActors | undefined;
-    if (intake) {
+    if (runsEdge) {
+      const edgeIntake = buildIntake({ log, clock, rejections: store.rejections, topics: names, logger });
+      intake = edgeIntake;
+      closers.add('intake', () => edgeIntake.close());
+      const mqtt = await startMqttEdge({ config, registry, admission: edgeIntake.admission, clock, logger });
+      if (mqtt) {
+        closers.add('mqtt', () => mqtt.close());
+        // Feeds (device/<id>/asset/<name>/feed) are published once states are durable.
+        stored.add((rows) => mqtt.publishStates(rows));
+        mqttPort = mqtt.port;
+      }
       const commands = buildCommands({
         log, registry, history: store.commands, rejections: store.rejections, clock, logger, names,
         settings: config.commands, transport: mqtt?.commands, applications: lpwanApplications,
@@ -125,7 +141,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       commandActors = commands.actors;
       const engine = pipeline;
       const served = await serveHttpEdge({
-        config, registry, store, clock, logger, admission: intake.admission, commands: commands.edge, lpwanApplications,
+        config, registry, store, clock, logger, admission: edgeIntake.admission, commands: commands.edge, lpwanApplications,
         onDeviceChanged: (deviceId) => engine?.actors.invalidate(deviceId),
       });
       closers.add('http', () => served.close());
@@ -142,7 +158,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     logger.info('fleetstream started', {
       role: config.role,
       http: httpPort !== undefined ? `${config.http.host}:${httpPort}` : undefined,
-      mqtt: config.mqtt.url && mqtt ? 'external broker' : mqtt ? `${config.mqtt.host}:${mqtt.port}` : undefined,
+      mqtt: config.mqtt.url && runsEdge ? 'external broker' : mqttPort !== undefined ? `${config.mqtt.host}:${mqttPort}` : undefined,
       log: config.kafkaBrokers ? 'kafka' : 'local',
       store: config.clickhouseUrl ? 'clickhouse' : 'chdb',
       registry: config.databaseUrl ? 'postgres' : 'pglite',
@@ -157,7 +173,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       store,
       pipeline,
       httpPort,
-      mqttPort: mqtt?.port,
+      mqttPort,
       commands: commandActors,
       adminSocketPath,
       stop: () => (stopping ??= closers.closeAll().then(() => logger.info('fleetstream stopped'))),

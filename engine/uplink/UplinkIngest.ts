@@ -52,6 +52,8 @@ export class UplinkIngest {
   readonly #retryAfter: number;
   readonly #newId: () => string;
   readonly #batcher: Batcher<ProducerRecord>;
+  /** Partition → one past the last offset this ingest appended. */
+  readonly #appendedTo = new Map<number, number>();
 
   constructor(options: UplinkIngestOptions) {
     const log = options.log;
@@ -71,13 +73,22 @@ export class UplinkIngest {
       maxPending: options.maxPending ?? 4096,
       overflow: 'refuse',
       write: async (records) => {
+        let positions;
         try {
-          await log.append(topic, records);
+          positions = await log.append(topic, records);
         } catch (error) {
           throw logFailure(error);
         }
+        for (const { partition, offset } of positions) {
+          if (offset >= (this.#appendedTo.get(partition) ?? 0)) this.#appendedTo.set(partition, offset + 1);
+        }
       },
     });
+  }
+
+  /** Partition → one past the last offset appended here: what an engine of this process must reach to have stored all of it. */
+  get appendedTo(): ReadonlyMap<number, number> {
+    return this.#appendedTo;
   }
 
   /** Uplinks accepted and not yet durable. */

@@ -134,6 +134,25 @@ export class UplinkPipeline implements UplinkSink {
     this.actors.stop();
   }
 
+  /**
+   * Resolves true once the states of every record of this pipeline's topic below `positions`
+   * (partition → offset) are stored, false after `timeoutMs` or when the pipeline failed. A process
+   * running edge and engine waits for it on stop, so what its edges accepted is stored before exit.
+   */
+  async caughtUp(positions: ReadonlyMap<number, number>, timeoutMs: number): Promise<boolean> {
+    const clock = this.#options.clock;
+    const deadline = clock.now() + timeoutMs;
+    const reached = () => [...positions].every(([partition, offset]) => {
+      const tracker = this.#trackers.get(`${this.#topic}\u0000${partition}`);
+      return tracker !== undefined && tracker.inFlight === 0 && tracker.watermark >= offset;
+    });
+    while (!reached()) {
+      if (this.#failed !== undefined || clock.now() >= deadline) return false;
+      await new Promise<void>((resolve) => clock.setTimeout(resolve, 10));
+    }
+    return true;
+  }
+
   /** Resolves when every dispatched uplink is durable. */
   async drained(): Promise<void> {
     await this.#drain();
