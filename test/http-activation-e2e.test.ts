@@ -12,7 +12,7 @@ import { createService } from '../app/createService.ts';
 import { systemClock } from '../engine/kernel/clock.ts';
 import { silentLogger } from '../engine/kernel/logger.ts';
 import { registryDirectory } from '../engine/ports/registry.ts';
-import { UplinkPipeline } from '../engine/uplink/pipeline/UplinkPipeline.ts';
+import { buildEngine, type Engine } from '../app/buildEngine.ts';
 import { defaultConfig } from '../schemas/config.ts';
 import { Topics, type DeadLetter, type StateRow } from '../schemas/messages.ts';
 import { activationBody, activationWorld, assertProblem, trackerDraft } from './support/activationWorld.ts';
@@ -26,20 +26,18 @@ function engineSuite(factory: RegistryFactory) {
 
   test('the activated device\'s token sends states; the actors check them against the device type\'s profiles', async () => {
     const { registry, dispose } = await factory.create();
-    let pipeline: UplinkPipeline | undefined;
-    const h = await EdgeHarness.start({ registry, onDeviceChanged: (id) => pipeline?.actors.invalidate(id) });
-    await h.log.ensureTopics([{ name: Topics.deadLetters, partitions: 1 }]);
+    let engine: Engine | undefined;
+    const h = await EdgeHarness.start({ registry, onDeviceChanged: (id) => engine?.pipeline.actors.invalidate(id) });
     const rows: StateRow[] = [];
     const dead: DeadLetter[] = [];
-    pipeline = new UplinkPipeline({
-      log: h.log,
-      rows: { append: async (r) => { rows.push(...r); }, flush: async () => undefined },
-      directory: registryDirectory(registry),
-      clock: systemClock,
-      commitIntervalMs: 20,
+    engine = buildEngine({
+      log: h.log, store: { append: async (r) => { rows.push(...r); } }, rejections: h.rejections,
+      directory: registryDirectory(registry), clock: systemClock,
+      settings: { commitIntervalMs: 20, batchDelayMs: 10 },
       onDeadLetters: (letters) => { dead.push(...letters); },
     });
-    await pipeline.start();
+    const pipeline = engine.pipeline;
+    await engine.start();
     try {
       const w = await activationWorld(h);
       const a = (await w.create(activationBody(w.tracker, w.hw('e2e'), [{ networkId: 'net1', data: { devEui: w.eui(), applicationId: 'fleet' } }]))).json;
@@ -72,7 +70,7 @@ function engineSuite(factory: RegistryFactory) {
       assert.is(dead[0].envelope.id, mixed.json.uplinkId);
       assert.is(pipeline.failure, undefined);
     } finally {
-      await pipeline.stop();
+      await engine.stop();
       await h.close();
       await dispose();
     }

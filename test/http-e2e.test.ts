@@ -10,9 +10,7 @@ import { createChdbStore } from '../adapters/chdb/createChdbStore.ts';
 import { createPgliteRegistry } from '../adapters/pglite/createPgliteRegistry.ts';
 import { systemClock } from '../engine/kernel/clock.ts';
 import { registryDirectory } from '../engine/ports/registry.ts';
-import { StateBatcher } from '../engine/uplink/pipeline/StateBatcher.ts';
-import { UplinkPipeline } from '../engine/uplink/pipeline/UplinkPipeline.ts';
-import { Topics } from '../schemas/messages.ts';
+import { buildEngine, type Engine } from '../app/buildEngine.ts';
 import { EdgeHarness, type Reply } from './support/edgeHarness.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
 
@@ -21,21 +19,14 @@ test('states sent over HTTP are stored by the actors and read back over HTTP; dr
   const registry = await createPgliteRegistry();
   const store = createChdbStore({ dir: `${tmp.dir}/chdb` });
   await store.init();
-  let pipeline: UplinkPipeline | undefined;
-  const h = await EdgeHarness.start({ registry, store, onDeviceChanged: (id) => pipeline?.actors.invalidate(id) });
-  await h.log.ensureTopics([{ name: Topics.deadLetters, partitions: 1 }]);
-  pipeline = new UplinkPipeline({
-    log: h.log,
-    rows: new StateBatcher({ store, clock: systemClock, maxDelayMs: 10 }),
-    directory: registryDirectory(registry),
-    clock: systemClock,
-    commitIntervalMs: 20,
-    onDeadLetters: (letters) => h.rejections.append(letters.map((l) => ({
-      deviceId: l.envelope.deviceId, rejectedAt: l.rejectedAt, code: l.code, reason: l.reason,
-      asset: l.asset ?? '', uplinkId: l.envelope.id, channel: l.envelope.channel,
-    }))),
+  let engine: Engine | undefined;
+  const h = await EdgeHarness.start({ registry, store, onDeviceChanged: (id) => engine?.pipeline.actors.invalidate(id) });
+  engine = buildEngine({
+    log: h.log, store, rejections: h.rejections, directory: registryDirectory(registry), clock: systemClock,
+    settings: { commitIntervalMs: 20, batchDelayMs: 10 },
   });
-  await pipeline.start();
+  const pipeline = engine.pipeline;
+  await engine.start();
   try {
     const s = await h.seed([{ name: 'temperature', profile: { type: 'number' } }, { name: 'door', profile: { type: 'boolean' } }, { name: 'label', profile: { type: 'string' } }]);
     const get = (path: string) => h.request('GET', path, { token: s.deviceToken });
@@ -73,7 +64,7 @@ test('states sent over HTTP are stored by the actors and read back over HTTP; dr
     await waitFor(async () => (await get(`/device/${s.deviceId}/asset/door/state`)).json.state?.value === 'ajar', 15_000, 'door stored as a string');
     assert.is(pipeline.failure, undefined);
   } finally {
-    await pipeline.stop();
+    await engine.stop();
     await h.close();
     await store.close();
     await registry.close();
