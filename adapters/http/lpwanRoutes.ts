@@ -25,7 +25,7 @@ import { parseLoriotUplink } from '../lpwan/parseLoriotUplink.ts';
 import { parseTtsUplink } from '../lpwan/parseTtsUplink.ts';
 import type { ParsedWebhook } from '../lpwan/parseWebhook.ts';
 import type { EdgeContext } from './EdgeDeps.ts';
-import { readBody } from './readBody.ts';
+import { incomingOf, readBody } from './readBody.ts';
 import { parseJson } from './requestBody.ts';
 
 const JSON_TYPE = 'application/json';
@@ -80,7 +80,7 @@ async function receive(c: Context, edge: EdgeContext, deps: LpwanEdgeDeps, webho
   if (app === undefined) {
     throw new FleetError('UNAUTHORIZED', `${webhook.title} webhook: missing or unknown webhook secret (Authorization: Bearer <secret>)`);
   }
-  const parsed = webhook.parse(parseJson(await readBody(c.req.raw, edge.maxBodyBytes)));
+  const parsed = webhook.parse(parseJson(await readBody(c.req.raw, edge.maxBodyBytes, incomingOf(c))));
   c.header('cache-control', 'no-store');
   if (parsed.kind === 'ignored') return c.json({ status: 'ignored', reason: parsed.reason }, 202);
   if (parsed.applicationId !== undefined && parsed.applicationId !== app.applicationId) {

@@ -17,7 +17,7 @@ import type { UplinkSubmission } from '../../engine/uplink/UplinkIngest.ts';
 import { Accepted, AssetIdParams, AssetStateBody, DeviceAssetParams, DeviceParams, DeviceStateBody } from '../../schemas/edge.ts';
 import { assetOf } from './EdgeAccess.ts';
 import type { EdgeContext } from './EdgeDeps.ts';
-import { readBody } from './readBody.ts';
+import { incomingOf, readBody } from './readBody.ts';
 import { bodyFormat } from './requestBody.ts';
 
 const JSON_TYPE = 'application/json';
@@ -60,13 +60,13 @@ export function uplinkRoutes(edge: EdgeContext): void {
   }, async (c, { principal, params }) => {
     const device = await access.device(principal, params.id, 'write');
     const format = bodyFormat(c.req.header('content-type'), ['json', 'cbor']);
-    const body = await readBody(c.req.raw, edge.maxBodyBytes);
+    const body = await readBody(c.req.raw, edge.maxBodyBytes, incomingOf(c));
     return accept(c, device, { channel: 'http', contentType: format, deviceId: device.id, body });
   });
 
   const assetState = async (c: Context, device: DeviceWithAssets, asset: string): Promise<Response> => {
     bodyFormat(c.req.header('content-type'), ['json']);
-    const body = await readBody(c.req.raw, edge.maxBodyBytes);
+    const body = await readBody(c.req.raw, edge.maxBodyBytes, incomingOf(c));
     return accept(c, device, { channel: 'http', contentType: 'json', deviceId: device.id, asset, body });
   };
 
