@@ -13,7 +13,7 @@ import { Compile } from 'typebox/compile';
 import type { Clock } from './clock.ts';
 import { encodeEnvelope } from './envelope.ts';
 import { FleetError, toFleetError } from './errors.ts';
-import { newId } from './ids.ts';
+import { newUplinkId } from './ids.ts';
 import type { Log, ProducerRecord } from './ports/log.ts';
 import { Topics, UplinkEnvelope } from '../schemas/messages.ts';
 
@@ -42,8 +42,8 @@ export interface UplinkIngestOptions {
   maxBatch?: number;
   /** Retry-After suggested when refusing, seconds. Default 1. */
   retryAfterSeconds?: number;
-  /** Uplink ids; default engine/ids.ts newId (22 random base62 characters). */
-  newId?(): string;
+  /** Uplink ids from the receive time; default engine/ids.ts newUplinkId (time-ordered). */
+  newId?(receivedAt: number): string;
 }
 
 interface Waiting {
@@ -61,7 +61,7 @@ export class UplinkIngest {
   readonly #maxConcurrent: number;
   readonly #maxBatch: number;
   readonly #retryAfter: number;
-  readonly #newId: () => string;
+  readonly #newId: (receivedAt: number) => string;
   #queue: Waiting[] = [];
   #pending = 0;
   #active = 0;
@@ -76,7 +76,7 @@ export class UplinkIngest {
     this.#maxConcurrent = options.maxConcurrentAppends ?? 4;
     this.#maxBatch = options.maxBatch ?? 512;
     this.#retryAfter = options.retryAfterSeconds ?? 1;
-    this.#newId = options.newId ?? newId;
+    this.#newId = options.newId ?? newUplinkId;
   }
 
   /** Uplinks accepted and not yet durable. */
@@ -95,7 +95,8 @@ export class UplinkIngest {
         detail: { retryAfter: this.#retryAfter },
       }));
     }
-    const receipt: UplinkReceipt = { id: this.#newId(), receivedAt: this.#clock.now() };
+    const receivedAt = this.#clock.now();
+    const receipt: UplinkReceipt = { id: this.#newId(receivedAt), receivedAt };
     const envelope: UplinkEnvelope = { ...submission, ...receipt };
     // An edge bug must not put a record on the log that every consumer would choke on.
     if (!checkEnvelope.Check(envelope) || !(envelope.body instanceof Uint8Array)) {
