@@ -20,6 +20,19 @@ storeContract('chdb', async () => {
   };
 }).run();
 
+// The 18.16 layout on chDB: the same suite, the same answers, whatever the server's types.
+storeContract('chdb, 18.16 layout', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'fleetstream-chdb-'));
+  const store = createChdbStore({ dir, legacyLayout: true });
+  return {
+    store,
+    async cleanup() {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}).run();
+
 rejectionsContract('chdb', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'fleetstream-chdb-'));
   const store = createChdbStore({ dir });

@@ -5,6 +5,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createClickHouseStore } from '../adapters/clickhouse/createClickHouseStore.ts';
+import { compactTypesIn } from '../adapters/clickhouse-sql/serverCapabilities.ts';
 import { FleetError } from '../engine/errors.ts';
 import { row, storeContract } from './contracts/store.contract.ts';
 import { rejectionsContract } from './contracts/rejections.contract.ts';
@@ -77,6 +78,34 @@ if (!url) {
     assert.is(error.code, 'INTERNAL');
     assert.is(error.retriable, false);
     assert.ok([60, 81].includes(error.detail?.clickhouseCode as number), String(error.detail?.clickhouseCode));
+    await store.close();
+  });
+
+  test('a table that goes away after init (a server being stopped) fails UNAVAILABLE, retriable', async () => {
+    const database = `fleetstream_gone_${process.pid}`;
+    databases.push(database);
+    const store = createClickHouseStore({ url, database });
+    await store.init();
+    await adminQuery(`DROP TABLE ${database}.states`);
+    const table = await rejection(store.append([row('d1', 'a', 1, 1)]));
+    assert.is(table.code, 'UNAVAILABLE');
+    assert.is(table.retriable, true);
+    assert.is(table.detail?.clickhouseCode, 60);
+    await adminQuery(`DROP DATABASE ${database}`);
+    const db = await rejection(store.latest('d1'));
+    assert.is(db.retriable, true);
+    assert.is(db.detail?.clickhouseCode, 81);
+    await store.close();
+  });
+
+  test('the server version picks the layout: 18.16 keeps its own', async () => {
+    const database = `fleetstream_layout_${process.pid}`;
+    databases.push(database);
+    const store = createClickHouseStore({ url, database });
+    await store.init();
+    const version = (await adminQuery('SELECT version()')).trim();
+    assert.is(store.layout.capabilities?.version, version);
+    assert.is(store.layout.kind, compactTypesIn(version) ? 'compact' : 'legacy');
     await store.close();
   });
 

@@ -11,9 +11,11 @@ import type { RejectionStore } from '../../engine/ports/rejections.ts';
 import { createSqlRejectionStore } from './createSqlRejectionStore.ts';
 import type { CommandHistory } from '../../engine/ports/commandHistory.ts';
 import { createSqlCommandHistory } from './createSqlCommandHistory.ts';
-import { encodeStateRowsTsv } from './encodeStateRowsTsv.ts';
 import { aggregateSql, decodeBucket, decodeStoredState, historySql, latestSql, RESOLUTION_MS } from './stateQueries.ts';
-import { checkIdentifier, createDatabaseSql, createTableSql, STATE_COLUMNS, type StateTableNames } from './stateTable.ts';
+import { checkIdentifier, createDatabaseSql, type StateTableNames } from './stateTable.ts';
+import { compactLayout, createStateTableSql, LEGACY_LAYOUT, tableColumnsSql, type StateLayout } from './stateLayout.ts';
+import { detectCapabilities, type ServerCapabilities } from './serverCapabilities.ts';
+import { retriableWhenReady } from './retriableWhenReady.ts';
 
 /** What an adapter provides. Every method rejects with a FleetError. */
 export interface SqlExecutor {
@@ -37,15 +39,26 @@ export interface SqlStateStoreOptions {
   maxLimit?: number;
   /** Largest aggregate range accepted, in buckets of the requested resolution. Default 100 000. */
   maxBuckets?: number;
+  /**
+   * States older than this many days (by `ts`) are dropped during merges. Only where the server
+   * has TTL (19.6 and later, every chDB); ignored on 18.16. Default: kept forever.
+   */
+  retentionDays?: number;
+  /** Create the 18.16 layout even where the server has the compact one (benchmarks, tests). */
+  legacyLayout?: boolean;
 }
 
 /** The state store, with the device rejections and command history kept in the same database (created by init()). */
 export interface SqlStateStore extends StateStore {
   readonly rejections: RejectionStore;
   readonly commands: CommandHistory;
+  /** What init() found: the server's capabilities and the layout of the states table. */
+  readonly layout: { readonly capabilities?: ServerCapabilities; readonly kind: StateLayout['kind'] };
 }
 
-export function createSqlStateStore(executor: SqlExecutor, options: SqlStateStoreOptions = {}): SqlStateStore {
+export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreOptions = {}): SqlStateStore {
+  const ready = retriableWhenReady(engine);
+  const executor = ready.executor;
   const names: StateTableNames = {
     database: checkIdentifier(options.database ?? 'fleetstream', 'database'),
     table: checkIdentifier(options.table ?? 'states', 'table'),
@@ -55,8 +68,14 @@ export function createSqlStateStore(executor: SqlExecutor, options: SqlStateStor
   const defaultLimit = options.defaultLimit ?? 100;
   const maxLimit = options.maxLimit ?? 10_000;
   const maxBuckets = options.maxBuckets ?? 100_000;
+  if (options.retentionDays !== undefined && (!Number.isSafeInteger(options.retentionDays) || options.retentionDays < 1)) {
+    throw new TypeError(`retentionDays must be a positive integer (got ${options.retentionDays})`);
+  }
   let closed = false;
   let closing: Promise<void> | undefined;
+  // Until init() has looked at the table, rows are written and read as the 18.16 layout.
+  let layout: StateLayout = LEGACY_LAYOUT;
+  let capabilities: ServerCapabilities | undefined;
 
   function open(): void {
     if (closed) throw new FleetError('CLOSED', 'state store is closed');
@@ -68,26 +87,35 @@ export function createSqlStateStore(executor: SqlExecutor, options: SqlStateStor
   return {
     rejections,
     commands,
+    get layout() {
+      return { capabilities, kind: layout.kind };
+    },
 
     async init() {
       open();
+      capabilities = await detectCapabilities(executor);
+      const compact = capabilities.compactTypes && options.legacyLayout !== true;
       await executor.command(createDatabaseSql(names));
-      await executor.command(createTableSql(names));
+      await executor.command(createStateTableSql(names, compact, { retentionDays: options.retentionDays }));
+      // A table made before this server (or this release) had the compact layout keeps its own.
+      const columns = (await executor.select(tableColumnsSql(names))).map((c) => c.name);
+      layout = columns.includes('uplink_id') ? LEGACY_LAYOUT : compactLayout(!capabilities.exactFloatText);
       await rejections.init();
       await commands.init();
+      ready.markReady();
     },
 
     async append(rows: readonly StateRow[]) {
       open();
       checkStateRows(rows);
       if (rows.length === 0) return;
-      await executor.insertTsv(insertTarget, STATE_COLUMNS, encodeStateRowsTsv(rows));
+      await executor.insertTsv(insertTarget, layout.columns, layout.encode(rows));
     },
 
     async latest(deviceId: string): Promise<StoredState[]> {
       open();
       checkString(deviceId, 'deviceId');
-      return (await executor.select(latestSql(names, deviceId))).map(decodeStoredState);
+      return (await executor.select(latestSql(names, deviceId, layout.uplinkId))).map(decodeStoredState);
     },
 
     async history(query: HistoryQuery): Promise<StoredState[]> {
@@ -103,7 +131,7 @@ export function createSqlStateStore(executor: SqlExecutor, options: SqlStateStor
       const order = query.order ?? 'desc';
       if (order !== 'asc' && order !== 'desc') throw badQuery("order must be 'asc' or 'desc'", 'order');
       if (limit === 0 || (from !== undefined && to !== undefined && from >= to)) return [];
-      const sql = historySql(names, { deviceId: query.deviceId, asset: query.asset, from, to, limit, order });
+      const sql = historySql(names, { deviceId: query.deviceId, asset: query.asset, from, to, limit, order }, layout.uplinkId);
       return (await executor.select(sql)).map(decodeStoredState);
     },
 
@@ -124,7 +152,7 @@ export function createSqlStateStore(executor: SqlExecutor, options: SqlStateStor
 
     close() {
       closed = true;
-      closing ??= executor.close();
+      closing ??= engine.close();
       return closing;
     },
   };

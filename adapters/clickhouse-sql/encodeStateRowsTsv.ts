@@ -49,3 +49,34 @@ export function encodeStateRowsTsv(rows: readonly StateRow[]): Buffer {
   }
   return Buffer.from(lines.join(''), 'utf8');
 }
+
+/** 16 upper-case hex digits: the shape of an id made by engine/ids.ts newUplinkId. */
+const ORDERED_ID = /^[0-9A-F]{16}$/;
+
+/**
+ * The compact layout's row (stateLayout.ts COMPACT_COLUMNS). An ordered uplink id whose time is the
+ * row's receive time is written as its low 20 bits; any other id verbatim.
+ */
+export function encodeCompactStateRowsTsv(rows: readonly StateRow[], numberText: boolean): Buffer {
+  const lines = new Array<string>(rows.length);
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i];
+    lines[i] = `${tsvField(row.deviceId)}\t${tsvField(row.asset)}\t${row.ts}\t${row.receivedAt}\t${uplinkFields(row.uplinkId, row.receivedAt)}\t${numberText ? valueFields(row.value) : compactValueFields(row.value)}\n`;
+  }
+  return Buffer.from(lines.join(''), 'utf8');
+}
+
+/** uplink_low, uplink_text. */
+function uplinkFields(id: string, receivedAt: number): string {
+  if (id.length === 16 && ORDERED_ID.test(id)) {
+    const hi = parseInt(id.slice(0, 8), 16);
+    const lo = parseInt(id.slice(8), 16);
+    if (hi * 2 ** 12 + Math.floor(lo / 2 ** 20) === receivedAt && receivedAt >= 2 ** 36) return `${lo & 0xfffff}\t`;
+  }
+  return `0\t${tsvField(id)}`;
+}
+
+/** As valueFields, without the decimal copy of a number (the server parses it exactly). */
+function compactValueFields(value: JsonValue): string {
+  return typeof value === 'number' ? `number\t${numberText(value)}\t\t0` : valueFields(value);
+}

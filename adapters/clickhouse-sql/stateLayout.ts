@@ -1,0 +1,96 @@
+/**
+ * The two layouts of the states table (DESIGN.md §9) and what differs between them for writers and
+ * readers. Queries are otherwise the same SQL on both (stateQueries.ts).
+ *
+ * - legacy: the 18.16 table of stateTable.ts, kept as is wherever it already exists.
+ * - compact: the same rows in types a time-series store would choose. Timestamps are DoubleDelta
+ *   (regular readings leave second differences near zero), numbers Gorilla, everything else ZSTD;
+ *   the asset name is LowCardinality (a handful per fleet); the device id stays a String because
+ *   the sort key puts each device's rows in one run that ZSTD folds anyway, while a fleet's
+ *   millions of device ids would overflow LowCardinality's per-part dictionary.
+ *   The uplink id is stored as the receive time plus `uplink_low`, the 20 bits below the time of
+ *   an id made by engine/ids.ts newUplinkId; any other id goes verbatim to `uplink_text`. Both
+ *   halves are in the sorting key, so a replayed uplink (same id, same receive time) folds exactly
+ *   as it did on the legacy table.
+ *   `retentionDays` adds a TTL on `ts`: rows older than that many days are dropped during merges.
+ */
+import type { StateRow } from '../../schemas/messages.ts';
+import { encodeCompactStateRowsTsv, encodeStateRowsTsv } from './encodeStateRowsTsv.ts';
+import { createTableSql, qualifiedTable, STATE_COLUMNS, type StateTableNames } from './stateTable.ts';
+
+export interface StateLayout {
+  readonly kind: 'legacy' | 'compact';
+  /** Insert column order of encode(). */
+  readonly columns: readonly string[];
+  encode(rows: readonly StateRow[]): Buffer;
+  /** An SQL expression giving the uplink id text of a row. */
+  readonly uplinkId: string;
+}
+
+export const LEGACY_LAYOUT: StateLayout = {
+  kind: 'legacy',
+  columns: STATE_COLUMNS,
+  encode: encodeStateRowsTsv,
+  uplinkId: 'uplink_id',
+};
+
+export const COMPACT_COLUMNS = [
+  'device_id',
+  'asset',
+  'ts',
+  'received_at',
+  'uplink_low',
+  'uplink_text',
+  'value_kind',
+  'value_number',
+  'value_string',
+  'value_bool',
+] as const;
+
+/** `numberText`: keep the decimal text of numbers in value_string (a server that parses floats inexactly). */
+export function compactLayout(numberText: boolean): StateLayout {
+  return {
+    kind: 'compact',
+    columns: COMPACT_COLUMNS,
+    encode: (rows) => encodeCompactStateRowsTsv(rows, numberText),
+    // hex() of a UInt64 at or above 2^56 is exactly the 16 digits newUplinkId wrote.
+    uplinkId: "if(uplink_text = '', hex(bitOr(bitShiftLeft(toUInt64(received_at), 20), toUInt64(uplink_low))), uplink_text)",
+  };
+}
+
+export interface CompactTableOptions {
+  /** Days to keep states by `ts`; none (keep forever) when undefined. */
+  retentionDays?: number;
+}
+
+export function createCompactTableSql(names: StateTableNames, options: CompactTableOptions = {}): string {
+  const ttl = options.retentionDays === undefined ? '' : `\nTTL toDateTime(intDiv(ts, 1000)) + INTERVAL ${retention(options.retentionDays)} DAY`;
+  return `CREATE TABLE IF NOT EXISTS ${qualifiedTable(names)} (
+  device_id String CODEC(ZSTD(1)),
+  asset LowCardinality(String),
+  ts Int64 CODEC(DoubleDelta, ZSTD(1)),
+  received_at Int64 CODEC(DoubleDelta, ZSTD(1)),
+  uplink_low UInt32 CODEC(ZSTD(1)),
+  uplink_text String CODEC(ZSTD(1)),
+  value_kind Enum8('null' = 0, 'number' = 1, 'string' = 2, 'boolean' = 3, 'json' = 4) CODEC(ZSTD(1)),
+  value_number Float64 CODEC(Gorilla, ZSTD(1)),
+  value_string String CODEC(ZSTD(1)),
+  value_bool UInt8 CODEC(ZSTD(1))
+) ENGINE = ReplacingMergeTree()
+ORDER BY (device_id, asset, ts, received_at, uplink_low, uplink_text)${ttl}`;
+}
+
+function retention(days: number): number {
+  if (!Number.isSafeInteger(days) || days < 1) throw new TypeError(`retentionDays must be a positive integer (got ${days})`);
+  return days;
+}
+
+/** The layout DDL for a server: compact where its types exist, 18.16's otherwise. */
+export function createStateTableSql(names: StateTableNames, compact: boolean, options: CompactTableOptions = {}): string {
+  return compact ? createCompactTableSql(names, options) : createTableSql(names);
+}
+
+/** Which layout an existing table has: the legacy one is the only one with an `uplink_id` column. */
+export function tableColumnsSql(names: StateTableNames): string {
+  return `SELECT name FROM system.columns WHERE database = '${names.database}' AND table = '${names.table}'`;
+}
