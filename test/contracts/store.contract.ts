@@ -167,6 +167,19 @@ export function storeContract(name: string, factory: () => Promise<StoreFixture>
     back.forEach((state, i) => assert.ok(Object.is(state.value, numbers[i]), `${state.value} vs ${numbers[i]}`));
   });
 
+  test('decimal readings round-trip bit for bit, and aggregate to the same doubles', async (ctx) => {
+    const s = store(ctx);
+    const numbers = [21.37, -21.37, 0.1, 0.2, 0.1 + 0.2, 1013.2, 99.99, -0.001, 123456789012345, 999999999999999.9, 1e15, 2 ** 53,
+      0.000001, 1.5e-7, 12.345678901234, 3.141592653589793, 100, -7, 0, 1e21, 5e-324];
+    for (let i = 0; i < 200; i++) numbers.push(Math.round(Math.sin(i) * 10 ** (i % 7)) / 10 ** (i % 5));
+    await s.append(numbers.map((x, i) => row('d1', 'dec', T0 + i, x)));
+    const back = await s.history({ deviceId: 'd1', asset: 'dec', order: 'asc', limit: 1000 });
+    back.forEach((state, i) => assert.ok(Object.is(state.value, numbers[i]), `${state.value} vs ${numbers[i]}`));
+    const [bucket] = await s.aggregate({ deviceId: 'd1', asset: 'dec', from: T0, to: T0 + MIN, resolution: 'minute' });
+    assert.is(bucket.min, Math.min(...numbers));
+    assert.is(bucket.max, Math.max(...numbers));
+  });
+
   test('aggregates per minute, hour and day over numbers', async (ctx) => {
     const s = store(ctx);
     await s.append([
