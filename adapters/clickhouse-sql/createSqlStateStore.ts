@@ -16,6 +16,7 @@ import { checkIdentifier, createDatabaseSql, type StateTableNames } from './stat
 import { compactLayout, createStateTableSql, LEGACY_LAYOUT, tableColumnsSql, type StateLayout } from './stateLayout.ts';
 import { detectCapabilities, type ServerCapabilities } from './serverCapabilities.ts';
 import { retriableWhenReady } from './retriableWhenReady.ts';
+import { encodeStateRowsRowBinary } from './encodeStateRowsRowBinary.ts';
 
 /** What an adapter provides. Every method rejects with a FleetError. */
 export interface SqlExecutor {
@@ -25,6 +26,8 @@ export interface SqlExecutor {
   select(sql: string): Promise<Record<string, unknown>[]>;
   /** Inserts a TabSeparated payload; resolves once the engine has committed it. */
   insertTsv(table: string, columns: readonly string[], payload: Buffer): Promise<void>;
+  /** Inserts a RowBinary payload, where the engine's client can send one (not chDB's). */
+  insertRowBinary?(table: string, columns: readonly string[], payload: Buffer): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -46,6 +49,8 @@ export interface SqlStateStoreOptions {
   retentionDays?: number;
   /** Create the 18.16 layout even where the server has the compact one (benchmarks, tests). */
   legacyLayout?: boolean;
+  /** Send states as TabSeparated even where the executor offers RowBinary (to measure one against the other). */
+  textInsert?: boolean;
 }
 
 /** The state store, with the device rejections and command history kept in the same database (created by init()). */
@@ -109,7 +114,13 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
       open();
       checkStateRows(rows);
       if (rows.length === 0) return;
-      await executor.insertTsv(insertTarget, layout.columns, layout.encode(rows));
+      // The legacy layout's text needs a decimal copy of every number (18.16 parses floats
+      // inexactly); RowBinary carries the exact bits and is cheaper for the server to read.
+      if (layout.kind === 'legacy' && executor.insertRowBinary && options.textInsert !== true) {
+        await executor.insertRowBinary(insertTarget, layout.columns, encodeStateRowsRowBinary(rows));
+      } else {
+        await executor.insertTsv(insertTarget, layout.columns, layout.encode(rows));
+      }
     },
 
     async latest(deviceId: string): Promise<StoredState[]> {

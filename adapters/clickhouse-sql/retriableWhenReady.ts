@@ -22,6 +22,10 @@ export function retriableWhenReady(engine: SqlExecutor): { executor: SqlExecutor
     insertTsv: (table, columns, payload) => engine.insertTsv(table, columns, payload).catch((error) => Promise.reject(mapped(error))),
     close: () => engine.close(),
   };
+  if (engine.insertRowBinary) {
+    const insert = engine.insertRowBinary.bind(engine);
+    executor.insertRowBinary = (table, columns, payload) => insert(table, columns, payload).catch((error) => Promise.reject(mapped(error)));
+  }
   return {
     executor,
     markReady() {
