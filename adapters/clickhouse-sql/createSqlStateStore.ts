@@ -17,6 +17,7 @@ import { compactLayout, createStateTableSql, LEGACY_LAYOUT, tableColumnsSql, typ
 import { detectCapabilities, type ServerCapabilities } from './serverCapabilities.ts';
 import { retriableWhenReady } from './retriableWhenReady.ts';
 import { encodeStateRowsRowBinary } from './encodeStateRowsRowBinary.ts';
+import { createRollupSql, refreshHoursSql, refreshMinutesSql, rollupAggregateSql, rollupFor, rollupTableName, ROLLUPS, touchedBy } from './stateRollups.ts';
 
 /** What an adapter provides. Every method rejects with a FleetError. */
 export interface SqlExecutor {
@@ -49,6 +50,11 @@ export interface SqlStateStoreOptions {
   retentionDays?: number;
   /** Create the 18.16 layout even where the server has the compact one (benchmarks, tests). */
   legacyLayout?: boolean;
+  /**
+   * Keep per-minute and per-hour rollups (stateRollups.ts) where the table has the compact layout,
+   * refreshed by every append, and answer aggregates from them. Default true; false measures raw scans.
+   */
+  rollups?: boolean;
   /** Send states as TabSeparated even where the executor offers RowBinary (to measure one against the other). */
   textInsert?: boolean;
 }
@@ -57,6 +63,11 @@ export interface SqlStateStoreOptions {
 export interface SqlStateStore extends StateStore {
   readonly rejections: RejectionStore;
   readonly commands: CommandHistory;
+  /**
+   * Runs an analyst's SELECT (written without FORMAT) on the store's engine and returns its rows:
+   * the embedded store's door to the SQL of docs/analytics.md. Errors as FleetError.
+   */
+  query(sql: string): Promise<Record<string, unknown>[]>;
   /** What init() found: the server's capabilities and the layout of the states table. */
   readonly layout: { readonly capabilities?: ServerCapabilities; readonly kind: StateLayout['kind'] };
 }
@@ -81,6 +92,21 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
   // Until init() has looked at the table, rows are written and read as the 18.16 layout.
   let layout: StateLayout = LEGACY_LAYOUT;
   let capabilities: ServerCapabilities | undefined;
+  let rollups = false;
+  // Refreshes run one after another, each with a greater version (see stateRollups.ts).
+  let refreshing: Promise<void> = Promise.resolve();
+  let lastVersion = 0;
+  const nextVersion = () => (lastVersion = Math.max(Date.now() * 1000, lastVersion + 1));
+
+  function refreshRollups(rows: readonly StateRow[]): Promise<void> {
+    const touched = touchedBy(rows);
+    const run = refreshing.catch(() => {}).then(async () => {
+      await executor.command(refreshMinutesSql(names, touched, nextVersion(), layout.uplinkId));
+      await executor.command(refreshHoursSql(names, touched, nextVersion()));
+    });
+    refreshing = run;
+    return run;
+  }
 
   function open(): void {
     if (closed) throw new FleetError('CLOSED', 'state store is closed');
@@ -92,6 +118,10 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
   return {
     rejections,
     commands,
+    query(sql: string) {
+      open();
+      return executor.select(sql);
+    },
     get layout() {
       return { capabilities, kind: layout.kind };
     },
@@ -105,6 +135,16 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
       // A table made before this server (or this release) had the compact layout keeps its own.
       const columns = (await executor.select(tableColumnsSql(names))).map((c) => c.name);
       layout = columns.includes('uplink_id') ? LEGACY_LAYOUT : compactLayout(!capabilities.exactFloatText);
+      rollups = layout.kind === 'compact' && options.rollups !== false;
+      if (rollups) {
+        const existing = (await executor.select(`SELECT name FROM system.tables WHERE database = '${names.database}'`)).map((t) => t.name);
+        for (const rollup of ROLLUPS) await executor.command(createRollupSql(names, rollup));
+        // Rollups made beside states already stored start from all of them (in order: hours read minutes).
+        if (ROLLUPS.some((rollup) => !existing.includes(rollupTableName(names, rollup)))) {
+          await executor.command(refreshMinutesSql(names, undefined, nextVersion(), layout.uplinkId));
+          await executor.command(refreshHoursSql(names, undefined, nextVersion()));
+        }
+      }
       await rejections.init();
       await commands.init();
       ready.markReady();
@@ -121,6 +161,7 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
       } else {
         await executor.insertTsv(insertTarget, layout.columns, layout.encode(rows));
       }
+      if (rollups) await refreshRollups(rows);
     },
 
     async latest(deviceId: string): Promise<StoredState[]> {
@@ -157,7 +198,10 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
       if (size === undefined) throw badQuery("resolution must be 'minute', 'hour' or 'day'", 'resolution');
       if (from >= to) return [];
       if ((to - from) / size > maxBuckets) throw badQuery(`range spans more than ${maxBuckets} ${query.resolution} buckets`, 'to');
-      const sql = aggregateSql(names, { deviceId: query.deviceId, asset: query.asset, from, to, resolution: query.resolution });
+      const rollup = rollups ? rollupFor(size, from, to) : undefined;
+      const sql = rollup
+        ? rollupAggregateSql(names, rollup, { deviceId: query.deviceId, asset: query.asset, from, to, resolution: query.resolution, resolutionMs: size })
+        : aggregateSql(names, { deviceId: query.deviceId, asset: query.asset, from, to, resolution: query.resolution });
       return (await executor.select(sql)).map(decodeBucket);
     },
 
