@@ -17,6 +17,7 @@ import { compactLayout, createStateTableSql, LEGACY_LAYOUT, tableColumnsSql, typ
 import { detectCapabilities, type ServerCapabilities } from './serverCapabilities.ts';
 import { retriableWhenReady } from './retriableWhenReady.ts';
 import { encodeStateRowsRowBinary } from './encodeStateRowsRowBinary.ts';
+import { latestStatesViewSql, stateRowsViewSql } from './stateViews.ts';
 import { createRollupSql, refreshHoursSql, refreshMinutesSql, rollupAggregateSql, rollupFor, rollupTableName, ROLLUPS, touchedBy } from './stateRollups.ts';
 
 /** What an adapter provides. Every method rejects with a FleetError. */
@@ -135,6 +136,8 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
       // A table made before this server (or this release) had the compact layout keeps its own.
       const columns = (await executor.select(tableColumnsSql(names))).map((c) => c.name);
       layout = columns.includes('uplink_id') ? LEGACY_LAYOUT : compactLayout(!capabilities.exactFloatText);
+      await executor.command(stateRowsViewSql(names, layout));
+      await executor.command(latestStatesViewSql(names));
       rollups = layout.kind === 'compact' && options.rollups !== false;
       if (rollups) {
         const existing = (await executor.select(`SELECT name FROM system.tables WHERE database = '${names.database}'`)).map((t) => t.name);
