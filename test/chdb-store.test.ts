@@ -8,30 +8,23 @@ import { FleetError } from '../engine/errors.ts';
 import { row, storeContract } from './contracts/store.contract.ts';
 import { rejectionsContract } from './contracts/rejections.contract.ts';
 
-storeContract('chdb', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'fleetstream-chdb-'));
-  const store = createChdbStore({ dir });
-  return {
-    store,
-    async cleanup() {
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
+function fixture(legacyLayout: boolean) {
+  return async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fleetstream-chdb-'));
+    const store = createChdbStore({ dir, legacyLayout });
+    return {
+      store,
+      async cleanup() {
+        await store.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
   };
-}).run();
+}
 
+storeContract('chdb', fixture(false)).run();
 // The 18.16 layout on chDB: the same suite, the same answers, whatever the server's types.
-storeContract('chdb, 18.16 layout', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'fleetstream-chdb-'));
-  const store = createChdbStore({ dir, legacyLayout: true });
-  return {
-    store,
-    async cleanup() {
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}).run();
+storeContract('chdb, 18.16 layout', fixture(true)).run();
 
 rejectionsContract('chdb', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'fleetstream-chdb-'));

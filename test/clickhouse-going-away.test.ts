@@ -7,8 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createSqlStateStore, type SqlExecutor } from '../adapters/clickhouse-sql/createSqlStateStore.ts';
 import { fleetErrorFromClickHouseCode } from '../adapters/clickhouse-sql/clickhouseErrors.ts';
-import { FleetError } from '../engine/errors.ts';
-import { row } from './contracts/store.contract.ts';
+import { rejectsWith, row } from './contracts/store.contract.ts';
 
 function scripted(): SqlExecutor & { failWith?: number } {
   const executor: SqlExecutor & { failWith?: number } = {
@@ -25,31 +24,19 @@ function scripted(): SqlExecutor & { failWith?: number } {
   return executor;
 }
 
-async function rejection(promise: Promise<unknown>): Promise<FleetError> {
-  try {
-    await promise;
-  } catch (error) {
-    assert.instance(error, FleetError);
-    return error as FleetError;
-  }
-  throw new Error('expected a rejection');
-}
-
 for (const code of [60, 81, 218]) {
   test(`code ${code} is final before init and retriable after`, async () => {
     const executor = scripted();
     const store = createSqlStateStore(executor);
     executor.failWith = code;
-    const before = await rejection(store.append([row('d1', 'a', 1, 1)]));
-    assert.is(before.code, 'INTERNAL');
+    const before = await rejectsWith(store.append([row('d1', 'a', 1, 1)]), 'INTERNAL');
     assert.is(before.retriable, false);
-    assert.is((await rejection(store.init())).retriable, false);
+    assert.is((await rejectsWith(store.init(), 'INTERNAL')).retriable, false);
     executor.failWith = undefined;
     await store.init();
     executor.failWith = code;
     for (const call of [store.append([row('d1', 'a', 1, 1)]), store.latest('d1'), store.rejections.recent('d1')]) {
-      const after = await rejection(call);
-      assert.is(after.code, 'UNAVAILABLE');
+      const after = await rejectsWith(call, 'UNAVAILABLE');
       assert.is(after.retriable, true);
       assert.is(after.detail?.clickhouseCode, code);
     }
@@ -61,8 +48,7 @@ test('other query errors stay final after init', async () => {
   const store = createSqlStateStore(executor);
   await store.init();
   executor.failWith = 62; // SYNTAX_ERROR
-  const error = await rejection(store.latest('d1'));
-  assert.is(error.code, 'INTERNAL');
+  const error = await rejectsWith(store.latest('d1'), 'INTERNAL');
   assert.is(error.retriable, false);
 });
 

@@ -13,7 +13,7 @@ import type { CommandHistory } from '../../engine/ports/commandHistory.ts';
 import { createSqlCommandHistory } from './createSqlCommandHistory.ts';
 import { aggregateSql, decodeBucket, decodeStoredState, historySql, latestSql, RESOLUTION_MS } from './stateQueries.ts';
 import { checkIdentifier, createDatabaseSql, type StateTableNames } from './stateTable.ts';
-import { compactLayout, createStateTableSql, LEGACY_LAYOUT, tableColumnsSql, type StateLayout } from './stateLayout.ts';
+import { compactLayout, createStateTableSql, insertGroups, LEGACY_LAYOUT, tableColumnsSql, type StateLayout } from './stateLayout.ts';
 import { detectCapabilities, type ServerCapabilities } from './serverCapabilities.ts';
 import { retriableWhenReady } from './retriableWhenReady.ts';
 import { encodeStateRowsRowBinary } from './encodeStateRowsRowBinary.ts';
@@ -161,8 +161,10 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
       // inexactly); RowBinary carries the exact bits and is cheaper for the server to read.
       if (layout.kind === 'legacy' && executor.insertRowBinary && options.textInsert !== true) {
         await executor.insertRowBinary(insertTarget, layout.columns, encodeStateRowsRowBinary(rows));
-      } else {
+      } else if (layout.kind === 'legacy') {
         await executor.insertTsv(insertTarget, layout.columns, layout.encode(rows));
+      } else {
+        for (const group of insertGroups(rows)) await executor.insertTsv(insertTarget, layout.columns, layout.encode(group));
       }
       if (rollups) await refreshRollups(rows);
     },

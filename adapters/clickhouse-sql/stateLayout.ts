@@ -20,6 +20,11 @@
  *     are in the sorting key, so a replayed uplink (same id, same receive time) folds exactly as on
  *     the legacy table.
  *   `retentionDays` adds a TTL on `ts`: rows older than that many days are dropped during merges.
+ *   Partitioned by day of `ts`: the rollup refresh (stateRollups.ts) reads the touched minutes of
+ *   every device, which without partitions means the `ts` column of the whole table on every
+ *   append. Replays still fold: equal keys have equal `ts`, so they share a partition. An insert may
+ *   touch at most 100 partitions (max_partitions_per_insert_block), so appends are cut by day first
+ *   (insertGroups).
  */
 import type { StateRow } from '../../schemas/messages.ts';
 import { encodeCompactStateRowsTsv, encodeStateRowsTsv, FLOAT_SCALE } from './encodeStateRowsTsv.ts';
@@ -67,6 +72,43 @@ export function compactLayout(keepText: boolean): StateLayout {
   };
 }
 
+const DAY_MS = 86_400_000;
+const MAX_DAYS_PER_INSERT = 100;
+
+/** The rows of one append in inserts that each touch at most 100 daily partitions (usually one insert). */
+export function insertGroups(rows: readonly StateRow[]): (readonly StateRow[])[] {
+  const days = new Map<number, StateRow[]>();
+  for (const row of rows) {
+    const day = Math.floor(row.ts / DAY_MS);
+    let group = days.get(day);
+    if (group === undefined) days.set(day, (group = []));
+    group.push(row);
+    if (days.size > MAX_DAYS_PER_INSERT) break;
+  }
+  if (days.size <= MAX_DAYS_PER_INSERT) return [rows];
+  const byDay = new Map<number, StateRow[]>();
+  for (const row of rows) {
+    const day = Math.floor(row.ts / DAY_MS);
+    let group = byDay.get(day);
+    if (group === undefined) byDay.set(day, (group = []));
+    group.push(row);
+  }
+  const groups: StateRow[][] = [];
+  let current: StateRow[] = [];
+  let count = 0;
+  for (const group of byDay.values()) {
+    if (count === MAX_DAYS_PER_INSERT) {
+      groups.push(current);
+      current = [];
+      count = 0;
+    }
+    current.push(...group);
+    count++;
+  }
+  groups.push(current);
+  return groups;
+}
+
 export interface CompactTableOptions {
   /** Days to keep states by `ts`; none (keep forever) when undefined. */
   retentionDays?: number;
@@ -90,6 +132,7 @@ export function createCompactTableSql(names: StateTableNames, options: CompactTa
   value_string String CODEC(ZSTD(1)),
   value_bool UInt8 CODEC(ZSTD(1))
 ) ENGINE = ReplacingMergeTree()
+PARTITION BY intDiv(ts, 86400000)
 ORDER BY (device_id, asset, ts, received_lag, uplink_low, uplink_text)${ttl}`;
 }
 

@@ -37,6 +37,7 @@ export function rollupTableName(names: StateTableNames, rollup: Rollup): string 
   return `${names.table}_${rollup.suffix}`;
 }
 
+/** Minutes are partitioned by day, as the states table, since the hour refresh reads them by time range. */
 export function createRollupSql(names: StateTableNames, rollup: Rollup): string {
   return `CREATE TABLE IF NOT EXISTS ${qualified(names, rollup)} (
   device_id LowCardinality(String),
@@ -50,7 +51,7 @@ export function createRollupSql(names: StateTableNames, rollup: Rollup): string 
   first Float64 CODEC(ZSTD(1)),
   last Float64 CODEC(ZSTD(1)),
   version UInt64 CODEC(ZSTD(1))
-) ENGINE = ReplacingMergeTree(version)
+) ENGINE = ReplacingMergeTree(version)${rollup.suffix === 'minute' ? '\nPARTITION BY intDiv(bucket, 86400000)' : ''}
 ORDER BY (device_id, asset, bucket)`;
 }
 
@@ -99,6 +100,14 @@ function where(column: string, touched: Touched | undefined, ranges = touched?.r
   return touched.devices === undefined ? `\nWHERE ${times}` : `\nWHERE device_id IN (${touched.devices}) AND (${times})`;
 }
 
+/**
+ * Refreshes run on compact servers only (19.6+), which take SETTINGS in a query. A refresh writes
+ * the minute partitions of every day it touched: a backfill or an append spread over years of `at`
+ * passes the default limit of 100 partitions per insert, which guards against a bad partition key,
+ * not against this.
+ */
+const ANY_PARTITIONS = 'SETTINGS max_partitions_per_insert_block = 0';
+
 /** Recomputes the touched minute buckets (every one when `touched` is undefined) from the raw table. */
 export function refreshMinutesSql(names: StateTableNames, touched: Touched | undefined, version: number, uplinkId: string): string {
   const by = `(ts, received_at, ${uplinkId})`;
@@ -108,7 +117,8 @@ SELECT device_id, asset, ${bucketOf('ts', 60_000)} AS b, count(), countIf(${isNu
   maxIf(value_number, ${isNumber}), sumIf(value_number, ${isNumber}), argMinIf(value_number, ${by}, ${isNumber}),
   argMaxIf(value_number, ${by}, ${isNumber}), ${version}
 FROM \`${names.database}\`.\`${names.table}\` FINAL${where('ts', touched)}
-GROUP BY device_id, asset, b`;
+GROUP BY device_id, asset, b
+${ANY_PARTITIONS}`;
 }
 
 /** Recomputes the hours holding the touched minutes (every hour when undefined) from the minute rollup. */

@@ -38,7 +38,7 @@ export function row(deviceId: string, asset: string, ts: number, value: JsonValu
   return { deviceId, asset, ts, receivedAt, value, uplinkId };
 }
 
-async function rejectsWith(promise: Promise<unknown>, code: string): Promise<FleetError> {
+export async function rejectsWith(promise: Promise<unknown>, code: string): Promise<FleetError> {
   try {
     await promise;
   } catch (error) {
@@ -389,6 +389,15 @@ export function storeContract(name: string, factory: () => Promise<StoreFixture>
     const buckets = await s.aggregate({ deviceId: 'd3', asset: 'a2', from: T0, to: T0 + DAY, resolution: 'day' });
     assert.is(buckets[0].count, rows.filter((r) => r.deviceId === 'd3' && r.asset === 'a2').length);
     assert.is((await s.latest('d9')).length, 7);
+  });
+
+  test('an append spanning hundreds of days lands whole, and folds on replay', async (ctx) => {
+    const s = store(ctx);
+    const rows = Array.from({ length: 250 }, (_, i) => row('d1', 'a', T0 + i * DAY + i, i));
+    await s.append(rows);
+    await s.append(rows);
+    const all = await s.history({ deviceId: 'd1', asset: 'a', order: 'asc', limit: 1000 });
+    assert.equal(all.map((st) => st.value), rows.map((r) => r.value));
   });
 
   test('concurrent appends and queries all complete and nothing is lost', async (ctx) => {
