@@ -85,7 +85,7 @@ FROM fleetstream.states FINAL WHERE asset = 'temperature' GROUP BY day ORDER BY 
 console.log(`store aggregates bench: one device-asset × ${fmt(YEAR_MINUTES)} minutes + ${fmt(DEVICES * ASSETS.length * MINUTES)} fleet states, node ${process.version}`);
 const dir = mkdtempSync(join(tmpdir(), 'fleetstream-aggregates-'));
 try {
-  const store = createChdbStore({ dir });
+  const store = createChdbStore({ dir, rollups: true });
   await store.init();
   console.log(`filled at ${fmt(await fill(store))} states/s (rollups refreshed by every append)`);
   const year = { deviceId: 'year-device', asset: 'temperature', from: T0, to: T0 + YEAR_MINUTES * 60_000, resolution: 'hour' as const };

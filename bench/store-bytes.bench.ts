@@ -100,8 +100,7 @@ console.log(`store bytes bench: ${fmt(MINUTES * DEVICES * ASSETS.length)} data p
 const results: Array<{ label: string; total: number; rawTotal: number }> = [];
 try {
   for (const c of cases) {
-    // Rollups off: this measures the states table alone (and fills it faster).
-    const store = createChdbStore({ dir, database: c.database, legacyLayout: c.legacyLayout, rollups: false });
+    const store = createChdbStore({ dir, database: c.database, legacyLayout: c.legacyLayout });
     await store.init();
     let rows = 0;
     const started = performance.now();

@@ -83,7 +83,7 @@ test('every query of docs/analytics.md runs and answers the same on every engine
   const results: Array<[string, Map<string, unknown[]>]> = [];
   for (const legacyLayout of [false, true]) {
     const dir = mkdtempSync(join(tmpdir(), 'fleetstream-docs-'));
-    const store = createChdbStore({ dir, legacyLayout });
+    const store = createChdbStore({ dir, legacyLayout, rollups: !legacyLayout });
     try {
       results.push([`chDB ${legacyLayout ? '18.16' : 'compact'} layout`, await answers(store, 'fleetstream', !legacyLayout)]);
     } finally {
@@ -93,7 +93,7 @@ test('every query of docs/analytics.md runs and answers the same on every engine
   }
   if (url) {
     const database = `fleetstream_docs_${process.pid}`;
-    const store = createClickHouseStore({ url, database });
+    const store = createClickHouseStore({ url, database, rollups: true });
     try {
       await store.init();
       results.push([`server ${store.layout.capabilities?.version}`, await answers(store, database, store.layout.kind === 'compact')]);

@@ -46,7 +46,7 @@ function uplinks(count: number): StateRow[][] {
 
 test('rollup aggregates equal raw aggregates, after replays and out-of-order appends', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'fleetstream-rollups-'));
-  const store = createChdbStore({ dir });
+  const store = createChdbStore({ dir, rollups: true });
   try {
     await store.init();
     const all = uplinks(3000);
@@ -101,12 +101,12 @@ test('the coarsest rollup that tiles the range and the resolution is chosen, raw
 test('rollups made beside states already stored start from them', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'fleetstream-rollups-'));
   try {
-    const without = createChdbStore({ dir, rollups: false });
+    const without = createChdbStore({ dir });
     await without.init();
     const rows = uplinks(200).flat();
     await without.append(rows);
     await without.close();
-    const store = createChdbStore({ dir });
+    const store = createChdbStore({ dir, rollups: true });
     await store.init();
     const raw = await store.aggregate({ deviceId: 'd0', asset: 'a', from: T0 - 1, to: T0 + 2 * DAY, resolution: 'hour' });
     assert.equal(await store.aggregate({ deviceId: 'd0', asset: 'a', from: T0, to: T0 + 2 * DAY, resolution: 'hour' }), raw);

@@ -53,7 +53,10 @@ export interface SqlStateStoreOptions {
   legacyLayout?: boolean;
   /**
    * Keep per-minute and per-hour rollups (stateRollups.ts) where the table has the compact layout,
-   * refreshed by every append, and answer aggregates from them. Default true; false measures raw scans.
+   * refreshed by every append, and answer aggregates from them. Default false: the refresh is exact
+   * but reads the touched buckets back with FINAL after every append, which costs 2-5× the insert
+   * (bench/pipeline.bench.ts with BENCH_ROLLUPS=1). Rollups made when states already exist start
+   * from all of them; states appended while a store ran without rollups are not in them.
    */
   rollups?: boolean;
   /** Send states as TabSeparated even where the executor offers RowBinary (to measure one against the other). */
@@ -138,7 +141,7 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
       layout = columns.includes('uplink_id') ? LEGACY_LAYOUT : compactLayout(!capabilities.exactFloatText);
       await executor.command(stateRowsViewSql(names, layout));
       await executor.command(latestStatesViewSql(names));
-      rollups = layout.kind === 'compact' && options.rollups !== false;
+      rollups = layout.kind === 'compact' && options.rollups === true;
       if (rollups) {
         const existing = (await executor.select(`SELECT name FROM system.tables WHERE database = '${names.database}'`)).map((t) => t.name);
         for (const rollup of ROLLUPS) await executor.command(createRollupSql(names, rollup));
