@@ -7,6 +7,7 @@ import * as assert from 'uvu/assert';
 import { createClickHouseStore } from '../adapters/clickhouse/createClickHouseStore.ts';
 import { compactTypesIn } from '../adapters/clickhouse-sql/serverCapabilities.ts';
 import { FleetError } from '../engine/errors.ts';
+import type { JsonValue } from '../schemas/messages.ts';
 import { row, storeContract } from './contracts/store.contract.ts';
 import { rejectionsContract } from './contracts/rejections.contract.ts';
 
@@ -95,6 +96,29 @@ if (!url) {
     const db = await rejection(store.latest('d1'));
     assert.is(db.retriable, true);
     assert.is(db.detail?.clickhouseCode, 81);
+    await store.close();
+  });
+
+  test('a batch large enough to go as RowBinary keeps every double bit for bit, and every value kind', async () => {
+    const database = `fleetstream_binary_${process.pid}`;
+    databases.push(database);
+    const store = createClickHouseStore({ url, database });
+    await store.init();
+    const view = new DataView(new ArrayBuffer(8));
+    let seed = 99;
+    const next = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0);
+    const values: JsonValue[] = [];
+    while (values.length < 6000) {
+      view.setUint32(0, next());
+      view.setUint32(4, next());
+      const x = view.getFloat64(0);
+      if (Number.isFinite(x)) values.push(x);
+    }
+    values.push(-0, 'tab\tand é 😀', true, false, null, { nested: [1, 'x'] }, '');
+    await store.append(values.map((value, i) => row('d1', 'a', i, value, `u-${i}`)));
+    const back = await store.history({ deviceId: 'd1', asset: 'a', order: 'asc', limit: 10_000 });
+    assert.is(back.length, values.length);
+    back.forEach((state, i) => assert.ok(Object.is(state.value, values[i]) || JSON.stringify(state.value) === JSON.stringify(values[i]), `${state.value} vs ${values[i]}`));
     await store.close();
   });
 
