@@ -8,7 +8,7 @@ import { createClickHouseStore } from '../adapters/clickhouse/createClickHouseSt
 import { compactTypesIn } from '../adapters/clickhouse-sql/serverCapabilities.ts';
 import { FleetError } from '../engine/errors.ts';
 import type { JsonValue } from '../schemas/messages.ts';
-import { row, storeContract } from './contracts/store.contract.ts';
+import { randomDoubles, row, storeContract } from './contracts/store.contract.ts';
 import { rejectionsContract } from './contracts/rejections.contract.ts';
 
 const url = process.env.CLICKHOUSE_URL;
@@ -104,16 +104,7 @@ if (!url) {
     databases.push(database);
     const store = createClickHouseStore({ url, database });
     await store.init();
-    const view = new DataView(new ArrayBuffer(8));
-    let seed = 99;
-    const next = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0);
-    const values: JsonValue[] = [];
-    while (values.length < 6000) {
-      view.setUint32(0, next());
-      view.setUint32(4, next());
-      const x = view.getFloat64(0);
-      if (Number.isFinite(x)) values.push(x);
-    }
+    const values: JsonValue[] = randomDoubles(6000, 99);
     values.push(-0, 'tab\tand é 😀', true, false, null, { nested: [1, 'x'] }, '');
     await store.append(values.map((value, i) => row('d1', 'a', i, value, `u-${i}`)));
     const back = await store.history({ deviceId: 'd1', asset: 'a', order: 'asc', limit: 10_000 });

@@ -77,15 +77,6 @@ const MAX_DAYS_PER_INSERT = 100;
 
 /** The rows of one append in inserts that each touch at most 100 daily partitions (usually one insert). */
 export function insertGroups(rows: readonly StateRow[]): (readonly StateRow[])[] {
-  const days = new Map<number, StateRow[]>();
-  for (const row of rows) {
-    const day = Math.floor(row.ts / DAY_MS);
-    let group = days.get(day);
-    if (group === undefined) days.set(day, (group = []));
-    group.push(row);
-    if (days.size > MAX_DAYS_PER_INSERT) break;
-  }
-  if (days.size <= MAX_DAYS_PER_INSERT) return [rows];
   const byDay = new Map<number, StateRow[]>();
   for (const row of rows) {
     const day = Math.floor(row.ts / DAY_MS);
@@ -93,19 +84,13 @@ export function insertGroups(rows: readonly StateRow[]): (readonly StateRow[])[]
     if (group === undefined) byDay.set(day, (group = []));
     group.push(row);
   }
+  if (byDay.size <= MAX_DAYS_PER_INSERT) return [rows];
   const groups: StateRow[][] = [];
-  let current: StateRow[] = [];
   let count = 0;
   for (const group of byDay.values()) {
-    if (count === MAX_DAYS_PER_INSERT) {
-      groups.push(current);
-      current = [];
-      count = 0;
-    }
-    current.push(...group);
-    count++;
+    if (count++ % MAX_DAYS_PER_INSERT === 0) groups.push([]);
+    groups[groups.length - 1].push(...group);
   }
-  groups.push(current);
   return groups;
 }
 

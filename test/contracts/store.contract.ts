@@ -52,6 +52,20 @@ export async function rejectsWith(promise: Promise<unknown>, code: string): Prom
 
 const values = (states: StoredState[]) => states.map((s) => s.value);
 
+/** Finite doubles from random bit patterns (every exponent, subnormals included), reproducible by seed. */
+export function randomDoubles(count: number, seed: number): number[] {
+  const view = new DataView(new ArrayBuffer(8));
+  const next = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0);
+  const numbers: number[] = [];
+  while (numbers.length < count) {
+    view.setUint32(0, next());
+    view.setUint32(4, next());
+    const x = view.getFloat64(0);
+    if (Number.isFinite(x)) numbers.push(x);
+  }
+  return numbers;
+}
+
 export function storeContract(name: string, factory: () => Promise<StoreFixture>) {
   const test = suite<Context>(`store contract: ${name}`);
 
@@ -151,16 +165,7 @@ export function storeContract(name: string, factory: () => Promise<StoreFixture>
 
   test('random doubles round-trip bit for bit', async (ctx) => {
     const s = store(ctx);
-    const view = new DataView(new ArrayBuffer(8));
-    let seed = 12345;
-    const next = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0);
-    const numbers: number[] = [];
-    while (numbers.length < 500) {
-      view.setUint32(0, next());
-      view.setUint32(4, next());
-      const x = view.getFloat64(0);
-      if (Number.isFinite(x)) numbers.push(x);
-    }
+    const numbers = randomDoubles(500, 12345);
     await s.append(numbers.map((x, i) => row('d1', 'r', T0 + i, x)));
     const back = await s.history({ deviceId: 'd1', asset: 'r', order: 'asc', limit: 1000 });
     assert.is(back.length, numbers.length);
