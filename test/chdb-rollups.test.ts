@@ -10,7 +10,6 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createChdbStore } from '../adapters/chdb/createChdbStore.ts';
-import { compactLayout } from '../adapters/clickhouse-sql/stateLayout.ts';
 import { rollupFor, ROLLUPS } from '../adapters/clickhouse-sql/stateRollups.ts';
 import { newUplinkId } from '../engine/ids.ts';
 import type { Resolution } from '../engine/ports/store.ts';
@@ -75,7 +74,7 @@ test('rollup aggregates equal raw aggregates, after replays and out-of-order app
     const [minute] = await store.query(`SELECT sum(states) AS c, sum(sum) AS s FROM fleetstream.states_minute FINAL WHERE device_id = 'd1' AND asset = 'a'`);
     const [raw] = await store.query(`SELECT count() AS c, sumIf(value_number, value_kind = 'number') AS s FROM fleetstream.states FINAL WHERE device_id = 'd1' AND asset = 'a'`);
     assert.equal([Number(minute.c), Number(minute.s)], [Number(raw.c), Number(raw.s)]);
-    const by = `(ts, received_at, ${compactLayout(false).uplinkId})`;
+    const by = '(ts, received_at, uplink_id)';
     const rawEnds = await store.query(`SELECT ts - ts % 3600000 AS b, argMinIf(value_number, ${by}, value_kind = 'number') AS f,
       argMaxIf(value_number, ${by}, value_kind = 'number') AS l
       FROM fleetstream.states FINAL WHERE device_id = 'd2' AND asset = 'b' GROUP BY b HAVING countIf(value_kind = 'number') > 0 ORDER BY b`);

@@ -107,7 +107,7 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
   function refreshRollups(rows: readonly StateRow[]): Promise<void> {
     const touched = touchedBy(rows);
     const run = refreshing.catch(() => {}).then(async () => {
-      await executor.command(refreshMinutesSql(names, touched, nextVersion(), layout.uplinkId));
+      await executor.command(refreshMinutesSql(names, touched, nextVersion()));
       await executor.command(refreshHoursSql(names, touched, nextVersion()));
     });
     refreshing = run;
@@ -140,8 +140,8 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
       await executor.command(createStateTableSql(names, compact, { retentionDays: options.retentionDays }));
       // A table made before this server (or this release) had the compact layout keeps its own.
       const columns = (await executor.select(tableColumnsSql(names))).map((c) => c.name);
-      layout = columns.includes('uplink_id') ? LEGACY_LAYOUT : compactLayout(!capabilities.exactFloatText);
-      await executor.command(stateRowsViewSql(names, layout));
+      layout = columns.includes('uplink_text') ? compactLayout(!capabilities.exactFloatText) : LEGACY_LAYOUT;
+      await executor.command(stateRowsViewSql(names));
       await executor.command(latestStatesViewSql(names));
       rollups = layout.kind === 'compact' && options.rollups === true;
       if (rollups) {
@@ -149,7 +149,7 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
         for (const rollup of ROLLUPS) await executor.command(createRollupSql(names, rollup));
         // Rollups made beside states already stored start from all of them (in order: hours read minutes).
         if (ROLLUPS.some((rollup) => !existing.includes(rollupTableName(names, rollup)))) {
-          await executor.command(refreshMinutesSql(names, undefined, nextVersion(), layout.uplinkId));
+          await executor.command(refreshMinutesSql(names, undefined, nextVersion()));
           await executor.command(refreshHoursSql(names, undefined, nextVersion()));
         }
       }
@@ -179,7 +179,7 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
     async latest(deviceId: string): Promise<StoredState[]> {
       open();
       checkString(deviceId, 'deviceId');
-      return (await executor.select(latestSql(names, deviceId, layout.uplinkId))).map(decodeStoredState);
+      return (await executor.select(latestSql(names, deviceId))).map(decodeStoredState);
     },
 
     async history(query: HistoryQuery): Promise<StoredState[]> {
@@ -195,7 +195,7 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
       const order = query.order ?? 'desc';
       if (order !== 'asc' && order !== 'desc') throw badQuery("order must be 'asc' or 'desc'", 'order');
       if (limit === 0 || (from !== undefined && to !== undefined && from >= to)) return [];
-      const sql = historySql(names, { deviceId: query.deviceId, asset: query.asset, from, to, limit, order }, layout.uplinkId);
+      const sql = historySql(names, { deviceId: query.deviceId, asset: query.asset, from, to, limit, order });
       return (await executor.select(sql)).map(decodeStoredState);
     },
 

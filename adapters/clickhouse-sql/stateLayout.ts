@@ -1,6 +1,7 @@
 /**
- * The two layouts of the states table (DESIGN.md §9) and what differs between them for writers and
- * readers. Queries are otherwise the same SQL on both (stateQueries.ts).
+ * The two layouts of the states table (DESIGN.md §9) and what differs between them for writers.
+ * Readers see the same columns in both (the compact one derives the legacy columns as ALIAS), so
+ * queries are the same SQL on both (stateQueries.ts).
  *
  * - legacy: the 18.16 table of stateTable.ts, kept as is wherever it already exists.
  * - compact: the same rows in types a time-series store would choose (bench/store-bytes.bench.ts:
@@ -35,15 +36,12 @@ export interface StateLayout {
   /** Insert column order of encode(). */
   readonly columns: readonly string[];
   encode(rows: readonly StateRow[]): Buffer;
-  /** An SQL expression giving the uplink id text of a row. */
-  readonly uplinkId: string;
 }
 
 export const LEGACY_LAYOUT: StateLayout = {
   kind: 'legacy',
   columns: STATE_COLUMNS,
   encode: encodeStateRowsTsv,
-  uplinkId: 'uplink_id',
 };
 
 export const COMPACT_COLUMNS = [
@@ -67,8 +65,6 @@ export function compactLayout(keepText: boolean): StateLayout {
     kind: 'compact',
     columns: COMPACT_COLUMNS,
     encode: (rows) => encodeCompactStateRowsTsv(rows, keepText),
-    // hex() of a UInt64 at or above 2^56 is exactly the 16 digits newUplinkId wrote.
-    uplinkId: "if(uplink_text = '', hex(bitOr(bitShiftLeft(toUInt64(received_at), 20), toUInt64(uplink_low))), uplink_text)",
   };
 }
 
@@ -94,6 +90,9 @@ export function insertGroups(rows: readonly StateRow[]): (readonly StateRow[])[]
   return groups;
 }
 
+/** hex() of a UInt64 at or above 2^56 is exactly the 16 digits newUplinkId wrote. */
+const UPLINK_ID_EXPRESSION = "if(uplink_text = '', hex(bitOr(bitShiftLeft(toUInt64(ts + received_lag), 20), toUInt64(uplink_low))), uplink_text)";
+
 export interface CompactTableOptions {
   /** Days to keep states by `ts`; none (keep forever) when undefined. */
   retentionDays?: number;
@@ -109,6 +108,7 @@ export function createCompactTableSql(names: StateTableNames, options: CompactTa
   received_at Int64 ALIAS ts + received_lag,
   uplink_low UInt32 CODEC(ZSTD(1)),
   uplink_text String CODEC(ZSTD(1)),
+  uplink_id String ALIAS ${UPLINK_ID_EXPRESSION},
   value_kind Enum8('null' = 0, 'number' = 1, 'string' = 2, 'boolean' = 3, 'json' = 4) CODEC(ZSTD(1)),
   value_mantissa Int64 CODEC(Delta, ZSTD(1)),
   value_scale UInt8 CODEC(ZSTD(1)),
@@ -131,7 +131,7 @@ export function createStateTableSql(names: StateTableNames, compact: boolean, op
   return compact ? createCompactTableSql(names, options) : createTableSql(names);
 }
 
-/** Which layout an existing table has: the legacy one is the only one with an `uplink_id` column. */
+/** Which layout an existing table has: the compact one is the only one with an `uplink_text` column. */
 export function tableColumnsSql(names: StateTableNames): string {
   return `SELECT name FROM system.columns WHERE database = '${names.database}' AND table = '${names.table}'`;
 }

@@ -1,7 +1,6 @@
 /**
  * The three reads of the state store port, as SQL that runs on ClickHouse 18.16 and current
- * ClickHouse, and the decoding of their JSONEachRow rows. `uplinkId` is the layout's expression for
- * the uplink id (stateLayout.ts); the rest reads the same columns in both layouts. Every read uses FINAL so rows re-appended
+ * ClickHouse, and the decoding of their JSONEachRow rows; the same on both layouts (stateLayout.ts). Every read uses FINAL so rows re-appended
  * for the same uplink are folded before they are counted or returned (see stateTable.ts).
  *
  * Callers pass validated numbers; strings go through quoteString.
@@ -23,9 +22,9 @@ type Row = Record<string, unknown>;
  * One entry per asset: the row with the greatest ts; ties broken by greatest receivedAt, then
  * greatest uplinkId, so the answer does not depend on part order. Sorted by asset.
  */
-export function latestSql(names: StateTableNames, deviceId: string, uplinkId = 'uplink_id'): string {
-  const by = `(ts, received_at, ${uplinkId})`;
-  return `SELECT asset AS a, argMax(ts, ${by}) AS t, argMax(received_at, ${by}) AS r, argMax(${uplinkId}, ${by}) AS u,
+export function latestSql(names: StateTableNames, deviceId: string): string {
+  const by = '(ts, received_at, uplink_id)';
+  return `SELECT asset AS a, argMax(ts, ${by}) AS t, argMax(received_at, ${by}) AS r, argMax(uplink_id, ${by}) AS u,
   argMax(value_kind, ${by}) AS k, argMax(value_number, ${by}) AS n, argMax(value_string, ${by}) AS s, argMax(value_bool, ${by}) AS b
 FROM ${qualifiedTable(names)} FINAL
 WHERE device_id = ${quoteString(deviceId)}
@@ -43,12 +42,12 @@ export interface HistorySqlInput {
 }
 
 /** `from` inclusive, `to` exclusive; ties on ts ordered by uplink id in the same direction. */
-export function historySql(names: StateTableNames, q: HistorySqlInput, uplinkId = 'uplink_id'): string {
+export function historySql(names: StateTableNames, q: HistorySqlInput): string {
   const dir = q.order === 'asc' ? 'ASC' : 'DESC';
-  return `SELECT asset AS a, ts AS t, received_at AS r, ${uplinkId} AS u, value_kind AS k, value_number AS n, value_string AS s, value_bool AS b
+  return `SELECT asset AS a, ts AS t, received_at AS r, uplink_id AS u, value_kind AS k, value_number AS n, value_string AS s, value_bool AS b
 FROM ${qualifiedTable(names)} FINAL
 WHERE ${keyRange(q.deviceId, q.asset, q.from, q.to)}
-ORDER BY ts ${dir}, u ${dir}
+ORDER BY ts ${dir}, uplink_id ${dir}
 LIMIT ${q.limit}`;
 }
 

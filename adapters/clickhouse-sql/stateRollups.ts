@@ -109,8 +109,8 @@ function where(column: string, touched: Touched | undefined, ranges = touched?.r
 const ANY_PARTITIONS = 'SETTINGS max_partitions_per_insert_block = 0';
 
 /** Recomputes the touched minute buckets (every one when `touched` is undefined) from the raw table. */
-export function refreshMinutesSql(names: StateTableNames, touched: Touched | undefined, version: number, uplinkId: string): string {
-  const by = `(ts, received_at, ${uplinkId})`;
+export function refreshMinutesSql(names: StateTableNames, touched: Touched | undefined, version: number): string {
+  const by = '(ts, received_at, uplink_id)';
   const isNumber = "value_kind = 'number'";
   return `INSERT INTO ${qualified(names, ROLLUPS[0])} (device_id, asset, bucket, states, numbers, min, max, sum, first, last, version)
 SELECT device_id, asset, ${bucketOf('ts', 60_000)} AS b, count(), countIf(${isNumber}), minIf(value_number, ${isNumber}),

@@ -2,18 +2,17 @@
  * Views for analysts (docs/analytics.md), created by init() beside the states table. They give both
  * layouts (stateLayout.ts) the same columns and the same answers, so an analyst's SQL does not
  * depend on the server's version:
- * - `state_rows`: every state once (FINAL folds replays), the uplink id as text, value_string empty
+ * - `state_rows`: every state once (FINAL folds replays), value_string empty
  *   for numbers (the legacy layout's decimal copy is an internal detail).
  * - `latest_states`: one row per device and asset, the state with the greatest (ts, received_at,
  *   uplink_id), as the store's latest() picks it.
  * Plain CREATE VIEW, which 18.16 has.
  */
-import type { StateLayout } from './stateLayout.ts';
 import { qualifiedTable, type StateTableNames } from './stateTable.ts';
 
-export function stateRowsViewSql(names: StateTableNames, layout: StateLayout): string {
+export function stateRowsViewSql(names: StateTableNames): string {
   return `CREATE VIEW IF NOT EXISTS \`${names.database}\`.\`state_rows\` AS
-SELECT device_id, asset, ts, received_at, ${layout.uplinkId} AS uplink_id, value_kind, value_number,
+SELECT device_id, asset, ts, received_at, uplink_id, value_kind, value_number,
   if(value_kind = 'number', '', value_string) AS value_string, value_bool
 FROM ${qualifiedTable(names)} FINAL`;
 }
