@@ -7,6 +7,8 @@
  *   BENCH_UPLINKS=500000 BENCH_DEVICES=10000 npx node bench/pipeline.bench.ts
  *   BENCH_MAX_ROWS=20000 BENCH_PENDING_ROWS=80000 BENCH_IN_FLIGHT=40000 BENCH_FETCH=4000 …   tuning
  *   BENCH_RAW=0 npx node --cpu-prof bench/pipeline.bench.ts      profile the engine without the baseline
+ *   BENCH_ROLLUPS=1 npx node bench/pipeline.bench.ts              the store refreshing rollups on every append
+ *   BENCH_LEGACY=1 npx node bench/pipeline.bench.ts               the 18.16 table layout (no rollups)
  *
  * Reports the append rate (uplinks/s, encode measured apart), data points (states) stored per
  * second from the first consumed batch to the commit that covers the last record, peak RSS (sampled
@@ -45,6 +47,7 @@ const FETCH = env('BENCH_FETCH', 2_000);
 const MAX_DELAY_MS = env('BENCH_MAX_DELAY_MS', 50);
 /** BENCH_RAW=0 skips the baseline (to profile the engine alone with --cpu-prof). */
 const RAW = env('BENCH_RAW', 1) !== 0;
+const STORE_OPTIONS = { rollups: env('BENCH_ROLLUPS', 0) === 1, legacyLayout: env('BENCH_LEGACY', 0) === 1 };
 
 const ASSETS = ['temperature', 'humidity', 'door', 'battery'];
 const T0 = Date.UTC(2026, 0, 1);
@@ -88,7 +91,7 @@ const root = mkdtempSync(join(tmpdir(), 'fleetstream-pipeline-bench-'));
 /** Raw chDB insert of as many prebuilt rows, in batches of the engine's batch size; rows/s. */
 async function rawInsert(): Promise<number> {
   rss.phase('raw insert');
-  const raw = createChdbStore({ dir: join(root, 'chdb-raw') });
+  const raw = createChdbStore({ dir: join(root, 'chdb-raw'), ...STORE_OPTIONS });
   await raw.init();
   const batches: StateRow[][] = [];
   let batch: StateRow[] = [];
@@ -142,7 +145,7 @@ try {
 
   // 3. Engine: consume everything appended, durable in chDB, offsets committed.
   rss.phase('engine');
-  const store = createChdbStore({ dir: join(root, 'chdb') });
+  const store = createChdbStore({ dir: join(root, 'chdb'), ...STORE_OPTIONS });
   await store.init();
   const inserts = { calls: 0, rows: 0, busyMs: 0 };
   const timedStore: Pick<StateStore, 'append'> = {

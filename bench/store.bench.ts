@@ -8,13 +8,17 @@
  * Baseline measured in the same run: encoding the same rows to the TSV payload alone, so each
  * insert figure is also given as a share of what the encoder could feed. A StateBatcher case shows
  * what many small appends (10 rows, as a device actor makes) reach through batching.
+ * Each engine runs today's path first (18.16 layout and TabSeparated), then what the store picks for
+ * it (chDB: the compact layout; server 18.16: RowBinary), and the ratio of the two.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createChdbStore } from '../adapters/chdb/createChdbStore.ts';
 import { createClickHouseStore } from '../adapters/clickhouse/createClickHouseStore.ts';
-import { encodeStateRowsTsv } from '../adapters/clickhouse-sql/encodeStateRowsTsv.ts';
+import { encodeCompactStateRowsTsv, encodeStateRowsTsv } from '../adapters/clickhouse-sql/encodeStateRowsTsv.ts';
+import { encodeStateRowsRowBinary } from '../adapters/clickhouse-sql/encodeStateRowsRowBinary.ts';
+import { newUplinkId } from '../engine/kernel/ids.ts';
 import { systemClock } from '../engine/kernel/clock.ts';
 import type { StateStore } from '../engine/ports/store.ts';
 import { StateBatcher } from '../engine/uplink/pipeline/StateBatcher.ts';
@@ -27,6 +31,8 @@ const clickhouseUrl = process.env.CLICKHOUSE_URL;
 function makeRows(count: number, run: number): StateRow[] {
   const t0 = Date.UTC(2024, 0, 1) + run * 10_000_000_000;
   const rows = new Array<StateRow>(count);
+  // One uplink per 4 rows, time-ordered ids as engine/kernel/ids.ts makes them.
+  const ids: string[] = [];
   for (let i = 0; i < count; i++) {
     const kind = i % 10;
     const value: JsonValue = kind < 8 ? Math.round(Math.sin(i) * 10_000) / 100 : kind === 8 ? `status ${i % 7}` : { latitude: 50.85, longitude: 4.35 + i / 1e6 };
@@ -34,9 +40,9 @@ function makeRows(count: number, run: number): StateRow[] {
       deviceId: `device-${i % 1000}`,
       asset: ['temperature', 'humidity', 'battery', 'location'][(i >> 3) % 4],
       ts: t0 + i * 10,
-      receivedAt: t0 + i * 10 + 3,
+      receivedAt: t0 + (i >> 2) * 40 + 3,
       value,
-      uplinkId: `uplink-${run}-${i >> 2}`,
+      uplinkId: ids[i >> 2] ??= newUplinkId(t0 + (i >> 2) * 40 + 3),
     };
   }
   return rows;
@@ -56,26 +62,33 @@ function report(label: string, rows: number, ms: number, baseline?: number): num
 }
 
 let run = 0;
-function encodeBaseline(): number {
-  for (const part of batches(makeRows(50_000, run++), 10_000)) encodeStateRowsTsv(part); // warm-up
+function encodeCase(label: string, encode: (rows: StateRow[]) => Buffer): number {
+  for (const part of batches(makeRows(50_000, run++), 10_000)) encode(part); // warm-up
   const rows = makeRows(total, run++);
   const parts = batches(rows, 10_000);
   const started = performance.now();
   let bytes = 0;
-  for (const part of parts) bytes += encodeStateRowsTsv(part).length;
-  const rate = report('encode TSV only (baseline)', rows.length, performance.now() - started);
+  for (const part of parts) bytes += encode(part).length;
+  const rate = report(label, rows.length, performance.now() - started);
   console.log(`  payload ${(bytes / rows.length).toFixed(1)} bytes/row`);
   return rate;
 }
 
-async function insertCase(label: string, store: StateStore, size: number, baseline: number): Promise<void> {
+function encodeBaseline(): number {
+  const rate = encodeCase('encode TSV only (baseline)', encodeStateRowsTsv);
+  encodeCase('encode TSV, compact layout', (rows) => encodeCompactStateRowsTsv(rows, false));
+  encodeCase('encode RowBinary, 18.16 layout', encodeStateRowsRowBinary);
+  return rate;
+}
+
+async function insertCase(label: string, store: StateStore, size: number, baseline: number): Promise<number> {
   const parts = batches(makeRows(total, run++), size);
   const started = performance.now();
   for (const part of parts) await store.append(part);
-  report(`${label} batch ${size.toLocaleString('en-US')}`, total, performance.now() - started, baseline);
+  return report(`${label} batch ${size.toLocaleString('en-US')}`, total, performance.now() - started, baseline);
 }
 
-async function batcherCase(label: string, store: StateStore, baseline: number): Promise<void> {
+async function batcherCase(label: string, store: StateStore, baseline: number): Promise<number> {
   const batcher = new StateBatcher({ store, clock: systemClock, maxRows: 5_000, maxDelayMs: 50, maxPendingRows: 20_000 });
   const appends = batches(makeRows(total, run++), 10);
   const started = performance.now();
@@ -86,7 +99,7 @@ async function batcherCase(label: string, store: StateStore, baseline: number): 
     while (next < appends.length) await batcher.append(appends[next++]);
   }));
   await batcher.close();
-  report(`${label} StateBatcher, appends of 10`, total, performance.now() - started, baseline);
+  return report(`${label} StateBatcher, appends of 10`, total, performance.now() - started, baseline);
 }
 
 async function queryCase(label: string, store: StateStore, tableRows: number): Promise<void> {
@@ -107,33 +120,42 @@ console.log(`state store bench: ${total.toLocaleString('en-US')} rows per case, 
 const keepAlive = setInterval(() => {}, 1_000);
 const baseline = encodeBaseline();
 
+async function engineCases(label: string, store: StateStore): Promise<number[]> {
+  await store.init();
+  const rates = [
+    await insertCase(label, store, 1_000, baseline),
+    await insertCase(label, store, 10_000, baseline),
+    await batcherCase(label, store, baseline),
+  ];
+  await queryCase(label, store, 3 * total);
+  await store.close();
+  return rates;
+}
+
+function ratios(label: string, today: number[], now: number[]): void {
+  console.log(`${label}: ${now.map((rate, i) => (rate / today[i]).toFixed(2)).join(' / ')} × today's rate (batch 1,000 / 10,000 / StateBatcher)`);
+}
+
 const dir = mkdtempSync(join(tmpdir(), 'fleetstream-bench-'));
 try {
-  const chdb = createChdbStore({ dir });
-  await chdb.init();
-  await insertCase('chDB', chdb, 1_000, baseline);
-  await insertCase('chDB', chdb, 10_000, baseline);
-  await batcherCase('chDB', chdb, baseline);
-  await queryCase('chDB', chdb, 3 * total);
-  await chdb.close();
+  const today = await engineCases('chDB 18.16 layout', createChdbStore({ dir, database: 'bench_legacy', legacyLayout: true }));
+  const now = await engineCases('chDB compact', createChdbStore({ dir, database: 'bench_compact' }));
+  ratios('chDB compact layout', today, now);
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
 
 if (clickhouseUrl) {
+  const version = (await (await fetch(`${clickhouseUrl}/?query=SELECT%20version()`)).text()).trim();
   const database = `fleetstream_bench_${process.pid}`;
-  const server = createClickHouseStore({ url: clickhouseUrl, database });
-  await server.init();
-  const version = await (await fetch(`${clickhouseUrl}/?query=SELECT%20version()`)).text();
-  const label = `server ${version.trim()}`;
+  const drop = () => fetch(`${clickhouseUrl}/?query=${encodeURIComponent(`DROP DATABASE IF EXISTS ${database}`)}`, { method: 'POST' });
   try {
-    await insertCase(label, server, 1_000, baseline);
-    await insertCase(label, server, 10_000, baseline);
-    await batcherCase(label, server, baseline);
-    await queryCase(label, server, 3 * total);
+    const today = await engineCases(`server ${version} TSV`, createClickHouseStore({ url: clickhouseUrl, database, textInsert: true, legacyLayout: true }));
+    await drop();
+    const now = await engineCases(`server ${version}`, createClickHouseStore({ url: clickhouseUrl, database }));
+    ratios(`server ${version} (store's choice)`, today, now);
   } finally {
-    await server.close();
-    await fetch(`${clickhouseUrl}/?query=${encodeURIComponent(`DROP DATABASE IF EXISTS ${database}`)}`, { method: 'POST' });
+    await drop();
   }
 } else {
   console.log('CLICKHOUSE_URL not set: server adapter not measured');

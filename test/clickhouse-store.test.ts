@@ -5,8 +5,10 @@
 import { test, withEnv } from './support/suite.ts';
 import * as assert from 'uvu/assert';
 import { createClickHouseStore } from '../adapters/clickhouse/createClickHouseStore.ts';
+import { compactTypesIn } from '../adapters/clickhouse-sql/serverCapabilities.ts';
 import { FleetError } from '../engine/kernel/errors.ts';
-import { row, storeContract } from './contracts/store.contract.ts';
+import type { JsonValue } from '../schemas/messages.ts';
+import { randomDoubles, row, storeContract } from './contracts/store.contract.ts';
 import { rejectionsContract } from './contracts/rejections.contract.ts';
 
 const url = process.env.CLICKHOUSE_URL;
@@ -75,6 +77,48 @@ withEnv('clickhouse-store', ['CLICKHOUSE_URL'], 'scripts/clickhouse.sh start; ex
     assert.is(error.code, 'INTERNAL');
     assert.is(error.retriable, false);
     assert.ok([60, 81].includes(error.detail?.clickhouseCode as number), String(error.detail?.clickhouseCode));
+    await store.close();
+  });
+
+  test('a table that goes away after init (a server being stopped) fails UNAVAILABLE, retriable', async () => {
+    const database = `fleetstream_gone_${process.pid}`;
+    databases.push(database);
+    const store = createClickHouseStore({ url, database });
+    await store.init();
+    await adminQuery(`DROP TABLE ${database}.states`);
+    const table = await rejection(store.append([row('d1', 'a', 1, 1)]));
+    assert.is(table.code, 'UNAVAILABLE');
+    assert.is(table.retriable, true);
+    assert.is(table.detail?.clickhouseCode, 60);
+    await adminQuery(`DROP DATABASE ${database}`);
+    const db = await rejection(store.latest('d1'));
+    assert.is(db.retriable, true);
+    assert.is(db.detail?.clickhouseCode, 81);
+    await store.close();
+  });
+
+  test('a batch large enough to go as RowBinary keeps every double bit for bit, and every value kind', async () => {
+    const database = `fleetstream_binary_${process.pid}`;
+    databases.push(database);
+    const store = createClickHouseStore({ url, database });
+    await store.init();
+    const values: JsonValue[] = randomDoubles(6000, 99);
+    values.push(-0, 'tab\tand é 😀', true, false, null, { nested: [1, 'x'] }, '');
+    await store.append(values.map((value, i) => row('d1', 'a', i, value, `u-${i}`)));
+    const back = await store.history({ deviceId: 'd1', asset: 'a', order: 'asc', limit: 10_000 });
+    assert.is(back.length, values.length);
+    back.forEach((state, i) => assert.ok(Object.is(state.value, values[i]) || JSON.stringify(state.value) === JSON.stringify(values[i]), `${state.value} vs ${values[i]}`));
+    await store.close();
+  });
+
+  test('the server version picks the layout: 18.16 keeps its own', async () => {
+    const database = `fleetstream_layout_${process.pid}`;
+    databases.push(database);
+    const store = createClickHouseStore({ url, database });
+    await store.init();
+    const version = (await adminQuery('SELECT version()')).trim();
+    assert.is(store.layout.capabilities?.version, version);
+    assert.is(store.layout.kind, compactTypesIn(version) ? 'compact' : 'legacy');
     await store.close();
   });
 

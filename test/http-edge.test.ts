@@ -208,7 +208,9 @@ function edgeSuite(factory: RegistryFactory) {
       const before = h.appended.length;
       const res = await h.request(method, `/device/${s.deviceId}/state`, { token: s.deviceToken, body, contentType });
       assert.is(res.status, 202, res.text);
-      assert.match(res.json.uplinkId, /^[0-9A-Za-z]{22}$/);
+      // Time-ordered (engine/kernel/ids.ts newUplinkId): the receive time, then 20 bits.
+      assert.match(res.json.uplinkId, /^[0-9A-F]{16}$/);
+      assert.is(BigInt(`0x${res.json.uplinkId}`) >> 20n, BigInt(h.clock.now()));
       assert.is(res.json.receivedAt, new Date(h.clock.now()).toISOString());
       // 202 comes only after the log confirmed the append.
       assert.is(h.appended.length, before + 1);

@@ -32,6 +32,15 @@ const BY_CLICKHOUSE_CODE: ReadonlyMap<number, Mapping> = new Map<number, Mapping
   [516, { code: 'UNAVAILABLE', retriable: false }], // AUTHENTICATION_FAILED
 ]);
 
+/**
+ * Codes a server answers while it is going away: shutting down detaches databases and tables, so a
+ * statement that found them a moment ago now fails "unknown table" (60), "unknown database" (81) or
+ * "table is dropped" (218). At start the same codes mean a real misconfiguration, so they stay final
+ * here; a store that has seen its tables (init succeeded) reads them as UNAVAILABLE, retriable
+ * (retriableWhenReady.ts).
+ */
+export const GOING_AWAY_CODES: ReadonlySet<number> = new Set([60, 81, 218]);
+
 export function fleetErrorFromClickHouseCode(clickhouseCode: number, message: string, cause: unknown): FleetError {
   const mapping = BY_CLICKHOUSE_CODE.get(clickhouseCode) ?? { code: 'INTERNAL' };
   return new FleetError(mapping.code, message, {

@@ -11,9 +11,14 @@ import type { RejectionStore } from '../../engine/ports/rejections.ts';
 import { createSqlRejectionStore } from './createSqlRejectionStore.ts';
 import type { CommandHistory } from '../../engine/ports/commandHistory.ts';
 import { createSqlCommandHistory } from './createSqlCommandHistory.ts';
-import { encodeStateRowsTsv } from './encodeStateRowsTsv.ts';
 import { aggregateSql, decodeBucket, decodeStoredState, historySql, latestSql, RESOLUTION_MS } from './stateQueries.ts';
-import { checkIdentifier, createDatabaseSql, createTableSql, STATE_COLUMNS, type StateTableNames } from './stateTable.ts';
+import { checkIdentifier, createDatabaseSql, type StateTableNames } from './stateTable.ts';
+import { compactLayout, createStateTableSql, insertGroups, LEGACY_LAYOUT, tableColumnsSql, type StateLayout } from './stateLayout.ts';
+import { detectCapabilities, type ServerCapabilities } from './serverCapabilities.ts';
+import { retriableWhenReady } from './retriableWhenReady.ts';
+import { encodeStateRowsRowBinary } from './encodeStateRowsRowBinary.ts';
+import { latestStatesViewSql, stateRowsViewSql } from './stateViews.ts';
+import { createRollupSql, refreshHoursSql, refreshMinutesSql, rollupAggregateSql, rollupFor, rollupTableName, ROLLUPS, touchedBy } from './stateRollups.ts';
 
 /** What an adapter provides. Every method rejects with a FleetError. */
 export interface SqlExecutor {
@@ -23,6 +28,8 @@ export interface SqlExecutor {
   select(sql: string): Promise<Record<string, unknown>[]>;
   /** Inserts a TabSeparated payload; resolves once the engine has committed it. */
   insertTsv(table: string, columns: readonly string[], payload: Buffer): Promise<void>;
+  /** Inserts a RowBinary payload, where the engine's client can send one (not chDB's). */
+  insertRowBinary?(table: string, columns: readonly string[], payload: Buffer): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -37,15 +44,43 @@ export interface SqlStateStoreOptions {
   maxLimit?: number;
   /** Largest aggregate range accepted, in buckets of the requested resolution. Default 100 000. */
   maxBuckets?: number;
+  /**
+   * States older than this many days (by `ts`) are dropped during merges. Only where the server
+   * has TTL (19.6 and later, every chDB); ignored on 18.16. Default: kept forever.
+   */
+  retentionDays?: number;
+  /** Create the 18.16 layout even where the server has the compact one (benchmarks, tests). */
+  legacyLayout?: boolean;
+  /**
+   * Keep per-minute and per-hour rollups (stateRollups.ts) where the table has the compact layout,
+   * refreshed by every append, and answer aggregates from them. Default false: the refresh is exact
+   * but reads the touched buckets back with FINAL after every append, which costs 2-5× the insert
+   * (bench/pipeline.bench.ts with BENCH_ROLLUPS=1). Rollups made when states already exist start
+   * from all of them; states appended while a store ran without rollups are not in them.
+   */
+  rollups?: boolean;
+  /** Send states as TabSeparated even where the executor offers RowBinary (to measure one against the other). */
+  textInsert?: boolean;
 }
 
 /** The state store, with the device rejections and command history kept in the same database (created by init()). */
 export interface SqlStateStore extends StateStore {
   readonly rejections: RejectionStore;
   readonly commands: CommandHistory;
+  /**
+   * Runs an analyst's SELECT (written without FORMAT) on the store's engine and returns its rows:
+   * the embedded store's door to the SQL of docs/analytics.md. Errors as FleetError.
+   */
+  query(sql: string): Promise<Record<string, unknown>[]>;
+  /** What init() found: the server's capabilities and the layout of the states table. */
+  readonly layout: { readonly capabilities?: ServerCapabilities; readonly kind: StateLayout['kind'] };
 }
 
-export function createSqlStateStore(executor: SqlExecutor, options: SqlStateStoreOptions = {}): SqlStateStore {
+const BINARY_INSERT_ROWS = 5_000;
+
+export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreOptions = {}): SqlStateStore {
+  const ready = retriableWhenReady(engine);
+  const executor = ready.executor;
   const names: StateTableNames = {
     database: checkIdentifier(options.database ?? 'fleetstream', 'database'),
     table: checkIdentifier(options.table ?? 'states', 'table'),
@@ -55,8 +90,29 @@ export function createSqlStateStore(executor: SqlExecutor, options: SqlStateStor
   const defaultLimit = options.defaultLimit ?? 100;
   const maxLimit = options.maxLimit ?? 10_000;
   const maxBuckets = options.maxBuckets ?? 100_000;
+  if (options.retentionDays !== undefined && (!Number.isSafeInteger(options.retentionDays) || options.retentionDays < 1)) {
+    throw new TypeError(`retentionDays must be a positive integer (got ${options.retentionDays})`);
+  }
   let closed = false;
   let closing: Promise<void> | undefined;
+  // Until init() has looked at the table, rows are written and read as the 18.16 layout.
+  let layout: StateLayout = LEGACY_LAYOUT;
+  let capabilities: ServerCapabilities | undefined;
+  let rollups = false;
+  // Refreshes run one after another, each with a greater version (see stateRollups.ts).
+  let refreshing: Promise<void> = Promise.resolve();
+  let lastVersion = 0;
+  const nextVersion = () => (lastVersion = Math.max(Date.now() * 1000, lastVersion + 1));
+
+  function refreshRollups(rows: readonly StateRow[]): Promise<void> {
+    const touched = touchedBy(rows);
+    const run = refreshing.catch(() => {}).then(async () => {
+      await executor.command(refreshMinutesSql(names, touched, nextVersion()));
+      await executor.command(refreshHoursSql(names, touched, nextVersion()));
+    });
+    refreshing = run;
+    return run;
+  }
 
   function open(): void {
     if (closed) throw new FleetError('CLOSED', 'state store is closed');
@@ -68,20 +124,56 @@ export function createSqlStateStore(executor: SqlExecutor, options: SqlStateStor
   return {
     rejections,
     commands,
+    query(sql: string) {
+      open();
+      return executor.select(sql);
+    },
+    get layout() {
+      return { capabilities, kind: layout.kind };
+    },
 
     async init() {
       open();
+      capabilities = await detectCapabilities(executor);
+      const compact = capabilities.compactTypes && options.legacyLayout !== true;
       await executor.command(createDatabaseSql(names));
-      await executor.command(createTableSql(names));
+      await executor.command(createStateTableSql(names, compact, { retentionDays: options.retentionDays }));
+      // A table made before this server (or this release) had the compact layout keeps its own.
+      const columns = (await executor.select(tableColumnsSql(names))).map((c) => c.name);
+      layout = columns.includes('uplink_text') ? compactLayout(!capabilities.exactFloatText) : LEGACY_LAYOUT;
+      await executor.command(stateRowsViewSql(names));
+      await executor.command(latestStatesViewSql(names));
+      rollups = layout.kind === 'compact' && options.rollups === true;
+      if (rollups) {
+        const existing = (await executor.select(`SELECT name FROM system.tables WHERE database = '${names.database}'`)).map((t) => t.name);
+        for (const rollup of ROLLUPS) await executor.command(createRollupSql(names, rollup));
+        // Rollups made beside states already stored start from all of them (in order: hours read minutes).
+        if (ROLLUPS.some((rollup) => !existing.includes(rollupTableName(names, rollup)))) {
+          await executor.command(refreshMinutesSql(names, undefined, nextVersion()));
+          await executor.command(refreshHoursSql(names, undefined, nextVersion()));
+        }
+      }
       await rejections.init();
       await commands.init();
+      ready.markReady();
     },
 
     async append(rows: readonly StateRow[]) {
       open();
       checkStateRows(rows);
       if (rows.length === 0) return;
-      await executor.insertTsv(insertTarget, STATE_COLUMNS, encodeStateRowsTsv(rows));
+      // The legacy layout's text needs a decimal copy of every number (18.16 parses floats
+      // inexactly); RowBinary carries the exact bits and is cheaper for the server to read. Small
+      // batches go as text: the client's exec() path costs more per request than the parse saves
+      // (bench/store.bench.ts: RowBinary 0.7× at 1 000 rows, 1.5× at 10 000).
+      if (layout.kind === 'legacy' && executor.insertRowBinary && options.textInsert !== true && rows.length >= BINARY_INSERT_ROWS) {
+        await executor.insertRowBinary(insertTarget, layout.columns, encodeStateRowsRowBinary(rows));
+      } else if (layout.kind === 'legacy') {
+        await executor.insertTsv(insertTarget, layout.columns, layout.encode(rows));
+      } else {
+        for (const group of insertGroups(rows)) await executor.insertTsv(insertTarget, layout.columns, layout.encode(group));
+      }
+      if (rollups) await refreshRollups(rows);
     },
 
     async latest(deviceId: string): Promise<StoredState[]> {
@@ -118,13 +210,16 @@ export function createSqlStateStore(executor: SqlExecutor, options: SqlStateStor
       if (size === undefined) throw badQuery("resolution must be 'minute', 'hour' or 'day'", 'resolution');
       if (from >= to) return [];
       if ((to - from) / size > maxBuckets) throw badQuery(`range spans more than ${maxBuckets} ${query.resolution} buckets`, 'to');
-      const sql = aggregateSql(names, { deviceId: query.deviceId, asset: query.asset, from, to, resolution: query.resolution });
+      const rollup = rollups ? rollupFor(size, from, to) : undefined;
+      const sql = rollup
+        ? rollupAggregateSql(names, rollup, { deviceId: query.deviceId, asset: query.asset, from, to, resolution: query.resolution, resolutionMs: size })
+        : aggregateSql(names, { deviceId: query.deviceId, asset: query.asset, from, to, resolution: query.resolution });
       return (await executor.select(sql)).map(decodeBucket);
     },
 
     close() {
       closed = true;
-      closing ??= executor.close();
+      closing ??= engine.close();
       return closing;
     },
   };

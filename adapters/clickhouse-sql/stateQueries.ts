@@ -1,6 +1,6 @@
 /**
  * The three reads of the state store port, as SQL that runs on ClickHouse 18.16 and current
- * ClickHouse, and the decoding of their JSONEachRow rows. Every read uses FINAL so rows re-appended
+ * ClickHouse, and the decoding of their JSONEachRow rows; the same on both layouts (stateLayout.ts). Every read uses FINAL so rows re-appended
  * for the same uplink are folded before they are counted or returned (see stateTable.ts).
  *
  * Callers pass validated numbers; strings go through quoteString.

@@ -81,6 +81,18 @@ export function createClickHouseStore(options: ClickHouseStoreOptions): SqlState
         }),
       );
     },
+    async insertRowBinary(table, columns, payload) {
+      // The client's insert() does not take RowBinary; exec() streams any format's bytes as is.
+      await call(async (abort_signal) => {
+        const result = await client.exec({
+          query: `INSERT INTO ${table} (${columns.join(', ')}) FORMAT RowBinary`,
+          values: Readable.from([payload], { objectMode: false }),
+          abort_signal,
+        });
+        result.stream.resume();
+        await new Promise((resolve, reject) => result.stream.on('end', resolve).on('error', reject));
+      });
+    },
     async close() {
       await client.close();
     },

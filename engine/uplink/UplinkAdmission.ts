@@ -7,7 +7,7 @@
  */
 import type { Clock } from '../kernel/clock.ts';
 import { toFleetError, type FleetError } from '../kernel/errors.ts';
-import { newId } from '../kernel/ids.ts';
+import { newUplinkId } from '../kernel/ids.ts';
 import type { DeviceInfo } from '../ports/directory.ts';
 import type { AdmissionOutcome, RefusedEntry, UplinkAdmissionPort } from '../ports/uplinkAdmission.ts';
 import type { UplinkEnvelope } from '../../schemas/messages.ts';
@@ -24,8 +24,8 @@ export interface UplinkAdmissionOptions {
   clock: Clock;
   /** Compiles a device's profiles and decoder; default compileDevice without binary decoding. */
   compile?(info: DeviceInfo): CompiledDevice;
-  /** Uplink ids; default engine/kernel/ids.ts newId. */
-  newId?(): string;
+  /** Uplink ids from the receive time; default engine/kernel/ids.ts newUplinkId (time-ordered, compact in the store). */
+  newId?(receivedAt: number): string;
   /** A refusal that could not be recorded (the log is away); the refusal itself still stands. */
   onRecordFailed?(error: FleetError): void;
 }
@@ -39,7 +39,7 @@ export interface AdmissionStats {
 export class UplinkAdmission implements UplinkAdmissionPort {
   readonly #o: UplinkAdmissionOptions;
   readonly #compile: (info: DeviceInfo) => CompiledDevice;
-  readonly #newId: () => string;
+  readonly #newId: (receivedAt: number) => string;
   /** Per device object: edges cache a device for a while, and a changed device is a new object. */
   readonly #compiled = new WeakMap<DeviceInfo, CompiledDevice>();
   readonly stats: AdmissionStats = { accepted: 0, refused: 0, dropped: 0 };
@@ -47,7 +47,7 @@ export class UplinkAdmission implements UplinkAdmissionPort {
   constructor(options: UplinkAdmissionOptions) {
     this.#o = options;
     this.#compile = options.compile ?? ((info) => compileDevice(info));
-    this.#newId = options.newId ?? newId;
+    this.#newId = options.newId ?? newUplinkId;
   }
 
   async admit(device: DeviceInfo, submission: UplinkSubmission): Promise<AdmissionOutcome> {
@@ -72,7 +72,8 @@ export class UplinkAdmission implements UplinkAdmissionPort {
   }
 
   #envelope(submission: UplinkSubmission): UplinkEnvelope {
-    return { ...submission, id: submission.id ?? this.#newId(), receivedAt: submission.receivedAt ?? this.#o.clock.now() };
+    const receivedAt = submission.receivedAt ?? this.#o.clock.now();
+    return { ...submission, id: submission.id ?? this.#newId(receivedAt), receivedAt };
   }
 
   #compiledOf(device: DeviceInfo): CompiledDevice {

@@ -14,7 +14,7 @@ import { Batcher } from '../kernel/Batcher.ts';
 import type { Clock } from '../kernel/clock.ts';
 import { encodeEnvelope } from './envelope.ts';
 import { FleetError, toFleetError } from '../kernel/errors.ts';
-import { newId } from '../kernel/ids.ts';
+import { newUplinkId } from '../kernel/ids.ts';
 import type { Log, ProducerRecord } from '../ports/log.ts';
 import { Topics, UplinkEnvelope } from '../../schemas/messages.ts';
 
@@ -43,14 +43,14 @@ export interface UplinkIngestOptions {
   maxBatch?: number;
   /** Retry-After suggested when refusing, seconds. Default 1. */
   retryAfterSeconds?: number;
-  /** Uplink ids; default engine/kernel/ids.ts newId (22 random base62 characters). */
-  newId?(): string;
+  /** Uplink ids from the receive time; default engine/kernel/ids.ts newUplinkId (time-ordered). */
+  newId?(receivedAt: number): string;
 }
 
 export class UplinkIngest {
   readonly #clock: Clock;
   readonly #retryAfter: number;
-  readonly #newId: () => string;
+  readonly #newId: (receivedAt: number) => string;
   readonly #batcher: Batcher<ProducerRecord>;
   /** Partition → one past the last offset this ingest appended. */
   readonly #appendedTo = new Map<number, number>();
@@ -60,7 +60,7 @@ export class UplinkIngest {
     const topic = options.topic ?? Topics.uplinks;
     this.#clock = options.clock;
     this.#retryAfter = options.retryAfterSeconds ?? 1;
-    this.#newId = options.newId ?? newId;
+    this.#newId = options.newId ?? newUplinkId;
     const maxConcurrent = options.maxConcurrentAppends ?? 4;
     this.#batcher = new Batcher({
       name: 'uplink ingest',
@@ -102,7 +102,8 @@ export class UplinkIngest {
    */
   async append(submission: UplinkSubmission): Promise<UplinkReceipt> {
     if (this.#batcher.closed) throw new FleetError('CLOSED', 'uplink ingest is closed');
-    const receipt: UplinkReceipt = { id: submission.id ?? this.#newId(), receivedAt: submission.receivedAt ?? this.#clock.now() };
+    const receivedAt = submission.receivedAt ?? this.#clock.now();
+    const receipt: UplinkReceipt = { id: submission.id ?? this.#newId(receivedAt), receivedAt };
     const envelope: UplinkEnvelope = { ...submission, ...receipt };
     // An edge bug must not put a record on the log that every consumer would choke on.
     if (!checkEnvelope.Check(envelope) || !(envelope.body instanceof Uint8Array)) {
