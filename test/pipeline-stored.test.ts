@@ -69,4 +69,34 @@ test('onStored sees rows only once the sink resolved, and not rejected values', 
   }
 });
 
+test('a forged record whose carried state could not be stored is dead-lettered at the log boundary; the uplinks around it are stored', async () => {
+  const tmp = tempDir('pipeline-forged');
+  const log = createLocalLog({ dir: `${tmp.dir}/log` });
+  await log.ensureTopics([{ name: Topics.uplinks, partitions: 1 }, { name: Topics.deadLetters, partitions: 1 }]);
+  const stored: StateRow[] = [];
+  const dead: string[] = [];
+  const pipeline = new UplinkPipeline({
+    log, rows: { append: async (rows) => { stored.push(...rows); }, flush: async () => {} }, directory: new MemoryDirectory(), clock: systemClock, commitIntervalMs: 20,
+    onDeadLetters: (letters) => { dead.push(...letters.map((l) => `${l.code}:${l.envelope.deviceId}`)); },
+  });
+  await pipeline.start();
+  try {
+    const admitted = (id: string, value: unknown) => ({
+      id, channel: 'http' as const, contentType: 'json' as const, deviceId: 'd1', receivedAt: 1000, body: new Uint8Array(0),
+      admitted: { states: [['t', 1000, value]] as [string, number, unknown][], dropped: [] },
+    });
+    // encodeEnvelope writes what it is given; only the reader refuses a value no store could hold.
+    const records = [admitted('u1', 1), admitted('u2', Number.NaN), admitted('u3', 3)].map((e) => ({ key: 'd1', value: encodeEnvelope(e) }));
+    await log.append(Topics.uplinks, records);
+    await waitFor(() => stored.length === 2 && dead.length === 1, 5000, 'two stored, one dead letter');
+    assert.equal(stored.map((r) => [r.uplinkId, r.value]), [['u1', 1], ['u3', 3]]);
+    assert.equal(dead, ['MALFORMED_PAYLOAD:d1']);
+    assert.is(pipeline.failure, undefined);
+  } finally {
+    await pipeline.stop();
+    await log.close();
+    tmp.remove();
+  }
+});
+
 test.run();
