@@ -7,12 +7,18 @@
  * Baselines measured in the same run: bare JSON.parse of the same JSON text (already a string),
  * and cbor-x's decode of the same CBOR bytes, so each figure reads as a ratio of what parsing
  * alone costs.
+ *
+ * And the decision behind admission once (engine/uplink/admission/admitUplink.ts): carrying what the
+ * edge decided on the log costs encoding it there and reading it back in the engine — against the
+ * engine admitting the body again, as it did before. Both include the envelope's own encode/decode.
  */
 import b from 'benny';
 import { Decoder, Encoder } from 'cbor-x';
 import { compileDevice } from '../engine/uplink/admission/compileDevice.ts';
 import { processUplink, type UplinkOutput } from '../engine/uplink/admission/processUplink.ts';
 import type { UplinkEnvelope } from '../schemas/messages.ts';
+import { admitUplink, carried, outputOf } from '../engine/uplink/admission/admitUplink.ts';
+import { decodeEnvelope, encodeEnvelope } from '../engine/uplink/envelope.ts';
 
 const device = compileDevice({
   id: 'dev-1',
@@ -74,6 +80,17 @@ const summary = await b.suite(
     processUplink(cborEnv, device, out);
     out.rows.length = 0;
   }),
+  b.add('engine, carried: envelope with the admitted states encoded, decoded, rows rebuilt', () => {
+    const admission = admitUplink(jsonEnv, device);
+    if (admission.verdict !== 'accepted') throw new Error('refused');
+    const read = decodeEnvelope(encodeEnvelope({ ...jsonEnv, admitted: carried(admission) }));
+    sink = outputOf(read as Parameters<typeof outputOf>[0]);
+  }),
+  b.add('engine, repeated: envelope without them encoded, decoded, body admitted again', () => {
+    const admission = admitUplink(jsonEnv, device);
+    if (admission.verdict !== 'accepted') throw new Error('refused');
+    sink = admitUplink(decodeEnvelope(encodeEnvelope(jsonEnv)), device);
+  }),
 );
 void sink;
 
@@ -83,3 +100,6 @@ console.log('\nops/s and ratio to bare JSON.parse (same run):');
 for (const r of summary.results) {
   console.log(`  ${r.name.padEnd(52)} ${Math.round(r.ops).toLocaleString('en-US').padStart(12)} ops/s ±${r.margin.toFixed(1)}%  ${(r.ops / baseline).toFixed(2)}×`);
 }
+const carriedOps = ops.get('engine, carried: envelope with the admitted states encoded, decoded, rows rebuilt')!;
+const repeatedOps = ops.get('engine, repeated: envelope without them encoded, decoded, body admitted again')!;
+console.log(`\nadmitted once and carried / admitted again in the engine (edge admission included in both): ${(carriedOps / repeatedOps).toFixed(2)}×`);
