@@ -10,6 +10,8 @@ export const ErrorCodes = {
   UNSUPPORTED_CONTENT_TYPE: { status: 415, retriable: false },
   INVALID_STATE: { status: 422, retriable: false },
   INVALID_AT: { status: 422, retriable: false },
+  /** A string of a state holds a lone surrogate (no character, not encodable as UTF-8). */
+  INVALID_TEXT: { status: 422, retriable: false },
   UNKNOWN_DEVICE: { status: 404, retriable: false },
   UNKNOWN_ASSET: { status: 404, retriable: false },
   PROFILE_VIOLATION: { status: 422, retriable: false },

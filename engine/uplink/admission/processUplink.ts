@@ -25,7 +25,8 @@
  * §3.4.2), tag 0 (date-time string) or tag 1001 (RFC 9581, keys 1 and one of -3/-6/-9 only).
  *
  * Rejections: per asset (the others of the same message still yield rows): UNKNOWN_ASSET,
- * INVALID_AT, PROFILE_VIOLATION, INVALID_STATE (not a storable JSON value: non-finite or out-of-range
+ * INVALID_AT, PROFILE_VIOLATION, INVALID_TEXT (a string holds a lone surrogate; strings are stored
+ * in NFC, canonicalValue.ts), INVALID_STATE (not a storable JSON value: non-finite or out-of-range
  * number, bigint, byte string, unsupported tag, ...). Whole message (one rejection, no rows):
  * MALFORMED_JSON, MALFORMED_CBOR, INVALID_STATE (wrong top-level shape), TOO_DEEP (more than
  * MAX_BODY_DEPTH nested arrays/objects — and, in CBOR, tags), DECODE_FAILED,
@@ -33,6 +34,7 @@
  */
 import type { ErrorCode } from '../../kernel/errors.ts';
 import type { JsonValue, StateRow, UplinkEnvelope } from '../../../schemas/messages.ts';
+import { canonicalValue } from './canonicalValue.ts';
 import { checkJsonValue } from './checkJsonValue.ts';
 import type { CompiledDevice } from './compileDevice.ts';
 import { CborDecodeError, CborMap, CborTag, decodeCbor } from './decodeCbor.ts';
@@ -150,6 +152,9 @@ function emit(
   const asset = device.assets.get(name);
   if (asset === undefined) return reject(out, 'UNKNOWN_ASSET', `device ${env.deviceId} has no asset ${quote(name)}`, name);
   if (problem !== undefined) return reject(out, problem.code, problem.reason, name);
+  const canonical = canonicalValue(value);
+  if (canonical.problem !== undefined) return reject(out, 'INVALID_TEXT', canonical.problem, name);
+  value = canonical.value;
   const ts = resolveAt(at, defaultTs, cbor);
   if (Number.isNaN(ts)) return reject(out, 'INVALID_AT', describeAt(at, cbor), name);
   const violation = asset.check(value);
