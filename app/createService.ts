@@ -12,6 +12,7 @@ import type { Log } from '../engine/ports/log.ts';
 import { registryDirectory, type Registry } from '../engine/ports/registry.ts';
 import type { UplinkPipeline } from '../engine/uplink/pipeline/UplinkPipeline.ts';
 import type { CommandActors } from '../engine/commands/CommandActors.ts';
+import type { AtWindow } from '../engine/uplink/admission/compileDevice.ts';
 import type { Config } from '../schemas/config.ts';
 import type { StateRow } from '../schemas/messages.ts';
 import { serveAdminSocket } from './adminSocket.ts';
@@ -72,6 +73,12 @@ class Closers {
   }
 }
 
+/** The `at` window of admission, from the configuration (tests may pass configs made before it existed). */
+function atWindowOf(config: Config): AtWindow | undefined {
+  const u = config.uplinks as Config['uplinks'] | undefined;
+  return u === undefined ? undefined : { maxAheadMs: u.atMaxAheadMs, minAt: u.atMinMs };
+}
+
 export async function createService(options: ServiceOptions): Promise<Service> {
   const { config, logger } = options;
   const clock = options.clock ?? systemClock;
@@ -104,6 +111,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
         clock,
         names,
         settings: config.engine,
+        atWindow: atWindowOf(config),
         onStored: (rows) => stored.emit(rows),
         onError: (error) => logger.error('uplink pipeline stopped making progress; restart to replay from the last commit', { error }),
       });
@@ -122,7 +130,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     let mqttPort: number | undefined;
     let commandActors: CommandActors | undefined;
     if (runsEdge) {
-      const edgeIntake = buildIntake({ log, clock, rejections: store.rejections, topics: names, logger });
+      const edgeIntake = buildIntake({ log, clock, rejections: store.rejections, topics: names, logger, atWindow: atWindowOf(config) });
       intake = edgeIntake;
       closers.add('intake', () => edgeIntake.close());
       const mqtt = await startMqttEdge({ config, registry, admission: edgeIntake.admission, clock, logger });

@@ -150,4 +150,43 @@ test('HTTP registry edge: a device named with a BOM or an NFC twin of an existin
   assert.equal([lone.status, lone.json.code], [422, 'VALIDATION_FAILED']);
 });
 
+// ---- the `at` window ----
+
+const DAY = 86_400_000;
+
+test('HTTP and MQTT: at more than a day ahead or before 1970 is INVALID_AT with a reason; nothing stored', async () => {
+  const ahead = new Date(Date.now() + 2 * DAY).toISOString();
+  const far = await put(`/device/${device.id}/asset/t/state`, JSON.stringify({ value: 101, at: ahead }));
+  assert.equal([far.status, far.json.code], [422, 'INVALID_AT']);
+  assert.match(JSON.stringify(far.json), /ms ahead of the receive time/);
+  const past = await put(`/device/${device.id}/asset/t/state`, JSON.stringify({ value: 102, at: '1969-07-20T20:17:40Z' }));
+  assert.equal([past.status, past.json.code], [422, 'INVALID_AT']);
+  assert.match(JSON.stringify(past.json), /before 1970-01-01/);
+  const client = await mqtt.connectAsync(`mqtt://127.0.0.1:${service.mqttPort}`, { username: device.token, password: device.token, reconnectPeriod: 0 });
+  try {
+    await client.publishAsync(`device/${device.id}/asset/t/state`, JSON.stringify({ value: 103, at: '2999-01-01T00:00:00Z' }), { qos: 1 });
+  } finally {
+    await client.endAsync(true);
+  }
+  const rows = await rejections(device.id);
+  assert.equal([rows[0].code, rows[0].channel, rows[0].asset], ['INVALID_AT', 'mqtt', 't']);
+  const values = (await states(device.id, 't')).map((s) => s.value);
+  assert.not.ok(values.includes(101) || values.includes(102) || values.includes(103), `stored: ${JSON.stringify(values)}`);
+});
+
+test("LPWAN: LORIOT's ts and The Things Stack's received_at outside the window drop the uplink as INVALID_AT", async () => {
+  const ahead = Date.now() + 2 * DAY;
+  const l = await webhook('loriot', loriotRx('0004A30B00C0FFEE', 40, ahead, { t: 40 }));
+  assert.equal([l.status, l.json.status, l.json.code], [202, 'dropped', 'INVALID_AT']);
+  assert.match(l.json.reason, /the receive time the network reported/);
+  const t = await webhook('thethingsnetwork', ttsUp('70B3D57ED0C0FFEE', 40, '1969-12-31T00:00:00Z', { t: 40 }));
+  assert.equal([t.status, t.json.status, t.json.code], [202, 'dropped', 'INVALID_AT']);
+  const tAhead = await webhook('thethingsnetwork', ttsUp('70B3D57ED0C0FFEE', 41, new Date(ahead).toISOString(), { t: 41 }));
+  assert.equal([tAhead.json.status, tAhead.json.code], ['dropped', 'INVALID_AT']);
+  await waitFor(async () => (await rejections(tts.deviceId, tts.userToken)).filter((r) => r.code === 'INVALID_AT').length === 2, 10_000, 'tts rejections');
+  assert.equal((await rejections(loriot.deviceId, loriot.userToken)).filter((r) => r.code === 'INVALID_AT').map((r) => r.channel), ['lpwan']);
+  assert.equal((await states(loriot.deviceId, 't', loriot.userToken)).length, 0);
+  assert.equal((await states(tts.deviceId, 't', tts.userToken)).length, 0);
+});
+
 test.run();

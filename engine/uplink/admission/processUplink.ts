@@ -18,6 +18,10 @@
  *   `{"v": {"value": {"value": 5}}}`. One rule per entry; entries of one map may mix forms.
  * - binary: the device's binary decoder gives asset name → bare value (envelope.asset is ignored).
  *
+ * `at` must lie in the device's AtWindow (compileDevice.ts; default not more than a day ahead of the
+ * envelope's receivedAt, not before 1970), and so must an LPWAN network's receive time where it
+ * stands in for a missing `at`; outside it the state is refused INVALID_AT.
+ *
  * `at` (measurement time → row.ts): see parseTimestamp.ts for the accepted ISO 8601 strings
  * (zone-less means UTC). null or absent → the network's receive time when an LPWAN network reported
  * one, else the envelope's receivedAt. Numbers are refused in every form: epoch seconds and epoch
@@ -36,7 +40,7 @@ import type { ErrorCode } from '../../kernel/errors.ts';
 import type { JsonValue, StateRow, UplinkEnvelope } from '../../../schemas/messages.ts';
 import { canonicalValue } from './canonicalValue.ts';
 import { checkJsonValue } from './checkJsonValue.ts';
-import type { CompiledDevice } from './compileDevice.ts';
+import type { AtWindow, CompiledDevice } from './compileDevice.ts';
 import { CborDecodeError, CborMap, CborTag, decodeCbor } from './decodeCbor.ts';
 import { parseTimestamp } from './parseTimestamp.ts';
 import { isPlainObject } from '../../kernel/isPlainObject.ts';
@@ -139,6 +143,18 @@ function describeAt(at: unknown, cbor: boolean): string {
   return `at must be an ISO 8601 timestamp string (${hint})`;
 }
 
+function iso(ms: number): string {
+  const d = new Date(ms);
+  return Number.isNaN(d.getTime()) ? `${ms} ms` : d.toISOString();
+}
+
+/** Why a parsed time is outside the window; `fromNetwork`: the state had no `at`, the network's receive time stood in. */
+function outsideWindow(env: UplinkEnvelope, ts: number, fromNetwork: boolean, window: AtWindow): string {
+  const what = fromNetwork ? `the receive time the network reported (${iso(ts)}), which stands in for a missing at,` : `at ${iso(ts)}`;
+  if (ts < window.minAt) return `${what} is before ${iso(window.minAt)}, the earliest measurement time accepted`;
+  return `${what} is more than ${window.maxAheadMs} ms ahead of the receive time ${iso(env.receivedAt)}: a clock that is not set, or the wrong unit`;
+}
+
 /**
  * One asset state: checks and pushes a row or a rejection. `depth` is how many containers enclose
  * `value` in the body.
@@ -157,6 +173,10 @@ function emit(
   value = canonical.value;
   const ts = resolveAt(at, defaultTs, cbor);
   if (Number.isNaN(ts)) return reject(out, 'INVALID_AT', describeAt(at, cbor), name);
+  const window = device.atWindow;
+  if (ts > env.receivedAt + window.maxAheadMs || ts < window.minAt) {
+    return reject(out, 'INVALID_AT', outsideWindow(env, ts, at === undefined || at === null, window), name);
+  }
   const violation = asset.check(value);
   if (violation !== undefined) return reject(out, 'PROFILE_VIOLATION', violation, name);
   out.rows.push({ deviceId: env.deviceId, asset: name, ts, receivedAt: env.receivedAt, value: value as JsonValue, uplinkId: env.id });
