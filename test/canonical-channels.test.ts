@@ -189,4 +189,46 @@ test("LPWAN: LORIOT's ts and The Things Stack's received_at outside the window d
   assert.equal((await states(tts.deviceId, 't', tts.userToken)).length, 0);
 });
 
+// ---- LPWAN: repeated deliveries and simulated uplinks ----
+
+test('LPWAN: a The Things Stack webhook and a LORIOT rx delivered twice are stored once, answered with one uplink id', async () => {
+  const t0 = Date.now() - 60_000;
+  const ttsMessage = ttsUp('70B3D57ED0C0FFEE', 77, new Date(t0).toISOString(), { t: 77 });
+  const first = await webhook('thethingsnetwork', ttsMessage);
+  const second = await webhook('thethingsnetwork', ttsMessage);
+  assert.equal([first.status, first.json.status, first.json.repeated], [202, 'accepted', undefined]);
+  assert.equal(second.json, { ...first.json, repeated: true });
+  const rx = loriotRx('0004A30B00C0FFEE', 77, t0, { t: 77 });
+  const l1 = await webhook('loriot', rx);
+  const l2 = await webhook('loriot', rx);
+  assert.equal(l2.json, { ...l1.json, repeated: true });
+  // The same frame counter at another network time is another frame (the counter was reset).
+  const reset = await webhook('loriot', loriotRx('0004A30B00C0FFEE', 77, t0 + 1000, { t: 78 }));
+  assert.is(reset.json.status, 'accepted');
+  assert.is.not(reset.json.uplinkId, l1.json.uplinkId);
+  await waitFor(async () => (await states(loriot.deviceId, 't', loriot.userToken)).length === 2, 10_000, 'loriot states');
+  await waitFor(async () => (await states(tts.deviceId, 't', tts.userToken)).length === 1, 10_000, 'tts state');
+  await new Promise((r) => setTimeout(r, 200));
+  assert.equal((await states(tts.deviceId, 't', tts.userToken)).map((s) => s.value), [77]);
+  assert.equal((await states(loriot.deviceId, 't', loriot.userToken)).map((s) => s.value), [78, 77]);
+});
+
+test('LPWAN: a dropped message delivered twice is one rejection; a simulated The Things Stack uplink is ignored, never stored', async () => {
+  const t0 = Date.now() - 30_000;
+  const bad = { ...loriotRx('0004A30B00C0FFEE', 90, t0, {}), data: '0' };
+  const b1 = await webhook('loriot', bad);
+  const b2 = await webhook('loriot', bad);
+  assert.equal([b1.json.status, b1.json.code], ['dropped', 'MALFORMED_PAYLOAD']);
+  assert.equal(b2.json, { ...b1.json, repeated: true });
+  await waitFor(async () => (await rejections(loriot.deviceId, loriot.userToken)).some((r) => r.uplinkId === b1.json.uplinkId), 10_000, 'rejection');
+  assert.is((await rejections(loriot.deviceId, loriot.userToken)).filter((r) => r.uplinkId === b1.json.uplinkId).length, 1);
+
+  const simulated = await webhook('thethingsnetwork', { ...ttsUp('70B3D57ED0C0FFEE', 91, new Date(t0).toISOString(), { t: 91 }), simulated: true });
+  assert.equal([simulated.status, simulated.json.status], [202, 'ignored']);
+  assert.match(simulated.json.reason, /simulated/);
+  await new Promise((r) => setTimeout(r, 300));
+  assert.not.ok((await states(tts.deviceId, 't', tts.userToken)).some((s) => s.value === 91), 'a simulated uplink is not a measurement');
+  assert.not.ok((await rejections(tts.deviceId, tts.userToken)).some((r) => /simulated/.test(r.reason)), 'nor a rejection');
+});
+
 test.run();
