@@ -96,7 +96,17 @@ export const CreatedDevice = Type.Object({
   token: Type.String({ description: 'device token (fsd_…), shown once' }),
 });
 
-export const DeviceList = Type.Array(Device);
+/** `GET /ground/{groundId}/devices`: pages like the other lists (limit + opaque cursor). */
+export const DeviceListQuery = Type.Object({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'page size, default 100' })),
+  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_-]+$', description: 'opaque, from `next` of the previous page' })),
+}, { additionalProperties: false });
+export type DeviceListQuery = Static<typeof DeviceListQuery>;
+
+export const DevicePage = Type.Object({
+  items: Type.Array(Device),
+  next: Type.Optional(Type.String({ description: 'cursor of the next page; absent on the last one' })),
+});
 export const AssetList = Type.Array(Asset);
 
 // ---- states ----

@@ -3,11 +3,14 @@
  * with a user token of a member; read, rename and delete a device. Creating answers the device
  * token once.
  */
-import type { Device } from '../../engine/ports/registry.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
+import type { Device, DeviceQuery } from '../../engine/ports/registry.ts';
+import { ID_PATTERN } from '../../schemas/registry.ts';
 import {
   CreatedDevice,
   DeviceCreateBody,
-  DeviceList,
+  DeviceListQuery,
+  DevicePage,
   DeviceParams,
   DevicePatchBody,
   DeviceWithAssets,
@@ -20,6 +23,20 @@ import { check } from './validate.ts';
 
 const JSON_TYPE = 'application/json';
 const TAGS = ['devices'];
+const DEFAULT_PAGE = 100;
+const CURSOR_RE = new RegExp(`^([0-9]{1,16})\\.(${ID_PATTERN.slice(1, -1)})$`);
+
+function encodeCursor(d: Device): string {
+  return Buffer.from(`${d.createdAt}.${d.id}`, 'utf8').toString('base64url');
+}
+
+function decodeCursor(cursor: string): { createdAt: number; id: string } {
+  const match = CURSOR_RE.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+  if (match === null || !Number.isSafeInteger(Number(match[1]))) {
+    throw new FleetError('VALIDATION_FAILED', 'query.cursor: not a cursor of this list', { detail: { errors: [{ path: 'query.cursor', message: 'not a cursor of this list' }] } });
+  }
+  return { createdAt: Number(match[1]), id: match[2] };
+}
 
 export function deviceRoutes(edge: EdgeContext): void {
   const { router, access, deps } = edge;
@@ -50,15 +67,22 @@ export function deviceRoutes(edge: EdgeContext): void {
     methods: ['get'],
     path: '/ground/{groundId}/devices',
     operationId: 'listDevices',
-    summary: 'Devices of a ground, oldest first',
+    summary: 'Devices of a ground, oldest first, by pages',
     tags: TAGS,
     params: GroundParams,
-    responses: { 200: { description: 'the devices', content: { [JSON_TYPE]: DeviceList } } },
+    query: DeviceListQuery,
+    responses: { 200: { description: 'a page of devices; `next` is the cursor of the following page', content: { [JSON_TYPE]: DevicePage } } },
     errors: [404],
-  }, async (c, { principal, params }) => {
+  }, async (c, { principal, params, query }) => {
     const ground = await access.ground(principal, params.groundId);
-    const devices: Device[] = await registry.listDevices(ground.id);
-    return c.json(devices);
+    const limit = query.limit ?? DEFAULT_PAGE;
+    const request: DeviceQuery = { limit: limit + 1 };
+    if (query.cursor !== undefined) request.after = decodeCursor(query.cursor);
+    const rows: Device[] = await registry.listDevices(ground.id, request);
+    const items = rows.slice(0, limit);
+    const page: { items: Device[]; next?: string } = { items };
+    if (rows.length > limit) page.next = encodeCursor(items[items.length - 1]);
+    return c.json(page);
   });
 
   router.route({

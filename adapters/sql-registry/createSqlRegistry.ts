@@ -165,10 +165,17 @@ export async function createSqlRegistry(executor: SqlExecutor, options: SqlRegis
       });
     },
 
-    async listDevices(groundId): Promise<Device[]> {
+    async listDevices(groundId, query): Promise<Device[]> {
       if (!isId(groundId)) return [];
+      check(S.DeviceQuery, query ?? {}, '');
+      const { limit, after } = query ?? {};
       return guard(async () => {
-        const { rows } = await executor.query<DeviceRow>(`SELECT ${DEVICE_COLUMNS} FROM devices WHERE ground_id = $1 ORDER BY created_at, id`, [groundId]);
+        const { rows } = await executor.query<DeviceRow>(
+          `SELECT ${DEVICE_COLUMNS} FROM devices WHERE ground_id = $1
+             AND ($2::bigint IS NULL OR (created_at, id) > ($2::bigint, $3::text))
+           ORDER BY created_at, id LIMIT $4`,
+          [groundId, after?.createdAt ?? null, after?.id ?? null, limit ?? null],
+        );
         return rows.map(toDevice);
       });
     },
