@@ -6,16 +6,13 @@
  */
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
-import { createPgliteRegistry } from '../adapters/pglite/createPgliteRegistry.ts';
 import { canonicalName } from '../engine/kernel/canonicalText.ts';
 import { FleetError } from '../engine/kernel/errors.ts';
 import type { NewActivation } from '../engine/ports/registry.ts';
 import type { SqlRegistry } from '../adapters/sql-registry/createSqlRegistry.ts';
 import { rejects } from './contracts/registry.contract.ts';
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
-import { createPostgresRegistry } from '../adapters/postgres/createPostgresRegistry.ts';
-import { suite, withEnv } from './support/suite.ts';
+import { suitePerRegistry } from './support/edgeHarness.ts';
+import { suite } from './support/suite.ts';
 
 type Open = () => Promise<{ r: SqlRegistry; dispose(): Promise<void> }>;
 
@@ -172,27 +169,8 @@ function canonicalSuite(name: string, open: Open) {
   return test;
 }
 
-canonicalSuite('pglite', async () => {
-  const r = await createPgliteRegistry({});
-  return { r, dispose: () => r.close() };
-}).run();
-
-withEnv('canonical strings on PostgreSQL', ['DATABASE_URL_TEST'], 'a PostgreSQL server, e.g. postgres://postgres@127.0.0.1:5432/postgres', ({ DATABASE_URL_TEST: url }) => {
-  canonicalSuite('postgres', async () => {
-    const schema = `canonical_test_${process.pid}_${randomBytes(4).toString('hex')}`;
-    const r = await createPostgresRegistry({ url, schema, poolSize: 4 });
-    return {
-      r,
-      async dispose() {
-        await r.close();
-        const client = new pg.Client({ connectionString: url });
-        await client.connect();
-        try {
-          await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-        } finally {
-          await client.end();
-        }
-      },
-    };
-  }).run();
-});
+for (const suite of suitePerRegistry('canonical strings', (factory) => canonicalSuite(factory.name, async () => {
+  const { registry, dispose } = await factory.create();
+  // Both adapters are the SQL registry; the fuzz reads back what it stored.
+  return { r: registry as SqlRegistry, dispose };
+}))) suite.run();
