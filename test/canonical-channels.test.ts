@@ -144,10 +144,30 @@ test('HTTP registry edge: a device named with a BOM or an NFC twin of an existin
   assert.is(first.json.name, COMPOSED);
   const twin = await post(COMPOSED);
   assert.equal([twin.status, twin.json.code], [409, 'CONFLICT']);
+  const long = await post(`\uFEFF${'x'.repeat(128)}`);
+  assert.equal([long.status, long.json.name], [201, 'x'.repeat(128)], 'the length rule counts the canonical name');
   const bom = await post('\uFEFF');
   assert.equal([bom.status, bom.json.code], [422, 'VALIDATION_FAILED']);
   const lone = await post('x\uD800'); // JSON.stringify writes it as the escape \ud800
   assert.equal([lone.status, lone.json.code], [422, 'VALIDATION_FAILED']);
+});
+
+test('HTTP activation edge: a hardware id is checked and stored canonical; its NFC twin is a second code → 409', async () => {
+  const partner = await service.registry.createPartner({ name: 'canon-partner' });
+  await service.registry.publishDeviceType(partner.entity.id, 'unit', { assets: [] });
+  const create = (id: string) => requestJson(base, 'POST', `/partner/${partner.entity.id}/activations`, {
+    token: partner.token,
+    json: { description: 'unit', hardware: { id }, options: [{ description: '', device: { type: `${partner.entity.id}/unit` }, network: { networkId: 'orangebe', data: {} } }] },
+  });
+  const first = await create(`\uFEFF${DECOMPOSED}${'h'.repeat(123)}`);
+  assert.is(first.status, 201, first.text);
+  assert.is(first.json.hardware.id, `${COMPOSED}${'h'.repeat(123)}`);
+  const twin = await create(`${COMPOSED}${'h'.repeat(123)}`);
+  assert.equal([twin.status, twin.json.code], [409, 'CONFLICT']);
+  const lone = await create('mac-\uD800');
+  assert.equal([lone.status, lone.json.code], [422, 'VALIDATION_FAILED']);
+  const invisible = await create('mac\u200B01');
+  assert.equal([invisible.status, invisible.json.code], [422, 'VALIDATION_FAILED']);
 });
 
 // ---- the `at` window ----

@@ -3,6 +3,7 @@
  * with a user token of a member; read, rename and delete a device. Creating answers the device
  * token once.
  */
+import { withCanonicalField } from '../../engine/kernel/canonicalText.ts';
 import { FleetError } from '../../engine/kernel/errors.ts';
 import type { Device, DeviceQuery } from '../../engine/ports/registry.ts';
 import { ID_PATTERN } from '../../schemas/registry.ts';
@@ -54,7 +55,8 @@ export function deviceRoutes(edge: EdgeContext): void {
     errors: [404, 409, 413, 415, 422],
   }, async (c, { principal, params }) => {
     const ground = await access.ground(principal, params.groundId);
-    const body = check<DeviceCreateBody>(DeviceCreateBody, await readJsonBody(c.req.raw, edge.maxBodyBytes), 'body');
+    // Lengths are checked on the canonical name (a leading BOM does not count), as the registry does.
+    const body = check<DeviceCreateBody>(DeviceCreateBody, withCanonicalField(await readJsonBody(c.req.raw, edge.maxBodyBytes), 'name'), 'body');
     body.assets?.forEach((a, i) => checkAssetProfile(a.profile, `body.assets.${i}.profile`));
     const created = await registry.createDevice({ ...body, groundId: ground.id });
     edge.changed(created.device.id);
@@ -110,7 +112,7 @@ export function deviceRoutes(edge: EdgeContext): void {
     errors: [404, 409, 413, 415, 422],
   }, async (c, { principal, params }) => {
     const device = await access.device(principal, params.id, 'manage');
-    const patch = check<DevicePatchBody>(DevicePatchBody, await readJsonBody(c.req.raw, edge.maxBodyBytes), 'body');
+    const patch = check<DevicePatchBody>(DevicePatchBody, withCanonicalField(await readJsonBody(c.req.raw, edge.maxBodyBytes), 'name'), 'body');
     const updated = await registry.updateDevice(device.id, patch);
     edge.changed(device.id);
     return c.json({ ...updated, assets: device.assets });

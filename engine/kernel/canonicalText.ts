@@ -73,6 +73,19 @@ export function canonicalName(s: string): CanonicalResult {
   return r;
 }
 
+/**
+ * The canonical text of `object[key]` when it is a string that has one, else the object as it is:
+ * for an edge whose schema checks lengths before the registry makes names canonical (the registry
+ * refuses what has no canonical form, with the reason).
+ */
+export function withCanonicalField<T>(object: T, key: string): T {
+  if (typeof object !== 'object' || object === null || Array.isArray(object)) return object;
+  const value = (object as Record<string, unknown>)[key];
+  if (typeof value !== 'string') return object;
+  const text = canonicalText(value).text;
+  return text === undefined || text === value ? object : { ...object, [key]: text };
+}
+
 /** Why a string was refused, for an error message. */
 export function describeTextProblem(problem: TextProblem, at: string | undefined): string {
   return problem === 'lone-surrogate'
