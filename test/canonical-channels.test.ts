@@ -4,12 +4,10 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { writeFileSync } from 'node:fs';
 import { encode } from 'cbor-x';
 import mqtt from 'mqtt';
-import { createService, type Service } from '../app/createService.ts';
-import { createJsonLogger } from '../engine/kernel/logger.ts';
-import { defaultConfig } from '../schemas/config.ts';
+import type { Service } from '../app/createService.ts';
+import { startEmbeddedService } from './support/embeddedService.ts';
 import { activateOverHttp, requestJson, type Activated } from './support/lpwanStack.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
 
@@ -28,25 +26,13 @@ const DECOMPOSED = 'A\u0308rger';
 const LABEL_PROFILE = { type: 'string', enum: [COMPOSED, 'ok'] };
 
 test.before(async () => {
-  const file = `${tmp.dir}/lpwan-applications.json`;
-  writeFileSync(file, JSON.stringify({
+  ({ service, base } = await startEmbeddedService({
+    dir: tmp.dir,
     applications: [
       { networkId: 'loriot', applicationId: 'BE7A00AD', secret: LORIOT_SECRET },
       { networkId: 'thethingsnetwork', applicationId: 'canon-app', secret: TTS_SECRET },
     ],
   }));
-  service = await createService({
-    config: {
-      ...defaultConfig,
-      dataDir: `${tmp.dir}/data`,
-      http: { ...defaultConfig.http, host: '127.0.0.1', port: 0 },
-      mqtt: { host: '127.0.0.1', port: 0 },
-      engine: { ...defaultConfig.engine, partitions: 2, batchDelayMs: 10 },
-      lpwanApplicationsFile: file,
-    },
-    logger: createJsonLogger({ level: 'error', write: () => undefined }),
-  });
-  base = `http://127.0.0.1:${service.httpPort}`;
   const u = await service.registry.createUser({ name: 'canonical' });
   const ground = await service.registry.createGround({ name: 'canonical', userId: u.entity.id });
   user = { token: u.token };
