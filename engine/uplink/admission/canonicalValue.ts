@@ -77,8 +77,23 @@ function walk(value: unknown, path: string): unknown {
   return changed ? Object.fromEntries(entries) : value;
 }
 
+/** Whether any string or key below `value` has a code unit from U+0300 up (no allocation: the hot path). */
+export function needsCanonicalForm(value: unknown): boolean {
+  if (typeof value === 'string') return needsNormalising(value);
+  if (typeof value !== 'object' || value === null) return false;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (needsCanonicalForm(value[i])) return true;
+    return false;
+  }
+  for (const key in value) {
+    if (needsNormalising(key) || needsCanonicalForm((value as Record<string, unknown>)[key])) return true;
+  }
+  return false;
+}
+
 /** The value with every string in NFC, or why it is refused (a lone surrogate). */
 export function canonicalValue(value: unknown, label = 'value'): CanonicalValue {
+  if (!needsCanonicalForm(value)) return { value };
   try {
     return { value: walk(value, label) };
   } catch (error) {

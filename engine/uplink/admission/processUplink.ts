@@ -38,7 +38,7 @@
  */
 import type { ErrorCode } from '../../kernel/errors.ts';
 import type { JsonValue, StateRow, UplinkEnvelope } from '../../../schemas/messages.ts';
-import { canonicalValue } from './canonicalValue.ts';
+import { canonicalValue, needsCanonicalForm } from './canonicalValue.ts';
 import { checkJsonValue } from './checkJsonValue.ts';
 import type { AtWindow, CompiledDevice } from './compileDevice.ts';
 import { CborDecodeError, CborMap, CborTag, decodeCbor } from './decodeCbor.ts';
@@ -168,9 +168,11 @@ function emit(
   const asset = device.assets.get(name);
   if (asset === undefined) return reject(out, 'UNKNOWN_ASSET', `device ${env.deviceId} has no asset ${quote(name)}`, name);
   if (problem !== undefined) return reject(out, problem.code, problem.reason, name);
-  const canonical = canonicalValue(value);
-  if (canonical.problem !== undefined) return reject(out, 'INVALID_TEXT', canonical.problem, name);
-  value = canonical.value;
+  if (needsCanonicalForm(value)) {
+    const canonical = canonicalValue(value);
+    if (canonical.problem !== undefined) return reject(out, 'INVALID_TEXT', canonical.problem, name);
+    value = canonical.value;
+  }
   const ts = resolveAt(at, defaultTs, cbor);
   if (Number.isNaN(ts)) return reject(out, 'INVALID_AT', describeAt(at, cbor), name);
   const window = device.atWindow;
