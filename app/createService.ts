@@ -12,13 +12,13 @@ import type { Log } from '../engine/ports/log.ts';
 import { registryDirectory, type Registry } from '../engine/ports/registry.ts';
 import type { UplinkPipeline } from '../engine/uplink/pipeline/UplinkPipeline.ts';
 import type { CommandActors } from '../engine/commands/CommandActors.ts';
-import type { AtWindow } from '../engine/uplink/admission/compileDevice.ts';
 import type { Config } from '../schemas/config.ts';
 import type { StateRow } from '../schemas/messages.ts';
 import { serveAdminSocket } from './adminSocket.ts';
 import { buildCommands } from './buildCommands.ts';
 import { buildEngine } from './buildEngine.ts';
 import { buildIntake, type Intake } from './buildIntake.ts';
+import { atWindowOf } from './deviceCompiler.ts';
 import { serveHttpEdge, startMqttEdge } from './buildEdges.ts';
 import { loadLpwanApplications } from './loadLpwanApplications.ts';
 import { dataPaths, logNames, openLog, openRegistry, openStore, type ServiceStore } from './openAdapters.ts';
@@ -71,12 +71,6 @@ class Closers {
       }
     }
   }
-}
-
-/** The `at` window of admission, from the configuration (tests may pass configs made before it existed). */
-function atWindowOf(config: Config): AtWindow | undefined {
-  const u = config.uplinks as Config['uplinks'] | undefined;
-  return u === undefined ? undefined : { maxAheadMs: u.atMaxAheadMs, minAt: u.atMinMs };
 }
 
 export async function createService(options: ServiceOptions): Promise<Service> {

@@ -221,6 +221,7 @@ test('intake: a message delivered again gets its first answer (repeated) and the
   assert.equal(b, { ...a, repeated: true });
   assert.is(appended[0].id, lpwanUplinkId('loriot', '0000000000000001', 'BE7A0000\nfcnt 7 ts 42'));
   assert.match(appended[0].id!, /^[0-9A-Za-z]{22}$/);
+  assert.is(appended[0].receivedAt, 42, "received at the network's time: every delivery has the same receive time too");
   // Another frame, or no identity at all: a new uplink each time.
   await intake.accept(app, up('fcnt 8 ts 43'));
   await intake.accept(app, up(undefined));
@@ -240,6 +241,12 @@ test('intake: a message delivered again gets its first answer (repeated) and the
   const again = await intake.accept(app, up('fcnt 7 ts 42'));
   assert.equal(again, { status: 'accepted', deviceId: 'd-1', uplinkId: a.uplinkId });
   assert.is(appended.at(-1)!.id, a.uplinkId);
+  assert.is(appended.at(-1)!.receivedAt, 42);
+  // A network time outside the window is not taken as the receive time (admission then refuses
+  // the states it times as INVALID_AT; these routing devices decode to none).
+  await intake.accept(app, { ...up('fcnt 11 ts far'), receivedAt: clock.now() + 2 * 86_400_000 });
+  assert.is(appended.at(-1)!.receivedAt, clock.now());
+  assert.is(appended.at(-1)!.network?.receivedAt, clock.now() + 2 * 86_400_000);
 });
 
 test('routes: log backpressure and an unreachable registry are 503 with Retry-After, so the network server retries', async () => {
