@@ -2,6 +2,7 @@
  * The device-facing edges of a process: the MQTT gateway (embedded, or a client of an external
  * broker) and the HTTP edge with its LPWAN webhooks, all handing uplinks to the one admission step.
  */
+import { atWindowOf } from './deviceCompiler.ts';
 import { readFileSync } from 'node:fs';
 import type { Clock } from '../engine/kernel/clock.ts';
 import type { Logger } from '../engine/kernel/logger.ts';
@@ -54,7 +55,7 @@ export async function serveHttpEdge(options: {
       rateLimit: config.http.rateLimitPerSecond > 0 ? { perSecond: config.http.rateLimitPerSecond, burst: config.http.rateLimitBurst } : undefined,
     },
     logger,
-    lpwan: { applications: options.lpwanApplications, intake: new LpwanUplinkIntake({ devices: registry, admission, clock }) },
+    lpwan: { applications: options.lpwanApplications, intake: new LpwanUplinkIntake({ devices: registry, admission, clock, atWindow: atWindowOf(config) }) },
     commands: options.commands,
   });
   return serveEdge(app, { port: config.http.port, hostname: config.http.host });

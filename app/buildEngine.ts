@@ -14,7 +14,8 @@ import { StateBatcher } from '../engine/uplink/pipeline/StateBatcher.ts';
 import { UplinkPipeline } from '../engine/uplink/pipeline/UplinkPipeline.ts';
 import type { Config } from '../schemas/config.ts';
 import { Topics, type DeadLetter, type StateRow } from '../schemas/messages.ts';
-import { compileServiceDevice } from './deviceCompiler.ts';
+import type { AtWindow } from '../engine/uplink/admission/compileDevice.ts';
+import { serviceCompiler } from './deviceCompiler.ts';
 
 export interface EngineOptions {
   log: Log;
@@ -25,6 +26,8 @@ export interface EngineOptions {
   /** Default `uplinks`, `dead-letters`, group `fleetstream-engine`. */
   names?: { uplinks: string; deadLetters: string; engineGroup: string };
   settings?: Partial<Config['engine']> & { commitIntervalMs?: number; maxRetries?: number };
+  /** Measurement times admitted for records that come without an edge's decision. Default DEFAULT_AT_WINDOW. */
+  atWindow?: AtWindow;
   /** States once durable in the store (feeds). */
   onStored?(rows: readonly StateRow[]): void;
   /** Dead letters once durable, after the rejections are recorded. */
@@ -63,7 +66,7 @@ export function buildEngine(options: EngineOptions): Engine {
     deadLetterTopic: names.deadLetters,
     maxInFlight: s.maxInFlight,
     commitIntervalMs: s.commitIntervalMs,
-    compile: compileServiceDevice,
+    compile: serviceCompiler(options.atWindow),
     actors: { passivateAfterMs: s.passivateAfterMs, mailboxCapacity: s.mailboxCapacity },
     onDeadLetters: async (letters) => {
       await options.rejections.append(rejectionRowsOf(letters));

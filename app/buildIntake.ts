@@ -14,7 +14,8 @@ import { rejectionRowsOf } from '../engine/uplink/pipeline/rejectionRows.ts';
 import { UplinkAdmission } from '../engine/uplink/UplinkAdmission.ts';
 import { UplinkIngest, type UplinkIngestOptions } from '../engine/uplink/UplinkIngest.ts';
 import { Topics, type DeadLetter } from '../schemas/messages.ts';
-import { compileServiceDevice } from './deviceCompiler.ts';
+import type { AtWindow } from '../engine/uplink/admission/compileDevice.ts';
+import { serviceCompiler } from './deviceCompiler.ts';
 
 export interface IntakeOptions {
   log: Pick<Log, 'append'>;
@@ -24,6 +25,8 @@ export interface IntakeOptions {
   /** Default `uplinks` and `dead-letters`. */
   topics?: { uplinks: string; deadLetters: string };
   compile?(info: DeviceInfo): CompiledDevice;
+  /** Measurement times admitted (with the default compiler). Default DEFAULT_AT_WINDOW. */
+  atWindow?: AtWindow;
   /** Bounds of the ingest (maxPending, retryAfterSeconds, …). */
   ingest?: Omit<UplinkIngestOptions, 'log' | 'clock' | 'topic'>;
   logger?: Pick<Logger, 'warn'>;
@@ -58,7 +61,7 @@ export function buildIntake(options: IntakeOptions): Intake {
     ingest,
     deadLetters,
     clock: options.clock,
-    compile: options.compile ?? compileServiceDevice,
+    compile: options.compile ?? serviceCompiler(options.atWindow),
     onRecordFailed: (error) => options.logger?.warn('a refused uplink could not be recorded', { error }),
   });
   return {

@@ -18,6 +18,7 @@ import { serveAdminSocket } from './adminSocket.ts';
 import { buildCommands } from './buildCommands.ts';
 import { buildEngine } from './buildEngine.ts';
 import { buildIntake, type Intake } from './buildIntake.ts';
+import { atWindowOf } from './deviceCompiler.ts';
 import { serveHttpEdge, startMqttEdge } from './buildEdges.ts';
 import { loadLpwanApplications } from './loadLpwanApplications.ts';
 import { dataPaths, logNames, openLog, openRegistry, openStore, type ServiceStore } from './openAdapters.ts';
@@ -104,6 +105,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
         clock,
         names,
         settings: config.engine,
+        atWindow: atWindowOf(config),
         onStored: (rows) => stored.emit(rows),
         onError: (error) => logger.error('uplink pipeline stopped making progress; restart to replay from the last commit', { error }),
       });
@@ -122,7 +124,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     let mqttPort: number | undefined;
     let commandActors: CommandActors | undefined;
     if (runsEdge) {
-      const edgeIntake = buildIntake({ log, clock, rejections: store.rejections, topics: names, logger });
+      const edgeIntake = buildIntake({ log, clock, rejections: store.rejections, topics: names, logger, atWindow: atWindowOf(config) });
       intake = edgeIntake;
       closers.add('intake', () => edgeIntake.close());
       const mqtt = await startMqttEdge({ config, registry, admission: edgeIntake.admission, clock, logger });

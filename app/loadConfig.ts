@@ -43,6 +43,8 @@ export const settings = {
   'max-in-flight': ['MAX_IN_FLIGHT', 'engine.maxInFlight', 'integer'],
   'batch-rows': ['BATCH_ROWS', 'engine.batchRows', 'integer'],
   'batch-delay-ms': ['BATCH_DELAY_MS', 'engine.batchDelayMs', 'integer'],
+  'at-max-ahead-ms': ['AT_MAX_AHEAD_MS', 'uplinks.atMaxAheadMs', 'integer'],
+  'at-min-ms': ['AT_MIN_MS', 'uplinks.atMinMs', 'integer'],
   'log-level': ['LOG_LEVEL', 'log.level', 'string'],
 } as const satisfies Record<string, readonly [string, string, 'string' | 'integer' | 'number' | 'list']>;
 

@@ -4,6 +4,7 @@
  * Like schemas/edge.ts, the same objects validate requests and make up the OpenAPI document.
  */
 import Type, { type Static } from 'typebox';
+import { Page, PageLimit, pageCursor } from './page.ts';
 import {
   ActivationStatus,
   Asset,
@@ -154,15 +155,12 @@ export type ActivationOut = Static<typeof ActivationOut>;
 export const ActivationListQuery = Type.Object({
   status: Type.Optional(ActivationStatus),
   hardwareId: Type.Optional(HardwareId),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'page size, default 100' })),
-  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_-]+$', description: 'opaque, from `next` of the previous page' })),
+  limit: PageLimit,
+  cursor: pageCursor(128),
 }, { additionalProperties: false });
 export type ActivationListQuery = Static<typeof ActivationListQuery>;
 
-export const ActivationPage = Type.Object({
-  items: Type.Array(ActivationOut),
-  next: Type.Optional(Type.String({ description: 'cursor of the next page; absent on the last one' })),
-});
+export const ActivationPage = Page(ActivationOut);
 
 // ---- activate (spec §4.6) ----
 

@@ -97,6 +97,13 @@ export const Config = Type.Object({
     /** Longest a row waits before its batch is inserted, ms. */
     batchDelayMs: Type.Integer({ minimum: 0 }),
   }),
+  /** What admission accepts of an uplink (the same on every channel). */
+  uplinks: Type.Object({
+    /** How far a state's `at` (or an LPWAN network's receive time) may lie ahead of its receive time, ms. */
+    atMaxAheadMs: Type.Integer({ minimum: 0 }),
+    /** The earliest `at` accepted, epoch ms (0 = 1970-01-01T00:00:00Z). */
+    atMinMs: Type.Integer({ minimum: 0 }),
+  }),
   log: Type.Object({
     level: Type.Union([Type.Literal('debug'), Type.Literal('info'), Type.Literal('warn'), Type.Literal('error')]),
   }),
@@ -111,5 +118,6 @@ export const defaultConfig: Config = {
   commands: { expiryMs: 3_600_000, maxQueuePerDevice: 100 },
   kafka: {},
   engine: { partitions: 8, passivateAfterMs: 60_000, mailboxCapacity: 256, maxInFlight: 20_000, batchRows: 10_000, batchDelayMs: 100 },
+  uplinks: { atMaxAheadMs: 86_400_000, atMinMs: 0 },
   log: { level: 'info' },
 };

@@ -4,6 +4,7 @@
  * `/openapi.json`: TypeBox schemas are JSON Schema, which OpenAPI 3.1 embeds as is.
  */
 import Type, { type Static } from 'typebox';
+import { Page, PageLimit, pageCursor } from './page.ts';
 import { Asset, AssetKind, AssetName, AssetProfile, Device, DevicePatch, ID_PATTERN, Id, NewDevice } from './registry.ts';
 
 // ---- errors ----
@@ -41,8 +42,8 @@ export const Resolution = Type.Union([Type.Literal('minute'), Type.Literal('hour
 export const HistoryQuery = Type.Object({
   from: Type.Optional(TimeParam),
   to: Type.Optional(TimeParam),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'page size, default 100' })),
-  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 256, pattern: '^[A-Za-z0-9_-]+$', description: 'opaque, from `next` of the previous page' })),
+  limit: PageLimit,
+  cursor: pageCursor(256),
   order: Type.Optional(Type.Union([Type.Literal('asc'), Type.Literal('desc')], { description: 'by measurement time, default desc' })),
   resolution: Type.Optional(Resolution),
 }, { additionalProperties: false });
@@ -96,7 +97,11 @@ export const CreatedDevice = Type.Object({
   token: Type.String({ description: 'device token (fsd_…), shown once' }),
 });
 
-export const DeviceList = Type.Array(Device);
+/** `GET /ground/{groundId}/devices`: pages like the other lists (limit + opaque cursor). */
+export const DeviceListQuery = Type.Object({ limit: PageLimit, cursor: pageCursor(128) }, { additionalProperties: false });
+export type DeviceListQuery = Static<typeof DeviceListQuery>;
+
+export const DevicePage = Page(Device);
 export const AssetList = Type.Array(Asset);
 
 // ---- states ----
@@ -170,10 +175,7 @@ export const DeviceStateOut = Type.Record(Type.String(), StateValue);
 /** AllThingsTalk's asset state answer; `state` is null before the first value. */
 export const AssetStateOut = Type.Object({ id: Id, state: Type.Union([StateValue, Type.Null()]) });
 
-export const HistoryPage = Type.Object({
-  items: Type.Array(StateValue),
-  next: Type.Optional(Type.String({ description: 'cursor of the next page; absent on the last one' })),
-});
+export const HistoryPage = Page(StateValue);
 
 export const AggregatePage = Type.Object({
   resolution: Resolution,

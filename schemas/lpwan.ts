@@ -79,7 +79,8 @@ export const TtsUplinkMessage = Type.Object({
     frm_payload: Type.Optional(Type.String({ description: 'base64; absent when empty' })),
     received_at: Type.Optional(Type.String({ format: 'date-time', description: 'Network Server receive time: the states\' time' })),
   })),
-  simulated: Type.Optional(Type.Boolean()),
+  simulated: Type.Optional(Type.Boolean({ description: 'sent from the console, not by the device: acknowledged `ignored`, never stored' })),
+  correlation_ids: Type.Optional(Type.Array(Type.String())),
 }, { description: 'The Things Stack webhook uplink message (other message types are acknowledged and ignored)' });
 export type TtsUplinkMessage = Static<typeof TtsUplinkMessage>;
 
@@ -89,7 +90,7 @@ export const LoriotUplinkMessage = Type.Object({
   EUI: Type.String({ description: 'device EUI, 16 hex digits' }),
   ts: Type.Optional(Type.Integer({ description: 'server time, epoch ms: the states\' time' })),
   port: Type.Optional(Type.Integer({ minimum: 0, maximum: 255 })),
-  fcnt: Type.Optional(Type.Integer()),
+  fcnt: Type.Optional(Type.Integer({ description: 'frame counter: with EUI and ts, the identity of a frame (a repeated delivery is stored once)' })),
   data: Type.Optional(Type.String({ description: 'hex; absent when the network server holds no AppSKey (`encdata`)' })),
 });
 export type LoriotUplinkMessage = Static<typeof LoriotUplinkMessage>;
@@ -105,5 +106,10 @@ export const LpwanUplinkAnswer = Type.Object({
   uplinkId: Type.Optional(Type.String()),
   code: Type.Optional(Type.String()),
   reason: Type.Optional(Type.String()),
+  /**
+   * true: this message was delivered before (the same network message id, docs/lpwan.md) and this
+   * is the first delivery's answer; nothing was stored or recorded again.
+   */
+  repeated: Type.Optional(Type.Boolean()),
 });
 export type LpwanUplinkAnswer = Static<typeof LpwanUplinkAnswer>;

@@ -149,6 +149,15 @@ export const DevicePatch = Type.Object({
 });
 export type DevicePatch = Static<typeof DevicePatch>;
 
+/** A page of a ground's devices, oldest first (created time, then id). */
+export const DeviceQuery = Type.Object({
+  /** Default: every device. */
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1001 })),
+  /** Only devices after this one in the order. */
+  after: Type.Optional(Type.Object({ createdAt: EpochMs, id: Id })),
+});
+export type DeviceQuery = Static<typeof DeviceQuery>;
+
 export const NewGround = Type.Object({
   name: EntityName,
   /** Made the first member in the same transaction. */

@@ -7,11 +7,9 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { writeFileSync } from 'node:fs';
 import mqtt from 'mqtt';
-import { createService, type Service } from '../app/createService.ts';
-import { createJsonLogger } from '../engine/kernel/logger.ts';
-import { defaultConfig } from '../schemas/config.ts';
+import type { Service } from '../app/createService.ts';
+import { startEmbeddedService } from './support/embeddedService.ts';
 import { activateOverHttp, requestJson } from './support/lpwanStack.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
 
@@ -23,20 +21,7 @@ let user = { token: '', groundId: '' };
 let device = { id: '', token: '' };
 
 test.before(async () => {
-  const file = `${tmp.dir}/lpwan-applications.json`;
-  writeFileSync(file, JSON.stringify({ applications: [{ networkId: 'loriot', applicationId: 'BE7A00AD', secret: LORIOT_SECRET }] }));
-  service = await createService({
-    config: {
-      ...defaultConfig,
-      dataDir: `${tmp.dir}/data`,
-      http: { ...defaultConfig.http, host: '127.0.0.1', port: 0 },
-      mqtt: { host: '127.0.0.1', port: 0 },
-      engine: { ...defaultConfig.engine, partitions: 2, batchDelayMs: 10 },
-      lpwanApplicationsFile: file,
-    },
-    logger: createJsonLogger({ level: 'error', write: () => undefined }),
-  });
-  base = `http://127.0.0.1:${service.httpPort}`;
+  ({ service, base } = await startEmbeddedService({ dir: tmp.dir, applications: [{ networkId: 'loriot', applicationId: 'BE7A00AD', secret: LORIOT_SECRET }] }));
   const u = await service.registry.createUser({ name: 'admission' });
   const ground = await service.registry.createGround({ name: 'admission', userId: u.entity.id });
   user = { token: u.token, groundId: ground.id };

@@ -17,6 +17,9 @@ import type { DeviceInfo } from '../engine/ports/directory.ts';
 import type { UplinkEnvelope } from '../schemas/messages.ts';
 import { DeviceActors } from '../engine/actors/DeviceActors.ts';
 
+/** After every `at` of this suite (an `at` more than a day ahead of the receive time is refused). */
+const RECEIVED = Date.UTC(2030, 0, 1);
+
 const info: DeviceInfo = {
   id: 'd1',
   assets: [
@@ -27,7 +30,7 @@ const info: DeviceInfo = {
 const device = compileDevice(info);
 const text = (s: string) => new TextEncoder().encode(s);
 const envelope = (body: string, asset?: string): UplinkEnvelope => ({
-  id: 'u1', channel: 'http', contentType: 'json', deviceId: 'd1', receivedAt: 1_000, body: text(body), ...(asset ? { asset } : {}),
+  id: 'u1', channel: 'http', contentType: 'json', deviceId: 'd1', receivedAt: RECEIVED, body: text(body), ...(asset ? { asset } : {}),
 });
 
 test('verdict: whole-message problems and a refused asset state are refused; a device state with one good entry is accepted with the rest dropped', () => {
@@ -46,7 +49,7 @@ test('verdict: whole-message problems and a refused asset state are refused; a d
   const a = admitUplink(envelope('{"t": {"value": 21.5}, "door": {"value": "x"}, "nope": {"value": 1}}'), device);
   assert.is(a.verdict, 'accepted');
   if (a.verdict !== 'accepted') return;
-  assert.equal(a.rows.map((r) => [r.asset, r.value, r.ts]), [['t', 21.5, 1_000]]);
+  assert.equal(a.rows.map((r) => [r.asset, r.value, r.ts]), [['t', 21.5, RECEIVED]]);
   assert.equal(a.dropped.map((r) => [r.asset, r.code]), [['door', 'PROFILE_VIOLATION'], ['nope', 'UNKNOWN_ASSET']]);
   assert.ok(admitUplink(envelope('{}'), device).verdict === 'accepted', 'an empty device state yields nothing and refuses nothing');
 });
@@ -58,7 +61,7 @@ test('carried on the log: the engine rebuilds exactly the admitted rows and drop
   const read = decodeEnvelope(wire);
   assert.ok(read.admitted !== undefined);
   const out = outputOf(read as UplinkEnvelope & { admitted: NonNullable<UplinkEnvelope['admitted']> });
-  assert.equal(out.rows, [{ deviceId: 'd1', asset: 't', ts: Date.UTC(2026, 0, 1), receivedAt: 1_000, value: 7, uplinkId: 'u9' }]);
+  assert.equal(out.rows, [{ deviceId: 'd1', asset: 't', ts: Date.UTC(2026, 0, 1), receivedAt: RECEIVED, value: 7, uplinkId: 'u9' }]);
   assert.equal(out.rejections.map((r) => [r.asset, r.code]), [['nope', 'UNKNOWN_ASSET']]);
   assert.is(decodeEnvelope(encodeEnvelope(envelope('{}'))).admitted, undefined, 'records without admission stay without');
 });

@@ -62,7 +62,7 @@ function activateSuite(factory: RegistryFactory) {
     const read = await h.request('GET', `/device/${device.id}`, { token: device.token });
     assert.is(read.status, 200, 'the device token works at once');
     assert.not.ok('token' in read.json);
-    assert.is((await h.request('GET', `/ground/${w.groundId}/devices`, { token: w.user.token })).json.some((d: { id: string }) => d.id === device.id), true);
+    assert.is((await h.request('GET', `/ground/${w.groundId}/devices`, { token: w.user.token })).json.items.some((d: { id: string }) => d.id === device.id), true);
 
     const after = (await h.request('GET', `/partner/${w.partner.id}/activations/${created.code}`, { token: w.partner.token })).json;
     assert.equal(Object.keys(after), ACTIVATION_KEYS);

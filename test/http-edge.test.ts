@@ -74,6 +74,35 @@ function edgeSuite(factory: RegistryFactory) {
     }
   });
 
+  test('devices of a ground page like the other lists: limit and cursor, oldest first, each device once', async ({ h }) => {
+    const s = await h.seed([]);
+    const ids = [s.deviceId];
+    for (let i = 0; i < 6; i++) {
+      const created = await h.request('POST', `/ground/${s.groundId}/devices`, { token: s.userToken, json: { name: `paged-${i}` } });
+      assert.is(created.status, 201);
+      ids.push(created.json.id);
+    }
+    for (const limit of [1, 2, 3, 7, 100]) {
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      let pages = 0;
+      do {
+        const page = await h.request('GET', `/ground/${s.groundId}/devices?limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`, { token: s.userToken });
+        assert.is(page.status, 200);
+        assert.ok(page.json.items.length <= limit);
+        seen.push(...page.json.items.map((d: { id: string }) => d.id));
+        cursor = page.json.next;
+        pages++;
+      } while (cursor !== undefined && pages < 20);
+      assert.equal(seen, ids, `limit ${limit}`);
+      assert.is(pages, Math.ceil(ids.length / limit), `limit ${limit}: no empty last page`);
+    }
+    for (const query of ['limit=0', 'limit=1001', 'cursor=bm9wZQ', 'cursor=%2F%2F', 'page=2']) {
+      const bad = await h.request('GET', `/ground/${s.groundId}/devices?${query}`, { token: s.userToken });
+      assert.equal([bad.status, bad.json.code], [422, 'VALIDATION_FAILED'], query);
+    }
+  });
+
   test('devices: create with assets (token shown once), list, read, rename, delete', async ({ h }) => {
     const s = await h.seed([]);
     const created = await h.request('POST', `/ground/${s.groundId}/devices`, {
@@ -91,8 +120,10 @@ function edgeSuite(factory: RegistryFactory) {
 
     const list = await h.request('GET', `/ground/${s.groundId}/devices`, { token: s.userToken });
     assert.is(list.status, 200);
-    assert.equal(list.json.map((d: { id: string }) => d.id), [s.deviceId, device.id], 'oldest first');
-    assert.not.ok(list.json.some((d: object) => 'token' in d), 'tokens are shown once');
+    // A page, like every list (limit + cursor); here all on one page, so no `next`.
+    assert.equal(list.json.items.map((d: { id: string }) => d.id), [s.deviceId, device.id], 'oldest first');
+    assert.is(list.json.next, undefined);
+    assert.not.ok(list.json.items.some((d: object) => 'token' in d), 'tokens are shown once');
 
     for (const token of [s.userToken, device.token]) {
       const read = await h.request('GET', `/device/${device.id}`, { token });

@@ -7,11 +7,9 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { writeFileSync } from 'node:fs';
-import { createService, type Service } from '../app/createService.ts';
-import { createJsonLogger } from '../engine/kernel/logger.ts';
-import { defaultConfig } from '../schemas/config.ts';
+import type { Service } from '../app/createService.ts';
 import { Topics } from '../schemas/messages.ts';
+import { startEmbeddedService } from './support/embeddedService.ts';
 import { FakeTts } from './support/fakeTts.ts';
 import { activateOverHttp, requestJson } from './support/lpwanStack.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
@@ -56,25 +54,14 @@ const cayenneType = {
 
 test.before(async () => {
   tts = await FakeTts.start(API_KEY);
-  const file = `${tmp.dir}/lpwan-applications.json`;
-  writeFileSync(file, JSON.stringify({
+  ({ service, base } = await startEmbeddedService({
+    dir: tmp.dir,
     applications: [
       { networkId: 'thethingsnetwork', applicationId: 'greenhouse', secret: TTS_SECRET, downlink: { baseUrl: tts.base, webhookId: 'fleetstream', apiKey: API_KEY, fPort: 15 } },
       { networkId: 'loriot', applicationId: 'BE7A0001', secret: LORIOT_SECRET },
     ],
+    log: { level: 'warn', write: (line) => { logs.push(line); } },
   }));
-  service = await createService({
-    config: {
-      ...defaultConfig,
-      dataDir: `${tmp.dir}/data`,
-      http: { ...defaultConfig.http, host: '127.0.0.1', port: 0 },
-      mqtt: { host: '127.0.0.1', port: 0 },
-      engine: { ...defaultConfig.engine, partitions: 2, batchDelayMs: 10 },
-      lpwanApplicationsFile: file,
-    },
-    logger: createJsonLogger({ level: 'warn', write: (line) => { logs.push(line); } }),
-  });
-  base = `http://127.0.0.1:${service.httpPort}`;
 });
 
 test.after(async () => {

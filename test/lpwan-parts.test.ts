@@ -12,7 +12,7 @@ import { parseLoriotUplink } from '../adapters/lpwan/parseLoriotUplink.ts';
 import { parseTtsUplink } from '../adapters/lpwan/parseTtsUplink.ts';
 import { SimulatedClock } from '../engine/kernel/clock.ts';
 import { FleetError } from '../engine/kernel/errors.ts';
-import { LpwanUplinkIntake, type LpwanUplink } from '../engine/lpwan/LpwanUplinkIntake.ts';
+import { lpwanUplinkId, LpwanUplinkIntake, type LpwanUplink } from '../engine/lpwan/LpwanUplinkIntake.ts';
 import { StaticLpwanApplications } from '../engine/lpwan/StaticLpwanApplications.ts';
 import type { Device, Registry } from '../engine/ports/registry.ts';
 import type { UplinkSubmission } from '../engine/uplink/UplinkIngest.ts';
@@ -87,7 +87,9 @@ test('The Things Stack fixture: devEui, application, port, base64 payload, Netwo
   if (parsed.kind !== 'uplink') return;
   assert.is(parsed.applicationId, 'greenhouse-sensors');
   const { payload, ...rest } = parsed.uplink;
-  assert.equal(rest, { networkId: 'thethingsnetwork', devEui: '70B3D57ED005E2A1', fPort: 2, receivedAt: Date.parse('2024-09-24T08:15:42.112Z') });
+  const ns = Date.parse('2024-09-24T08:15:42.112Z');
+  // The message's identity: frame counter and Network Server time (docs/lpwan.md).
+  assert.equal(rest, { networkId: 'thethingsnetwork', devEui: '70B3D57ED005E2A1', fPort: 2, receivedAt: ns, messageKey: `f_cnt 1873 ns ${ns}` });
   assert.equal([...(payload as Uint8Array)], [0x08, 0x34, 0x5a]);
 });
 
@@ -96,6 +98,7 @@ test('The Things Stack: the Application Server time stands in when the uplink ha
   delete doc.uplink_message.received_at;
   const parsed = parseTtsUplink(doc);
   assert.is(parsed.kind === 'uplink' && parsed.uplink.receivedAt, Date.parse('2024-09-24T08:15:42.318Z'));
+  assert.is(parsed.kind === 'uplink' && parsed.uplink.messageKey, `f_cnt 1873 as ${Date.parse('2024-09-24T08:15:42.318Z')}`);
   assert.equal(parseTtsUplink(fixture('tts-join-accept.json')), { kind: 'ignored', reason: 'join_accept is not an uplink' });
 });
 
@@ -103,6 +106,7 @@ test('LORIOT fixtures: rx is an uplink with hex data and ts; gw is ignored; encd
   const rx = parseLoriotUplink(fixture('loriot-rx.json'));
   assert.equal(rx.kind === 'uplink' && { ...rx.uplink, payload: [...(rx.uplink.payload as Uint8Array)] }, {
     networkId: 'loriot', devEui: '0004A30B001C0530', fPort: 5, receivedAt: 1727165742318, payload: [0x01, 0x67, 0x01, 0x10, 0x02, 0x00, 0x01],
+    messageKey: 'fcnt 5120 ts 1727165742318',
   });
   assert.equal(parseLoriotUplink(fixture('loriot-gw.json')), { kind: 'ignored', reason: 'cmd "gw" is not an uplink (rx)' });
   const encrypted = parseLoriotUplink(fixture('loriot-encrypted.json'));
@@ -185,6 +189,64 @@ test('intake: a device bound in another application is unknown to this one; a pa
   const bad = await intake.accept({ networkId: 'thethingsnetwork', applicationId: 'app-one' }, { networkId: 'thethingsnetwork', devEui: '70B3D57ED0000001', payload: { code: 'MALFORMED_PAYLOAD', reason: 'not base64' } });
   assert.equal({ status: bad.status, code: bad.code, deviceId: bad.deviceId, reason: bad.reason }, { status: 'dropped', code: 'MALFORMED_PAYLOAD', deviceId: 'd-tts', reason: 'not base64' });
   assert.equal([dead[1].envelope.deviceId, dead[1].envelope.receivedAt, dead[1].envelope.network?.format, dead[1].envelope.id], ['d-tts', 5000, 'cbor', bad.uplinkId]);
+});
+
+test('intake: a message delivered again gets its first answer (repeated) and the same uplink id; without the answer kept, the id is still the same', async () => {
+  const clock = new SimulatedClock(1_000_000);
+  const device = fakeDevice('d-1', { networkId: 'loriot', data: { devEui: '0000000000000001' } }, { format: 'cayenne' });
+  const appended: UplinkSubmission[] = [];
+  const dead: UplinkEnvelope[] = [];
+  let failNext = false;
+  const admission = new UplinkAdmission({
+    ingest: {
+      append: async (s) => {
+        await new Promise((r) => setTimeout(r, 5));
+        if (failNext) { failNext = false; throw new FleetError('UNAVAILABLE', 'log away'); }
+        appended.push(s);
+        return { id: s.id!, receivedAt: s.receivedAt! };
+      },
+    },
+    deadLetters: { add: async (e) => { dead.push(e); } },
+    clock,
+    compile: routingCompile,
+  });
+  const intake = new LpwanUplinkIntake({ devices: fakeDevices(() => device), admission, clock, answerTtlMs: 60_000 });
+  const app = { networkId: 'loriot' as const, applicationId: 'BE7A0000' };
+  const up = (messageKey: string | undefined, payload: LpwanUplink['payload'] = new Uint8Array([1])): LpwanUplink =>
+    ({ networkId: 'loriot', devEui: '0000000000000001', receivedAt: 42, payload, ...(messageKey === undefined ? {} : { messageKey }) });
+  // Two deliveries at once: admitted once, both answered with one uplink id.
+  const [a, b] = await Promise.all([intake.accept(app, up('fcnt 7 ts 42')), intake.accept(app, up('fcnt 7 ts 42'))]);
+  assert.is(appended.length, 1);
+  assert.equal(a, { status: 'accepted', deviceId: 'd-1', uplinkId: appended[0].id });
+  assert.equal(b, { ...a, repeated: true });
+  assert.is(appended[0].id, lpwanUplinkId('loriot', '0000000000000001', 'BE7A0000\nfcnt 7 ts 42'));
+  assert.match(appended[0].id!, /^[0-9A-Za-z]{22}$/);
+  assert.is(appended[0].receivedAt, 42, "received at the network's time: every delivery has the same receive time too");
+  // Another frame, or no identity at all: a new uplink each time.
+  await intake.accept(app, up('fcnt 8 ts 43'));
+  await intake.accept(app, up(undefined));
+  await intake.accept(app, up(undefined));
+  assert.is(new Set(appended.map((s) => s.id)).size, 4);
+  // A dropped message delivered again is recorded once.
+  const bad = () => intake.accept(app, up('fcnt 9 ts 44', { code: 'MALFORMED_PAYLOAD', reason: 'not hex' }));
+  const first = await bad();
+  assert.equal(await bad(), { ...first, repeated: true });
+  assert.is(dead.length, 1);
+  // A failure (503) is no answer: the retry is admitted.
+  failNext = true;
+  await intake.accept(app, up('fcnt 10 ts 45')).then(() => assert.unreachable('failed'), (e) => assert.is((e as FleetError).code, 'UNAVAILABLE'));
+  assert.is((await intake.accept(app, up('fcnt 10 ts 45'))).repeated, undefined);
+  // Past the answer's time (or on another edge) the message is admitted again with the same id: the store folds it.
+  clock.advance(60_000);
+  const again = await intake.accept(app, up('fcnt 7 ts 42'));
+  assert.equal(again, { status: 'accepted', deviceId: 'd-1', uplinkId: a.uplinkId });
+  assert.is(appended.at(-1)!.id, a.uplinkId);
+  assert.is(appended.at(-1)!.receivedAt, 42);
+  // A network time outside the window is not taken as the receive time (admission then refuses
+  // the states it times as INVALID_AT; these routing devices decode to none).
+  await intake.accept(app, { ...up('fcnt 11 ts far'), receivedAt: clock.now() + 2 * 86_400_000 });
+  assert.is(appended.at(-1)!.receivedAt, clock.now());
+  assert.is(appended.at(-1)!.network?.receivedAt, clock.now() + 2 * 86_400_000);
 });
 
 test('routes: log backpressure and an unreachable registry are 503 with Retry-After, so the network server retries', async () => {

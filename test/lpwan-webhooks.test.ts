@@ -42,12 +42,19 @@ const cayenneType = {
   payload: { format: 'cayenne' },
 };
 
+/**
+ * Every message these helpers make is a frame of its own (its own frame counter): a message with
+ * the counter and network time of an earlier one is the same message delivered again, answered
+ * `repeated` and stored once (docs/lpwan.md).
+ */
+let frame = 100;
+
 /** A The Things Stack uplink as its webhook sends it (JSON format), trimmed to realistic fields. */
 function ttsUplink(overrides: { devEui?: string; app?: string; payload?: unknown; fPort?: unknown; receivedAt?: unknown } = {}): Record<string, unknown> {
   const uplink: Record<string, unknown> = {
     session_key_id: 'AYzN2cVq6vE5nKq3pB8z0w==',
     f_port: 'fPort' in overrides ? overrides.fPort : 2,
-    f_cnt: 117,
+    f_cnt: frame++,
     frm_payload: 'payload' in overrides ? overrides.payload : Buffer.from([0x08, 0x34, 0x5a]).toString('base64'),
     rx_metadata: [{ gateway_ids: { gateway_id: 'gw-roof', eui: 'B827EBFFFE6C1A2B' }, rssi: -97, channel_rssi: -97, snr: 8.25 }],
     settings: { data_rate: { lora: { bandwidth: 125000, spreading_factor: 7, coding_rate: '4/5' } }, frequency: '868300000' },
@@ -73,7 +80,7 @@ function ttsUplink(overrides: { devEui?: string; app?: string; payload?: unknown
 
 function loriotUplink(overrides: Record<string, unknown> = {}): Record<string, unknown> {
   // Cayenne LPP: temperature_1 = 27.2 °C, digital_in_2 = 1
-  return { cmd: 'rx', EUI: LORIOT_EUI, ts: 1741083630456, ack: false, bat: 255, fcnt: 42, port: 5, freq: 868100000, dr: 'SF7 BW125 4/5', data: '01670110020001', ...overrides };
+  return { cmd: 'rx', EUI: LORIOT_EUI, ts: 1741083630456, ack: false, bat: 255, fcnt: frame++, port: 5, freq: 868100000, dr: 'SF7 BW125 4/5', data: '01670110020001', ...overrides };
 }
 
 let stack: LpwanStack;

@@ -37,7 +37,7 @@ for (let d = 0; d < 10; d++) {
 }
 
 function envelope(n: number, deviceId: string, body: Uint8Array, extra: Partial<UplinkEnvelope> = {}): UplinkEnvelope {
-  return { id: `u${n}`, channel: 'http', contentType: 'json', deviceId, receivedAt: 1_700_000_000_000 + n, body, ...extra };
+  return { id: `u${n}`, channel: 'http', contentType: 'json', deviceId, receivedAt: 1_900_000_000_000 + n, body, ...extra };
 }
 
 async function appendUplinks(envelopes: UplinkEnvelope[]): Promise<void> {

@@ -19,11 +19,15 @@ export const RESOLUTION_MS: Record<Resolution, number> = {
 type Row = Record<string, unknown>;
 
 /**
- * One entry per asset: the row with the greatest ts; ties broken by greatest receivedAt, then
- * greatest uplinkId, so the answer does not depend on part order. Sorted by asset.
+ * The one order of an asset's states every read uses (engine/ports/store.ts): ts, then receive
+ * time, then uplink id. So the latest of an asset is the same row whether it is read as latest(),
+ * as history's newest, or page by page — whatever the order parts were merged in.
  */
+const STATE_ORDER = '(ts, received_at, uplink_id)';
+
+/** One entry per asset: the greatest row in STATE_ORDER. Sorted by asset. */
 export function latestSql(names: StateTableNames, deviceId: string): string {
-  const by = '(ts, received_at, uplink_id)';
+  const by = STATE_ORDER;
   return `SELECT asset AS a, argMax(ts, ${by}) AS t, argMax(received_at, ${by}) AS r, argMax(uplink_id, ${by}) AS u,
   argMax(value_kind, ${by}) AS k, argMax(value_number, ${by}) AS n, argMax(value_string, ${by}) AS s, argMax(value_bool, ${by}) AS b
 FROM ${qualifiedTable(names)} FINAL
@@ -41,13 +45,13 @@ export interface HistorySqlInput {
   order: Order;
 }
 
-/** `from` inclusive, `to` exclusive; ties on ts ordered by uplink id in the same direction. */
+/** `from` inclusive, `to` exclusive; ties on ts ordered by receive time, then uplink id, in the same direction (STATE_ORDER). */
 export function historySql(names: StateTableNames, q: HistorySqlInput): string {
   const dir = q.order === 'asc' ? 'ASC' : 'DESC';
   return `SELECT asset AS a, ts AS t, received_at AS r, uplink_id AS u, value_kind AS k, value_number AS n, value_string AS s, value_bool AS b
 FROM ${qualifiedTable(names)} FINAL
 WHERE ${keyRange(q.deviceId, q.asset, q.from, q.to)}
-ORDER BY ts ${dir}, uplink_id ${dir}
+ORDER BY ts ${dir}, received_at ${dir}, uplink_id ${dir}
 LIMIT ${q.limit}`;
 }
 

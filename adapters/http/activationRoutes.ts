@@ -15,6 +15,7 @@
  *
  * Activations are answered with exactly the fields of spec §2.5; status is `unused`, then `used`.
  */
+import { withCanonicalField } from '../../engine/kernel/canonicalText.ts';
 import { FleetError } from '../../engine/kernel/errors.ts';
 import { networks } from '../../engine/activation/networks.ts';
 import type { Activation, ActivationQuery, NewActivation } from '../../engine/ports/registry.ts';
@@ -109,7 +110,10 @@ export function activationRoutes(edge: EdgeContext): void {
     errors: [409, 413, 415, 422],
   }, async (c, { principal, params }) => {
     requirePartner(principal, params.partner);
-    const body = checkRequest<ActivationCreateBody>(ActivationCreateBody, await readJsonBody(c.req.raw, edge.maxBodyBytes), 'body');
+    // The hardware id's length and pattern are checked on its canonical form (no BOM, NFC), as the registry stores it.
+    const raw = await readJsonBody(c.req.raw, edge.maxBodyBytes) as { hardware?: unknown } | null;
+    const canonical = typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? { ...raw, hardware: withCanonicalField(raw.hardware, 'id') } : raw;
+    const body = checkRequest<ActivationCreateBody>(ActivationCreateBody, canonical, 'body');
     const created = await namingFields(registry.createActivation(params.partner, { ...body, options: withData(body.options) }), inBody);
     c.header('location', `/partner/${params.partner}/activations/${created.code}`);
     c.header('cache-control', 'no-store');

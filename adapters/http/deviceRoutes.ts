@@ -3,11 +3,15 @@
  * with a user token of a member; read, rename and delete a device. Creating answers the device
  * token once.
  */
-import type { Device } from '../../engine/ports/registry.ts';
+import { withCanonicalField } from '../../engine/kernel/canonicalText.ts';
+import { FleetError } from '../../engine/kernel/errors.ts';
+import type { Device, DeviceQuery } from '../../engine/ports/registry.ts';
+import { ID_PATTERN } from '../../schemas/registry.ts';
 import {
   CreatedDevice,
   DeviceCreateBody,
-  DeviceList,
+  DeviceListQuery,
+  DevicePage,
   DeviceParams,
   DevicePatchBody,
   DeviceWithAssets,
@@ -20,6 +24,20 @@ import { check } from './validate.ts';
 
 const JSON_TYPE = 'application/json';
 const TAGS = ['devices'];
+const DEFAULT_PAGE = 100;
+const CURSOR_RE = new RegExp(`^([0-9]{1,16})\\.(${ID_PATTERN.slice(1, -1)})$`);
+
+function encodeCursor(d: Device): string {
+  return Buffer.from(`${d.createdAt}.${d.id}`, 'utf8').toString('base64url');
+}
+
+function decodeCursor(cursor: string): { createdAt: number; id: string } {
+  const match = CURSOR_RE.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+  if (match === null || !Number.isSafeInteger(Number(match[1]))) {
+    throw new FleetError('VALIDATION_FAILED', 'query.cursor: not a cursor of this list', { detail: { errors: [{ path: 'query.cursor', message: 'not a cursor of this list' }] } });
+  }
+  return { createdAt: Number(match[1]), id: match[2] };
+}
 
 export function deviceRoutes(edge: EdgeContext): void {
   const { router, access, deps } = edge;
@@ -37,7 +55,8 @@ export function deviceRoutes(edge: EdgeContext): void {
     errors: [404, 409, 413, 415, 422],
   }, async (c, { principal, params }) => {
     const ground = await access.ground(principal, params.groundId);
-    const body = check<DeviceCreateBody>(DeviceCreateBody, await readJsonBody(c.req.raw, edge.maxBodyBytes), 'body');
+    // Lengths are checked on the canonical name (a leading BOM does not count), as the registry does.
+    const body = check<DeviceCreateBody>(DeviceCreateBody, withCanonicalField(await readJsonBody(c.req.raw, edge.maxBodyBytes), 'name'), 'body');
     body.assets?.forEach((a, i) => checkAssetProfile(a.profile, `body.assets.${i}.profile`));
     const created = await registry.createDevice({ ...body, groundId: ground.id });
     edge.changed(created.device.id);
@@ -50,15 +69,22 @@ export function deviceRoutes(edge: EdgeContext): void {
     methods: ['get'],
     path: '/ground/{groundId}/devices',
     operationId: 'listDevices',
-    summary: 'Devices of a ground, oldest first',
+    summary: 'Devices of a ground, oldest first, by pages',
     tags: TAGS,
     params: GroundParams,
-    responses: { 200: { description: 'the devices', content: { [JSON_TYPE]: DeviceList } } },
+    query: DeviceListQuery,
+    responses: { 200: { description: 'a page of devices; `next` is the cursor of the following page', content: { [JSON_TYPE]: DevicePage } } },
     errors: [404],
-  }, async (c, { principal, params }) => {
+  }, async (c, { principal, params, query }) => {
     const ground = await access.ground(principal, params.groundId);
-    const devices: Device[] = await registry.listDevices(ground.id);
-    return c.json(devices);
+    const limit = query.limit ?? DEFAULT_PAGE;
+    const request: DeviceQuery = { limit: limit + 1 };
+    if (query.cursor !== undefined) request.after = decodeCursor(query.cursor);
+    const rows: Device[] = await registry.listDevices(ground.id, request);
+    const items = rows.slice(0, limit);
+    const page: { items: Device[]; next?: string } = { items };
+    if (rows.length > limit) page.next = encodeCursor(items[items.length - 1]);
+    return c.json(page);
   });
 
   router.route({
@@ -86,7 +112,7 @@ export function deviceRoutes(edge: EdgeContext): void {
     errors: [404, 409, 413, 415, 422],
   }, async (c, { principal, params }) => {
     const device = await access.device(principal, params.id, 'manage');
-    const patch = check<DevicePatchBody>(DevicePatchBody, await readJsonBody(c.req.raw, edge.maxBodyBytes), 'body');
+    const patch = check<DevicePatchBody>(DevicePatchBody, withCanonicalField(await readJsonBody(c.req.raw, edge.maxBodyBytes), 'name'), 'body');
     const updated = await registry.updateDevice(device.id, patch);
     edge.changed(device.id);
     return c.json({ ...updated, assets: device.assets });

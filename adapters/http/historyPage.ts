@@ -1,12 +1,13 @@
 /**
  * Keyset pagination of an asset's state history over the StateStore port, which knows only
- * `from`/`to`/`limit`/`order` by `ts`. Pages are ordered by (ts, uplinkId) — unique per asset, since
- * an uplink yields one state per asset and the store hides replayed duplicates — so the order is
- * total and stable while new states arrive. The cursor is opaque to clients: base64url of the last
- * row's ts and uplink id.
+ * `from`/`to`/`limit`/`order` by `ts`. Pages are ordered by (ts, receivedAt, uplinkId) — unique
+ * per asset, since an uplink yields one state per asset and the store hides replayed duplicates —
+ * so the order is total and stable while new states arrive, and the same order the latest state is
+ * picked by. The cursor is opaque to clients: base64url of the last row's ts, receive time and
+ * uplink id.
  *
- * The store orders ties on ts by uplinkId in the query's direction (store contract), which is this
- * order, so a limit cuts a page exactly where it should. What the store cannot do is start inside a
+ * The store orders ties on ts by receivedAt, then uplinkId, in the query's direction (store
+ * contract), which is this order, so a limit cuts a page exactly where it should. What the store cannot do is start inside a
  * ts: the states sharing the cursor's ts are read whole (at most GROUP_MAX of them; no device sends
  * more states of one asset for one millisecond) and those past the cursor kept.
  */
@@ -35,11 +36,12 @@ export interface HistoryPageResult {
 
 interface Cursor {
   ts: number;
+  receivedAt: number;
   uplinkId: string;
 }
 
-export function encodeCursor(row: Pick<StoredState, 'ts' | 'uplinkId'>, order: Order): string {
-  return Buffer.from(JSON.stringify([row.ts, row.uplinkId, order]), 'utf8').toString('base64url');
+export function encodeCursor(row: Pick<StoredState, 'ts' | 'receivedAt' | 'uplinkId'>, order: Order): string {
+  return Buffer.from(JSON.stringify([row.ts, row.receivedAt, row.uplinkId, order]), 'utf8').toString('base64url');
 }
 
 function invalidCursor(message: string): FleetError {
@@ -55,16 +57,17 @@ export function decodeCursor(text: string, order: Order): Cursor {
   } catch {
     throw invalidCursor('not a cursor of this API');
   }
-  if (!Array.isArray(parsed) || parsed.length !== 3) throw invalidCursor('not a cursor of this API');
-  const [ts, uplinkId, cursorOrder] = parsed as unknown[];
-  if (!Number.isSafeInteger(ts) || typeof uplinkId !== 'string' || uplinkId.length > 128) throw invalidCursor('not a cursor of this API');
+  // Cursors of three items (ts, uplinkId, order) predate the receive time in the order: start again.
+  if (!Array.isArray(parsed) || parsed.length !== 4) throw invalidCursor('not a cursor of this API');
+  const [ts, receivedAt, uplinkId, cursorOrder] = parsed as unknown[];
+  if (!Number.isSafeInteger(ts) || !Number.isSafeInteger(receivedAt) || typeof uplinkId !== 'string' || uplinkId.length > 128) throw invalidCursor('not a cursor of this API');
   if (cursorOrder !== order) throw invalidCursor(`made for order=${String(cursorOrder)}; pass the same order`);
-  return { ts: ts as number, uplinkId };
+  return { ts: ts as number, receivedAt: receivedAt as number, uplinkId };
 }
 
 function compare(order: Order): (a: Cursor, b: Cursor) => number {
   const sign = order === 'asc' ? 1 : -1;
-  return (a, b) => sign * (a.ts - b.ts || (a.uplinkId < b.uplinkId ? -1 : a.uplinkId > b.uplinkId ? 1 : 0));
+  return (a, b) => sign * (a.ts - b.ts || a.receivedAt - b.receivedAt || (a.uplinkId < b.uplinkId ? -1 : a.uplinkId > b.uplinkId ? 1 : 0));
 }
 
 export async function historyPage(store: Pick<StateStore, 'history'>, q: HistoryPageQuery): Promise<HistoryPageResult> {

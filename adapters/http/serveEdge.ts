@@ -2,9 +2,16 @@
  * Serves a Hono app on Node's HTTP server (@hono/node-server). Port 0 picks a free port; the port
  * actually bound is returned. close() stops accepting, lets requests in progress finish, and drops
  * idle keep-alive connections so it does not wait for clients to hang up.
+ *
+ * Requests Node refuses before any route sees them (malformed framing, a head over 16 KiB, a
+ * request not sent in time) are answered by the `clientError` handler with problem+json too, like
+ * every other error of the API, instead of Node's bare `400 Bad Request` without a body.
  */
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { STATUS_CODES, type Server } from 'node:http';
+import { FleetError } from '../../engine/kernel/errors.ts';
+import { PROBLEM_CONTENT_TYPE, toProblem } from './problemResponse.ts';
 import { serve } from '@hono/node-server';
 import type { Hono } from 'hono';
 
@@ -49,5 +56,40 @@ export function serveEdge(app: Hono, options: ServeEdgeOptions): Promise<ServedE
       });
     });
     server.once('error', reject);
+    (server as Server).on('clientError', answerClientError);
   });
+}
+
+/** Node's parser errors (llhttp `HPE_*` codes) and timeouts as FleetErrors. */
+function clientErrorOf(error: Error & { code?: string }): FleetError {
+  switch (error.code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return new FleetError('HEADERS_TOO_LARGE', 'request line and headers are larger than 16 KiB');
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return new FleetError('REQUEST_TIMEOUT', 'the request was not received in time');
+    default:
+      return new FleetError('BAD_REQUEST', `malformed HTTP request${error.code ? ` (${error.code})` : ''}: ${error.message.slice(0, 200)}`);
+  }
+}
+
+/**
+ * Writes a problem+json answer on the socket and closes it (the rest of its bytes cannot be
+ * framed). A socket that is gone, or that is already sending a response, is only destroyed.
+ */
+function answerClientError(error: Error & { code?: string }, socket: Duplex): void {
+  const busy = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
+  if (error.code === 'ECONNRESET' || !socket.writable || busy) {
+    socket.destroy();
+    return;
+  }
+  const fleet = clientErrorOf(error);
+  const body = JSON.stringify(toProblem(fleet));
+  socket.end(
+    `HTTP/1.1 ${fleet.status} ${STATUS_CODES[fleet.status] ?? 'Error'}\r\n`
+    + `content-type: ${PROBLEM_CONTENT_TYPE}\r\n`
+    + `content-length: ${Buffer.byteLength(body)}\r\n`
+    + 'cache-control: no-store\r\n'
+    + 'connection: close\r\n\r\n'
+    + body,
+  );
 }

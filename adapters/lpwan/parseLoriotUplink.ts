@@ -7,6 +7,9 @@
  *          payload cannot be read: dropped as MALFORMED_PAYLOAD); absent otherwise means empty
  *   port   FPort; port 0 carries MAC commands only and is ignored
  *   ts     server time, epoch ms → the states' time
+ *   fcnt   frame counter: with EUI and ts the identity of the frame. The uplink id derives from it
+ *          (engine/lpwan/LpwanUplinkIntake.ts), so an rx delivered twice is stored once; without
+ *          fcnt or ts the uplink gets a fresh id.
  */
 import type { LpwanUplink } from '../../engine/lpwan/LpwanUplinkIntake.ts';
 import { badShape, checkDevEui, decodeHex, type ParsedWebhook } from './parseWebhook.ts';
@@ -24,6 +27,8 @@ export function parseLoriotUplink(doc: unknown): ParsedWebhook {
   if (port !== undefined && !(Number.isInteger(port) && (port as number) >= 0 && (port as number) <= 255)) {
     throw badShape('port must be an integer 0–255');
   }
+  const fcnt = doc.fcnt;
+  if (fcnt !== undefined && !(Number.isSafeInteger(fcnt) && (fcnt as number) >= 0)) throw badShape('fcnt must be a non-negative integer');
   if (port === 0) return { kind: 'ignored', reason: 'port 0 carries MAC commands, not application data' };
   const ts = doc.ts;
   if (ts !== undefined && !(Number.isSafeInteger(ts) && (ts as number) >= 0 && (ts as number) <= MAX_TS)) {
@@ -36,5 +41,6 @@ export function parseLoriotUplink(doc: unknown): ParsedWebhook {
   const uplink: LpwanUplink = { networkId: 'loriot', devEui, payload };
   if (port !== undefined) uplink.fPort = port as number;
   if (ts !== undefined) uplink.receivedAt = ts as number;
+  if (fcnt !== undefined && ts !== undefined) uplink.messageKey = `fcnt ${fcnt as number} ts ${ts as number}`;
   return { kind: 'uplink', uplink };
 }

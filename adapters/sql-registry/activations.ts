@@ -11,12 +11,12 @@ import { newActivationCode, normaliseActivationCode } from '../../engine/activat
 import { FleetError } from '../../engine/kernel/errors.ts';
 import { isId, newId } from '../../engine/kernel/ids.ts';
 import { networks } from '../../engine/activation/networks.ts';
-import type { Activated, Activation, NewActivationOption, Registry, TokenScope } from '../../engine/ports/registry.ts';
+import type { Activated, Activation, ActivationPatch, NewActivation, NewActivationOption, Registry, TokenScope } from '../../engine/ports/registry.ts';
 import * as S from '../../schemas/registry.ts';
 import { insertDevice, prepareDevice, prepareNetwork } from './createDevice.ts';
 import { parseRef, resolveIn, resolveOptionTypes } from './deviceTypes.ts';
 import type { SqlExecutor, SqlQueryable } from './executor.ts';
-import { check } from './validate.ts';
+import { canonical, canonicalFields, canonicalLookup, check } from './validate.ts';
 
 type ActivationOperations = Pick<Registry, 'createActivation' | 'getActivation' | 'findActivationByHardware' | 'listActivations' | 'updateActivation' | 'deleteActivation' | 'activate'>;
 
@@ -54,6 +54,25 @@ function prepareOptions(options: readonly NewActivationOption[]) {
       data: prepareNetwork(network, `options.${i}.network`).data,
     };
   });
+}
+
+/** Canonical text of a request (validate.ts): the hardware id is a name, descriptions are text. */
+function canonicalOptions<T>(options: T): T {
+  return Array.isArray(options) ? options.map((o, i) => canonicalFields(o, { description: 'text' }, `options.${i}.`)) as T : options;
+}
+
+function canonicalActivation(input: NewActivation): NewActivation {
+  const out = canonicalFields(input, { description: 'text' });
+  if (typeof out !== 'object' || out === null) return out;
+  const hardware = typeof out.hardware === 'object' && out.hardware !== null
+    ? { ...out.hardware, id: canonical(out.hardware.id, 'hardware.id') }
+    : out.hardware;
+  return { ...out, hardware, options: canonicalOptions(out.options) };
+}
+
+function canonicalPatch(patch: ActivationPatch): ActivationPatch {
+  const out = canonicalFields(patch, { description: 'text' });
+  return typeof out === 'object' && out !== null && out.options !== undefined ? { ...out, options: canonicalOptions(out.options) } : out;
 }
 
 type PreparedOption = ReturnType<typeof prepareOptions>[number];
@@ -118,8 +137,9 @@ export function activationOperations(deps: ActivationDeps): ActivationOperations
   const { executor, clock, guard } = deps;
 
   return {
-    async createActivation(partnerId, input) {
+    async createActivation(partnerId, raw) {
       requirePartner(partnerId);
+      const input = canonicalActivation(raw);
       check(S.NewActivation, input, '');
       const options = prepareOptions(input.options);
       return guard(() =>
@@ -142,13 +162,15 @@ export function activationOperations(deps: ActivationDeps): ActivationOperations
       return guard(() => loadActivation(executor, 'a.partner_id = $1 AND a.code = $2', [partnerId, canonical]));
     },
 
-    async findActivationByHardware(partnerId, hardwareId) {
+    async findActivationByHardware(partnerId, rawHardwareId) {
+      const hardwareId = canonicalLookup(rawHardwareId);
       if (!isId(partnerId) || typeof hardwareId !== 'string' || hardwareId.length === 0 || hardwareId.length > 128) return undefined;
       return guard(() => loadActivation(executor, 'a.partner_id = $1 AND a.hardware_id = $2', [partnerId, hardwareId]));
     },
 
-    async listActivations(partnerId, query) {
+    async listActivations(partnerId, rawQuery) {
       requirePartner(partnerId);
+      const query = rawQuery === undefined ? undefined : canonicalFields(rawQuery, { hardwareId: 'name' }, '');
       check(S.ActivationQuery, query ?? {}, '');
       const { status, hardwareId, after } = query ?? {};
       return guard(async () => {
@@ -163,9 +185,10 @@ export function activationOperations(deps: ActivationDeps): ActivationOperations
       });
     },
 
-    async updateActivation(partnerId, code, patch) {
+    async updateActivation(partnerId, code, rawPatch) {
       requirePartner(partnerId);
       const canonical = normaliseActivationCode(code);
+      const patch = canonicalPatch(rawPatch);
       check(S.ActivationPatch, patch, '');
       const options = patch.options === undefined ? undefined : prepareOptions(patch.options);
       if (!canonical) throw notFound();

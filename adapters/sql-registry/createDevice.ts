@@ -10,7 +10,7 @@ import * as S from '../../schemas/registry.ts';
 import type { NetworkBinding } from '../../schemas/registry.ts';
 import type { SqlQueryable } from './executor.ts';
 import { ASSET_COLUMNS, DEVICE_COLUMNS, toAsset, toDevice, type AssetRow, type DeviceRow } from './rows.ts';
-import { check, jsonParam, normaliseDevEui } from './validate.ts';
+import { canonicalAssets, canonicalFields, check, jsonParam, NAMED_TEXT, normaliseDevEui } from './validate.ts';
 
 /** Network data holds a handful of identifiers and keys (DESIGN.md §6). */
 const MAX_NETWORK_DATA_BYTES = 4096;
@@ -57,7 +57,14 @@ export function prepareAssets(assets: readonly NewAsset[], field: string): strin
   return assets.map((a, i) => jsonParam(a.profile ?? {}, `${field}.${i}.profile`));
 }
 
-export function prepareDevice(input: NewDevice): PreparedDevice {
+/** A NewDevice with its name, title, description and assets' text canonical (validate.ts). */
+export function canonicalDevice(input: NewDevice): NewDevice {
+  const device = canonicalFields(input, NAMED_TEXT);
+  return device?.assets === undefined ? device : { ...device, assets: canonicalAssets(device.assets, 'assets') };
+}
+
+export function prepareDevice(raw: NewDevice): PreparedDevice {
+  const input = canonicalDevice(raw);
   check(S.NewDevice, input, '');
   const profiles = prepareAssets(input.assets ?? [], 'assets');
   const network = input.network ? prepareNetwork(input.network, 'network') : undefined;

@@ -16,7 +16,7 @@ import type { SqlExecutor, SqlQueryable } from './executor.ts';
 import { migrate } from './migrate.ts';
 import { ASSET_COLUMNS, DEVICE_COLUMNS, toAsset, toDevice, toNamed, type AssetRow, type DeviceRow, type NamedRow } from './rows.ts';
 import { mapSqlError } from './sqlErrors.ts';
-import { check, jsonParam } from './validate.ts';
+import { canonical, canonicalFields, canonicalLookup, check, jsonParam, NAMED_TEXT } from './validate.ts';
 
 export interface SqlRegistryOptions {
   /** Stamps createdAt and revocation times. Default: the system clock. */
@@ -61,7 +61,8 @@ export async function createSqlRegistry(executor: SqlExecutor, options: SqlRegis
     return token;
   }
 
-  async function createPrincipal<T extends Partner | User>(table: 'partners' | 'users', scope: TokenScope, input: { name: string }): Promise<WithToken<T>> {
+  async function createPrincipal<T extends Partner | User>(table: 'partners' | 'users', scope: TokenScope, raw: { name: string }): Promise<WithToken<T>> {
+    const input = canonicalFields(raw, { name: 'name' });
     check(S.EntityName, input?.name, 'name');
     const id = newId();
     return guard(() =>
@@ -89,7 +90,8 @@ export async function createSqlRegistry(executor: SqlExecutor, options: SqlRegis
     createUser: (input) => createPrincipal<User>('users', 'user', input),
     getUser: (id) => getNamed<User>('users', id),
 
-    async createGround(input: NewGround): Promise<Ground> {
+    async createGround(raw: NewGround): Promise<Ground> {
+      const input = canonicalFields(raw, { name: 'name' });
       check(S.EntityName, input?.name, 'name');
       if (input.userId !== undefined) requireId(input.userId, 'userId');
       const id = newId();
@@ -163,16 +165,24 @@ export async function createSqlRegistry(executor: SqlExecutor, options: SqlRegis
       });
     },
 
-    async listDevices(groundId): Promise<Device[]> {
+    async listDevices(groundId, query): Promise<Device[]> {
       if (!isId(groundId)) return [];
+      check(S.DeviceQuery, query ?? {}, '');
+      const { limit, after } = query ?? {};
       return guard(async () => {
-        const { rows } = await executor.query<DeviceRow>(`SELECT ${DEVICE_COLUMNS} FROM devices WHERE ground_id = $1 ORDER BY created_at, id`, [groundId]);
+        const { rows } = await executor.query<DeviceRow>(
+          `SELECT ${DEVICE_COLUMNS} FROM devices WHERE ground_id = $1
+             AND ($2::bigint IS NULL OR (created_at, id) > ($2::bigint, $3::text))
+           ORDER BY created_at, id LIMIT $4`,
+          [groundId, after?.createdAt ?? null, after?.id ?? null, limit ?? null],
+        );
         return rows.map(toDevice);
       });
     },
 
-    async updateDevice(deviceId, patch: DevicePatch): Promise<Device> {
+    async updateDevice(deviceId, raw: DevicePatch): Promise<Device> {
       requireId(deviceId, 'deviceId');
+      const patch = canonicalFields(raw, NAMED_TEXT);
       check(S.DevicePatch, patch, '');
       return guard(async () => {
         const { rows } = await executor.query<DeviceRow>(
@@ -207,8 +217,9 @@ export async function createSqlRegistry(executor: SqlExecutor, options: SqlRegis
       });
     },
 
-    async getAsset(deviceId, name) {
-      if (!isId(deviceId) || typeof name !== 'string' || !ASSET_NAME_RE.test(name)) return undefined;
+    async getAsset(deviceId, rawName) {
+      const name = canonicalLookup(rawName);
+      if (!isId(deviceId) || name === undefined || !ASSET_NAME_RE.test(name)) return undefined;
       return guard(async () => {
         const { rows } = await executor.query<AssetRow>(`SELECT ${ASSET_COLUMNS} FROM assets WHERE device_id = $1 AND name = $2`, [deviceId, name]);
         return rows[0] ? toAsset(rows[0]) : undefined;
@@ -231,8 +242,10 @@ export async function createSqlRegistry(executor: SqlExecutor, options: SqlRegis
       });
     },
 
-    async upsertAsset(deviceId, name, fields: AssetFields) {
+    async upsertAsset(deviceId, rawName, rawFields: AssetFields) {
       requireId(deviceId, 'deviceId');
+      const name = canonical(rawName, 'name');
+      const fields = canonicalFields(rawFields, { title: 'text', description: 'text' });
       check(S.AssetName, name, 'name');
       check(S.AssetFields, fields, '');
       const profile = fields.profile === undefined ? null : jsonParam(fields.profile, 'profile');

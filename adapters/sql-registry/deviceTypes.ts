@@ -11,7 +11,7 @@ import type { DeviceType, DeviceTypeDefinition, DeviceTypeVersion, Registry } fr
 import * as S from '../../schemas/registry.ts';
 import { prepareAssets } from './createDevice.ts';
 import type { SqlExecutor, SqlQueryable } from './executor.ts';
-import { check, jsonParam } from './validate.ts';
+import { canonical, canonicalAssets, canonicalFields, canonicalLookup, check, jsonParam } from './validate.ts';
 
 type DeviceTypeOperations = Pick<Registry, 'publishDeviceType' | 'resolveDeviceType' | 'saveDeviceTypeDraft' | 'publishDeviceTypeDraft' | 'getDeviceType' | 'listDeviceTypes'>;
 
@@ -49,7 +49,10 @@ function requirePartner(partnerId: unknown): asserts partnerId is string {
 }
 
 /** Schema, asset names, profiles, payload; then the JSON text, bounded. */
-export function checkDefinition(definition: DeviceTypeDefinition, field: string): string {
+export function checkDefinition(raw: DeviceTypeDefinition, field: string): string {
+  const prefix = field ? `${field}.` : '';
+  const canonicalDefinition = canonicalFields(raw, { title: 'text', description: 'text' }, prefix);
+  const definition = canonicalDefinition?.assets === undefined ? canonicalDefinition : { ...canonicalDefinition, assets: canonicalAssets(canonicalDefinition.assets, `${prefix}assets`) };
   check(S.DeviceTypeDefinition, definition, field);
   // The limits a device created directly gets (prepareDevice), checked once here.
   prepareAssets(definition.assets, [field, 'assets'].filter(Boolean).join('.'));
@@ -217,8 +220,9 @@ export function deviceTypeOperations(deps: DeviceTypeDeps): DeviceTypeOperations
   const { executor, clock, guard } = deps;
 
   return {
-    async publishDeviceType(partnerId, name, definition) {
+    async publishDeviceType(partnerId, rawName, definition) {
       requirePartner(partnerId);
+      const name = canonical(rawName, 'name');
       check(S.DeviceTypeName, name, 'name');
       const text = checkDefinition(definition, 'definition');
       return guard(() =>
@@ -236,8 +240,9 @@ export function deviceTypeOperations(deps: DeviceTypeDeps): DeviceTypeOperations
       return guard(() => resolveIn(executor, parsed));
     },
 
-    async saveDeviceTypeDraft(partnerId, name, draft) {
+    async saveDeviceTypeDraft(partnerId, rawName, draft) {
       requirePartner(partnerId);
+      const name = canonical(rawName, 'name');
       check(S.DeviceTypeName, name, 'name');
       const text = checkDefinition(draft, '');
       return guard(() =>
@@ -248,8 +253,9 @@ export function deviceTypeOperations(deps: DeviceTypeDeps): DeviceTypeOperations
       );
     },
 
-    async publishDeviceTypeDraft(partnerId, name) {
+    async publishDeviceTypeDraft(partnerId, rawName) {
       requirePartner(partnerId);
+      const name = canonical(rawName, 'name');
       check(S.DeviceTypeName, name, 'name');
       return guard(() =>
         executor.transaction(async (tx) => {
@@ -260,8 +266,9 @@ export function deviceTypeOperations(deps: DeviceTypeDeps): DeviceTypeOperations
       );
     },
 
-    async getDeviceType(partnerId, name) {
-      if (!isId(partnerId) || typeof name !== 'string' || !NAME_RE.test(name)) return undefined;
+    async getDeviceType(partnerId, rawName) {
+      const name = canonicalLookup(rawName);
+      if (!isId(partnerId) || name === undefined || !NAME_RE.test(name)) return undefined;
       return guard(() => loadType(executor, partnerId, name));
     },
 

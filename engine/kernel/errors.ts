@@ -10,6 +10,8 @@ export const ErrorCodes = {
   UNSUPPORTED_CONTENT_TYPE: { status: 415, retriable: false },
   INVALID_STATE: { status: 422, retriable: false },
   INVALID_AT: { status: 422, retriable: false },
+  /** A string of a state holds a lone surrogate (no character, not encodable as UTF-8). */
+  INVALID_TEXT: { status: 422, retriable: false },
   UNKNOWN_DEVICE: { status: 404, retriable: false },
   UNKNOWN_ASSET: { status: 404, retriable: false },
   PROFILE_VIOLATION: { status: 422, retriable: false },
@@ -29,6 +31,10 @@ export const ErrorCodes = {
   NOT_FOUND: { status: 404, retriable: false },
   CONFLICT: { status: 409, retriable: false },
   PAYLOAD_TOO_LARGE: { status: 413, retriable: false },
+  /** The request head is larger than the server reads (Node's --max-http-header-size, 16 KiB). */
+  HEADERS_TOO_LARGE: { status: 431, retriable: false },
+  /** The client did not send its whole request in time. */
+  REQUEST_TIMEOUT: { status: 408, retriable: true },
   VALIDATION_FAILED: { status: 422, retriable: false },
   RATE_LIMITED: { status: 429, retriable: true },
   // infrastructure

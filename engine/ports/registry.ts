@@ -19,6 +19,7 @@ import type {
   ActivationQuery,
   Device,
   DevicePatch,
+  DeviceQuery,
   DeviceType,
   DeviceTypeDefinition,
   DeviceTypeVersion,
@@ -43,6 +44,7 @@ export type {
   AssetFields,
   Device,
   DevicePatch,
+  DeviceQuery,
   DeviceType,
   DeviceTypeDefinition,
   DeviceTypeVersion,
@@ -125,8 +127,8 @@ export interface Registry {
   createDevice(input: NewDevice): Promise<CreatedDevice>;
   /** The device with its assets; also the DeviceDirectory lookup (see registryDirectory). */
   getDevice(deviceId: string): Promise<DeviceWithAssets | undefined>;
-  /** Devices of a ground, oldest first, without assets. */
-  listDevices(groundId: string): Promise<Device[]>;
+  /** Devices of a ground, oldest first (created time, then id), without assets; a page when `query` says so. */
+  listDevices(groundId: string, query?: DeviceQuery): Promise<Device[]>;
   /** Changes name/title/description. NOT_FOUND when missing; CONFLICT on a duplicate name in the ground. */
   updateDevice(deviceId: string, patch: DevicePatch): Promise<Device>;
   /** Deletes the device and its assets and revokes its tokens. False when it did not exist. */

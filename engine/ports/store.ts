@@ -17,7 +17,10 @@ export interface HistoryQuery {
   to?: number;
   /** Maximum rows, default 100. */
   limit?: number;
-  /** By `ts`, default 'desc' (newest first). */
+  /**
+   * By `ts`, default 'desc' (newest first); ties on ts by receivedAt, then uplinkId, in the same
+   * direction — the order latest() picks by, so the newest of history is the latest.
+   */
   order?: Order;
 }
 
@@ -55,7 +58,7 @@ export interface StateStore {
    * must not make any query show them twice.
    */
   append(rows: readonly StateRow[]): Promise<void>;
-  /** Latest state per asset of a device (one entry per asset, by greatest ts). */
+  /** Latest state per asset of a device: one entry per asset, the greatest by (ts, receivedAt, uplinkId). */
   latest(deviceId: string): Promise<StoredState[]>;
   history(query: HistoryQuery): Promise<StoredState[]>;
   aggregate(query: AggregateQuery): Promise<Bucket[]>;

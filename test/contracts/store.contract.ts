@@ -6,7 +6,8 @@
  * The factory returns a fresh, empty, not yet initialised store and a cleanup that closes it and
  * removes what it created. Decisions the port leaves open and this suite fixes:
  * - latest() is sorted by asset; ties on ts go to the greater receivedAt, then the greater uplinkId.
- * - history() ties on ts are ordered by uplinkId in the query's direction.
+ * - history() ties on ts are ordered by receivedAt, then uplinkId, in the query's direction: the
+ *   newest of history() is the entry of latest().
  * - aggregate() returns only buckets that hold states, oldest first, aligned to the epoch (UTC),
  *   floor also for negative ts. count counts every state; min/max/avg cover numbers only and are
  *   null when a bucket holds none (booleans are not numbers).
@@ -137,6 +138,23 @@ export function storeContract(name: string, factory: () => Promise<StoreFixture>
     await s.append([row('d1', 'a', T0, 'y', 'u-2'), row('d1', 'a', T0, 'x', 'u-1'), row('d1', 'a', T0, 'z', 'u-3')]);
     assert.equal(values(await s.history({ deviceId: 'd1', asset: 'a', order: 'asc' })), ['x', 'y', 'z']);
     assert.equal(values(await s.history({ deviceId: 'd1', asset: 'a' })), ['z', 'y', 'x']);
+  });
+
+  test('ties on ts: history orders them by receivedAt, then uplinkId, and its newest is the latest', async (ctx) => {
+    const s = store(ctx);
+    // uplink ids against receive times: the receive time decides first.
+    await s.append([
+      row('d1', 'a', T0, 'received 3rd', 'u-1', T0 + 30),
+      row('d1', 'a', T0, 'received 1st', 'u-9', T0 + 10),
+      row('d1', 'a', T0, 'received 2nd, id b', 'u-b', T0 + 20),
+      row('d1', 'a', T0, 'received 2nd, id a', 'u-a', T0 + 20),
+      row('d1', 'a', T0 - 1, 'older', 'u-z', T0 + 99),
+    ]);
+    const asc = ['older', 'received 1st', 'received 2nd, id a', 'received 2nd, id b', 'received 3rd'];
+    assert.equal(values(await s.history({ deviceId: 'd1', asset: 'a', order: 'asc' })), asc);
+    assert.equal(values(await s.history({ deviceId: 'd1', asset: 'a', order: 'desc' })), [...asc].reverse());
+    assert.equal(values(await s.history({ deviceId: 'd1', asset: 'a', limit: 1 })), ['received 3rd']);
+    assert.equal(values(await s.latest('d1')), ['received 3rd']);
   });
 
   test('every value kind round-trips exactly', async (ctx) => {

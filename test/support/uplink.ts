@@ -4,7 +4,8 @@ import { compileDevice, type CompileDeviceOptions, type CompiledDevice } from '.
 import { processUplink, type UplinkOutput } from '../../engine/uplink/admission/processUplink.ts';
 import type { ContentType, UplinkEnvelope } from '../../schemas/messages.ts';
 
-export const RECEIVED_AT = 1_000;
+/** After every `at` the suites send: admission refuses an `at` more than a day ahead of the receive time. */
+export const RECEIVED_AT = Date.UTC(2030, 0, 1);
 
 export const testDeviceInfo: DeviceInfo = {
   id: 'dev-1',

@@ -18,6 +18,10 @@
  *   `{"v": {"value": {"value": 5}}}`. One rule per entry; entries of one map may mix forms.
  * - binary: the device's binary decoder gives asset name → bare value (envelope.asset is ignored).
  *
+ * `at` must lie in the device's AtWindow (compileDevice.ts; default not more than a day ahead of the
+ * envelope's receivedAt, not before 1970), and so must an LPWAN network's receive time where it
+ * stands in for a missing `at`; outside it the state is refused INVALID_AT.
+ *
  * `at` (measurement time → row.ts): see parseTimestamp.ts for the accepted ISO 8601 strings
  * (zone-less means UTC). null or absent → the network's receive time when an LPWAN network reported
  * one, else the envelope's receivedAt. Numbers are refused in every form: epoch seconds and epoch
@@ -25,7 +29,8 @@
  * §3.4.2), tag 0 (date-time string) or tag 1001 (RFC 9581, keys 1 and one of -3/-6/-9 only).
  *
  * Rejections: per asset (the others of the same message still yield rows): UNKNOWN_ASSET,
- * INVALID_AT, PROFILE_VIOLATION, INVALID_STATE (not a storable JSON value: non-finite or out-of-range
+ * INVALID_AT, PROFILE_VIOLATION, INVALID_TEXT (a string holds a lone surrogate; strings are stored
+ * in NFC, canonicalValue.ts), INVALID_STATE (not a storable JSON value: non-finite or out-of-range
  * number, bigint, byte string, unsupported tag, ...). Whole message (one rejection, no rows):
  * MALFORMED_JSON, MALFORMED_CBOR, INVALID_STATE (wrong top-level shape), TOO_DEEP (more than
  * MAX_BODY_DEPTH nested arrays/objects — and, in CBOR, tags), DECODE_FAILED,
@@ -33,8 +38,9 @@
  */
 import type { ErrorCode } from '../../kernel/errors.ts';
 import type { JsonValue, StateRow, UplinkEnvelope } from '../../../schemas/messages.ts';
+import { canonicalValue, needsCanonicalForm } from './canonicalValue.ts';
 import { checkJsonValue } from './checkJsonValue.ts';
-import type { CompiledDevice } from './compileDevice.ts';
+import type { AtWindow, CompiledDevice } from './compileDevice.ts';
 import { CborDecodeError, CborMap, CborTag, decodeCbor } from './decodeCbor.ts';
 import { parseTimestamp } from './parseTimestamp.ts';
 import { isPlainObject } from '../../kernel/isPlainObject.ts';
@@ -137,6 +143,18 @@ function describeAt(at: unknown, cbor: boolean): string {
   return `at must be an ISO 8601 timestamp string (${hint})`;
 }
 
+function iso(ms: number): string {
+  const d = new Date(ms);
+  return Number.isNaN(d.getTime()) ? `${ms} ms` : d.toISOString();
+}
+
+/** Why a parsed time is outside the window; `fromNetwork`: the state had no `at`, the network's receive time stood in. */
+function outsideWindow(env: UplinkEnvelope, ts: number, fromNetwork: boolean, window: AtWindow): string {
+  const what = fromNetwork ? `the receive time the network reported (${iso(ts)}), which stands in for a missing at,` : `at ${iso(ts)}`;
+  if (ts < window.minAt) return `${what} is before ${iso(window.minAt)}, the earliest measurement time accepted`;
+  return `${what} is more than ${window.maxAheadMs} ms ahead of the receive time ${iso(env.receivedAt)}: a clock that is not set, or the wrong unit`;
+}
+
 /**
  * One asset state: checks and pushes a row or a rejection. `depth` is how many containers enclose
  * `value` in the body.
@@ -150,8 +168,17 @@ function emit(
   const asset = device.assets.get(name);
   if (asset === undefined) return reject(out, 'UNKNOWN_ASSET', `device ${env.deviceId} has no asset ${quote(name)}`, name);
   if (problem !== undefined) return reject(out, problem.code, problem.reason, name);
+  if (needsCanonicalForm(value)) {
+    const canonical = canonicalValue(value);
+    if (canonical.problem !== undefined) return reject(out, 'INVALID_TEXT', canonical.problem, name);
+    value = canonical.value;
+  }
   const ts = resolveAt(at, defaultTs, cbor);
   if (Number.isNaN(ts)) return reject(out, 'INVALID_AT', describeAt(at, cbor), name);
+  const window = device.atWindow;
+  if (ts > env.receivedAt + window.maxAheadMs || ts < window.minAt) {
+    return reject(out, 'INVALID_AT', outsideWindow(env, ts, at === undefined || at === null, window), name);
+  }
   const violation = asset.check(value);
   if (violation !== undefined) return reject(out, 'PROFILE_VIOLATION', violation, name);
   out.rows.push({ deviceId: env.deviceId, asset: name, ts, receivedAt: env.receivedAt, value: value as JsonValue, uplinkId: env.id });
