@@ -292,9 +292,12 @@ export function storeContract(name: string, factory: () => Promise<StoreFixture>
     await s.append(rows.slice(0, 3));
     await s.append([rows[3], rows[0]]);
     const asc = await s.history({ deviceId: 'd1', asset: 'a', order: 'asc' });
-    assert.equal(asc.map((st) => st.uplinkId), [...ids].sort());
-    assert.equal(asc.map((st) => st.value), [...ids].sort().map((id) => ids.indexOf(id)));
-    assert.equal(asc.map((st) => st.receivedAt), [...ids].sort().map((id) => (id === ordered[2] ? received + 1 : received)));
+    // Ties on ts read in one order everywhere: receive time, then uplink id (as a string).
+    const receivedOf = (id: string) => (id === ordered[2] ? received + 1 : received);
+    const expected = [...ids].sort((a, b) => receivedOf(a) - receivedOf(b) || (a < b ? -1 : a > b ? 1 : 0));
+    assert.equal(asc.map((st) => st.uplinkId), expected);
+    assert.equal(asc.map((st) => st.value), expected.map((id) => ids.indexOf(id)));
+    assert.equal(asc.map((st) => st.receivedAt), expected.map(receivedOf));
     // Greatest receivedAt first, then the greatest id.
     assert.equal((await s.latest('d1'))[0].uplinkId, ordered[2]);
     await s.append([row('d1', 'a', T0, 'last', 'zz', received + 1)]);
