@@ -201,6 +201,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     logger.info('fleetstream started', {
       role: config.role,
       http: httpPort !== undefined ? `${config.http.host}:${httpPort}` : undefined,
+      probes: probesPort !== undefined ? `${config.http.host}:${probesPort} (/health, /ready, /metrics)` : undefined,
       mqtt: config.mqtt.url && runsEdge ? 'external broker' : mqttPort !== undefined ? `${config.mqtt.host}:${mqttPort}` : undefined,
       log: config.kafkaBrokers ? 'kafka' : 'local',
       store: config.clickhouseUrl ? 'clickhouse' : 'chdb',

@@ -9,13 +9,12 @@ import * as assert from 'uvu/assert';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import mqtt from 'mqtt';
-import { createService, type Service } from '../app/createService.ts';
+import type { Service } from '../app/createService.ts';
 import { createClickHouseStore } from '../adapters/clickhouse/createClickHouseStore.ts';
-import { silentLogger } from '../engine/kernel/logger.ts';
-import { defaultConfig } from '../schemas/config.ts';
 import { suite, withEnv } from './support/suite.ts';
+import { createDeviceOverHttp, startEmbeddedService } from './support/embeddedService.ts';
+import { freePort } from './support/fleetCluster.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
 
 interface Target { expr?: string; rawSql?: string }
@@ -35,45 +34,18 @@ const promql = (expr: string) => expr.replaceAll('$__rate_interval', '30s');
 /** Metric names an expression reads; a histogram's _bucket/_sum/_count series are its own. */
 const metricNames = (expr: string) => [...new Set(expr.match(/\bfleetstream_[a-z0-9_]+/g) ?? [])];
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 const test = suite('dashboards');
 const tmp = tempDir('dashboards');
 let service: Service;
 let base = '';
 
 test.before(async () => {
-  service = await createService({
-    logger: silentLogger,
-    config: {
-      ...defaultConfig,
-      dataDir: tmp.dir,
-      http: { ...defaultConfig.http, host: '127.0.0.1', port: 0 },
-      mqtt: { host: '127.0.0.1', port: 0 },
-      engine: { ...defaultConfig.engine, partitions: 2, batchDelayMs: 10 },
-    },
-  });
-  base = `http://127.0.0.1:${service.httpPort}`;
+  ({ service, base } = await startEmbeddedService(tmp.dir));
   // A short load that touches every part the dashboard shows.
-  const user = await service.registry.createUser({ name: 'u' });
-  const ground = await service.registry.createGround({ name: 'g', userId: user.entity.id });
-  const created = await fetch(`${base}/ground/${ground.id}/devices`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'lamp', assets: [
-      { name: 'temperature', is: 'sensor', profile: { type: 'number', maximum: 100 } },
-      { name: 'light', is: 'actuator', profile: { type: 'boolean' } },
-    ] }),
-  });
-  const device = await created.json() as { id: string; token: string };
+  const device = await createDeviceOverHttp(service, base, [
+    { name: 'temperature', is: 'sensor', profile: { type: 'number', maximum: 100 } },
+    { name: 'light', is: 'actuator', profile: { type: 'boolean' } },
+  ]);
   for (let i = 0; i < 20; i++) {
     await fetch(`${base}/device/${device.id}/asset/temperature/state`, {
       method: 'PUT',
@@ -83,7 +55,7 @@ test.before(async () => {
   }
   const command = await fetch(`${base}/device/${device.id}/asset/light/command`, {
     method: 'PUT',
-    headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${device.userToken}`, 'content-type': 'application/json' },
     body: JSON.stringify({ value: true }),
   });
   assert.is(command.status, 202);

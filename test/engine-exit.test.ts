@@ -7,23 +7,13 @@
 import * as assert from 'uvu/assert';
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import { promisify } from 'node:util';
 import { suite, withEnv } from './support/suite.ts';
+import { freePort } from './support/fleetCluster.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
 
 const run = promisify(execFile);
 const bin = new URL('../bin/fleetstream.ts', import.meta.url).pathname;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 withEnv('engine exit', ['CLICKHOUSE_URL'], 'bash scripts/clickhouse.sh install && bash scripts/clickhouse.sh start; export CLICKHOUSE_URL=$(bash scripts/clickhouse.sh url)', ({ CLICKHOUSE_URL }) => {
   const test = suite('engine exit');

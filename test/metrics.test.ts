@@ -8,15 +8,14 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createLocalLog } from '../adapters/local-log/LocalLog.ts';
 import { buildEngine } from '../app/buildEngine.ts';
-import { createService, engineReady, type Service } from '../app/createService.ts';
+import { engineReady, type Service } from '../app/createService.ts';
 import { createMetrics } from '../app/metrics.ts';
 import { serveProbes } from '../app/serveProbes.ts';
 import { systemClock } from '../engine/kernel/clock.ts';
-import { silentLogger } from '../engine/kernel/logger.ts';
 import { MemoryDirectory } from '../engine/ports/directory.ts';
 import { encodeEnvelope } from '../engine/uplink/envelope.ts';
-import { defaultConfig } from '../schemas/config.ts';
 import { Topics, type StateRow } from '../schemas/messages.ts';
+import { createDeviceOverHttp, startEmbeddedService } from './support/embeddedService.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
 
 const tmp = tempDir('metrics');
@@ -43,17 +42,7 @@ const scrape = async () => {
 };
 
 test.before(async () => {
-  service = await createService({
-    logger: silentLogger,
-    config: {
-      ...defaultConfig,
-      dataDir: `${tmp.dir}/all`,
-      http: { ...defaultConfig.http, host: '127.0.0.1', port: 0 },
-      mqtt: { host: '127.0.0.1', port: 0 },
-      engine: { ...defaultConfig.engine, partitions: 2, batchDelayMs: 10 },
-    },
-  });
-  base = `http://127.0.0.1:${service.httpPort}`;
+  ({ service, base } = await startEmbeddedService(`${tmp.dir}/all`));
 });
 
 test.after(async () => {
@@ -62,15 +51,7 @@ test.after(async () => {
 });
 
 test('an uplink over HTTP moves the counters of its channel, its data points and the store; a refusal its code', async () => {
-  const user = await service.registry.createUser({ name: 'u' });
-  const ground = await service.registry.createGround({ name: 'g', userId: user.entity.id });
-  const created = await fetch(`${base}/ground/${ground.id}/devices`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'meter', assets: [{ name: 'temperature', is: 'sensor', profile: { type: 'number', maximum: 100 } }] }),
-  });
-  assert.is(created.status, 201);
-  const device = await created.json() as { id: string; token: string };
+  const device = await createDeviceOverHttp(service, base, [{ name: 'temperature', is: 'sensor', profile: { type: 'number', maximum: 100 } }]);
   const before = await scrape();
   assert.is(sample(before, 'fleetstream_uplinks_received_total', { channel: 'http' }) ?? 0, 0);
 
