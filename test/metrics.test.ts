@@ -16,23 +16,12 @@ import { MemoryDirectory } from '../engine/ports/directory.ts';
 import { encodeEnvelope } from '../engine/uplink/envelope.ts';
 import { Topics, type StateRow } from '../schemas/messages.ts';
 import { createDeviceOverHttp, startEmbeddedService } from './support/embeddedService.ts';
+import { sample } from './support/prometheusText.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
 
 const tmp = tempDir('metrics');
 let service: Service;
 let base = '';
-
-/** The value of one sample of the exposition text, or undefined when absent. */
-export function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
-    const match = /^([^{\s]+)(?:\{(.*)\})?\s+(\S+)/.exec(line);
-    if (match === null || match[1] !== name) continue;
-    const found = Object.fromEntries([...(match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]));
-    if (Object.entries(labels).every(([k, v]) => found[k] === v)) return Number(match[3]);
-  }
-  return undefined;
-}
 
 const scrape = async () => {
   const res = await fetch(`${base}/metrics`);
