@@ -6,6 +6,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import mqtt from 'mqtt';
 import { createLocalLog } from '../adapters/local-log/LocalLog.ts';
 import { buildEngine } from '../app/buildEngine.ts';
 import { engineReady, type Service } from '../app/createService.ts';
@@ -90,6 +91,35 @@ test('/health and /ready answer; an unknown path is counted as unmatched', async
   assert.equal(await ready.json(), { status: 'ok' });
   assert.is((await fetch(`${base}/no/such/path`)).status, 404);
   assert.is(sample(await scrape(), 'fleetstream_http_requests_total', { method: 'GET', route: 'unmatched', status: '404' }), 1);
+});
+
+test('MQTT connections and refusals, command transitions and delivery latency are counted', async () => {
+  const device = await createDeviceOverHttp(service, base, [{ name: 'light', is: 'actuator', profile: { type: 'boolean' } }]);
+  const refusedConnection = await mqtt.connectAsync(`mqtt://127.0.0.1:${service.mqttPort}`, { username: 'no-such-token', password: 'x', reconnectPeriod: 0 })
+    .then(async (c) => { await c.endAsync(); return false; }, () => true);
+  assert.ok(refusedConnection, 'an unknown token is refused at CONNECT');
+  const client = await mqtt.connectAsync(`mqtt://127.0.0.1:${service.mqttPort}`, { username: device.token, password: device.token, reconnectPeriod: 0 });
+  try {
+    await client.subscribeAsync(`device/${device.id}/asset/+/command`, { qos: 1 });
+    let text = await scrape();
+    assert.is(sample(text, 'fleetstream_mqtt_connections'), 1);
+    assert.is(sample(text, 'fleetstream_mqtt_connections_refused_total'), 1);
+    const command = await fetch(`${base}/device/${device.id}/asset/light/command`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${device.userToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ value: true }),
+    });
+    assert.is(command.status, 202);
+    await waitFor(async () => sample(await scrape(), 'fleetstream_command_transitions_total', { status: 'delivered' }) === 1, 10_000, 'command delivered');
+    text = await scrape();
+    assert.is(sample(text, 'fleetstream_command_transitions_total', { status: 'queued' }), 1);
+    assert.is(sample(text, 'fleetstream_command_transitions_total', { status: 'sent' }), 1);
+    assert.is(sample(text, 'fleetstream_command_delivery_seconds_count'), 1, 'queued → delivered observed once');
+    assert.is(sample(text, 'fleetstream_log_append_duration_seconds_count', { topic: Topics.commands }), 1, 'the command append timed');
+  } finally {
+    await client.endAsync();
+  }
+  await waitFor(async () => sample(await scrape(), 'fleetstream_mqtt_connections') === 0, 5_000, 'disconnected');
 });
 
 test('an engine is not ready before it holds partitions; lag shows records a paused engine has not stored', async () => {
