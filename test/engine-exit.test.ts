@@ -1,8 +1,9 @@
 /**
  * An engine that stops for good makes `fleetstream start` exit non-zero with its reason, so a
  * supervisor restarts it (it replays from the last commit) instead of leaving a process that
- * accepts uplinks and never stores them. The failure is a real one: the ClickHouse table the engine
- * inserts into is dropped under the running service (UNKNOWN_TABLE, not retriable).
+ * accepts uplinks and never stores them. The failure is a real one: a column the engine inserts
+ * into is dropped under the running service, so every insert fails with a data error that retrying
+ * cannot mend (a dropped table would not do: the store waits that out as a server going away).
  */
 import * as assert from 'uvu/assert';
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
@@ -57,7 +58,7 @@ withEnv('engine exit', ['CLICKHOUSE_URL'], 'bash scripts/clickhouse.sh install &
     assert.is(created.status, 201);
     const device = await created.json() as { id: string; token: string };
 
-    await clickhouse(`DROP TABLE ${database}.states`);
+    await clickhouse(`ALTER TABLE ${database}.states DROP COLUMN value_string`);
     const put = await fetch(`${base}/device/${device.id}/asset/temperature/state`, {
       method: 'PUT',
       headers: { authorization: `Bearer ${device.token}`, 'content-type': 'application/json' },
