@@ -17,6 +17,7 @@ import { registryDirectory, type Registry } from '../engine/ports/registry.ts';
 import type { RejectionStore } from '../engine/ports/rejections.ts';
 import type { EdgeCommands } from '../adapters/http/commandRoutes.ts';
 import { TtsDownlink } from '../adapters/lpwan/TtsDownlink.ts';
+import type { CommandView } from '../schemas/commands.ts';
 import type { Config } from '../schemas/config.ts';
 import type { LogNames } from './openAdapters.ts';
 
@@ -32,6 +33,8 @@ export interface CommandsOptions {
   /** Where asset commands reach connected devices (the MQTT edge); absent: none are delivered. */
   transport?: CommandTransport;
   applications: LpwanApplications;
+  /** Every lifecycle change, as it happens (metrics). */
+  onCommandChanged?(view: CommandView): void;
 }
 
 export interface Commands {
@@ -52,7 +55,10 @@ export function buildCommands(options: CommandsOptions): Commands {
   });
   const actors = new CommandActors({
     clock,
-    onChange: (view) => history.record(view),
+    onChange: (view) => {
+      options.onCommandChanged?.(view);
+      history.record(view);
+    },
     transport: options.transport,
     downlink: new TtsDownlink({ devices: options.registry, applications: options.applications, clock }),
     expiryMs: options.settings.expiryMs,

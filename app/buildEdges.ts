@@ -11,14 +11,14 @@ import type { StaticLpwanApplications } from '../engine/lpwan/StaticLpwanApplica
 import type { Registry } from '../engine/ports/registry.ts';
 import type { UplinkAdmissionPort } from '../engine/ports/uplinkAdmission.ts';
 import type { EdgeCommands } from '../adapters/http/commandRoutes.ts';
-import { createEdgeApp } from '../adapters/http/createEdgeApp.ts';
+import { createEdgeApp, type EdgeObserver } from '../adapters/http/createEdgeApp.ts';
 import { serveEdge, type ServedEdge } from '../adapters/http/serveEdge.ts';
 import { createExternalMqtt } from '../adapters/mqtt/createExternalMqtt.ts';
 import { createMqttEdge, type MqttEdge } from '../adapters/mqtt/createMqttEdge.ts';
 import type { Config } from '../schemas/config.ts';
 import type { ServiceStore } from './openAdapters.ts';
 
-export type MqttGateway = Pick<MqttEdge, 'commands' | 'publishStates' | 'close'> & { port?: number };
+export type MqttGateway = Pick<MqttEdge, 'commands' | 'publishStates' | 'close' | 'stats'> & { port?: number };
 
 /** The MQTT edge the configuration asks for: an external broker (MQTT_URL), the embedded one, or none (port < 0). */
 export async function startMqttEdge(options: {
@@ -41,6 +41,7 @@ export async function startMqttEdge(options: {
 export async function serveHttpEdge(options: {
   config: Config; registry: Registry; store: ServiceStore; clock: Clock; logger: Logger; admission: UplinkAdmissionPort;
   commands: EdgeCommands; lpwanApplications: StaticLpwanApplications; onDeviceChanged(deviceId: string): void;
+  observe?: EdgeObserver;
 }): Promise<ServedEdge> {
   const { config, registry, store, clock, logger, admission } = options;
   const app = createEdgeApp({
@@ -57,6 +58,7 @@ export async function serveHttpEdge(options: {
     logger,
     lpwan: { applications: options.lpwanApplications, intake: new LpwanUplinkIntake({ devices: registry, admission, clock, atWindow: atWindowOf(config) }) },
     commands: options.commands,
+    observe: options.observe,
   });
   return serveEdge(app, { port: config.http.port, hostname: config.http.host });
 }

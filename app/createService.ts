@@ -5,7 +5,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { systemClock, type Clock } from '../engine/kernel/clock.ts';
-import { toFleetError } from '../engine/kernel/errors.ts';
+import { toFleetError, type FleetError } from '../engine/kernel/errors.ts';
 import type { Logger } from '../engine/kernel/logger.ts';
 import { Listeners } from '../engine/kernel/Listeners.ts';
 import type { Log } from '../engine/ports/log.ts';
@@ -21,6 +21,8 @@ import { buildIntake, type Intake } from './buildIntake.ts';
 import { atWindowOf } from './deviceCompiler.ts';
 import { serveHttpEdge, startMqttEdge } from './buildEdges.ts';
 import { loadLpwanApplications } from './loadLpwanApplications.ts';
+import { createMetrics, type ServiceMetrics } from './metrics.ts';
+import { serveProbes } from './serveProbes.ts';
 import { dataPaths, logNames, openLog, openRegistry, openStore, type ServiceStore } from './openAdapters.ts';
 
 export { dataPaths, kafkaTimeouts, logNames, openRegistry } from './openAdapters.ts';
@@ -32,6 +34,11 @@ export interface ServiceOptions {
   config: Config;
   logger: Logger;
   clock?: Clock;
+  /**
+   * The engine stopped for good (a store or log failure it cannot wait out): nothing is stored or
+   * committed past it, so the process should stop and be restarted (bin/fleetstream.ts exits ≠ 0).
+   */
+  onFailed?(error: FleetError): void;
 }
 
 export interface Service {
@@ -48,6 +55,12 @@ export interface Service {
   /** Command actors (lifecycles of recent commands) when the role runs the edge. */
   readonly commands: CommandActors | undefined;
   readonly adminSocketPath: string | undefined;
+  /** Prometheus metrics of this process (GET /metrics). */
+  readonly metrics: ServiceMetrics;
+  /** The port of /health, /ready and /metrics of a process that runs no HTTP edge (role engine). */
+  readonly probesPort: number | undefined;
+  /** Adapters open and, when the role runs the engine, partitions assigned and no failure (GET /ready). */
+  ready(): boolean;
   /** Stop accepting, finish in-flight work, flush, commit, close every adapter. */
   stop(): Promise<void>;
 }
@@ -82,6 +95,10 @@ export async function createService(options: ServiceOptions): Promise<Service> {
   const runsEdge = config.role !== 'engine';
   const names = logNames(config);
   const closers = new Closers(logger);
+  const metrics = createMetrics();
+  let pipeline: UplinkPipeline | undefined;
+  let started = false;
+  const ready = () => started && (pipeline === undefined || engineReady(pipeline));
 
   try {
     const lpwanApplications = loadLpwanApplications(config.lpwanApplicationsFile);
@@ -91,24 +108,47 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     closers.add('log', () => log.close());
     const store = await openStore(config);
     closers.add('store', () => store.close());
+    // Appends, inserts and recorded rejections are timed and counted from outside the engine.
+    const timedLog = metrics.log(log);
+    const rejections = metrics.rejections(store.rejections);
+
+    let probesPort: number | undefined;
+    if (!runsEdge) {
+      // Up before the engine joins its group, so an orchestrator sees /ready 503 until partitions come.
+      const probes = await serveProbes({
+        port: config.http.port, host: config.http.host,
+        alive: () => pipeline?.failure === undefined, ready, metrics: () => metrics.scrape(),
+      });
+      closers.add('probes', () => probes.close());
+      probesPort = probes.port;
+    }
 
     // Stored states reach whoever follows them (the MQTT feed) through one set of listeners.
     const stored = new Listeners<readonly StateRow[]>((error) => logger.warn('a stored-states listener failed', { error: toFleetError(error) }));
     let intake: Intake | undefined;
-    let pipeline: UplinkPipeline | undefined;
     if (runsEngine) {
       const engine = buildEngine({
-        log,
-        store,
-        rejections: store.rejections,
+        log: timedLog,
+        store: metrics.store(store),
+        rejections,
         directory: registryDirectory(registry),
         clock,
         names,
         settings: config.engine,
         atWindow: atWindowOf(config),
         onStored: (rows) => stored.emit(rows),
-        onError: (error) => logger.error('uplink pipeline stopped making progress; restart to replay from the last commit', { error }),
+        onError: (error) => {
+          // Also called for a failing onStored listener, which does not stop the pipeline.
+          if (engine.pipeline.failure === undefined) {
+            logger.warn('a stored-states hook failed', { error });
+            return;
+          }
+          logger.error('uplink pipeline stopped making progress; restart to replay from the last commit', { error });
+          options.onFailed?.(error);
+        },
       });
+      pipeline = engine.pipeline;
+      metrics.watchEngine(engine.pipeline, log, names.engineGroup);
       await engine.start();
       // Stopped after the edges (closers run in reverse): first it stores what they accepted.
       closers.add('engine', async () => {
@@ -117,34 +157,37 @@ export async function createService(options: ServiceOptions): Promise<Service> {
         }
         await engine.stop();
       });
-      pipeline = engine.pipeline;
     }
 
     let httpPort: number | undefined;
     let mqttPort: number | undefined;
     let commandActors: CommandActors | undefined;
     if (runsEdge) {
-      const edgeIntake = buildIntake({ log, clock, rejections: store.rejections, topics: names, logger, atWindow: atWindowOf(config) });
+      const edgeIntake = buildIntake({ log: timedLog, clock, rejections, topics: names, logger, atWindow: atWindowOf(config) });
       intake = edgeIntake;
       closers.add('intake', () => edgeIntake.close());
-      const mqtt = await startMqttEdge({ config, registry, admission: edgeIntake.admission, clock, logger });
+      const admission = metrics.admission(edgeIntake.admission);
+      const mqtt = await startMqttEdge({ config, registry, admission, clock, logger });
       if (mqtt) {
+        metrics.watchMqtt(mqtt.stats);
         closers.add('mqtt', () => mqtt.close());
         // Feeds (device/<id>/asset/<name>/feed) are published once states are durable.
         stored.add((rows) => mqtt.publishStates(rows));
         mqttPort = mqtt.port;
       }
       const commands = buildCommands({
-        log, registry, history: store.commands, rejections: store.rejections, clock, logger, names,
+        log: timedLog, registry, history: store.commands, rejections, clock, logger, names,
         settings: config.commands, transport: mqtt?.commands, applications: lpwanApplications,
+        onCommandChanged: (view) => metrics.commandChanged(view),
       });
       await commands.start();
       closers.add('commands', () => commands.stop());
       commandActors = commands.actors;
       const engine = pipeline;
       const served = await serveHttpEdge({
-        config, registry, store, clock, logger, admission: edgeIntake.admission, commands: commands.edge, lpwanApplications,
+        config, registry, store, clock, logger, admission, commands: commands.edge, lpwanApplications,
         onDeviceChanged: (deviceId) => engine?.actors.invalidate(deviceId),
+        observe: { ready, metrics: () => metrics.scrape(), onRequest: (method, route, status, seconds) => metrics.httpRequest(method, route, status, seconds) },
       });
       closers.add('http', () => served.close());
       httpPort = served.port;
@@ -160,6 +203,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     logger.info('fleetstream started', {
       role: config.role,
       http: httpPort !== undefined ? `${config.http.host}:${httpPort}` : undefined,
+      probes: probesPort !== undefined ? `${config.http.host}:${probesPort} (/health, /ready, /metrics)` : undefined,
       mqtt: config.mqtt.url && runsEdge ? 'external broker' : mqttPort !== undefined ? `${config.mqtt.host}:${mqttPort}` : undefined,
       log: config.kafkaBrokers ? 'kafka' : 'local',
       store: config.clickhouseUrl ? 'clickhouse' : 'chdb',
@@ -167,8 +211,12 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       dataDir: paths.root,
     });
 
+    started = true;
     let stopping: Promise<void> | undefined;
     return {
+      metrics,
+      probesPort,
+      ready,
       config,
       registry,
       log,
@@ -184,4 +232,9 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     await closers.closeAll();
     throw error;
   }
+}
+
+/** An engine is ready once it holds partitions of `uplinks` and has not stopped for good. */
+export function engineReady(pipeline: Pick<UplinkPipeline, 'positions' | 'failure'>): boolean {
+  return pipeline.failure === undefined && pipeline.positions().size > 0;
 }

@@ -10,7 +10,7 @@ import { createJsonLogger } from '../engine/kernel/logger.ts';
 import { adminOperations, checkAdminInput } from '../app/adminOperations.ts';
 import { callAdminSocket } from '../app/adminSocket.ts';
 import { pgliteRegistryExists } from '../adapters/pglite/createPgliteRegistry.ts';
-import { createService, dataPaths, openRegistry } from '../app/createService.ts';
+import { createService, dataPaths, openRegistry, type Service } from '../app/createService.ts';
 import { loadConfig, settings, type SettingName } from '../app/loadConfig.ts';
 
 const usage = `usage:
@@ -29,17 +29,32 @@ const settingOptions = Object.fromEntries(Object.keys(settings).map((flag) => [f
 async function start(flags: Partial<Record<SettingName, string>>): Promise<void> {
   const config = loadConfig(flags, process.env);
   const logger = createJsonLogger({ level: config.log.level });
-  const service = await createService({ config, logger });
+  let service: Service | undefined;
+  let failure: FleetError | undefined;
   let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
+  /** Drains and exits: 0 on a signal, 1 when the engine stopped for good (a supervisor restarts it). */
+  const stop = (reason: string) => {
+    if (stopping || service === undefined) return;
     stopping = true;
-    logger.info('draining', { signal });
-    service.stop().then(() => process.exit(0), (error: unknown) => {
+    logger.info('draining', { reason });
+    const code = failure === undefined ? 0 : 1;
+    service.stop().then(() => {
+      if (failure !== undefined) logger.error('exiting: the engine stopped for good', { error: failure });
+      process.exit(code);
+    }, (error: unknown) => {
       logger.error('stop failed', { error: toFleetError(error) });
       process.exit(1);
     });
   };
+  service = await createService({
+    config,
+    logger,
+    onFailed: (error) => {
+      failure ??= error;
+      stop(`engine failed: ${error.code}`);
+    },
+  });
+  if (failure !== undefined) stop(`engine failed: ${failure.code}`);
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
 }

@@ -201,4 +201,4 @@ export const RejectionList = Type.Object({
   })),
 });
 
-export const Health = Type.Object({ status: Type.Literal('ok') });
+export const Health = Type.Object({ status: Type.Union([Type.Literal('ok'), Type.Literal('starting')]) });

@@ -131,6 +131,17 @@ offsets.topic.num.partitions=10
 transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
 group.initial.rebalance.delay.ms=0
+# A CPU-starved CI runner stalls the JVM and the test clients for seconds at a time. The controller
+# fences its own broker after broker.session.timeout.ms without a heartbeat (default 9 s): partitions
+# go offline and every client fails. 30 s rides out such stalls on one node. Groups accept sessions
+# from 6 s (tests that kill a member want a quick eviction) to 120 s (KAFKA_SESSION_TIMEOUT_MS on a
+# slow runner, test/support/kafkaSession.ts); a rebalance waits at most that long for members.
+broker.session.timeout.ms=30000
+broker.heartbeat.interval.ms=2000
+group.min.session.timeout.ms=6000
+group.max.session.timeout.ms=120000
+# Offset commits wait for the offsets topic's append: give a stalled log flush time before failing.
+offsets.commit.timeout.ms=15000
 auto.create.topics.enable=false
 delete.topic.enable=true
 num.network.threads=2

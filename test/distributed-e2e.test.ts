@@ -23,6 +23,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { suite, unless, withEnv } from './support/suite.ts';
+import { TEST_SESSION_TIMEOUT_MS } from './support/kafkaSession.ts';
 import * as assert from 'uvu/assert';
 import kafkajs, { type Admin } from 'kafkajs';
 import pg from 'pg';
@@ -296,8 +297,8 @@ withEnv('distributed-e2e', ['KAFKA_BROKERS', 'CLICKHOUSE_URL', 'DATABASE_URL_TES
     const world = await openWorld('kill', shared);
     try {
       const edge = await world.start('edge', 'edge');
-      // the group gives up on a silent member after 10 s instead of 30 s
-      const engineEnv = { KAFKA_SESSION_TIMEOUT_MS: '10000' };
+      // the group gives up on a silent member after 10 s (KAFKA_SESSION_TIMEOUT_MS) instead of 30 s
+      const engineEnv = { KAFKA_SESSION_TIMEOUT_MS: String(TEST_SESSION_TIMEOUT_MS) };
       await world.start('engine-a', 'engine', engineEnv);
       const b = await world.start('engine-b', 'engine', engineEnv);
       await waitForGroup(world, 2, 60_000);

@@ -18,6 +18,7 @@ import { createKafkaLog, type KafkaLogOptions } from '../adapters/kafka/index.ts
 import type { FlushInfo } from '../adapters/kafka/LingerProducer.ts';
 import { FleetError, isFleetError } from '../engine/kernel/errors.ts';
 import type { Consumer, Log, LogRecord, ProducerRecord, RecordPosition, TopicPartition } from '../engine/ports/log.ts';
+import { TEST_SESSION_TIMEOUT_MS } from './support/kafkaSession.ts';
 import { logContract, rejectsWith, uniqueName, waitFor } from './contracts/log.contract.ts';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -25,7 +26,7 @@ const root = new URL('..', import.meta.url).pathname;
 /** Settings that make group changes quick on one machine (the broker's minimum session is 6 s). */
 const FAST_GROUPS: Partial<KafkaLogOptions> = {
   logLevel: 'nothing',
-  sessionTimeoutMs: 10_000,
+  sessionTimeoutMs: TEST_SESSION_TIMEOUT_MS,
   heartbeatIntervalMs: 300,
   maxWaitMs: 200,
   redeliveryBackoffMs: 200,
@@ -130,6 +131,7 @@ withEnv('kafka-log', ['KAFKA_BROKERS'], 'scripts/kafka.sh fetch && scripts/kafka
     append: (topic, records) => log.append(topic, records),
     consumer: (options) => log.consumer(options),
     committed: (group, topic, partition) => log.committed(group, topic, partition),
+    endOffsets: (topic) => log.endOffsets(topic),
     close: () => log.close(),
   });
 

@@ -34,6 +34,7 @@ function failingDeadLetterAppends(log: Log, failures: FleetError[]): Log {
     partitionCount: (t) => log.partitionCount(t),
     consumer: (o) => log.consumer(o),
     committed: (g, t, p) => log.committed(g, t, p),
+    endOffsets: (t) => log.endOffsets(t),
     close: () => log.close(),
     async append(topic, records) {
       if (topic === Topics.deadLetters) {

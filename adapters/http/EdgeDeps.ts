@@ -49,6 +49,17 @@ export interface EdgeDeps {
   lpwan?: LpwanEdgeDeps;
   /** Commands (commandRoutes.ts); absent: no command routes. */
   commands?: EdgeCommands;
+  /** Readiness, metrics and request timing (app/metrics.ts); absent: no /ready nor /metrics. */
+  observe?: EdgeObserver;
+}
+
+export interface EdgeObserver {
+  /** GET /ready answers 200 when true, 503 when not (adapters away, no partitions yet). */
+  ready(): boolean;
+  /** GET /metrics: the Prometheus exposition. */
+  metrics(): Promise<{ contentType: string; body: string }>;
+  /** Every answered request, with its route template (`/device/:id`), `unmatched` for none. */
+  onRequest?(method: string, route: string, status: number, seconds: number): void;
 }
 
 export interface EdgeContext {

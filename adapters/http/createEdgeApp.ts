@@ -4,6 +4,7 @@
  * /health for probes, and every error as application/problem+json with a stable code.
  */
 import { Hono } from 'hono';
+import { routePath } from 'hono/route';
 import { FleetError } from '../../engine/kernel/errors.ts';
 import { Health } from '../../schemas/edge.ts';
 import { activationEdge } from './activationEdge.ts';
@@ -21,7 +22,7 @@ import { TokenBuckets } from './TokenBuckets.ts';
 import { uplinkRoutes } from './uplinkRoutes.ts';
 import { gatewayRoutes } from './gatewayRoutes.ts';
 
-export type { EdgeDeps, EdgeLimits, EdgeLogger } from './EdgeDeps.ts';
+export type { EdgeDeps, EdgeLimits, EdgeLogger, EdgeObserver } from './EdgeDeps.ts';
 
 const JSON_TYPE = 'application/json';
 
@@ -54,6 +55,17 @@ export function createEdgeApp(deps: EdgeDeps): Hono {
     },
   };
 
+  const onRequest = deps.observe?.onRequest;
+  if (onRequest !== undefined) {
+    app.use('*', async (c, next) => {
+      const startedAt = performance.now();
+      await next();
+      // The template of the route that answered (the last one matched): bounded label values.
+      const route = routePath(c, -1);
+      onRequest(c.req.method, route === '*' || route === '/*' ? 'unmatched' : route, c.res.status, (performance.now() - startedAt) / 1000);
+    });
+  }
+
   router.publicRoute({
     methods: ['get'],
     path: '/health',
@@ -62,6 +74,32 @@ export function createEdgeApp(deps: EdgeDeps): Hono {
     tags: ['meta'],
     responses: { 200: { description: 'the process serves requests', content: { [JSON_TYPE]: Health } } },
   }, (c) => c.json({ status: 'ok' }));
+
+  const observe = deps.observe;
+  if (observe !== undefined) {
+    router.publicRoute({
+      methods: ['get'],
+      path: '/ready',
+      operationId: 'ready',
+      summary: 'Readiness probe: adapters connected and, for an engine, partitions assigned',
+      tags: ['meta'],
+      responses: {
+        200: { description: 'ready for traffic', content: { [JSON_TYPE]: Health } },
+        503: { description: 'not ready yet', content: { [JSON_TYPE]: Health } },
+      },
+    }, (c) => (observe.ready() ? c.json({ status: 'ok' }) : c.json({ status: 'starting' }, 503)));
+    router.publicRoute({
+      methods: ['get'],
+      path: '/metrics',
+      operationId: 'metrics',
+      summary: 'Prometheus metrics (text exposition format)',
+      tags: ['meta'],
+      responses: { 200: { description: 'metrics' } },
+    }, async (c) => {
+      const { contentType, body } = await observe.metrics();
+      return c.body(body, 200, { 'content-type': contentType });
+    });
+  }
 
   deviceRoutes(edge);
   assetRoutes(edge);

@@ -229,6 +229,21 @@ class KafkaLog implements Log {
     }
   }
 
+  async endOffsets(topic: string): Promise<number[]> {
+    this.#assertOpen();
+    await this.partitionCount(topic); // NOT_FOUND for an unknown topic, as the other calls
+    await this.#connectAdmin();
+    let offsets: { partition: number; high: string }[];
+    try {
+      offsets = await this.#admin.fetchTopicOffsets(topic);
+    } catch (error) {
+      throw kafkaErrorToFleetError(error, `endOffsets ${topic}`);
+    }
+    const out: number[] = [];
+    for (const { partition, high } of offsets) out[partition] = Number(high);
+    return Array.from(out, (offset) => offset ?? 0);
+  }
+
   close(): Promise<void> {
     this.#closed = true;
     this.#closing ??= (async () => {

@@ -210,6 +210,12 @@ export class LocalLog implements Log {
     return this.#offsets.committed(group, topic, partition) ?? 0;
   }
 
+  async endOffsets(topic: string): Promise<number[]> {
+    this.#assertOpen();
+    // Readers see only what is fsynced (PartitionLog.durableOffset), so that is the end a lag counts to.
+    return this.#topic(topic).map((log) => log.durableOffset);
+  }
+
   /** Counters since open (a copy). */
   stats(): LocalLogStats {
     return { ...this.#stats };

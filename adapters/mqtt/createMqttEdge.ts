@@ -32,6 +32,10 @@ export interface MqttEdgeStats {
   accepted: number;
   refused: number;
   disconnected: number;
+  /** Connections refused at CONNECT (unknown or partner token, registry unavailable). */
+  connectionsRefused?: number;
+  /** Clients connected now (read when asked). */
+  readonly connected?: number;
 }
 
 export interface MqttEdge {
@@ -60,7 +64,11 @@ export async function createMqttEdge(options: MqttEdgeOptions): Promise<MqttEdge
   const maxRefusals = options.maxRefusals ?? 10;
   const access = new RegistryLookups({ registry: options.registry, clock: options.clock, cacheTtlMs: options.cacheTtlMs ?? 2000 });
   const connections = new WeakMap<Client, Connection>();
-  const stats: MqttEdgeStats = { accepted: 0, refused: 0, disconnected: 0 };
+  let broker: Awaited<ReturnType<typeof Aedes.createBroker>> | undefined;
+  const stats: MqttEdgeStats = {
+    accepted: 0, refused: 0, disconnected: 0, connectionsRefused: 0,
+    get connected() { return broker?.connectedClients ?? 0; },
+  };
 
   /**
    * A refusal of a device's publish or subscription is recorded as admission records its own, and
@@ -153,12 +161,13 @@ export async function createMqttEdge(options: MqttEdgeOptions): Promise<MqttEdge
     return await refuse(client, conn, decision, `subscribe ${sub.topic}`) ? new Error(decision.reason) : null;
   };
 
-  const broker = await Aedes.createBroker({
+  broker = await Aedes.createBroker({
     // Aedes' default would queue without bound for a client that authenticates slowly.
     queueLimit: 64,
     authenticate(client, username, _password, done) {
       access.principal(username).then((principal) => {
         if (principal === undefined || principal.scope === 'partner') {
+          stats.connectionsRefused!++;
           const error = Object.assign(new Error('bad token'), { returnCode: AUTH_BAD_CREDENTIALS });
           logger.info('mqtt: connection refused', { clientId: client.id, reason: principal === undefined ? 'unknown token' : 'partner token' });
           done(error as never, false);
@@ -167,6 +176,7 @@ export async function createMqttEdge(options: MqttEdgeOptions): Promise<MqttEdge
         connections.set(client, { principal, refusals: 0, chain: Promise.resolve() });
         done(null, true);
       }, (error: unknown) => {
+        stats.connectionsRefused!++;
         logger.error('mqtt: authentication failed', { error: toFleetError(error) });
         done(Object.assign(new Error('server unavailable'), { returnCode: 3 }) as never, false);
       });

@@ -30,6 +30,7 @@ export function tapLog(inner: Log, expected: number): LogTap {
     partitionCount: (topic) => inner.partitionCount(topic),
     append: (topic, records) => inner.append(topic, records),
     committed: (group, topic, partition) => inner.committed(group, topic, partition),
+    endOffsets: (topic) => inner.endOffsets(topic),
     close: () => inner.close(),
     consumer(options: ConsumerOptions): Consumer {
       const consumer = inner.consumer({

@@ -99,6 +99,11 @@ export interface Log {
   consumer(options: ConsumerOptions): Consumer;
   /** Committed offset (next to read) of a group for a partition, or 0 when none. */
   committed(group: string, topic: string, partition: number): Promise<number>;
+  /**
+   * Per partition (index = partition), the offset the next durable record gets: what a consumer
+   * can read up to (Kafka's high watermark). Minus a group's position, that is its lag.
+   */
+  endOffsets(topic: string): Promise<number[]>;
   close(): Promise<void>;
 }
 

@@ -179,6 +179,17 @@ export function logContract(name: string, factory: () => Promise<LogFixture>, op
     assert.ok(new Set(batch.map((p) => p.partition)).size > 1, 'keys spread over partitions');
   }));
 
+  test('endOffsets: per partition, one past the last durable record; NOT_FOUND for an unknown topic', withLog(async ({ log }) => {
+    const topic = uniqueName('topic');
+    await log.ensureTopics([{ name: topic, partitions: 3 }]);
+    assert.equal(await log.endOffsets(topic), [0, 0, 0]);
+    const positions = await log.append(topic, Array.from({ length: 12 }, (_, i) => record(`device-${i}`, 'x')));
+    const expected = [0, 0, 0];
+    for (const { partition } of positions) expected[partition]++;
+    assert.equal(await log.endOffsets(topic), expected);
+    await rejectsWith(() => log.endOffsets(uniqueName('missing')), 'NOT_FOUND');
+  }));
+
   test('offsets are consecutive per partition and positions come back in input order', withLog(async ({ log }) => {
     const topic = uniqueName('topic');
     await log.ensureTopics([{ name: topic, partitions: 3 }]);

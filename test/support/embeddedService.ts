@@ -1,6 +1,7 @@
 /**
  * The service on its embedded defaults (app/createService.ts: PGlite, local log, chDB) on loopback
- * ports, with LPWAN webhook applications, for the suites that go through every channel.
+ * ports — with LPWAN webhook applications for the suites that go through every channel — and a
+ * device created the way a user creates one (POST /ground/{id}/devices).
  */
 import { writeFileSync } from 'node:fs';
 import { createService, type Service } from '../../app/createService.ts';
@@ -11,24 +12,49 @@ import type { LpwanApplicationConfig } from '../../schemas/lpwan.ts';
 export interface EmbeddedServiceOptions {
   /** A directory the test owns: data and the applications file go under it. */
   dir: string;
-  applications: LpwanApplicationConfig[];
+  applications?: LpwanApplicationConfig[];
   /** Default: log errors only, to nowhere. */
   log?: { level: 'warn' | 'error'; write(line: string): void };
 }
 
-export async function startEmbeddedService(options: EmbeddedServiceOptions): Promise<{ service: Service; base: string }> {
-  const file = `${options.dir}/lpwan-applications.json`;
-  writeFileSync(file, JSON.stringify({ applications: options.applications }));
+/** `options` as a string: the directory, with no LPWAN applications. */
+export async function startEmbeddedService(options: EmbeddedServiceOptions | string): Promise<{ service: Service; base: string }> {
+  const o = typeof options === 'string' ? { dir: options } : options;
+  let lpwanApplicationsFile: string | undefined;
+  if (o.applications !== undefined) {
+    lpwanApplicationsFile = `${o.dir}/lpwan-applications.json`;
+    writeFileSync(lpwanApplicationsFile, JSON.stringify({ applications: o.applications }));
+  }
   const service = await createService({
     config: {
       ...defaultConfig,
-      dataDir: `${options.dir}/data`,
+      dataDir: `${o.dir}/data`,
       http: { ...defaultConfig.http, host: '127.0.0.1', port: 0 },
       mqtt: { host: '127.0.0.1', port: 0 },
       engine: { ...defaultConfig.engine, partitions: 2, batchDelayMs: 10 },
-      lpwanApplicationsFile: file,
+      lpwanApplicationsFile,
     },
-    logger: createJsonLogger(options.log ?? { level: 'error', write: () => undefined }),
+    logger: createJsonLogger(o.log ?? { level: 'error', write: () => undefined }),
   });
   return { service, base: `http://127.0.0.1:${service.httpPort}` };
+}
+
+export interface CreatedDevice {
+  id: string;
+  token: string;
+  /** The token of the user owning the device's ground. */
+  userToken: string;
+}
+
+export async function createDeviceOverHttp(service: Service, base: string, assets: unknown[]): Promise<CreatedDevice> {
+  const user = await service.registry.createUser({ name: 'u' });
+  const ground = await service.registry.createGround({ name: 'g', userId: user.entity.id });
+  const created = await fetch(`${base}/ground/${ground.id}/devices`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'device', assets }),
+  });
+  if (created.status !== 201) throw new Error(`device not created: ${created.status} ${await created.text()}`);
+  const device = await created.json() as { id: string; token: string };
+  return { id: device.id, token: device.token, userToken: user.token };
 }

@@ -73,6 +73,8 @@ export class UplinkPipeline implements UplinkSink {
   readonly #topic: string;
   readonly #maxInFlight: number;
   readonly #trackers = new Map<string, OffsetTracker>();
+  /** Partitions of the topic this consumer holds (from onAssign until onRevoke). */
+  readonly #assigned = new Set<number>();
   #consumer: Consumer | undefined;
   #commitTimer: TimerHandle | undefined;
   #inFlight = 0;
@@ -112,6 +114,22 @@ export class UplinkPipeline implements UplinkSink {
     return this.#failed;
   }
 
+  /** The topic this pipeline consumes. */
+  get topic(): string {
+    return this.#topic;
+  }
+
+  /**
+   * The partitions this process holds, each with the offset below which every record is stored,
+   * or undefined before its first batch (the group's committed offset then says where it stands).
+   * Read by readiness probes and lag metrics, never on the hot path.
+   */
+  positions(): Map<number, number | undefined> {
+    const out = new Map<number, number | undefined>();
+    for (const partition of this.#assigned) out.set(partition, this.#trackers.get(`${this.#topic}\u0000${partition}`)?.watermark);
+    return out;
+  }
+
   async start(): Promise<void> {
     this.#consumer = this.#options.log.consumer({
       group: this.#options.group ?? 'fleetstream-engine',
@@ -119,6 +137,9 @@ export class UplinkPipeline implements UplinkSink {
       maxBatchRecords: this.#options.maxBatchRecords,
       onBatch: (batch) => this.#onBatch(batch),
       onRevoke: (partitions) => this.#onRevoke(partitions),
+      onAssign: (partitions) => {
+        for (const { topic, partition } of partitions) if (topic === this.#topic) this.#assigned.add(partition);
+      },
     });
     await this.#consumer.start();
     this.#scheduleCommit();
@@ -285,7 +306,10 @@ export class UplinkPipeline implements UplinkSink {
     } finally {
       // Even when the commit failed, the partitions are gone: their next owner replays from the
       // last commit and the idempotent store absorbs the replay.
-      for (const { topic, partition } of partitions) this.#trackers.delete(`${topic}\u0000${partition}`);
+      for (const { topic, partition } of partitions) {
+        this.#trackers.delete(`${topic}\u0000${partition}`);
+        if (topic === this.#topic) this.#assigned.delete(partition);
+      }
     }
   }
 

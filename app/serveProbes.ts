@@ -1,0 +1,56 @@
+/**
+ * The HTTP listener of a process that runs no HTTP edge (role engine): GET /health (alive), GET
+ * /ready (adapters connected and partitions assigned) and GET /metrics, on the HTTP host and port
+ * settings (HTTP_HOST, HTTP_PORT) the edge would use. Plain node:http: three fixed paths need no
+ * router, and nothing here touches device traffic.
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface ProbesOptions {
+  /** 0: any free port. */
+  port: number;
+  host: string;
+  /** Once false (the engine stopped for good), /health answers 503 too. */
+  alive(): boolean;
+  ready(): boolean;
+  metrics(): Promise<{ contentType: string; body: string }>;
+}
+
+export interface ServedProbes {
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+export function serveProbes(options: ProbesOptions): Promise<ServedProbes> {
+  const server = createServer((request, response) => {
+    const path = (request.url ?? '/').split('?')[0];
+    const json = (status: number, body: unknown) => {
+      response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    };
+    if (request.method !== 'GET' && request.method !== 'HEAD') return json(405, { status: 'method not allowed' });
+    if (path === '/health') return options.alive() ? json(200, { status: 'ok' }) : json(503, { status: 'failed' });
+    if (path === '/ready') return options.ready() ? json(200, { status: 'ok' }) : json(503, { status: 'starting' });
+    if (path === '/metrics') {
+      options.metrics().then(({ contentType, body }) => {
+        response.writeHead(200, { 'content-type': contentType }).end(body);
+      }, (error: unknown) => json(500, { status: 'metrics failed', detail: String(error) }));
+      return;
+    }
+    json(404, { status: 'not found' });
+  });
+  server.keepAliveTimeout = 5_000;
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => {
+      server.off('error', reject);
+      resolve({
+        port: (server.address() as AddressInfo).port,
+        close: () => new Promise<void>((done, fail) => {
+          server.close((error) => (error ? fail(error) : done()));
+          server.closeIdleConnections();
+        }),
+      });
+    });
+  });
+}
