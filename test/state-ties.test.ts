@@ -17,8 +17,7 @@ const AT = '2026-03-01T12:00:00.000Z';
 function ties(label: string, clickhouseUrl?: string) {
   const test = suite<{ service: Service; tmp: ReturnType<typeof tempDir>; base: string; token: string; deviceId: string; assetId: string}>(`ties on at: ${label}`);
 
-  test.before(async (ctx) => {
-    ctx.tmp = tempDir('state-ties');
+  const start = async (ctx: { service: Service; tmp: ReturnType<typeof tempDir>; base: string }) => {
     ctx.service = await createService({
       config: {
         ...defaultConfig,
@@ -31,6 +30,11 @@ function ties(label: string, clickhouseUrl?: string) {
       logger: createJsonLogger({ level: 'error', write: () => undefined }),
     });
     ctx.base = `http://127.0.0.1:${ctx.service.httpPort}`;
+  };
+
+  test.before(async (ctx) => {
+    ctx.tmp = tempDir('state-ties');
+    await start(ctx);
     const user = await ctx.service.registry.createUser({ name: 'ties' });
     const ground = await ctx.service.registry.createGround({ name: 'ties', userId: user.entity.id });
     const created = await ctx.service.registry.createDevice({ groundId: ground.id, name: `ties-${label}`, assets: [{ name: 'v', is: 'sensor', profile: { type: 'integer' } }] });
@@ -90,6 +94,24 @@ function ties(label: string, clickhouseUrl?: string) {
         assert.equal(seen, order === 'asc' ? all.map((s) => s.value) : desc, `${order} by ${limit}`);
       }
     }
+  });
+
+  test('after a restart on the same data, every endpoint reads the same order and the same latest state', async (ctx) => {
+    const read = async () => {
+      const get = async (path: string) => (await requestJson(ctx.base, 'GET', path, { token: ctx.token })).json;
+      return {
+        asc: (await get(`/device/${ctx.deviceId}/asset/v/states?limit=100&order=asc`)).items.map((s: { value: number }) => s.value),
+        desc: (await get(`/asset/${ctx.assetId}/states?limit=100`)).items.map((s: { value: number }) => s.value),
+        device: (await get(`/device/${ctx.deviceId}/state`)).v.value,
+        asset: (await get(`/device/${ctx.deviceId}/asset/v/state`)).state.value,
+      };
+    };
+    const before = await read();
+    await ctx.service.stop();
+    await start(ctx);
+    const after = await read();
+    assert.equal(after, before);
+    assert.equal([after.device, after.asset, after.asc.at(-1), after.desc[0]], [3, 3, 3, 3]);
   });
 
   return test;
