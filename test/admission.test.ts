@@ -119,7 +119,7 @@ test('UplinkAdmission: accepted uplinks are appended once with the decision; ref
   const channel = await h.admission.refuse({ ...submission(''), deviceId: '' }, { code: 'UNKNOWN_DEVICE', reason: 'no such device' });
   assert.is(channel.status, 'refused');
   assert.equal(h.dead.at(-1)!.codes, ['UNKNOWN_DEVICE']);
-  assert.equal(h.admission.stats, { accepted: 1, refused: 2, dropped: 1 });
+  assert.is(h.appended.length, 1, 'the channel refusal appended nothing either');
 });
 
 test('UplinkAdmission: a log that cannot take the uplink is thrown as it is (503 / not acknowledged); an uncompilable device refuses, it does not throw', async () => {

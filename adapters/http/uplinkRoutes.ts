@@ -26,7 +26,7 @@ const TAGS = ['states'];
 const UPLINK_ERRORS = [400, 404, 413, 415, 422, 503];
 
 /** A refused uplink as a problem: the first entry's code and status, every entry under `errors`. */
-export function refusal(rejections: readonly RefusedEntry[], uplinkId: string): FleetError {
+function refusal(rejections: readonly RefusedEntry[], uplinkId: string): FleetError {
   const first = rejections[0];
   const errors = rejections.map((r) => ({ path: r.asset === undefined ? 'body' : `body.${r.asset}`, message: `${r.code}: ${r.reason}` }));
   const more = rejections.length > 1 ? ` (and ${rejections.length - 1} more)` : '';

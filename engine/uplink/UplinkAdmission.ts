@@ -30,19 +30,12 @@ export interface UplinkAdmissionOptions {
   onRecordFailed?(error: FleetError): void;
 }
 
-export interface AdmissionStats {
-  accepted: number;
-  refused: number;
-  dropped: number;
-}
-
 export class UplinkAdmission implements UplinkAdmissionPort {
   readonly #o: UplinkAdmissionOptions;
   readonly #compile: (info: DeviceInfo) => CompiledDevice;
   readonly #newId: (receivedAt: number) => string;
   /** Per device object: edges cache a device for a while, and a changed device is a new object. */
   readonly #compiled = new WeakMap<DeviceInfo, CompiledDevice>();
-  readonly stats: AdmissionStats = { accepted: 0, refused: 0, dropped: 0 };
 
   constructor(options: UplinkAdmissionOptions) {
     this.#o = options;
@@ -62,8 +55,6 @@ export class UplinkAdmission implements UplinkAdmissionPort {
     const admission = admitUplink(envelope, compiled);
     if (admission.verdict === 'refused') return this.#refused(envelope, admission.rejections);
     await this.#o.ingest.append({ ...envelope, admitted: carried(admission) });
-    this.stats.accepted++;
-    this.stats.dropped += admission.dropped.length;
     return { status: 'accepted', uplinkId: envelope.id, receivedAt: envelope.receivedAt, dropped: admission.dropped };
   }
 
@@ -86,7 +77,6 @@ export class UplinkAdmission implements UplinkAdmissionPort {
   }
 
   async #refused(envelope: UplinkEnvelope, rejections: Rejection[]): Promise<AdmissionOutcome> {
-    this.stats.refused++;
     try {
       await this.#o.deadLetters.add(envelope, rejections);
     } catch (error) {
