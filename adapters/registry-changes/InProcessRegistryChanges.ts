@@ -1,0 +1,24 @@
+/**
+ * RegistryChanges within one process (engine/ports/registryChanges.ts): the embedded registry's
+ * adapter, where every edge and engine sharing the registry lives in this process.
+ */
+import { Listeners } from '../../engine/kernel/Listeners.ts';
+import type { RegistryChange, RegistryChanges } from '../../engine/ports/registryChanges.ts';
+
+export class InProcessRegistryChanges implements RegistryChanges {
+  readonly #listeners: Listeners<RegistryChange>;
+
+  constructor(onError: (error: unknown) => void = () => undefined) {
+    this.#listeners = new Listeners(onError);
+  }
+
+  async publish(change: RegistryChange): Promise<void> {
+    this.#listeners.emit(change);
+  }
+
+  subscribe(listener: (change: RegistryChange) => void): () => void {
+    return this.#listeners.add(listener);
+  }
+
+  async close(): Promise<void> {}
+}
