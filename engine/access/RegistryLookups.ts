@@ -2,13 +2,15 @@
  * The registry lookups every edge makes per message — a token's principal, a device with its
  * assets, the device of a global asset id, a ground membership — cached for `cacheTtlMs` on the
  * injected Clock. Without it each uplink costs two or three registry queries. Positive answers only
- * are kept; changes made through the same process drop what they touch at once (forget()), changes
- * made elsewhere (another edge, the admin CLI revoking a token) apply within cacheTtlMs.
+ * are kept. Registry changes (engine/ports/registryChanges.ts: made here, on another edge or by the
+ * admin CLI) drop what they touch through apply(); cacheTtlMs bounds how long an answer outlives a
+ * change the feed did not carry (a process that died between commit and publish).
  * Shared by the HTTP edge (adapters/http/EdgeAccess.ts) and the MQTT edges.
  */
 import type { Clock } from '../kernel/clock.ts';
 import type { DeviceWithAssets, Principal, Registry } from '../ports/registry.ts';
-import { tokenScope } from './tokens.ts';
+import type { RegistryChange } from '../ports/registryChanges.ts';
+import { hashToken, tokenScope } from './tokens.ts';
 import { TtlCache } from '../kernel/TtlCache.ts';
 
 export interface RegistryLookupsOptions {
@@ -65,5 +67,29 @@ export class RegistryLookups {
   forget(deviceId: string, deleted = false): void {
     this.#devices.delete(deviceId);
     if (deleted) this.#principals.deleteWhere((p) => p.scope === 'device' && p.subjectId === deviceId);
+  }
+
+  /** Drops what a registry change touches (subscribe it to the process's RegistryChanges). */
+  apply(change: RegistryChange): void {
+    switch (change.kind) {
+      case 'token-revoked':
+        // Keys are the tokens themselves; revocations are rare, so hashing each cached one here is
+        // cheaper than hashing every token looked up.
+        this.#principals.deleteWhere((_, token) => hashToken(token) === change.tokenHash);
+        return;
+      case 'device-deleted':
+        this.forget(change.deviceId, true);
+        this.#assetDevices.deleteWhere((deviceId) => deviceId === change.deviceId);
+        return;
+      case 'device-changed':
+        this.forget(change.deviceId);
+        return;
+      case 'membership-changed':
+        this.#members.delete(`${change.groundId}/${change.userId}`);
+        return;
+      case 'resync':
+        for (const cache of [this.#principals, this.#devices, this.#members, this.#assetDevices] as TtlCache<string, unknown>[]) cache.deleteWhere(() => true);
+        return;
+    }
   }
 }

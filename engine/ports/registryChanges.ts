@@ -6,19 +6,20 @@
  * service), delivered to listeners of that process at once and to every other process sharing the
  * registry within seconds.
  *
- * Adapters: an in-process one (embedded registry, tests) and one per shared registry.
+ * Adapters: adapters/registry-changes — in-process (embedded registry, tests) and PostgreSQL
+ * LISTEN/NOTIFY (the shared registry). Published in one place, whoever changes the registry:
+ * engine/access/publishingRegistry.ts wraps the Registry port.
  * Contract suite: test/contracts/registryChanges.contract.ts.
  */
 
-export type RegistryChange =
-  /** `tokenHash`: engine/access/tokens.ts hashToken(token); connections keep the hash of the token they authenticated with. */
-  | { kind: 'token-revoked'; tokenHash: string }
-  /** The device and its tokens are gone. */
-  | { kind: 'device-deleted'; deviceId: string }
-  /** Its assets, profiles or ground changed. */
-  | { kind: 'device-changed'; deviceId: string }
-  /** A user joined or left a ground (feeds and ground streams follow memberships). */
-  | { kind: 'membership-changed'; groundId: string; userId: string };
+import type { RegistryChange } from '../../schemas/registryChanges.ts';
+
+/**
+ * token-revoked {tokenHash}, device-deleted {deviceId}, device-changed {deviceId},
+ * membership-changed {groundId, userId}, resync (changes may have been missed: drop everything
+ * cached, re-check open connections). Defined in schemas/registryChanges.ts.
+ */
+export type { RegistryChange } from '../../schemas/registryChanges.ts';
 
 export interface RegistryChanges {
   /** Delivers to this process's listeners before it resolves, and to other processes within seconds. */

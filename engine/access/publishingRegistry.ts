@@ -1,0 +1,68 @@
+/**
+ * The one place registry changes are published (engine/ports/registryChanges.ts): a Registry that
+ * publishes what each mutation changed once the mutation has committed, whoever calls it — the HTTP
+ * routes, the admin CLI (directly or through the running service's admin socket), activation.
+ *
+ * Published after the commit rather than inside the transaction so that both registries (PGlite and
+ * PostgreSQL) and both feeds behave alike and the process's own listeners hear of the change before
+ * the caller gets its answer. The window this leaves — a process dying between commit and publish —
+ * is covered by the lookups' cache expiry (RegistryLookups cacheTtlMs), not by the feed.
+ *
+ * Not published: creations (nothing can have cached a negative answer: RegistryLookups keeps
+ * positive answers only) and device-type changes (devices keep the profiles copied when created).
+ */
+import type { Registry } from '../ports/registry.ts';
+import type { RegistryChanges } from '../ports/registryChanges.ts';
+import { hashToken } from './tokens.ts';
+
+type Mutations = Pick<Registry, 'revokeToken' | 'deleteDevice' | 'updateDevice' | 'upsertAsset' | 'deleteAsset' | 'addMember' | 'removeMember'>;
+
+export function publishingRegistry<R extends Registry>(registry: R, changes: Pick<RegistryChanges, 'publish'>): R {
+  const mutations: Mutations = {
+    async revokeToken(token) {
+      const revoked = await registry.revokeToken(token);
+      if (revoked) await changes.publish({ kind: 'token-revoked', tokenHash: hashToken(token) });
+      return revoked;
+    },
+    async deleteDevice(deviceId) {
+      const deleted = await registry.deleteDevice(deviceId);
+      if (deleted) await changes.publish({ kind: 'device-deleted', deviceId });
+      return deleted;
+    },
+    async updateDevice(deviceId, patch) {
+      const device = await registry.updateDevice(deviceId, patch);
+      await changes.publish({ kind: 'device-changed', deviceId: device.id });
+      return device;
+    },
+    async upsertAsset(deviceId, name, fields) {
+      const upserted = await registry.upsertAsset(deviceId, name, fields);
+      await changes.publish({ kind: 'device-changed', deviceId: upserted.asset.deviceId });
+      return upserted;
+    },
+    async deleteAsset(deviceId, name) {
+      const deleted = await registry.deleteAsset(deviceId, name);
+      if (deleted) await changes.publish({ kind: 'device-changed', deviceId });
+      return deleted;
+    },
+    async addMember(groundId, userId) {
+      await registry.addMember(groundId, userId);
+      await changes.publish({ kind: 'membership-changed', groundId, userId });
+    },
+    async removeMember(groundId, userId) {
+      const removed = await registry.removeMember(groundId, userId);
+      if (removed) await changes.publish({ kind: 'membership-changed', groundId, userId });
+      return removed;
+    },
+  };
+  const bound = new Map<PropertyKey, unknown>();
+  return new Proxy(registry, {
+    get(target, property) {
+      if (Object.hasOwn(mutations, property)) return mutations[property as keyof Mutations];
+      const value: unknown = Reflect.get(target, property, target);
+      if (typeof value !== 'function') return value;
+      let fn = bound.get(property);
+      if (fn === undefined) bound.set(property, (fn = value.bind(target)));
+      return fn;
+    },
+  });
+}
