@@ -9,6 +9,7 @@ import type { Logger } from '../engine/kernel/logger.ts';
 import { LpwanUplinkIntake } from '../engine/lpwan/LpwanUplinkIntake.ts';
 import type { StaticLpwanApplications } from '../engine/lpwan/StaticLpwanApplications.ts';
 import type { Registry } from '../engine/ports/registry.ts';
+import type { RegistryChanges } from '../engine/ports/registryChanges.ts';
 import type { UplinkAdmissionPort } from '../engine/ports/uplinkAdmission.ts';
 import type { EdgeCommands } from '../adapters/http/commandRoutes.ts';
 import { createEdgeApp, type EdgeObserver } from '../adapters/http/createEdgeApp.ts';
@@ -22,25 +23,25 @@ export type MqttGateway = Pick<MqttEdge, 'commands' | 'publishStates' | 'close' 
 
 /** The MQTT edge the configuration asks for: an external broker (MQTT_URL), the embedded one, or none (port < 0). */
 export async function startMqttEdge(options: {
-  config: Config; registry: Registry; admission: UplinkAdmissionPort; clock: Clock; logger: Logger;
+  config: Config; registry: Registry; changes: RegistryChanges; admission: UplinkAdmissionPort; clock: Clock; logger: Logger;
 }): Promise<MqttGateway | undefined> {
-  const { config, registry, admission, clock, logger } = options;
+  const { config, registry, changes, admission, clock, logger } = options;
   if (config.mqtt.url) {
     return createExternalMqtt({
       url: config.mqtt.url, shareGroup: config.mqtt.shareGroup, clientIdPrefix: config.mqtt.clientId, sessionExpirySeconds: config.mqtt.sessionExpirySeconds,
-      registry, admission, clock, logger,
+      registry, changes, admission, clock, logger,
     });
   }
   if (config.mqtt.port < 0) return undefined;
   const tls = config.mqtt.tlsCertFile && config.mqtt.tlsKeyFile
     ? { cert: readFileSync(config.mqtt.tlsCertFile), key: readFileSync(config.mqtt.tlsKeyFile) }
     : undefined;
-  return createMqttEdge({ registry, admission, clock, port: config.mqtt.port, host: config.mqtt.host, tls, logger });
+  return createMqttEdge({ registry, changes, admission, clock, port: config.mqtt.port, host: config.mqtt.host, tls, logger });
 }
 
 export async function serveHttpEdge(options: {
-  config: Config; registry: Registry; store: ServiceStore; clock: Clock; logger: Logger; admission: UplinkAdmissionPort;
-  commands: EdgeCommands; lpwanApplications: StaticLpwanApplications; onDeviceChanged(deviceId: string): void;
+  config: Config; registry: Registry; changes: RegistryChanges; store: ServiceStore; clock: Clock; logger: Logger; admission: UplinkAdmissionPort;
+  commands: EdgeCommands; lpwanApplications: StaticLpwanApplications;
   observe?: EdgeObserver;
 }): Promise<ServedEdge> {
   const { config, registry, store, clock, logger, admission } = options;
@@ -50,7 +51,7 @@ export async function serveHttpEdge(options: {
     store,
     rejections: store.rejections,
     clock,
-    onDeviceChanged: options.onDeviceChanged,
+    changes: options.changes,
     limits: {
       maxBodyBytes: config.http.maxBodyBytes,
       rateLimit: config.http.rateLimitPerSecond > 0 ? { perSecond: config.http.rateLimitPerSecond, burst: config.http.rateLimitBurst } : undefined,

@@ -10,6 +10,7 @@ import type { Logger } from '../engine/kernel/logger.ts';
 import { Listeners } from '../engine/kernel/Listeners.ts';
 import type { Log } from '../engine/ports/log.ts';
 import { registryDirectory, type Registry } from '../engine/ports/registry.ts';
+import type { RegistryChanges } from '../engine/ports/registryChanges.ts';
 import type { UplinkPipeline } from '../engine/uplink/pipeline/UplinkPipeline.ts';
 import type { CommandActors } from '../engine/commands/CommandActors.ts';
 import type { Config } from '../schemas/config.ts';
@@ -44,6 +45,8 @@ export interface ServiceOptions {
 export interface Service {
   readonly config: Config;
   readonly registry: Registry;
+  /** This process's registry changes (its own, and every other process's on PostgreSQL). */
+  readonly changes: RegistryChanges;
   readonly log: Log;
   readonly store: ServiceStore;
   /** Present when the role runs the engine. */
@@ -102,8 +105,10 @@ export async function createService(options: ServiceOptions): Promise<Service> {
 
   try {
     const lpwanApplications = loadLpwanApplications(config.lpwanApplicationsFile);
-    const registry = await openRegistry(config, clock);
-    closers.add('registry', () => registry.close());
+    const opened = await openRegistry(config, clock, { logger });
+    closers.add('registry', () => opened.close());
+    // Every mutation publishes on `changes`; edges, engine and MQTT connections act on them.
+    const { registry, changes } = opened;
     const log = await openLog(config, clock);
     closers.add('log', () => log.close());
     const store = await openStore(config);
@@ -148,6 +153,12 @@ export async function createService(options: ServiceOptions): Promise<Service> {
         },
       });
       pipeline = engine.pipeline;
+      // Profiles changed on any edge, or by the admin CLI, reach this engine's device actors.
+      const actors = engine.pipeline.actors;
+      changes.subscribe((change) => {
+        if (change.kind === 'device-changed' || change.kind === 'device-deleted') actors.invalidate(change.deviceId);
+        else if (change.kind === 'resync') actors.invalidateAll();
+      });
       metrics.watchEngine(engine.pipeline, log, names.engineGroup);
       await engine.start();
       // Stopped after the edges (closers run in reverse): first it stores what they accepted.
@@ -167,7 +178,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       intake = edgeIntake;
       closers.add('intake', () => edgeIntake.close());
       const admission = metrics.admission(edgeIntake.admission);
-      const mqtt = await startMqttEdge({ config, registry, admission, clock, logger });
+      const mqtt = await startMqttEdge({ config, registry, changes, admission, clock, logger });
       if (mqtt) {
         metrics.watchMqtt(mqtt.stats);
         closers.add('mqtt', () => mqtt.close());
@@ -183,10 +194,8 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       await commands.start();
       closers.add('commands', () => commands.stop());
       commandActors = commands.actors;
-      const engine = pipeline;
       const served = await serveHttpEdge({
-        config, registry, store, clock, logger, admission, commands: commands.edge, lpwanApplications,
-        onDeviceChanged: (deviceId) => engine?.actors.invalidate(deviceId),
+        config, registry, changes, store, clock, logger, admission, commands: commands.edge, lpwanApplications,
         observe: { ready, metrics: () => metrics.scrape(), onRequest: (method, route, status, seconds) => metrics.httpRequest(method, route, status, seconds) },
       });
       closers.add('http', () => served.close());
@@ -219,6 +228,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       ready,
       config,
       registry,
+      changes,
       log,
       store,
       pipeline,

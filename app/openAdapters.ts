@@ -1,12 +1,18 @@
 /**
  * Every port gets its embedded adapter unless the configuration names a server for it (DESIGN.md
  * §2): the registry (PGlite | PostgreSQL), the log (local log | Kafka) and the state store (chDB |
- * ClickHouse server). Nothing else in the project chooses adapters.
+ * ClickHouse server). Nothing else in the project chooses adapters. The registry comes with the
+ * registry changes of its kind (in-process for PGlite, LISTEN/NOTIFY for PostgreSQL).
  */
 import { join, resolve } from 'node:path';
 import { systemClock, type Clock } from '../engine/kernel/clock.ts';
 import type { Log } from '../engine/ports/log.ts';
+import type { Logger } from '../engine/kernel/logger.ts';
 import type { Registry } from '../engine/ports/registry.ts';
+import type { RegistryChanges } from '../engine/ports/registryChanges.ts';
+import { publishingRegistry } from '../engine/access/publishingRegistry.ts';
+import { InProcessRegistryChanges } from '../adapters/registry-changes/InProcessRegistryChanges.ts';
+import { PostgresRegistryChanges } from '../adapters/registry-changes/PostgresRegistryChanges.ts';
 import { createChdbStore } from '../adapters/chdb/createChdbStore.ts';
 import { createClickHouseStore } from '../adapters/clickhouse/createClickHouseStore.ts';
 import { createKafkaLog } from '../adapters/kafka/index.ts';
@@ -46,13 +52,49 @@ export function kafkaTimeouts(kafka: Config['kafka']): { appendTimeoutMs?: numbe
   return out;
 }
 
+export interface OpenedRegistry {
+  /** Publishes every change it makes on `changes` (engine/access/publishingRegistry.ts). */
+  registry: Registry;
+  /** This process's registry changes: its own and, for PostgreSQL, every other process's. */
+  changes: RegistryChanges;
+  /** Closes the registry, then the changes. */
+  close(): Promise<void>;
+}
+
 /**
- * The registry of the configuration. `create: false` refuses (NOT_FOUND) to start an embedded
- * registry where none exists yet: the admin CLI's guard against a mistyped or missing data dir.
+ * The registry of the configuration with its changes. `create: false` refuses (NOT_FOUND) to start
+ * an embedded registry where none exists yet: the admin CLI's guard against a mistyped or missing
+ * data dir.
  */
-export async function openRegistry(config: Pick<Config, 'databaseUrl' | 'databaseSchema' | 'dataDir'>, clock: Clock = systemClock, options: { create?: boolean } = {}): Promise<Registry> {
-  if (config.databaseUrl) return createPostgresRegistry({ url: config.databaseUrl, schema: config.databaseSchema, clock });
-  return createPgliteRegistry({ dir: dataPaths(config.dataDir).registry, clock, create: options.create ?? true });
+export async function openRegistry(
+  config: Pick<Config, 'databaseUrl' | 'databaseSchema' | 'dataDir'>,
+  clock: Clock = systemClock,
+  options: { create?: boolean; logger?: Logger } = {},
+): Promise<OpenedRegistry> {
+  const raw = config.databaseUrl
+    ? await createPostgresRegistry({ url: config.databaseUrl, schema: config.databaseSchema, clock })
+    : await createPgliteRegistry({ dir: dataPaths(config.dataDir).registry, clock, create: options.create ?? true });
+  let changes: RegistryChanges;
+  try {
+    // PGlite allows one process per data dir, so every edge and engine on it lives in this process.
+    changes = config.databaseUrl
+      ? await PostgresRegistryChanges.open({ url: config.databaseUrl, schema: config.databaseSchema, clock, logger: options.logger })
+      : new InProcessRegistryChanges((error) => options.logger?.warn('registry changes: a listener failed', { error }));
+  } catch (error) {
+    await raw.close();
+    throw error;
+  }
+  return {
+    registry: publishingRegistry(raw, changes),
+    changes,
+    async close() {
+      try {
+        await raw.close();
+      } finally {
+        await changes.close();
+      }
+    },
+  };
 }
 
 /** The log with the service's topics created (existing topics keep their partitions). */

@@ -84,7 +84,8 @@ async function runAdmin(positionals: string[], flags: Partial<Record<SettingName
     // The service is not running (or uses PostgreSQL): open the registry directly.
     const existed = pgliteRegistryExists(paths.registry);
     if (config.databaseUrl) say(`registry in PostgreSQL ${describeDatabase(config.databaseUrl, config.databaseSchema)}`);
-    const registry = await openRegistry(config, undefined, { create: flags.init === true }).catch((error: unknown) => {
+    // Opened with its changes: a revoke-token here reaches running services on the same PostgreSQL.
+    const opened = await openRegistry(config, undefined, { create: flags.init === true }).catch((error: unknown) => {
       const fleetError = toFleetError(error);
       if (fleetError.code !== 'NOT_FOUND' || config.databaseUrl) throw error;
       throw new FleetError('NOT_FOUND', `no registry in data dir ${paths.root} and no service running there (nothing on ${paths.adminSocket}). `
@@ -92,9 +93,9 @@ async function runAdmin(positionals: string[], flags: Partial<Record<SettingName
     });
     if (!config.databaseUrl) say(`no service running there; registry ${existed ? 'opened' : 'created (--init)'} in data dir ${paths.root}`);
     try {
-      result = await checked.operation.run(registry, checked.input);
+      result = await checked.operation.run(opened.registry, checked.input);
     } finally {
-      await registry.close();
+      await opened.close();
     }
   }
   if (flags.json) process.stdout.write(`${JSON.stringify(result)}\n`);

@@ -9,12 +9,14 @@
  * Existence is checked before membership (404 before 403): ids are 131 random bits, so answering
  * 404 tells nothing an attacker could enumerate. A device token asking for another device gets 403
  * without a lookup.
- * The lookups themselves are cached by engine/access/RegistryLookups.ts (shared with the MQTT edges).
+ * The lookups themselves are cached by engine/access/RegistryLookups.ts (shared with the MQTT edges),
+ * and dropped by registry changes (apply()).
  */
 import type { Clock } from '../../engine/kernel/clock.ts';
 import { FleetError } from '../../engine/kernel/errors.ts';
 import { tokenScope } from '../../engine/access/tokens.ts';
 import type { Asset, DeviceWithAssets, Ground, Principal, Registry } from '../../engine/ports/registry.ts';
+import type { RegistryChange } from '../../engine/ports/registryChanges.ts';
 import { RegistryLookups } from '../../engine/access/RegistryLookups.ts';
 
 /** read: GETs; write: states and asset create/update; manage: device rename/delete, asset delete. */
@@ -46,6 +48,11 @@ export class EdgeAccess {
   /** Drops what is cached about a device; when it was deleted, its tokens' principals too. */
   forget(deviceId: string, deleted = false): void {
     this.#lookups.forget(deviceId, deleted);
+  }
+
+  /** Drops what a registry change touches (engine/ports/registryChanges.ts). */
+  apply(change: RegistryChange): void {
+    this.#lookups.apply(change);
   }
 
   /** 401 for a missing, malformed, unknown or revoked token. */

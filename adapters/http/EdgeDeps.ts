@@ -4,6 +4,7 @@
  */
 import type { Clock } from '../../engine/kernel/clock.ts';
 import type { Registry } from '../../engine/ports/registry.ts';
+import type { RegistryChanges } from '../../engine/ports/registryChanges.ts';
 import type { RejectionStore } from '../../engine/ports/rejections.ts';
 import type { StateStore } from '../../engine/ports/store.ts';
 import type { UplinkAdmissionPort } from '../../engine/ports/uplinkAdmission.ts';
@@ -34,13 +35,17 @@ export interface EdgeDeps {
   store: Pick<StateStore, 'latest' | 'history' | 'aggregate'>;
   rejections: Pick<RejectionStore, 'recent'>;
   clock: Clock;
-  /** Called after a device or its assets changed or it was deleted, so the engine re-reads profiles. */
-  onDeviceChanged?(deviceId: string): void;
+  /**
+   * The process's registry changes (engine/ports/registryChanges.ts): what they touch is dropped from
+   * the cached lookups at once, whichever edge or admin CLI made the change. Absent: changes made
+   * elsewhere apply within cacheTtlMs.
+   */
+  changes?: Pick<RegistryChanges, 'subscribe'>;
   limits?: EdgeLimits;
   /**
    * How long a token's principal, a device with its assets and a ground membership are reused
-   * before the registry is asked again, ms. Default 2000; 0 disables. Changes made through this edge
-   * apply at once; revocations and changes made elsewhere apply within this time.
+   * before the registry is asked again, ms. Default 2000; 0 disables. Changes made through this edge,
+   * and those `changes` carries, apply at once; this bounds how long any other change takes.
    */
   cacheTtlMs?: number;
   /** Internal errors (500) are logged here; the client sees only "internal error". */
@@ -67,7 +72,10 @@ export interface EdgeContext {
   router: EdgeRouter;
   access: EdgeAccess;
   maxBodyBytes: number;
-  /** Drops cached access data of the device, then onDeviceChanged (shielded from its errors). */
+  /**
+   * Drops this edge's cached access data of a device it just changed: at once even without a
+   * change feed (other processes and the engine hear of it through `deps.changes`).
+   */
   changed(deviceId: string, deleted?: boolean): void;
 }
 

@@ -47,13 +47,10 @@ export function createEdgeApp(deps: EdgeDeps): Hono {
     maxBodyBytes,
     changed(deviceId, deleted = false) {
       access.forget(deviceId, deleted);
-      try {
-        deps.onDeviceChanged?.(deviceId);
-      } catch (error) {
-        logInternal(error, { onDeviceChanged: deviceId });
-      }
     },
   };
+  // The app has no lifetime of its own: the listener goes when the process's changes are closed.
+  deps.changes?.subscribe((change) => access.apply(change));
 
   const onRequest = deps.observe?.onRequest;
   if (onRequest !== undefined) {

@@ -5,6 +5,7 @@
 import type { Clock } from '../../engine/kernel/clock.ts';
 import type { Logger } from '../../engine/kernel/logger.ts';
 import type { Registry } from '../../engine/ports/registry.ts';
+import type { RegistryChanges } from '../../engine/ports/registryChanges.ts';
 import type { UplinkAdmissionPort } from '../../engine/ports/uplinkAdmission.ts';
 
 export interface ExternalMqttOptions {
@@ -55,5 +56,11 @@ export interface ExternalMqttOptions {
   reconnectPeriodMs?: number;
   /** First wait before an uplink whose append failed retriably is tried again, ms; doubles up to 5000. Default 100. */
   retryBaseMs?: number;
+  /**
+   * The process's registry changes: a deleted device's next uplink is refused at once
+   * (UNKNOWN_DEVICE), a changed device's next one checked against its new assets. Revoked tokens
+   * are the broker's to refuse (it authenticates devices in this mode; docs/mqtt.md).
+   */
+  changes?: Pick<RegistryChanges, 'subscribe'>;
   logger?: Logger;
 }

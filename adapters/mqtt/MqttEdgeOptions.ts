@@ -4,6 +4,7 @@
 import type { Clock } from '../../engine/kernel/clock.ts';
 import type { Logger } from '../../engine/kernel/logger.ts';
 import type { Registry } from '../../engine/ports/registry.ts';
+import type { RegistryChanges } from '../../engine/ports/registryChanges.ts';
 import type { UplinkAdmissionPort } from '../../engine/ports/uplinkAdmission.ts';
 
 export interface MqttEdgeOptions {
@@ -25,5 +26,11 @@ export interface MqttEdgeOptions {
   cacheTtlMs?: number;
   /** How long a QoS 1 command waits for the device's PUBACK before it counts as unacknowledged, ms. Default 10 000. */
   ackTimeoutMs?: number;
+  /**
+   * The process's registry changes (engine/ports/registryChanges.ts): cached lookups drop what a
+   * change touches; connections of a revoked token (token-revoked carries hashToken(token)), of a
+   * deleted device, or of a user who left the ground are closed; resync re-checks every connection.
+   */
+  changes?: Pick<RegistryChanges, 'subscribe'>;
   logger?: Logger;
 }

@@ -55,6 +55,8 @@ export async function createExternalMqtt(options: ExternalMqttOptions): Promise<
   const retryBaseMs = options.retryBaseMs ?? 100;
   const { clock } = options;
   const access = new RegistryLookups({ registry: options.registry, clock, cacheTtlMs: options.cacheTtlMs ?? 2000 });
+  // A deleted device's next uplink is refused at once rather than after the cache expires.
+  const unsubscribeChanges = options.changes?.subscribe((change) => access.apply(change)) ?? (() => undefined);
   const stats = { accepted: 0, refused: 0, disconnected: 0, dropped: 0 };
   const inFlight = new Set<Promise<void>>();
   let qos0InFlight = 0;
@@ -227,6 +229,7 @@ export async function createExternalMqtt(options: ExternalMqttOptions): Promise<
       async close() {
         if (closing) return;
         closing = true;
+        unsubscribeChanges();
         transport.close();
         const subscribers = clients.slice(1);
         // Stop the flow first (the broker then gives this group's messages to other instances),
@@ -243,6 +246,7 @@ export async function createExternalMqtt(options: ExternalMqttOptions): Promise<
     };
   } catch (error) {
     closing = true;
+    unsubscribeChanges();
     await Promise.all(clients.map((c) => c.endAsync(true).catch(() => undefined)));
     throw error;
   }

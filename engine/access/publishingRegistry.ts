@@ -8,17 +8,29 @@
  * the caller gets its answer. The window this leaves — a process dying between commit and publish —
  * is covered by the lookups' cache expiry (RegistryLookups cacheTtlMs), not by the feed.
  *
- * Not published: creations (nothing can have cached a negative answer: RegistryLookups keeps
- * positive answers only) and device-type changes (devices keep the profiles copied when created).
+ * A created device (directly or by activation) is published as device-changed too: no cache holds
+ * a negative answer (RegistryLookups keeps positive ones only), but an engine that met the id before
+ * reads it afresh. Not published: device-type changes (devices keep the profiles copied when
+ * created), new principals, grounds and tokens (nothing cached can be stale about them).
  */
 import type { Registry } from '../ports/registry.ts';
 import type { RegistryChanges } from '../ports/registryChanges.ts';
 import { hashToken } from './tokens.ts';
 
-type Mutations = Pick<Registry, 'revokeToken' | 'deleteDevice' | 'updateDevice' | 'upsertAsset' | 'deleteAsset' | 'addMember' | 'removeMember'>;
+type Mutations = Pick<Registry, 'createDevice' | 'activate' | 'revokeToken' | 'deleteDevice' | 'updateDevice' | 'upsertAsset' | 'deleteAsset' | 'addMember' | 'removeMember'>;
 
 export function publishingRegistry<R extends Registry>(registry: R, changes: Pick<RegistryChanges, 'publish'>): R {
   const mutations: Mutations = {
+    async createDevice(input) {
+      const created = await registry.createDevice(input);
+      await changes.publish({ kind: 'device-changed', deviceId: created.device.id });
+      return created;
+    },
+    async activate(request) {
+      const activated = await registry.activate(request);
+      await changes.publish({ kind: 'device-changed', deviceId: activated.device.device.id });
+      return activated;
+    },
     async revokeToken(token) {
       const revoked = await registry.revokeToken(token);
       if (revoked) await changes.publish({ kind: 'token-revoked', tokenHash: hashToken(token) });

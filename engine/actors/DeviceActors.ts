@@ -114,6 +114,11 @@ export class DeviceActors {
     this.#actors.get(deviceId)?.invalidate();
   }
 
+  /** Forgets every device's cached profiles (registry changes may have been missed). */
+  invalidateAll(): void {
+    for (const actor of this.#actors.values()) actor.invalidate();
+  }
+
   /** Passivates actors idle for at least `idleMs`. */
   sweep(idleMs = this.#passivateAfterMs): number {
     const cutoff = this.#clock.now() - idleMs;

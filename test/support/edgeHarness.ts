@@ -18,6 +18,9 @@ import { SimulatedClock } from '../../engine/kernel/clock.ts';
 import { decodeEnvelope } from '../../engine/uplink/envelope.ts';
 import type { ProducerRecord, RecordPosition } from '../../engine/ports/log.ts';
 import type { Registry } from '../../engine/ports/registry.ts';
+import type { RegistryChanges } from '../../engine/ports/registryChanges.ts';
+import { publishingRegistry } from '../../engine/access/publishingRegistry.ts';
+import { InProcessRegistryChanges } from '../../adapters/registry-changes/InProcessRegistryChanges.ts';
 import type { RejectionRow, RejectionStore } from '../../engine/ports/rejections.ts';
 import type { StateStore } from '../../engine/ports/store.ts';
 import type { UplinkIngest } from '../../engine/uplink/UplinkIngest.ts';
@@ -110,8 +113,12 @@ export interface HarnessOptions {
   /** Bound of the real UplinkIngest. */
   maxPending?: number;
   retryAfterSeconds?: number;
-  /** Called after the edge recorded a device change in `changed`. */
+  /** Called for every device change on the harness's registry changes, after it is recorded in `changed`. */
   onDeviceChanged?(deviceId: string): void;
+  /** The registry changes the edge follows and `registry` publishes on (default: in-process ones, closed with the harness). */
+  changes?: RegistryChanges;
+  /** Cached lookups' lifetime, ms (EdgeDeps.cacheTtlMs). */
+  cacheTtlMs?: number;
   clockStart?: number;
 }
 
@@ -141,7 +148,11 @@ export class EdgeHarness {
   readonly rejections = new MemoryRejections();
   /** Envelopes the log confirmed durable, in append order. */
   readonly appended: UplinkEnvelope[] = [];
+  /** Ids of devices the registry changes said were created, changed or deleted. */
   readonly changed: string[] = [];
+  /** What the edge follows; `registry` publishes every change it makes here. */
+  readonly changes: RegistryChanges;
+  readonly #ownChanges: boolean;
   readonly errors: unknown[] = [];
   #dir: string;
   #server!: ServedEdge;
@@ -149,7 +160,14 @@ export class EdgeHarness {
 
   private constructor(options: HarnessOptions, dir: string, log: LocalLog) {
     this.clock = new SimulatedClock(options.clockStart ?? Date.UTC(2025, 0, 1));
-    this.registry = options.registry;
+    this.#ownChanges = options.changes === undefined;
+    this.changes = options.changes ?? new InProcessRegistryChanges();
+    this.registry = publishingRegistry(options.registry, this.changes);
+    this.changes.subscribe((change) => {
+      if (change.kind !== 'device-changed' && change.kind !== 'device-deleted') return;
+      this.changed.push(change.deviceId);
+      options.onDeviceChanged?.(change.deviceId);
+    });
     this.#dir = dir;
     this.log = log;
     const appended = this.appended;
@@ -175,15 +193,13 @@ export class EdgeHarness {
     await log.ensureTopics([{ name: 'uplinks', partitions: 4 }, { name: 'dead-letters', partitions: 1 }]);
     const h = new EdgeHarness(options, dir, log);
     const app = createEdgeApp({
-      registry: options.registry,
+      registry: h.registry,
+      changes: h.changes,
+      cacheTtlMs: options.cacheTtlMs,
       admission: h.intake.admission,
       store: options.store ?? emptyStore,
       rejections: h.rejections,
       clock: h.clock,
-      onDeviceChanged: (id) => {
-        h.changed.push(id);
-        options.onDeviceChanged?.(id);
-      },
       limits: options.limits,
       logger: { error: (message, fields) => h.errors.push({ message, ...fields }) },
     });
@@ -196,6 +212,7 @@ export class EdgeHarness {
     await this.#server.close();
     await this.intake.close();
     await this.log.close();
+    if (this.#ownChanges) await this.changes.close();
     rmSync(this.#dir, { recursive: true, force: true });
   }
 

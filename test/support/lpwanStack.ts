@@ -16,6 +16,8 @@ import { StaticLpwanApplications } from '../../engine/lpwan/StaticLpwanApplicati
 import type { Registry } from '../../engine/ports/registry.ts';
 import type { StateStore } from '../../engine/ports/store.ts';
 import { registryDirectory } from '../../engine/ports/registry.ts';
+import { publishingRegistry } from '../../engine/access/publishingRegistry.ts';
+import { InProcessRegistryChanges } from '../../adapters/registry-changes/InProcessRegistryChanges.ts';
 import type { UplinkPipeline } from '../../engine/uplink/pipeline/UplinkPipeline.ts';
 import { buildEngine, type Engine } from '../../app/buildEngine.ts';
 import { buildIntake, type Intake } from '../../app/buildIntake.ts';
@@ -76,7 +78,9 @@ export class LpwanStack {
 
   static async start(options: LpwanStackOptions): Promise<LpwanStack> {
     const tmp = tempDir('lpwan');
-    const registry = await createPgliteRegistry();
+    // As the service opens it: every change published, the engine's device actors following them.
+    const changes = new InProcessRegistryChanges();
+    const registry = publishingRegistry(await createPgliteRegistry(), changes);
     const log = createLocalLog({ dir: `${tmp.dir}/log` });
     await log.ensureTopics([{ name: Topics.uplinks, partitions: 2 }, { name: Topics.deadLetters, partitions: 1 }]);
     let reads = emptyReads;
@@ -93,6 +97,9 @@ export class LpwanStack {
       (stack as { rows: StateRow[] }).rows = rows;
     }
     await stack.engine.start();
+    changes.subscribe((change) => {
+      if (change.kind === 'device-changed' || change.kind === 'device-deleted') stack.pipeline.actors.invalidate(change.deviceId);
+    });
     const applications = new StaticLpwanApplications({ applications: options.applications });
     const intake = new LpwanUplinkIntake({ devices: registry, admission: stack.intake.admission, clock: systemClock });
     const app = createEdgeApp({
@@ -101,7 +108,7 @@ export class LpwanStack {
       store: reads,
       rejections: stack.rejections,
       clock: systemClock,
-      onDeviceChanged: (id) => stack.pipeline.actors.invalidate(id),
+      changes,
       limits: { maxBodyBytes: options.maxBodyBytes },
       lpwan: { applications, intake },
     });
