@@ -29,14 +29,14 @@ export async function startMqttEdge(options: {
   if (config.mqtt.url) {
     return createExternalMqtt({
       url: config.mqtt.url, shareGroup: config.mqtt.shareGroup, clientIdPrefix: config.mqtt.clientId, sessionExpirySeconds: config.mqtt.sessionExpirySeconds,
-      registry, changes, admission, clock, logger,
+      registry, changes, admission, clock, logger, cacheTtlMs: config.registryCacheTtlMs,
     });
   }
   if (config.mqtt.port < 0) return undefined;
   const tls = config.mqtt.tlsCertFile && config.mqtt.tlsKeyFile
     ? { cert: readFileSync(config.mqtt.tlsCertFile), key: readFileSync(config.mqtt.tlsKeyFile) }
     : undefined;
-  return createMqttEdge({ registry, changes, admission, clock, port: config.mqtt.port, host: config.mqtt.host, tls, logger });
+  return createMqttEdge({ registry, changes, cacheTtlMs: config.registryCacheTtlMs, admission, clock, port: config.mqtt.port, host: config.mqtt.host, tls, logger });
 }
 
 export async function serveHttpEdge(options: {
@@ -52,6 +52,7 @@ export async function serveHttpEdge(options: {
     rejections: store.rejections,
     clock,
     changes: options.changes,
+    cacheTtlMs: config.registryCacheTtlMs,
     limits: {
       maxBodyBytes: config.http.maxBodyBytes,
       rateLimit: config.http.rateLimitPerSecond > 0 ? { perSecond: config.http.rateLimitPerSecond, burst: config.http.rateLimitBurst } : undefined,

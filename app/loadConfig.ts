@@ -34,6 +34,7 @@ export const settings = {
   'clickhouse-url': ['CLICKHOUSE_URL', 'clickhouseUrl', 'string'],
   'database-url': ['DATABASE_URL', 'databaseUrl', 'string'],
   'database-schema': ['DATABASE_SCHEMA', 'databaseSchema', 'string'],
+  'registry-cache-ttl-ms': ['REGISTRY_CACHE_TTL_MS', 'registryCacheTtlMs', 'integer'],
   'clickhouse-database': ['CLICKHOUSE_DATABASE', 'clickhouseDatabase', 'string'],
   'topic-prefix': ['TOPIC_PREFIX', 'topicPrefix', 'string'],
   'lpwan-applications': ['LPWAN_APPLICATIONS_FILE', 'lpwanApplicationsFile', 'string'],

@@ -73,6 +73,12 @@ export const Config = Type.Object({
    * search_path (normally `public`). Lets several deployments or test runs share one database.
    */
   databaseSchema: Type.Optional(Type.String({ pattern: '^[a-z_][a-z0-9_]{0,62}$' })),
+  /**
+   * How long the edges (HTTP, MQTT) reuse a token's principal, a device with its assets and a
+   * membership, ms; 0 asks the registry every time. Registry changes drop what they touch at once
+   * (docs/operations.md), so this only bounds a change the feed missed. Unset: 2000.
+   */
+  registryCacheTtlMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 3_600_000 })),
   /** ClickHouse database of the states and rejections tables (chDB or server). Unset: `fleetstream`. */
   clickhouseDatabase: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,62}$' })),
   /**
