@@ -13,6 +13,8 @@ import { CommandActors } from '../engine/commands/CommandActors.ts';
 import { CommandPipeline } from '../engine/commands/CommandPipeline.ts';
 import { FleetError } from '../engine/kernel/errors.ts';
 import { registryDirectory } from '../engine/ports/registry.ts';
+import { publishingRegistry } from '../engine/access/publishingRegistry.ts';
+import { InProcessRegistryChanges } from '../adapters/registry-changes/InProcessRegistryChanges.ts';
 import { Topics } from '../schemas/messages.ts';
 import { BROKER_URL, brokerReachable, ExternalStack } from './support/externalMqttStack.ts';
 import type { SeededDevice } from './support/mqttStack.ts';
@@ -78,6 +80,24 @@ unless('mqtt-external', (await brokerReachable()) ? undefined : `no MQTT broker 
     assert.is(flaky.mqtt.stats.dropped, 0);
     await new Promise((r) => setTimeout(r, 200));
     assert.is(flaky.appended.length, 1, 'once');
+  });
+
+  up('a device deleted elsewhere: its next uplink is refused at once, though its cached copy would live 10 minutes', async () => {
+    const changes = new InProcessRegistryChanges();
+    const following = await s.instance({ shareGroup: `${s.group}-changes`, connections: 1, changes, cacheTtlMs: 600_000 });
+    const gone = await s.device('deleted-elsewhere', [{ name: 't', profile: { type: 'number' } }]);
+    const device = await s.client();
+    const topic = `device/${gone.deviceId}/asset/t/state`;
+    const mine = () => following.appended.filter((e) => e.deviceId === gone.deviceId).length;
+    await device.publishAsync(topic, json({ value: 1 }), { qos: 1 });
+    await waitFor(() => mine() === 1, 10_000, 'appended while the device exists (and now cached)');
+    const refusedBefore = following.mqtt.stats.refused;
+    assert.ok(await publishingRegistry(s.registry, changes).deleteDevice(gone.deviceId));
+    await device.publishAsync(topic, json({ value: 2 }), { qos: 1 });
+    await waitFor(() => following.mqtt.stats.refused === refusedBefore + 1, 10_000, 'the next uplink refused');
+    assert.is(mine(), 1, 'not appended');
+    await waitFor(() => s.rejections.rows.some((r) => r.deviceId === gone.deviceId && r.code === 'UNKNOWN_DEVICE'), 10_000, 'recorded as UNKNOWN_DEVICE');
+    await changes.close();
   });
 
   // ------------------------------------------------------------------ load sharing
