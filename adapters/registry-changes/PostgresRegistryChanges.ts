@@ -43,13 +43,16 @@ export interface PostgresRegistryChangesOptions {
   reconnectInitialMs?: number;
   /** Longest wait between reconnection attempts, ms. Default 2000. */
   reconnectMaxMs?: number;
-  /** Notifications kept while disconnected, sent once reconnected; the oldest is dropped beyond. Default 1000. */
+  /** Notifications waiting to be sent (kept while disconnected, sent once reconnected); the oldest is dropped beyond. Default 1000. */
   maxPending?: number;
 }
 
 /** Characters; NOTIFY's limit is 8000 bytes, the largest change here ~150. */
 export const MAX_NOTIFICATION_CHARS = 1024;
 const checkNotification = Compile(RegistryChangeNotification);
+/** Notifications per statement: NOTIFYs of one statement are delivered together, in order. */
+const MAX_BATCH = 100;
+const NOTIFY_BATCH = 'SELECT pg_notify($1, payload) FROM unnest($2::text[]) WITH ORDINALITY AS queued(payload, n) ORDER BY n';
 /** PostgreSQL truncates identifiers past 63 bytes (NAMEDATALEN - 1); pg_notify refuses them. */
 const MAX_CHANNEL = 63;
 
@@ -84,7 +87,9 @@ export class PostgresRegistryChanges implements RegistryChanges {
   readonly #listeners: Listeners<RegistryChange>;
   readonly #backoff: Backoff;
   readonly #maxPending: number;
-  readonly #pending: string[] = [];
+  /** Notifications not sent yet, oldest first; `done` resolves the publish waiting for it (at most once matters). */
+  readonly #outbox: Array<{ payload: string; done: () => void }> = [];
+  #sending = false;
   #client: pg.Client | undefined;
   #attempt = 0;
   #timer: TimerHandle | undefined;
@@ -136,40 +141,65 @@ export class PostgresRegistryChanges implements RegistryChanges {
     this.#closed = true;
     this.#timer?.cancel();
     this.#timer = undefined;
-    if (this.#pending.length > 0) {
-      this.stats.dropped += this.#pending.length;
-      this.#logger.warn('registry changes: closing with changes never sent to other processes', { count: this.#pending.length });
-      this.#pending.length = 0;
+    if (this.#outbox.length > 0) {
+      this.stats.dropped += this.#outbox.length;
+      this.#logger.warn('registry changes: closing with changes never sent to other processes', { count: this.#outbox.length });
+      for (const entry of this.#outbox.splice(0)) entry.done();
     }
     const client = this.#client;
     this.#client = undefined;
     await client?.end().catch(() => undefined);
   }
 
-  /** Sends now when connected (and nothing older waits), else keeps it for the reconnection. */
-  async #send(payload: string): Promise<void> {
-    const client = this.#client;
-    if (client === undefined || this.#pending.length > 0) {
-      this.#keep(payload);
-      return;
-    }
-    try {
-      await client.query('SELECT pg_notify($1, $2)', [this.channel, payload]);
-      this.stats.sent++;
-    } catch (error) {
-      this.#keep(payload);
-      this.#lost(client, error);
-    }
+  /**
+   * Queues the notification and resolves once it was sent, or kept for the reconnection (no
+   * connection, or the send failed): publish never waits for a database that is away.
+   */
+  #send(payload: string): Promise<void> {
+    return new Promise<void>((done) => {
+      if (this.#outbox.length >= this.#maxPending) {
+        this.#outbox.shift()!.done();
+        this.stats.dropped++;
+        this.#logger.warn('registry changes: too many changes waiting for PostgreSQL; the oldest was dropped (other processes resync when they reconnect)', { maxPending: this.#maxPending });
+      }
+      if (this.#maxPending === 0) {
+        this.stats.dropped++;
+        done();
+        return;
+      }
+      this.#outbox.push({ payload, done });
+      if (this.#client === undefined) done();
+      else this.#pump();
+    });
   }
 
-  #keep(payload: string): void {
-    if (this.#pending.length >= this.#maxPending) {
-      this.#pending.shift();
-      this.stats.dropped++;
-      this.#logger.warn('registry changes: too many changes waiting for PostgreSQL; the oldest was dropped (other processes resync when they reconnect)', { maxPending: this.#maxPending });
+  /** One sender at a time, so notifications leave in publish order; what queued meanwhile goes in one statement. */
+  #pump(): void {
+    if (this.#sending || this.#client === undefined || this.#outbox.length === 0) return;
+    this.#sending = true;
+    void this.#drain().finally(() => {
+      this.#sending = false;
+      this.#pump();
+    });
+  }
+
+  async #drain(): Promise<void> {
+    for (;;) {
+      const client = this.#client;
+      if (client === undefined || this.#outbox.length === 0) return;
+      const batch = this.#outbox.slice(0, MAX_BATCH);
+      try {
+        await client.query(NOTIFY_BATCH, [this.channel, batch.map((entry) => entry.payload)]);
+      } catch (error) {
+        // Kept for the reconnection; their publishers need not wait for it.
+        for (const entry of batch) entry.done();
+        this.#lost(client, error);
+        return;
+      }
+      this.#outbox.splice(0, batch.length);
+      this.stats.sent += batch.length;
+      for (const entry of batch) entry.done();
     }
-    if (this.#maxPending > 0) this.#pending.push(payload);
-    else this.stats.dropped++;
   }
 
   async #connect(): Promise<void> {
@@ -196,16 +226,8 @@ export class PostgresRegistryChanges implements RegistryChanges {
     }
     this.#client = client;
     this.#attempt = 0;
-    // In order, before anything published from now on (#send queues behind them).
-    while (this.#pending.length > 0 && this.#client === client) {
-      try {
-        await client.query('SELECT pg_notify($1, $2)', [this.channel, this.#pending[0]]);
-        this.#pending.shift();
-        this.stats.sent++;
-      } catch (error) {
-        this.#lost(client, error);
-      }
-    }
+    // What was published while away leaves first, in order.
+    this.#pump();
   }
 
   /** The connection of `client` is gone (error or end); ignored for a connection no longer current. */

@@ -22,7 +22,8 @@ export interface RegistryLookupsOptions {
 
 export class RegistryLookups {
   readonly #registry: RegistryLookupsOptions['registry'];
-  readonly #principals: TtlCache<string, Principal>;
+  /** Token → its principal and hash (computed on a miss, so a revocation compares strings only). */
+  readonly #principals: TtlCache<string, { principal: Principal; tokenHash: string }>;
   readonly #devices: TtlCache<string, DeviceWithAssets>;
   readonly #members: TtlCache<string, true>;
   /** Asset id → device id: an asset never moves to another device. */
@@ -40,7 +41,11 @@ export class RegistryLookups {
   /** The principal of a token; undefined for anything that is not a live token (no lookup when not token-shaped). */
   async principal(token: string | undefined): Promise<Principal | undefined> {
     if (token === undefined || tokenScope(token) === undefined) return undefined;
-    return this.#principals.getOrLoad(token, () => this.#registry.authenticate(token));
+    const entry = await this.#principals.getOrLoad(token, async () => {
+      const principal = await this.#registry.authenticate(token);
+      return principal === undefined ? undefined : { principal, tokenHash: hashToken(token) };
+    });
+    return entry?.principal;
   }
 
   /** `fresh`: skip the cache (an asset the cached copy does not know may have been added since). */
@@ -66,16 +71,14 @@ export class RegistryLookups {
   /** Drops what is cached about a device; when it was deleted, its tokens' principals too. */
   forget(deviceId: string, deleted = false): void {
     this.#devices.delete(deviceId);
-    if (deleted) this.#principals.deleteWhere((p) => p.scope === 'device' && p.subjectId === deviceId);
+    if (deleted) this.#principals.deleteWhere(({ principal }) => principal.scope === 'device' && principal.subjectId === deviceId);
   }
 
   /** Drops what a registry change touches (subscribe it to the process's RegistryChanges). */
   apply(change: RegistryChange): void {
     switch (change.kind) {
       case 'token-revoked':
-        // Keys are the tokens themselves; revocations are rare, so hashing each cached one here is
-        // cheaper than hashing every token looked up.
-        this.#principals.deleteWhere((_, token) => hashToken(token) === change.tokenHash);
+        this.#principals.deleteWhere((entry) => entry.tokenHash === change.tokenHash);
         return;
       case 'device-deleted':
         this.forget(change.deviceId, true);
