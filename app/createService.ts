@@ -109,6 +109,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     closers.add('registry', () => opened.close());
     // Every mutation publishes on `changes`; edges, engine and MQTT connections act on them.
     const { registry, changes } = opened;
+    metrics.watchRegistryChanges(changes, opened.link);
     const log = await openLog(config, clock);
     closers.add('log', () => log.close());
     const store = await openStore(config);

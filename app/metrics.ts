@@ -10,6 +10,8 @@
  * The engine never imports prom-client (test/engine-boundary.test.ts). Each service has its own
  * registry, so several services in one process (the tests) do not share counters.
  */
+import type { RegistryChanges } from '../engine/ports/registryChanges.ts';
+import type { PostgresRegistryChangesStats } from '../adapters/registry-changes/PostgresRegistryChanges.ts';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Log } from '../engine/ports/log.ts';
 import type { RejectionStore } from '../engine/ports/rejections.ts';
@@ -52,6 +54,11 @@ export interface ServiceMetrics {
   /** The engine's figures, read at scrape time: stored data points, actors, mailboxes, in flight, lag. */
   watchEngine(pipeline: UplinkPipeline, log: Pick<Log, 'endOffsets' | 'committed'>, group: string): void;
   watchMqtt(stats: MqttFigures): void;
+  /**
+   * Registry changes this process heard (its own and others'), by kind; with `link`, the figures
+   * of its connection to the other processes (PostgreSQL LISTEN/NOTIFY), read at scrape time.
+   */
+  watchRegistryChanges(changes: Pick<RegistryChanges, 'subscribe'>, link?: RegistryChangesLink): void;
   /** The exposition text for GET /metrics. */
   scrape(): Promise<{ contentType: string; body: string }>;
 }
@@ -83,6 +90,12 @@ function children<T>(make: (...values: string[]) => T): (...values: string[]) =>
 }
 
 const seconds = (startedAt: number) => (performance.now() - startedAt) / 1000;
+
+/** The connection of a process's registry changes to the other processes. */
+export interface RegistryChangesLink {
+  readonly stats: PostgresRegistryChangesStats;
+  readonly connected: boolean;
+}
 
 export function createMetrics(options: { defaultMetrics?: boolean } = {}): ServiceMetrics {
   const registry = new Registry();
@@ -229,6 +242,18 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Servi
           }));
         },
       });
+    },
+
+    watchRegistryChanges(changes, link) {
+      const heard = new Counter({ name: 'fleetstream_registry_changes_total', help: 'Registry changes heard by this process (its own and other processes\'), by kind', labelNames: ['kind'], registers });
+      const byKind = children((kind) => heard.labels(kind));
+      changes.subscribe((change) => byKind(change.kind).inc());
+      if (link === undefined) return;
+      mirroredCounter(registry, 'fleetstream_registry_changes_sent_total', 'Registry change notifications sent to other processes', () => link.stats.sent);
+      mirroredCounter(registry, 'fleetstream_registry_changes_ignored_total', 'Notifications on the registry changes channel that were not a change (malformed, forged, oversized)', () => link.stats.ignored);
+      mirroredCounter(registry, 'fleetstream_registry_changes_dropped_total', 'Registry changes of this process never sent to the others (queue full while disconnected)', () => link.stats.dropped);
+      mirroredCounter(registry, 'fleetstream_registry_changes_reconnects_total', 'Times the registry changes connection was reopened (each followed by a resync)', () => link.stats.reconnects);
+      liveGauge(registry, 'fleetstream_registry_changes_connected', '1 while the registry changes connection listens', () => (link.connected ? 1 : 0));
     },
 
     watchMqtt(stats) {

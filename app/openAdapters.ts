@@ -57,6 +57,8 @@ export interface OpenedRegistry {
   registry: Registry;
   /** This process's registry changes: its own and, for PostgreSQL, every other process's. */
   changes: RegistryChanges;
+  /** How the changes reach other processes (PostgreSQL); undefined in-process. */
+  link: PostgresRegistryChanges | undefined;
   /** Closes the registry, then the changes. */
   close(): Promise<void>;
 }
@@ -87,6 +89,7 @@ export async function openRegistry(
   return {
     registry: publishingRegistry(raw, changes),
     changes,
+    link: changes instanceof PostgresRegistryChanges ? changes : undefined,
     async close() {
       try {
         await raw.close();
