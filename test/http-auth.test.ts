@@ -124,15 +124,21 @@ function authSuite(factory: RegistryFactory) {
     }
   });
 
-  test('a revocation elsewhere applies within the cache time; deleting a device through the edge applies at once', async ({ h }) => {
+  test('a revocation the change feed did not carry applies within the cache time, one it carried at once; deleting a device through the edge applies at once', async ({ h }) => {
     const s = await h.seed([{ name: 'temperature' }]);
     const extra = await h.registry.issueToken('device', s.deviceId);
     assert.is((await h.request('GET', `/device/${s.deviceId}`, { token: extra })).status, 200);
-    await h.registry.revokeToken(extra);
+    // As by a process that died between its commit and its publish.
+    await h.unpublished.revokeToken(extra);
     // Cached principal: still served until the cache time (2 s by default) has passed.
     assert.is((await h.request('GET', `/device/${s.deviceId}`, { token: extra })).status, 200);
     h.clock.advance(2000);
     assert.is((await h.request('GET', `/device/${s.deviceId}`, { token: extra })).status, 401);
+
+    const carried = await h.registry.issueToken('device', s.deviceId);
+    assert.is((await h.request('GET', `/device/${s.deviceId}`, { token: carried })).status, 200);
+    await h.registry.revokeToken(carried);
+    assert.is((await h.request('GET', `/device/${s.deviceId}`, { token: carried })).status, 401, 'the registry change dropped the cached principal');
 
     assert.is((await h.request('GET', `/device/${s.deviceId}/assets`, { token: s.deviceToken })).status, 200);
     assert.is((await h.request('DELETE', `/device/${s.deviceId}`, { token: s.userToken })).status, 204);
@@ -140,13 +146,19 @@ function authSuite(factory: RegistryFactory) {
     assert.is(after.status, 401, 'the deleted device\'s cached token is dropped at once');
   });
 
-  test('leaving a ground applies within the cache time', async ({ h }) => {
+  test('leaving a ground applies within the cache time, at once when the change feed carried it', async ({ h }) => {
     const s = await h.seed([{ name: 'temperature' }]);
     assert.is((await h.request('GET', `/device/${s.deviceId}`, { token: s.userToken })).status, 200);
-    await h.registry.removeMember(s.groundId, s.userId);
+    await h.unpublished.removeMember(s.groundId, s.userId);
+    assert.is((await h.request('GET', `/device/${s.deviceId}`, { token: s.userToken })).status, 200, 'cached membership');
     h.clock.advance(2000);
     assert.is((await h.request('GET', `/device/${s.deviceId}`, { token: s.userToken })).status, 403);
     assert.is((await h.request('GET', `/ground/${s.groundId}/devices`, { token: s.userToken })).status, 403);
+
+    const again = await h.seed([{ name: 'temperature' }]);
+    assert.is((await h.request('GET', `/device/${again.deviceId}`, { token: again.userToken })).status, 200);
+    await h.registry.removeMember(again.groundId, again.userId);
+    assert.is((await h.request('GET', `/device/${again.deviceId}`, { token: again.userToken })).status, 403, 'the registry change dropped the cached membership');
   });
 
   return test;

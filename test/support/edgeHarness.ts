@@ -141,7 +141,10 @@ export interface Seeded {
 
 export class EdgeHarness {
   readonly clock: SimulatedClock;
+  /** Publishes every change it makes on `changes`, as the service's registry does. */
   readonly registry: Registry;
+  /** The same registry without publishing: a change made by a process that never announced it. */
+  readonly unpublished: Registry;
   readonly log: LocalLog;
   readonly intake: Intake;
   readonly ingest: UplinkIngest;
@@ -163,6 +166,7 @@ export class EdgeHarness {
     this.#ownChanges = options.changes === undefined;
     this.changes = options.changes ?? new InProcessRegistryChanges();
     this.registry = publishingRegistry(options.registry, this.changes);
+    this.unpublished = options.registry;
     this.changes.subscribe((change) => {
       if (change.kind !== 'device-changed' && change.kind !== 'device-deleted') return;
       this.changed.push(change.deviceId);
