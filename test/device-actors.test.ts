@@ -169,6 +169,25 @@ test('invalidate re-reads the device: a changed profile applies to the next upli
   actors.stop();
 });
 
+test('invalidateAll re-reads every device (registry changes may have been missed)', async () => {
+  const { directory, sink, actors } = setup();
+  for (const id of ['a', 'b']) directory.devices.set(id, device(id, { type: 'integer', maximum: 10 }));
+  actors.dispatch(work('a', 50));
+  actors.dispatch(work('b', 50));
+  await flush();
+  assert.equal(sink.seen.map((s) => s.codes), [['PROFILE_VIOLATION'], ['PROFILE_VIOLATION']]);
+  for (const id of ['a', 'b']) directory.devices.set(id, device(id, { type: 'integer', maximum: 100 }));
+  actors.dispatch(work('a', 50));
+  await flush();
+  assert.equal(sink.seen[2].codes, ['PROFILE_VIOLATION'], 'still the compiled profile before');
+  actors.invalidateAll();
+  actors.dispatch(work('a', 50));
+  actors.dispatch(work('b', 50));
+  await flush();
+  assert.equal(sink.seen.slice(3).map((s) => s.rows), [[50], [50]]);
+  actors.stop();
+});
+
 test('a device whose profile cannot compile rejects uplinks instead of stopping the engine', async () => {
   const { directory, sink, actors } = setup();
   directory.devices.set('bad', device('bad', { type: 'no-such-type' }));
