@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import * as assert from 'uvu/assert';
 import { systemClock } from '../engine/kernel/clock.ts';
+import { silentLogger } from '../engine/kernel/logger.ts';
 import type { RegistryChanges } from '../engine/ports/registryChanges.ts';
 import { InProcessRegistryChanges } from '../adapters/registry-changes/InProcessRegistryChanges.ts';
 import { changesChannel, PostgresRegistryChanges } from '../adapters/registry-changes/PostgresRegistryChanges.ts';
@@ -86,6 +87,26 @@ withEnv('postgres registry changes', ['DATABASE_URL_TEST'], 'a PostgreSQL server
     }
   });
 
+  specifics('a flood of bad notifications is counted, warned about at most once a second, and does not stop valid ones', async () => {
+    const schema = `changes_f_${randomBytes(4).toString('hex')}`;
+    const warnings: unknown[] = [];
+    const logger = { ...silentLogger, warn: (message: string, fields?: Record<string, unknown>) => { warnings.push({ message, ...fields }); } };
+    const a = await PostgresRegistryChanges.open({ url, schema, clock: systemClock, logger });
+    try {
+      const heard: unknown[] = [];
+      a.subscribe((c) => heard.push(c));
+      await admin((c) => c.query("SELECT pg_notify($1, 'x' || n) FROM generate_series(1, 500) AS n", [changesChannel(schema)]));
+      await admin((c) => c.query('SELECT pg_notify($1, $2)', [changesChannel(schema), JSON.stringify({ v: 1, origin: 'elsewhere', change: { kind: 'resync' } })]));
+      const deadline = Date.now() + 5000;
+      while (heard.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      assert.equal(heard, [{ kind: 'resync' }]);
+      assert.is(a.stats.ignored, 500);
+      assert.ok(warnings.length >= 1 && warnings.length <= 2, `${warnings.length} warnings`);
+    } finally {
+      await a.close();
+    }
+  });
+
   specifics('an unreachable database fails open() with UNAVAILABLE', async () => {
     const error = await PostgresRegistryChanges.open({ url: 'postgres://postgres@127.0.0.1:1/postgres', clock: systemClock, connectTimeoutMs: 1000 }).then(() => undefined, (e: unknown) => e);
     assert.is((error as { code?: string }).code, 'UNAVAILABLE');
@@ -111,4 +132,6 @@ withEnv('postgres registry changes', ['DATABASE_URL_TEST'], 'a PostgreSQL server
     }
     assert.is(a.stats.dropped, 5, 'closing before reconnecting drops the three kept');
   });
+
+  specifics.run();
 });
