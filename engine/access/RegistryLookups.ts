@@ -8,7 +8,7 @@
  */
 import type { Clock } from '../kernel/clock.ts';
 import type { DeviceWithAssets, Principal, Registry } from '../ports/registry.ts';
-import { tokenScope } from './tokens.ts';
+import { hashToken, tokenScope } from './tokens.ts';
 import { TtlCache } from '../kernel/TtlCache.ts';
 
 export interface RegistryLookupsOptions {
@@ -65,5 +65,15 @@ export class RegistryLookups {
   forget(deviceId: string, deleted = false): void {
     this.#devices.delete(deviceId);
     if (deleted) this.#principals.deleteWhere((p) => p.scope === 'device' && p.subjectId === deviceId);
+  }
+
+  /** Drops the principal of a revoked token, known by its hash (engine/ports/registryChanges.ts). */
+  forgetToken(tokenHash: string): void {
+    this.#principals.deleteWhere((_p, token) => hashToken(token) === tokenHash);
+  }
+
+  /** Drops a cached membership (a user left or joined a ground). */
+  forgetMembership(groundId: string, userId: string): void {
+    this.#members.delete(`${groundId}/${userId}`);
   }
 }
