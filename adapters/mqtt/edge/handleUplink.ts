@@ -70,8 +70,9 @@ export function handlePublishFrame(conn: EdgeConnection, first: number, body: Bu
   }
   let slot: AckSlot | undefined;
   if (publish.qos > 0) {
-    // Reading pauses at Receive Maximum; what one chunk held beyond it is still taken, a client that keeps going is not.
-    if (conn.acks.length >= limits.receiveMaximum * 4) return conn.protocolError(Reason.RECEIVE_MAXIMUM_EXCEEDED, 'too many publishes awaiting acknowledgement');
+    // Reading pauses at Receive Maximum; what the chunk being read holds beyond it is still taken (bounded by
+    // the socket's read size). mqtt.js, among others, does not keep to the server's Receive Maximum, so
+    // exceeding it pauses the client instead of disconnecting it with 0x93.
     slot = { packetId: publish.packetId, ready: false, done: false };
     conn.acks.push(slot);
     if (conn.acks.length >= limits.receiveMaximum) conn.pause('inflight');
