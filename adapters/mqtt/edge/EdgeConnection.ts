@@ -70,6 +70,12 @@ export class EdgeConnection implements SessionHolder {
   #parser: ReturnType<typeof mqttPacket.parser> | undefined;
   #pausedFor = new Set<'inflight' | 'write' | 'auth'>();
   #corked = false;
+  /**
+   * Set when the edge closes the connection (a violation, a revoked token): uplinks read but not yet
+   * admitted are dropped. A client that closes (DISCONNECT, or the socket) still has what it sent
+   * before admitted — a QoS 0 publish followed at once by DISCONNECT is not lost.
+   */
+  discardUplinks = false;
   /** Close once these acknowledgements are written (refusal allowance used up). */
   closeAfterAcks: { reason: number; text: string } | undefined;
 
@@ -218,6 +224,7 @@ export class EdgeConnection implements SessionHolder {
   /** SessionHolder: DISCONNECT with a reason code first when the client speaks MQTT 5 and is connected ([MQTT-4.13.1-1]), then close. */
   disconnect(reason: number, text: string): void {
     if (this.phase === 'closed') return;
+    this.discardUplinks = true;
     if (this.v5 && this.phase === 'open') {
       this.write(mqttPacket.generate({ cmd: 'disconnect', reasonCode: reason, properties: { reasonString: text.slice(0, 200) } }, { protocolVersion: 5 }));
     }
@@ -249,7 +256,7 @@ export class EdgeConnection implements SessionHolder {
     }
     for (const slot of this.acks) slot.done = true;
     this.acks.length = 0;
-    this.uplinks.length = 0;
+    if (this.discardUplinks) this.uplinks.length = 0;
     this.backlog = [];
     this.commandAcks.clear();
     if (this.session !== undefined) this.ctx.sessions.release(this.session, this);

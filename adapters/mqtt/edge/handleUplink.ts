@@ -91,7 +91,7 @@ export function handlePublishFrame(conn: EdgeConnection, first: number, body: Bu
 /** Hands read uplinks to admission in order; only a device lookup that is not cached makes it wait. */
 function drain(conn: EdgeConnection): void {
   if (conn.uplinkBusy) return;
-  while (conn.uplinks.length > 0 && conn.phase === 'open') {
+  while (conn.uplinks.length > 0 && !conn.discardUplinks) {
     const deviceId = conn.deviceId;
     const now = conn.ctx.clock.now();
     if (deviceId !== undefined && (conn.device === undefined || now - conn.deviceAt > conn.ctx.cacheTtlMs)) {
@@ -117,7 +117,7 @@ function drain(conn: EdgeConnection): void {
 
 function decideNext(conn: EdgeConnection, device: DeviceWithAssets | undefined): void {
   const pending = conn.uplinks.shift();
-  if (pending === undefined || conn.phase !== 'open') return;
+  if (pending === undefined || conn.discardUplinks) return;
   const { publish } = pending;
   const principal = conn.principal!;
   const decision = authorizeUplink(principal, publish.topic, device);
