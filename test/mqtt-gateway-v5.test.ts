@@ -7,6 +7,8 @@ import { suite } from './support/suite.ts';
 import * as assert from 'uvu/assert';
 import { encode as cborEncode } from 'cbor-x';
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
+import { connect as tcpConnect } from 'node:net';
+import mqttPacket from 'mqtt-packet';
 import { MqttStack, subackCodes, type SeededDevice } from './support/mqttStack.ts';
 import { waitFor } from './support/tmp.ts';
 
@@ -268,9 +270,7 @@ sessions('a refused QoS 1 publish sent again after a reconnect (DUP, same packet
     await gone;
     assert.is(strict.rejections.rows.length, 1);
     // A client that lost the PUBACK resends with DUP and the same packet id: answered, not recorded again.
-    const raw = await import('node:net');
-    const mqttPacket = (await import('mqtt-packet')).default;
-    const socket = raw.connect(strict.edge.port, '127.0.0.1');
+    const socket = tcpConnect(strict.edge.port, '127.0.0.1');
     await new Promise((r) => socket.once('connect', r));
     const acks: number[] = [];
     const parser = mqttPacket.parser({ protocolVersion: 4 });
@@ -281,7 +281,7 @@ sessions('a refused QoS 1 publish sent again after a reconnect (DUP, same packet
     await waitFor(() => acks.length === 1, 3000, 'first answer');
     socket.destroy();
     await waitFor(() => strict.edge.stats.connected === 0, 3000, 'closed');
-    const again = raw.connect(strict.edge.port, '127.0.0.1');
+    const again = tcpConnect(strict.edge.port, '127.0.0.1');
     await new Promise((r) => again.once('connect', r));
     again.on('data', (chunk) => parser.parse(chunk));
     again.write(mqttPacket.generate({ cmd: 'connect', clientId: 'dup-client', clean: false, username: d.token, protocolVersion: 4, keepalive: 0 } as mqttPacket.IConnectPacket));
