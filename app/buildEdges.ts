@@ -10,6 +10,7 @@ import { LpwanUplinkIntake } from '../engine/lpwan/LpwanUplinkIntake.ts';
 import type { StaticLpwanApplications } from '../engine/lpwan/StaticLpwanApplications.ts';
 import type { Registry } from '../engine/ports/registry.ts';
 import type { UplinkAdmissionPort } from '../engine/ports/uplinkAdmission.ts';
+import type { RegistryChanges } from '../engine/ports/registryChanges.ts';
 import type { EdgeCommands } from '../adapters/http/commandRoutes.ts';
 import { createEdgeApp, type EdgeObserver } from '../adapters/http/createEdgeApp.ts';
 import { serveEdge, type ServedEdge } from '../adapters/http/serveEdge.ts';
@@ -23,8 +24,10 @@ export type MqttGateway = Pick<MqttEdge, 'commands' | 'publishStates' | 'close' 
 /** The MQTT edge the configuration asks for: an external broker (MQTT_URL), the embedded one, or none (port < 0). */
 export async function startMqttEdge(options: {
   config: Config; registry: Registry; admission: UplinkAdmissionPort; clock: Clock; logger: Logger;
+  /** Registry changes the embedded edge acts on (closing connections of revoked tokens, deleted devices). */
+  changes?: RegistryChanges;
 }): Promise<MqttGateway | undefined> {
-  const { config, registry, admission, clock, logger } = options;
+  const { config, registry, admission, clock, logger, changes } = options;
   if (config.mqtt.url) {
     return createExternalMqtt({
       url: config.mqtt.url, shareGroup: config.mqtt.shareGroup, clientIdPrefix: config.mqtt.clientId, sessionExpirySeconds: config.mqtt.sessionExpirySeconds,
@@ -35,7 +38,7 @@ export async function startMqttEdge(options: {
   const tls = config.mqtt.tlsCertFile && config.mqtt.tlsKeyFile
     ? { cert: readFileSync(config.mqtt.tlsCertFile), key: readFileSync(config.mqtt.tlsKeyFile) }
     : undefined;
-  return createMqttEdge({ registry, admission, clock, port: config.mqtt.port, host: config.mqtt.host, tls, logger });
+  return createMqttEdge({ registry, admission, clock, port: config.mqtt.port, host: config.mqtt.host, tls, logger, changes });
 }
 
 export async function serveHttpEdge(options: {

@@ -67,7 +67,6 @@ export class EdgeConnection implements SessionHolder {
   /** Outbound QoS 1 commands awaiting the client's PUBACK: packet id → told when it comes. */
   readonly commandAcks = new Map<number, () => void>();
   #nextPacketId = 0;
-  #parser: ReturnType<typeof mqttPacket.parser> | undefined;
   #pausedFor = new Set<'inflight' | 'write' | 'auth'>();
   #corked = false;
   /**
@@ -174,8 +173,8 @@ export class EdgeConnection implements SessionHolder {
 
   /** Parses a complete packet with mqtt-packet; closes the connection and returns undefined when it is malformed. */
   parse(first: number, body: Buffer): mqttPacket.Packet | undefined {
-    this.#parser ??= mqttPacket.parser({ protocolVersion: this.version || 4 });
-    const parser = this.#parser;
+    // A parser per packet: complete packets only reach it, and a connection keeps none between packets.
+    const parser = mqttPacket.parser({ protocolVersion: this.version || 4 });
     let result: mqttPacket.Packet | undefined;
     let failure: Error | undefined;
     const onPacket = (p: mqttPacket.Packet) => { result = p; };
