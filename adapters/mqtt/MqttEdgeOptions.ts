@@ -35,6 +35,8 @@ export interface MqttEdgeOptions {
   maxUnauthenticated?: number;
   /** QoS 1 uplinks of one connection awaiting their PUBACK (MQTT 5 Receive Maximum); reading pauses at the bound. Default 32. */
   receiveMaximum?: number;
+  /** Uplinks of all connections handed to admission and not yet answered; at the bound connections stop reading until there is room. Default 2048 (below UplinkIngest's maxPending, 4096). */
+  maxAdmissionsInFlight?: number;
   /** Bytes queued for one connection's socket before its QoS 0 feed messages are dropped (counted) and reading pauses. Default 262 144. */
   maxOutboundBytes?: number;
   /** MQTT 5 Topic Alias Maximum offered to clients. Default 16. */
@@ -55,7 +57,7 @@ export interface MqttEdgeOptions {
 /** Every limit resolved to its value. */
 export type MqttEdgeLimits = Required<Pick<MqttEdgeOptions,
   | 'maxPayloadBytes' | 'maxPacketBytes' | 'preAuthMaxPacketBytes' | 'connectTimeoutMs' | 'maxConnections' | 'maxUnauthenticated'
-  | 'receiveMaximum' | 'maxOutboundBytes' | 'topicAliasMaximum' | 'maxSessionExpirySeconds' | 'maxSessions' | 'maxRefusals' | 'ackTimeoutMs'>>;
+  | 'receiveMaximum' | 'maxAdmissionsInFlight' | 'maxOutboundBytes' | 'topicAliasMaximum' | 'maxSessionExpirySeconds' | 'maxSessions' | 'maxRefusals' | 'ackTimeoutMs'>>;
 
 export function edgeLimits(o: MqttEdgeOptions): MqttEdgeLimits {
   return {
@@ -66,6 +68,7 @@ export function edgeLimits(o: MqttEdgeOptions): MqttEdgeLimits {
     maxConnections: o.maxConnections ?? 100_000,
     maxUnauthenticated: o.maxUnauthenticated ?? 1024,
     receiveMaximum: Math.min(65_535, Math.max(1, o.receiveMaximum ?? 32)),
+    maxAdmissionsInFlight: o.maxAdmissionsInFlight ?? 2048,
     maxOutboundBytes: o.maxOutboundBytes ?? 256 * 1024,
     topicAliasMaximum: Math.min(65_535, o.topicAliasMaximum ?? 16),
     maxSessionExpirySeconds: o.maxSessionExpirySeconds ?? 86_400,

@@ -28,6 +28,7 @@ import { EdgeCommandTransport } from './edge/EdgeCommandTransport.ts';
 import type { EdgeContext, MqttEdgeStats } from './edge/EdgeContext.ts';
 import { Reason } from './edge/reasonCodes.ts';
 import { Sessions } from './edge/Sessions.ts';
+import { AdmissionGate } from './edge/AdmissionGate.ts';
 
 export type { MqttEdgeOptions } from './MqttEdgeOptions.ts';
 export type { MqttEdgeStats } from './edge/EdgeContext.ts';
@@ -62,6 +63,7 @@ export async function createMqttEdge(options: MqttEdgeOptions): Promise<MqttEdge
 
   const ctx: EdgeContext = {
     limits, clock, logger, access, admission: options.admission, sessions, stats: counters, cacheTtlMs,
+    gate: new AdmissionGate(limits.maxAdmissionsInFlight),
     authenticated: (conn) => { unauthenticated.delete(conn); },
     closed: (conn) => { connections.delete(conn); unauthenticated.delete(conn); },
     reachable: (deviceId) => transport.reachable(deviceId),

@@ -31,6 +31,8 @@ const PINGREQ = 12;
 const DISCONNECT = 14;
 
 type Phase = 'new' | 'authenticating' | 'open' | 'closed';
+/** inflight: Receive Maximum of PUBACKs owed; admitting: uplinks of this connection at admission; gate: all connections' (AdmissionGate); write: the socket's outbound queue; auth: CONNECT being checked. */
+type PauseReason = 'inflight' | 'admitting' | 'gate' | 'write' | 'auth';
 
 export class EdgeConnection implements SessionHolder {
   readonly ctx: EdgeContext;
@@ -60,6 +62,10 @@ export class EdgeConnection implements SessionHolder {
   /** Uplinks read but not yet handed to admission (a device lookup is under way). */
   readonly uplinks: PendingUplink[] = [];
   uplinkBusy = false;
+  /** Uplinks of this connection handed to admission and not yet answered. */
+  admitting = 0;
+  /** Waiting for room at the AdmissionGate. */
+  gateWaiting = false;
   /** Packets read while CONNECT was being authenticated. */
   backlog: { first: number; body: Buffer }[] = [];
   /** Control packets (SUBSCRIBE, UNSUBSCRIBE) are handled one after the other. */
@@ -67,7 +73,7 @@ export class EdgeConnection implements SessionHolder {
   /** Outbound QoS 1 commands awaiting the client's PUBACK: packet id → told when it comes. */
   readonly commandAcks = new Map<number, () => void>();
   #nextPacketId = 0;
-  #pausedFor = new Set<'inflight' | 'write' | 'auth'>();
+  #pausedFor = new Set<PauseReason>();
   #corked = false;
   /**
    * Set when the edge closes the connection (a violation, a revoked token): uplinks read but not yet
@@ -282,12 +288,12 @@ export class EdgeConnection implements SessionHolder {
     this.socket.uncork();
   }
 
-  pause(why: 'inflight' | 'write' | 'auth'): void {
+  pause(why: PauseReason): void {
     if (this.#pausedFor.size === 0) this.socket.pause();
     this.#pausedFor.add(why);
   }
 
-  resume(why: 'inflight' | 'write' | 'auth'): void {
+  resume(why: PauseReason): void {
     if (!this.#pausedFor.delete(why) || this.#pausedFor.size > 0 || this.phase === 'closed') return;
     this.socket.resume();
   }

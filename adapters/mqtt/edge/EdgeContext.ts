@@ -7,6 +7,7 @@ import type { RegistryLookups } from '../../../engine/access/RegistryLookups.ts'
 import type { UplinkAdmissionPort } from '../../../engine/ports/uplinkAdmission.ts';
 import type { MqttEdgeLimits } from '../MqttEdgeOptions.ts';
 import type { Sessions } from './Sessions.ts';
+import type { AdmissionGate } from './AdmissionGate.ts';
 import type { EdgeConnection } from './EdgeConnection.ts';
 
 export interface MqttEdgeStats {
@@ -34,6 +35,7 @@ export interface EdgeContext {
   readonly access: RegistryLookups;
   readonly admission: UplinkAdmissionPort;
   readonly sessions: Sessions;
+  readonly gate: AdmissionGate;
   readonly stats: Required<Omit<MqttEdgeStats, 'connected' | 'unauthenticated'>>;
   /** Cached device lookups are reused this long, ms. */
   readonly cacheTtlMs: number;

@@ -85,13 +85,26 @@ export function handlePublishFrame(conn: EdgeConnection, first: number, body: Bu
     }
   }
   conn.uplinks.push({ publish, slot, refreshed: false });
+  // QoS 0 too: a connection has at most Receive Maximum uplinks read and not yet admitted.
+  if (conn.uplinks.length + conn.admitting >= limits.receiveMaximum) conn.pause('admitting');
   drain(conn);
 }
 
 /** Hands read uplinks to admission in order; only a device lookup that is not cached makes it wait. */
 function drain(conn: EdgeConnection): void {
-  if (conn.uplinkBusy) return;
+  if (conn.uplinkBusy || conn.gateWaiting) return;
+  const { gate } = conn.ctx;
   while (conn.uplinks.length > 0 && !conn.discardUplinks) {
+    if (!gate.open) {
+      conn.gateWaiting = true;
+      conn.pause('gate');
+      gate.wait(() => {
+        conn.gateWaiting = false;
+        conn.resume('gate');
+        drain(conn);
+      });
+      return;
+    }
     const deviceId = conn.deviceId;
     const now = conn.ctx.clock.now();
     if (deviceId !== undefined && (conn.device === undefined || now - conn.deviceAt > conn.ctx.cacheTtlMs)) {
@@ -138,7 +151,16 @@ function decideNext(conn: EdgeConnection, device: DeviceWithAssets | undefined):
     return refuseHere(conn, pending, { ok: false, code: 'MALFORMED_PAYLOAD', reason: 'Payload Format Indicator says UTF-8; the payload is not' });
   }
   const submission = { channel: 'mqtt' as const, contentType: payloadCheck.value, deviceId: target.deviceId, asset: target.asset, body: new Uint8Array(publish.payload) };
+  const { gate, limits } = conn.ctx;
+  gate.inflight++;
+  conn.admitting++;
+  const settled = () => {
+    conn.admitting--;
+    if (conn.uplinks.length + conn.admitting < limits.receiveMaximum) conn.resume('admitting');
+    gate.done();
+  };
   conn.ctx.admission.admit(device!, submission).then((outcome) => {
+    settled();
     if (outcome.status === 'accepted') {
       conn.ctx.stats.accepted++;
       if (pending.slot !== undefined) answerSlot(conn, pending.slot, publish.qos === 2 ? pubrec(publish.packetId) : undefined);
@@ -148,8 +170,21 @@ function decideNext(conn: EdgeConnection, device: DeviceWithAssets | undefined):
     const first = outcome.rejections[0];
     refused(conn, pending, { ok: false, code: first.code, reason: first.reason });
   }, (error: unknown) => {
-    // Not acknowledged: the client sends its unacknowledged QoS 1 messages again after reconnecting.
+    settled();
     const failure = toFleetError(error, 'UNAVAILABLE');
+    if (failure.code === 'BACKPRESSURE' && !conn.discardUplinks) {
+      // The log intake is full (other edges share it): this connection waits a little and tries again.
+      conn.uplinks.unshift(pending);
+      conn.pause('gate');
+      conn.gateWaiting = true;
+      conn.ctx.clock.setTimeout(() => {
+        conn.gateWaiting = false;
+        conn.resume('gate');
+        drain(conn);
+      }, 20);
+      return;
+    }
+    // Not acknowledged: the client sends its unacknowledged QoS 1 messages again after reconnecting.
     conn.ctx.logger.warn('mqtt: uplink not accepted by the log; closing the connection', { clientId: conn.session?.clientId, code: failure.code });
     conn.ctx.stats.disconnected++;
     conn.disconnect(Reason.SERVER_BUSY, 'the log is not accepting uplinks; send again later');
