@@ -2,14 +2,16 @@
  * MQTT ingest and command delivery on loopback, Fleetstream against Mosquitto measured in the same
  * run. Not part of the test suite.
  *
- *   npx node bench/mqtt.bench.ts [messages=20000] [clients=100,1000] [commands=200] [limitSeconds=60] [externalConnections]
+ *   npx node bench/mqtt.bench.ts [messages=20000] [clients=100,1000] [commands=200] [limitSeconds=60] [externalConnections|-]
+ *     [versions=4,5] [external=on|off] [rssConnections=10000]
  *
- * Ingest, for each client count and QoS 0 / QoS 1: `clients` MQTT connections publish `messages`
+ * Ingest, for each client count, MQTT version (4 = 3.1.1, 5) and QoS 0 / QoS 1: `clients` MQTT
+ * connections of that version (to Mosquitto and to the edge alike) publish `messages`
  * asset states in all (`{value}` on `device/<id>/asset/t/state`, one device per connection); at
  * QoS 1 each connection waits for its PUBACK before the next publish (one in flight per client).
  *   - Mosquitto (127.0.0.1:1883, the baseline broker): publish → receipt by a subscriber (four
  *     connections in one shared subscription, at the scenario's QoS).
- *   - Fleetstream embedded edge (Aedes, device-token auth, ACL, payload check): publish → durably
+ *   - Fleetstream embedded edge (device-token auth, ACL, payload check): publish → durably
  *     appended to topic `uplinks` in the local log; at QoS 1 that is the PUBACK the client receives.
  *   - Fleetstream external broker mode: devices publish to Mosquitto, Fleetstream's shared
  *     subscriptions take the messages, publish → durably appended (the device's PUBACK comes from
@@ -21,14 +23,23 @@
  * Command delivery latency, one command at a time, `commands` times:
  *   - Mosquitto: a client publishes `{value, at}` at QoS 1 → a subscribed client receives it.
  *   - Fleetstream: a command record is appended to topic `commands` → CommandPipeline → command
- *     actor → Aedes publish → the device's subscribed client receives it (the request reaches the
+ *     actor → edge PUBLISH → the device's subscribed client receives it (the request reaches the
  *     engine thread by postMessage, a few µs of the figure).
+ *
+ *   - Fleetstream edge alone: CommandTransport.deliver (what a command actor calls) → the device's
+ *     subscribed client receives it.
+ *
+ * Memory per connected device: `rssConnections` raw MQTT 3.1.1 connections (a child process holds
+ * the client sockets) each CONNECT with a device token and SUBSCRIBE to its command topic; the
+ * figure is the growth of this process's RSS (the edge runs here) and of Mosquitto's (VmRSS in
+ * /proc, when readable) with the same connections, scaled to 10 000.
  *
  * Fleetstream (edge, log, engine) runs in a worker thread; every MQTT client runs in the main thread
  * for both brokers, so the load generator's cost is the same on both sides.
  */
 import mqtt, { type MqttClient } from 'mqtt';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isMainThread, parentPort, Worker } from 'node:worker_threads';
@@ -46,8 +57,8 @@ import { Topics } from '../schemas/messages.ts';
 
 const MOSQUITTO = 'mqtt://127.0.0.1:1883';
 
-interface Device { id: string; token: string }
-type ToWorker = { type: 'count' } | { type: 'command'; deviceId: string; value: number } | { type: 'external'; on: boolean; connections?: number } | { type: 'stop' };
+interface Device { id: string; token: string; ledId: string }
+type ToWorker = { type: 'count' } | { type: 'command'; deviceId: string; value: number } | { type: 'deliver'; device: Device; value: number } | { type: 'external'; on: boolean; connections?: number } | { type: 'stop' };
 type FromWorker = { type: 'ready'; port: number; devices: Device[] } | { type: 'count'; appended: number } | { type: 'external' } | { type: 'stopped' };
 
 // ---------------------------------------------------------------- Fleetstream (worker thread)
@@ -63,7 +74,7 @@ async function engineThread(deviceCount: number): Promise<void> {
       groundId: ground.id, name: `bench-${i}`,
       assets: [{ name: 't', is: 'sensor', profile: { type: 'number' } }, { name: 'led', is: 'actuator', profile: { type: 'number' } }],
     });
-    devices.push({ id: device.id, token });
+    devices.push({ id: device.id, token, ledId: device.assets.find((a) => a.name === 'led')!.id });
   }
   const log = createLocalLog({ dir: join(dir, 'log') });
   await log.ensureTopics([{ name: Topics.uplinks, partitions: 8 }, { name: Topics.commands, partitions: 2 }, { name: Topics.deadLetters, partitions: 1 }]);
@@ -85,6 +96,10 @@ async function engineThread(deviceCount: number): Promise<void> {
     else if (m.type === 'command') {
       const record = { id: newId(), deviceId: m.deviceId, asset: 'led', value: m.value, issuer: 'app:bench', issuedAt: Date.now() };
       await log.append(Topics.commands, [{ key: m.deviceId, value: new TextEncoder().encode(JSON.stringify(record)) }]);
+    } else if (m.type === 'deliver') {
+      // The edge alone: CommandTransport.deliver as a command actor calls it.
+      const payload = new TextEncoder().encode(JSON.stringify({ value: m.value, at: new Date().toISOString() }));
+      void edge.commands.deliver({ commandId: newId(), deviceId: m.device.id, asset: { id: m.device.ledId, name: 'led' }, payload });
     } else if (m.type === 'external') {
       if (m.on) external = await createExternalMqtt({ url: MOSQUITTO, registry, admission, clock: systemClock, shareGroup: `fsbench-${process.pid}`, connections: m.connections });
       else await external?.close();
@@ -109,12 +124,12 @@ interface Outcome { rate: number; received: number; total: number; p50?: number;
 
 const percentile = (sorted: number[], q: number) => (sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]);
 
-async function connectAll(url: string, count: number, auth: (i: number) => string | undefined): Promise<MqttClient[]> {
+async function connectAll(url: string, count: number, auth: (i: number) => string | undefined, protocolVersion: 4 | 5 = 4): Promise<MqttClient[]> {
   const clients: MqttClient[] = [];
   for (let i = 0; i < count; i += 50) {
     const batch = await Promise.all(Array.from({ length: Math.min(50, count - i) }, (_, k) => {
       const token = auth(i + k);
-      return mqtt.connectAsync(url, { username: token, password: token, reconnectPeriod: 0, connectTimeout: 20_000, keepalive: 120 }, false);
+      return mqtt.connectAsync(url, { username: token, password: token, reconnectPeriod: 0, connectTimeout: 20_000, keepalive: 120, protocolVersion }, false);
     }));
     clients.push(...batch);
   }
@@ -174,12 +189,82 @@ async function drive(clients: MqttClient[], topicOf: (i: number) => string, tota
   return { rate: count / seconds, received: count, total: sent, p50: latencies.length ? percentile(latencies, 0.5) : undefined, p99: latencies.length ? percentile(latencies, 0.99) : undefined };
 }
 
+/** Mosquitto's pid when this machine runs one whose /proc entry is readable. */
+function mosquittoProcess(): number | undefined {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'mosquitto') return Number(entry);
+    } catch { /* gone, or not ours to read */ }
+  }
+  return undefined;
+}
+
+function vmRss(pid: number): number {
+  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return match === null ? 0 : Number(match[1]) * 1024;
+}
+
+/**
+ * Peak growth of `rss()` while `count` raw MQTT 3.1.1 connections (held by a child process) CONNECT
+ * and SUBSCRIBE to a command topic, until all are answered.
+ */
+async function rssOf(port: number, count: number, device: (i: number) => Device | undefined, rss: () => number): Promise<number> {
+  const before = rss();
+  let peak = before;
+  const sampler = setInterval(() => { peak = Math.max(peak, rss()); }, 20);
+  const script = `
+    const net = require('node:net');
+    const [port, count, devices] = JSON.parse(process.argv[1]);
+    const str = (s) => { const b = Buffer.from(s); return Buffer.concat([Buffer.from([b.length >> 8, b.length & 255]), b]); };
+    const packet = (first, body) => { const len = []; let n = body.length; do { let x = n % 128; n = Math.floor(n / 128); if (n) x |= 128; len.push(x); } while (n); return Buffer.concat([Buffer.from([first, ...len]), body]); };
+    let ready = 0;
+    const sockets = [];
+    const one = (i) => new Promise((resolve) => {
+      const d = devices.length ? devices[i % devices.length] : undefined;
+      const s = net.connect(port, '127.0.0.1');
+      sockets.push(s);
+      let got = 0;
+      s.on('data', (b) => { got += b.length; if (got >= 9) { ready++; resolve(); } });
+      s.on('error', () => resolve());
+      s.on('close', () => resolve());
+      s.on('connect', () => {
+        const flags = d ? 0x82 : 0x02;
+        const connect = Buffer.concat([str('MQTT'), Buffer.from([4, flags, 0, 0]), str('rss-' + i), ...(d ? [str(d.token)] : [])]);
+        const topic = 'device/' + (d ? d.id : 'x' + i) + '/asset/+/command';
+        s.write(Buffer.concat([packet(0x10, connect), packet(0x82, Buffer.concat([Buffer.from([0, 1]), str(topic), Buffer.from([1])]))]));
+      });
+    });
+    (async () => {
+      for (let i = 0; i < count; i += 250) await Promise.all(Array.from({ length: Math.min(250, count - i) }, (_, k) => one(i + k)));
+      process.stdout.write(JSON.stringify({ ready }) + '\\n');
+      process.stdin.on('data', () => process.exit(0));
+    })();`;
+  const devices = Array.from({ length: Math.min(count, 1000) }, (_, i) => device(i)).filter((d) => d !== undefined);
+  const child = spawn(process.execPath, ['-e', script, JSON.stringify([port, count, devices])], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const line = await new Promise<string>((resolve) => {
+    let out = '';
+    child.stdout.on('data', (d) => { out += d; if (out.includes('\n')) resolve(out); });
+  });
+  await new Promise((r) => setTimeout(r, 500));
+  clearInterval(sampler);
+  peak = Math.max(peak, rss());
+  const { ready } = JSON.parse(line) as { ready: number };
+  child.stdin.write('x');
+  await new Promise((r) => child.once('exit', r));
+  if (ready < count) console.log(`  (${ready}/${count} connections answered)`);
+  return peak - before;
+}
+
 async function main(): Promise<void> {
   const total = Number(process.argv[2] ?? 20_000);
   const clientCounts = (process.argv[3] ?? '100,1000').split(',').map(Number);
   const commandCount = Number(process.argv[4] ?? 200);
   const limitMs = Number(process.argv[5] ?? 60) * 1000;
-  const externalConnections = process.argv[6] === undefined ? undefined : Number(process.argv[6]);
+  const externalConnections = process.argv[6] === undefined || process.argv[6] === '-' ? undefined : Number(process.argv[6]);
+  const versions = (process.argv[7] ?? '4,5').split(',').map(Number) as (4 | 5)[];
+  const withExternal = (process.argv[8] ?? 'on') !== 'off';
+  const rssConnections = Number(process.argv[9] ?? 10_000);
   const maxClients = Math.max(...clientCounts);
   const run = `fsbench-${process.pid}-${newId().slice(0, 6)}`;
 
@@ -199,14 +284,14 @@ async function main(): Promise<void> {
   const fmt = (o: Outcome) => `${o.rate.toFixed(0).padStart(7)} msg/s${o.received < o.total ? ` (${o.received}/${o.total} arrived)` : ''}`
     + (o.p50 !== undefined ? `  p50 ${o.p50.toFixed(2)} ms  p99 ${o.p99!.toFixed(2)} ms` : '');
 
-  for (const clients of clientCounts) {
+  for (const clients of clientCounts) for (const version of versions) {
     const topic = (i: number) => `device/${ready.devices[i].id}/asset/t/state`;
     // Mosquitto baseline: four subscriber connections in a shared subscription take every message
     // of this run (one alone overflows Mosquitto's per-client queue at QoS 1 with 1000 publishers,
     // and the broker drops what does not fit).
-    const mosquittoClients = await connectAll(MOSQUITTO, clients, () => undefined);
-    const subscribers = await connectAll(MOSQUITTO, 4, () => undefined);
-    const edgeClients = await connectAll(edgeUrl, clients, (i) => ready.devices[i].token);
+    const mosquittoClients = await connectAll(MOSQUITTO, clients, () => undefined, version);
+    const subscribers = await connectAll(MOSQUITTO, 4, () => undefined, version);
+    const edgeClients = await connectAll(edgeUrl, clients, (i) => ready.devices[i].token, version);
     for (const qos of [0, 1] as const) {
       let received = 0;
       const recvLatencies: number[] = [];
@@ -229,15 +314,17 @@ async function main(): Promise<void> {
       const before = await appendedNow();
       const edge = await drive(edgeClients, topic, total, qos, limitMs, async () => (await appendedNow()) - before, [], true);
 
-      await ask('external', { type: 'external', on: true, connections: externalConnections });
-      const beforeExternal = await appendedNow();
-      const ext = await drive(mosquittoClients, topic, total, qos, limitMs, async () => (await appendedNow()) - beforeExternal, [], false);
-      await ask('external', { type: 'external', on: false });
-
-      rows.push(`QoS ${qos}, ${String(clients).padStart(4)} clients  mosquitto publish→receipt          ${fmt(base)}`);
-      rows.push(`QoS ${qos}, ${String(clients).padStart(4)} clients  fleetstream edge publish→durable   ${fmt(edge)}   ratio ${(edge.rate / base.rate).toFixed(2)}`);
-      rows.push(`QoS ${qos}, ${String(clients).padStart(4)} clients  fleetstream via mosquitto (external mode) publish→durable ${fmt(ext)}   ratio ${(ext.rate / base.rate).toFixed(2)}`);
-      console.log(rows.slice(-3).join('\n'));
+      const label = `MQTT ${version === 5 ? '5    ' : '3.1.1'} QoS ${qos}, ${String(clients).padStart(4)} clients`;
+      rows.push(`${label}  mosquitto publish→receipt          ${fmt(base)}`);
+      rows.push(`${label}  fleetstream edge publish→durable   ${fmt(edge)}   ratio ${(edge.rate / base.rate).toFixed(2)}`);
+      if (withExternal) {
+        await ask('external', { type: 'external', on: true, connections: externalConnections });
+        const beforeExternal = await appendedNow();
+        const ext = await drive(mosquittoClients, topic, total, qos, limitMs, async () => (await appendedNow()) - beforeExternal, [], false);
+        await ask('external', { type: 'external', on: false });
+        rows.push(`${label}  fleetstream via mosquitto (external mode) publish→durable ${fmt(ext)}   ratio ${(ext.rate / base.rate).toFixed(2)}`);
+      }
+      console.log(rows.slice(withExternal ? -3 : -2).join('\n'));
     }
     await Promise.all([...mosquittoClients, ...edgeClients, ...subscribers].map((c) => c.endAsync(true)));
   }
@@ -272,7 +359,20 @@ async function main(): Promise<void> {
   const fleet = await measure((v) => { worker.postMessage({ type: 'command', deviceId: device.id, value: v } satisfies ToWorker); }, deviceClient);
   rows.push(`commands ×${commandCount}  mosquitto publish→receipt   p50 ${percentile(mosq, 0.5).toFixed(2)} ms  p99 ${percentile(mosq, 0.99).toFixed(2)} ms`);
   rows.push(`commands ×${commandCount}  fleetstream topic commands→device receipt  p50 ${percentile(fleet, 0.5).toFixed(2)} ms  p99 ${percentile(fleet, 0.99).toFixed(2)} ms`);
+  const direct = await measure((v) => { worker.postMessage({ type: 'deliver', device, value: v } satisfies ToWorker); }, deviceClient);
+  rows.push(`commands ×${commandCount}  fleetstream edge deliver→device receipt     p50 ${percentile(direct, 0.5).toFixed(2)} ms  p99 ${percentile(direct, 0.99).toFixed(2)} ms`);
   await Promise.all([deviceClient, plainDevice, app].map((c) => c.endAsync(true)));
+
+  if (rssConnections > 0) {
+    const per10k = (bytes: number) => `${((bytes / rssConnections) * 10_000 / 1024 / 1024).toFixed(0)} MB per 10 000`;
+    const edgeGrowth = await rssOf(ready.port, rssConnections, (i) => ready.devices[i % ready.devices.length], () => process.memoryUsage().rss);
+    rows.push(`${rssConnections} connected devices  fleetstream edge  peak RSS growth ${per10k(edgeGrowth)}`);
+    const mosquittoPid = mosquittoProcess();
+    if (mosquittoPid !== undefined) {
+      const growth = await rssOf(1883, rssConnections, () => undefined, () => vmRss(mosquittoPid));
+      rows.push(`${rssConnections} connected clients  mosquitto         peak RSS growth ${per10k(growth)}`);
+    }
+  }
 
   console.log(`\nMQTT on loopback, ${total} messages per scenario, ${limitMs / 1000} s limit each`);
   console.log(rows.join('\n'));

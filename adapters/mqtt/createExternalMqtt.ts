@@ -1,5 +1,5 @@
 /**
- * External broker mode (DESIGN.md §2, docs/mqtt.md): instead of the embedded Aedes edge,
+ * External broker mode (DESIGN.md §2, docs/mqtt.md): instead of the embedded edge,
  * Fleetstream connects to a broker as an MQTT 5 client (mqtt.js), takes the uplink topics of spec
  * §4.1/§4.2 through shared subscriptions (`$share/<group>/…`, so several instances split the load),
  * publishes commands (spec §4.3) and feeds there.

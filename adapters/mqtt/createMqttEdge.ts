@@ -1,42 +1,37 @@
 /**
- * The MQTT edge (DESIGN.md §2, spec §4.1–4.3): an Aedes broker inside the process. Devices connect
- * with username = device token (the password is not checked, as AllThingsTalk's SDKs send the token
- * twice); user tokens may connect to follow feeds. Decisions are engine/access/mqttTopics.ts; this file
- * wires them into Aedes' hooks.
+ * The embedded MQTT edge (DESIGN.md §2, spec §4.1–4.3): a dedicated device gateway speaking MQTT
+ * 5.0 and 3.1.1 (3.1 too) on the mqtt-packet codec, with its own framing in front so that limits
+ * hold before trust (edge/FrameReader.ts). It admits only what a device or user may do: devices
+ * publish states to their own topics and subscribe to their own commands and feeds; users follow
+ * feeds of their grounds. Devices connect with username = device token (the password is not
+ * checked, as AllThingsTalk's SDKs send the token twice). Topic and ACL decisions are
+ * engine/access/mqttTopics.ts; uplinks go through the one admission step (engine/uplink).
  *
- * Publish path: topic ACL → payload check → UplinkIngest.append (durable in `uplinks`) → only then
- * does Aedes write the QoS 1 PUBACK. MQTT 3.1.1 has no negative PUBACK ([MQTT-3.3.5-2]: ack or
- * close), so a refused publish is acknowledged and dropped, its reason logged and recorded in the
- * device's rejections; after `maxRefusals` refusals the connection is closed. Uplinks are never
- * routed to subscribers: their topic is rewritten to a sink nobody may subscribe to.
+ * Limits (MqttEdgeOptions.ts): connections and unauthenticated connections capped (beyond the
+ * latter the oldest waiting one is closed), a CONNECT deadline, a smaller packet limit until
+ * CONNECT is authenticated, keepalive enforced at 1.5× ([MQTT-3.1.2-24]). Registry changes close
+ * the connections of a revoked token, a deleted device or a user who left a ground.
  */
-import { createServer, type Server } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
-import { Aedes, type Client, type PublishPacket, type Subscription } from 'aedes';
 import type { StateRow } from '../../schemas/messages.ts';
 import { silentLogger } from '../../engine/kernel/logger.ts';
+import type { TimerHandle } from '../../engine/kernel/clock.ts';
 import { toFleetError } from '../../engine/kernel/errors.ts';
-import type { Principal } from '../../engine/ports/registry.ts';
-import { authorizeSubscription, authorizeUplink, feedTopic, parseFilter, uplinkContentType, type Refusal } from '../../engine/access/mqttTopics.ts';
+import { feedTopic } from '../../engine/access/mqttTopics.ts';
 import type { CommandTransport } from '../../engine/ports/commandTransport.ts';
-import { AedesCommandTransport } from './AedesCommandTransport.ts';
+import type { RegistryChange } from '../../engine/ports/registryChanges.ts';
 import { RegistryLookups } from '../../engine/access/RegistryLookups.ts';
-import type { MqttEdgeOptions } from './MqttEdgeOptions.ts';
+import { edgeLimits, type MqttEdgeOptions } from './MqttEdgeOptions.ts';
+import { EdgeConnection } from './edge/EdgeConnection.ts';
+import { EdgeCommandTransport } from './edge/EdgeCommandTransport.ts';
+import type { EdgeContext, MqttEdgeStats } from './edge/EdgeContext.ts';
+import { Reason } from './edge/reasonCodes.ts';
+import { Sessions } from './edge/Sessions.ts';
+import { AdmissionGate } from './edge/AdmissionGate.ts';
 
 export type { MqttEdgeOptions } from './MqttEdgeOptions.ts';
-
-/** Where accepted uplinks are routed instead of their own topic; no filter a client may hold matches it. */
-const SINK_TOPIC = '$SYS/fleetstream/uplink';
-
-export interface MqttEdgeStats {
-  accepted: number;
-  refused: number;
-  disconnected: number;
-  /** Connections refused at CONNECT (unknown or partner token, registry unavailable). */
-  connectionsRefused?: number;
-  /** Clients connected now (read when asked). */
-  readonly connected?: number;
-}
+export type { MqttEdgeStats } from './edge/EdgeContext.ts';
 
 export interface MqttEdge {
   /** The port listened on. */
@@ -49,175 +44,112 @@ export interface MqttEdge {
   close(): Promise<void>;
 }
 
-interface Connection {
-  principal: Principal;
-  refusals: number;
-  /** Publishes of one connection are handled one after the other, so they reach the log in order. */
-  chain: Promise<void>;
-}
-
-const AUTH_BAD_CREDENTIALS = 4;
-
 export async function createMqttEdge(options: MqttEdgeOptions): Promise<MqttEdge> {
   const logger = options.logger ?? silentLogger;
-  const maxPayload = options.maxPayloadBytes ?? 64 * 1024;
-  const maxRefusals = options.maxRefusals ?? 10;
-  const access = new RegistryLookups({ registry: options.registry, clock: options.clock, cacheTtlMs: options.cacheTtlMs ?? 2000 });
-  const connections = new WeakMap<Client, Connection>();
-  let broker: Awaited<ReturnType<typeof Aedes.createBroker>> | undefined;
-  const stats: MqttEdgeStats = {
-    accepted: 0, refused: 0, disconnected: 0, connectionsRefused: 0,
-    get connected() { return broker?.connectedClients ?? 0; },
+  const limits = edgeLimits(options);
+  const { clock } = options;
+  const cacheTtlMs = options.cacheTtlMs ?? 2000;
+  const access = new RegistryLookups({ registry: options.registry, clock, cacheTtlMs });
+  const sessions = new Sessions({ clock, maxSessions: limits.maxSessions });
+  const transport = new EdgeCommandTransport({ sessions, clock, ackTimeoutMs: limits.ackTimeoutMs });
+  const connections = new Set<EdgeConnection>();
+  /** In arrival order: the first is the one waiting longest. */
+  const unauthenticated = new Set<EdgeConnection>();
+  const counters = { accepted: 0, refused: 0, disconnected: 0, connectionsRefused: 0, oversized: 0, protocolErrors: 0, feedDropped: 0 };
+  const stats: MqttEdgeStats = Object.defineProperties(counters, {
+    connected: { get: () => connections.size - unauthenticated.size, enumerable: true },
+    unauthenticated: { get: () => unauthenticated.size, enumerable: true },
+  });
+
+  const ctx: EdgeContext = {
+    limits, clock, logger, access, admission: options.admission, sessions, stats: counters, cacheTtlMs,
+    gate: new AdmissionGate(limits.maxAdmissionsInFlight),
+    authenticated: (conn) => { unauthenticated.delete(conn); },
+    closed: (conn) => { connections.delete(conn); unauthenticated.delete(conn); },
+    reachable: (deviceId) => transport.reachable(deviceId),
   };
 
-  /**
-   * A refusal of a device's publish or subscription is recorded as admission records its own, and
-   * before it is answered, so a client that got its PUBACK/SUBACK finds it under its rejections.
-   */
-  const record = async (principal: Principal, refusal: Refusal, body: Uint8Array): Promise<void> => {
-    if (principal.scope !== 'device') return;
-    const submission = { channel: 'mqtt' as const, contentType: 'json' as const, deviceId: principal.subjectId, body };
-    await options.admission.refuse(submission, { code: refusal.code, reason: refusal.reason })
-      .catch((error: unknown) => logger.error('mqtt: recording a refusal failed', { error: toFleetError(error) }));
+  const onSocket = (socket: Socket) => {
+    if (connections.size >= limits.maxConnections) {
+      counters.connectionsRefused++;
+      socket.destroy();
+      return;
+    }
+    if (unauthenticated.size >= limits.maxUnauthenticated) {
+      // The one waiting longest goes: an idle flood cannot keep a device that sends CONNECT at once out.
+      const oldest = unauthenticated.values().next().value!;
+      counters.connectionsRefused++;
+      oldest.destroy();
+    }
+    const conn = new EdgeConnection(ctx, socket);
+    connections.add(conn);
+    unauthenticated.add(conn);
   };
 
-  /** Counts a refusal; true when the connection has used up its allowance and must be closed. */
-  const countRefusal = (client: Client, conn: Connection, refusal: Refusal, what: string): boolean => {
-    stats.refused++;
-    conn.refusals++;
-    logger.warn('mqtt: refused', { clientId: client.id, scope: conn.principal.scope, subject: conn.principal.subjectId, what, code: refusal.code, reason: refusal.reason });
-    if (conn.refusals > maxRefusals) {
-      stats.disconnected++;
-      return true;
+  // CONNECT deadline and keepalive ([MQTT-3.1.2-24]: 1.5 × the client's Keep Alive), checked by one sweep.
+  const sweepMs = Math.max(20, Math.min(1000, Math.floor(limits.connectTimeoutMs / 4)));
+  let sweepTimer: TimerHandle | undefined;
+  let closing = false;
+  const sweep = () => {
+    const now = clock.now();
+    for (const conn of unauthenticated) {
+      if (now - conn.openedAt < limits.connectTimeoutMs) break;
+      conn.destroy();
     }
-    return false;
-  };
-
-  /** A refusal the channel decided itself: recorded, then counted. */
-  const refuse = async (client: Client, conn: Connection, refusal: Refusal, what: string, body = new Uint8Array(0)): Promise<boolean> => {
-    await record(conn.principal, refusal, body);
-    return countRefusal(client, conn, refusal, what);
-  };
-
-  const handlePublish = async (client: Client, conn: Connection, packet: PublishPacket): Promise<Error | null> => {
-    const topic = packet.topic;
-    const body = packet.payload instanceof Uint8Array ? packet.payload : Buffer.from(packet.payload);
-    // Whatever the outcome, the message goes nowhere but the sink.
-    packet.topic = SINK_TOPIC;
-    packet.retain = false;
-    const { principal } = conn;
-    let device = principal.scope === 'device' ? await access.device(principal.subjectId) : undefined;
-    let decision = authorizeUplink(principal, topic, device);
-    if (!decision.ok && device !== undefined && (decision.code === 'UNKNOWN_ASSET' || decision.code === 'FORBIDDEN')) {
-      // The asset may have been created after the cached copy was read.
-      device = await access.device(device.id, true);
-      decision = authorizeUplink(principal, topic, device);
-    }
-    if (!decision.ok) return await refuse(client, conn, decision, `publish ${topic}`) ? new Error(decision.reason) : null;
-    const target = decision.value;
-    const payload = uplinkContentType(target, body, maxPayload);
-    if (!payload.ok) {
-      const closing = await refuse(client, conn, payload, `publish ${topic}`);
-      return closing ? new Error(payload.reason) : null;
-    }
-    let outcome;
-    try {
-      outcome = await options.admission.admit(device!, { channel: 'mqtt', contentType: payload.value, deviceId: target.deviceId, asset: target.asset, body: new Uint8Array(body) });
-    } catch (error) {
-      // Not acknowledged: closing makes the client resend its unacknowledged QoS 1 messages later.
-      const failure = toFleetError(error, 'UNAVAILABLE');
-      logger.warn('mqtt: uplink not accepted by the log; closing the connection', { clientId: client.id, code: failure.code });
-      stats.disconnected++;
-      return failure;
-    }
-    if (outcome.status === 'refused') {
-      // Admission recorded it; here it only counts towards the connection's allowance.
-      const first = outcome.rejections[0];
-      const closing = countRefusal(client, conn, { ok: false, code: first.code, reason: first.reason }, `publish ${topic}`);
-      return closing ? new Error(first.reason) : null;
-    }
-    stats.accepted++;
-    return null;
-  };
-
-  const handleSubscribe = async (client: Client, conn: Connection, sub: Subscription): Promise<Subscription | null | Error> => {
-    const { principal } = conn;
-    const subject = parseFilter(sub.topic);
-    let device;
-    if (subject !== undefined && principal.scope !== 'partner') {
-      if (subject.kind === 'device') {
-        // A device token never learns whether another device exists.
-        if (principal.scope === 'user' || subject.deviceId === principal.subjectId) device = await access.device(subject.deviceId);
-      } else if (principal.scope === 'device') {
-        device = await access.device(principal.subjectId);
-        if (device !== undefined && !device.assets.some((a) => a.id === subject.assetId)) device = await access.device(principal.subjectId, true);
-      } else {
-        device = await access.deviceOfAsset(subject.assetId);
+    for (const conn of connections) {
+      if (conn.phase === 'open' && conn.keepaliveMs > 0 && now - conn.lastSeen > conn.keepaliveMs * 1.5) {
+        conn.disconnect(Reason.KEEP_ALIVE_TIMEOUT, 'keep alive timeout');
       }
     }
-    const member = principal.scope === 'user' && device !== undefined ? await access.isMember(device.groundId, principal.subjectId) : false;
-    const decision = authorizeSubscription(principal, sub.topic, device, member);
-    if (decision.ok) return sub;
-    return await refuse(client, conn, decision, `subscribe ${sub.topic}`) ? new Error(decision.reason) : null;
+    if (!closing) sweepTimer = clock.setTimeout(sweep, sweepMs);
   };
+  sweepTimer = clock.setTimeout(sweep, sweepMs);
 
-  broker = await Aedes.createBroker({
-    // Aedes' default would queue without bound for a client that authenticates slowly.
-    queueLimit: 64,
-    authenticate(client, username, _password, done) {
-      access.principal(username).then((principal) => {
-        if (principal === undefined || principal.scope === 'partner') {
-          stats.connectionsRefused!++;
-          const error = Object.assign(new Error('bad token'), { returnCode: AUTH_BAD_CREDENTIALS });
-          logger.info('mqtt: connection refused', { clientId: client.id, reason: principal === undefined ? 'unknown token' : 'partner token' });
-          done(error as never, false);
-          return;
+  const onChange = (change: RegistryChange) => {
+    const closeWhere = (match: (conn: EdgeConnection) => boolean, text: string) => {
+      for (const conn of [...connections]) if (conn.phase === 'open' && match(conn)) conn.disconnect(Reason.ADMINISTRATIVE_ACTION, text);
+    };
+    access.apply(change);
+    switch (change.kind) {
+      case 'token-revoked':
+        closeWhere((conn) => conn.tokenHash === change.tokenHash, 'the token was revoked');
+        break;
+      case 'device-deleted':
+        closeWhere((conn) => conn.deviceId === change.deviceId, 'the device was deleted');
+        sessions.forgetDevice(change.deviceId);
+        sessions.endOwner(`device:${change.deviceId}`);
+        break;
+      case 'device-changed':
+        for (const conn of connections) if (conn.deviceId === change.deviceId) conn.device = undefined;
+        break;
+      case 'membership-changed': {
+        const affected = [...connections].filter((conn) => conn.phase === 'open' && conn.principal?.scope === 'user'
+          && conn.principal.subjectId === change.userId
+          && [...conn.session!.subscriptions.values()].some((s) => s.groundId === change.groundId));
+        if (affected.length === 0) break;
+        access.isMember(change.groundId, change.userId).then((member) => {
+          if (!member) for (const conn of affected) conn.disconnect(Reason.ADMINISTRATIVE_ACTION, 'no longer a member of the ground');
+        }, (error: unknown) => logger.error('mqtt: membership check failed', { error: toFleetError(error) }));
+        break;
+      }
+      case 'resync':
+        // Changes may have been missed: every open connection proves its token and device again.
+        for (const conn of [...connections]) {
+          if (conn.phase !== 'open') continue;
+          conn.device = undefined;
+          const deviceId = conn.deviceId;
+          Promise.all([access.principal(conn.token), deviceId === undefined ? true : access.device(deviceId)]).then(([principal, device]) => {
+            if (principal === undefined || device === undefined) conn.disconnect(Reason.ADMINISTRATIVE_ACTION, 'the token or the device is no longer valid');
+          }, (error: unknown) => logger.error('mqtt: re-checking a connection failed', { error: toFleetError(error) }));
         }
-        connections.set(client, { principal, refusals: 0, chain: Promise.resolve() });
-        done(null, true);
-      }, (error: unknown) => {
-        stats.connectionsRefused!++;
-        logger.error('mqtt: authentication failed', { error: toFleetError(error) });
-        done(Object.assign(new Error('server unavailable'), { returnCode: 3 }) as never, false);
-      });
-    },
-    authorizePublish(client, packet, done) {
-      // Our own publishes (feeds, commands) come without a client.
-      if (client === null) return done(null);
-      const conn = connections.get(client);
-      if (conn === undefined) return done(new Error('not authenticated'));
-      const run = conn.chain.then(() => handlePublish(client, conn, packet));
-      conn.chain = run.then(() => undefined, () => undefined);
-      run.then((error) => done(error), (error: unknown) => {
-        logger.error('mqtt: publish handling failed', { error: toFleetError(error) });
-        done(error instanceof Error ? error : new Error(String(error)));
-      });
-    },
-    authorizeSubscribe(client, sub, done) {
-      const conn = connections.get(client);
-      if (conn === undefined) return done(new Error('not authenticated'));
-      handleSubscribe(client, conn, sub).then((result) => {
-        if (result instanceof Error) done(result);
-        else done(null, result);
-      }, (error: unknown) => {
-        logger.error('mqtt: subscribe handling failed', { error: toFleetError(error) });
-        done(null, null);
-      });
-    },
-  });
+        break;
+    }
+  };
+  const unsubscribeChanges = options.changes?.subscribe(onChange);
 
-  const transport = new AedesCommandTransport({
-    broker, clock: options.clock, ackTimeoutMs: options.ackTimeoutMs ?? 10_000,
-    deviceOf: (client) => {
-      const p = connections.get(client)?.principal;
-      return p?.scope === 'device' ? p.subjectId : undefined;
-    },
-  });
-
-  const onConnection = broker.handle as (socket: import('node:net').Socket) => void;
   const server: Server = options.tls === undefined
-    ? createServer(onConnection)
-    : createTlsServer({ cert: options.tls.cert as never, key: options.tls.key as never }, onConnection);
+    ? createServer(onSocket)
+    : createTlsServer({ cert: options.tls.cert as never, key: options.tls.key as never, handshakeTimeout: limits.connectTimeoutMs }, onSocket);
   const port = options.port ?? (options.tls === undefined ? 1883 : 8883);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -234,16 +166,43 @@ export async function createMqttEdge(options: MqttEdgeOptions): Promise<MqttEdge
     stats,
     commands: transport,
     publishStates(rows) {
-      for (const row of rows) {
-        const payload = Buffer.from(JSON.stringify({ value: row.value, at: new Date(row.ts).toISOString() }));
-        broker.publish({ cmd: 'publish', topic: feedTopic(row.deviceId, row.asset), payload, qos: 0, retain: false, dup: false }, () => undefined);
-      }
+      for (const row of rows) publishState(sessions, row);
     },
     async close() {
+      closing = true;
+      sweepTimer?.cancel();
+      unsubscribeChanges?.();
       transport.close();
-      // The broker first: it ends every client connection, which lets the server close.
-      await new Promise<void>((resolve) => broker.close(() => resolve()));
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const conn of [...connections]) conn.disconnect(Reason.SERVER_SHUTTING_DOWN, 'server shutting down');
+      sessions.close();
+      await closed;
     },
   };
+}
+
+/** A stored state as `{value, at}` to every connection following its asset's feed, on the topic shape it subscribed to. */
+function publishState(sessions: Sessions, row: StateRow): void {
+  const subscribers = sessions.subscribersOf(row.deviceId);
+  if (subscribers === undefined) return;
+  let payload: Buffer | undefined;
+  let deviceTopic: Buffer | undefined;
+  const sent = new Set<string>();
+  for (const { session, entry } of subscribers) {
+    if (entry.channel !== 'feed' || !(session.holder instanceof EdgeConnection)) continue;
+    let topic: Buffer;
+    if (entry.assetId !== undefined) {
+      if (entry.assetName !== row.asset) continue;
+      topic = Buffer.from(`asset/${entry.assetId}/feed`);
+    } else {
+      if (entry.asset !== '+' && entry.asset !== row.asset) continue;
+      topic = deviceTopic ??= Buffer.from(feedTopic(row.deviceId, row.asset));
+    }
+    // One message per topic and connection, however many of its filters match.
+    const key = `${session.clientId}\u0000${entry.assetId === undefined ? 'device' : 'asset'}`;
+    if (sent.has(key)) continue;
+    sent.add(key);
+    payload ??= Buffer.from(JSON.stringify({ value: row.value, at: new Date(row.ts).toISOString() }));
+    session.holder.publish(topic, payload, 0);
+  }
 }

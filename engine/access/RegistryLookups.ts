@@ -95,4 +95,5 @@ export class RegistryLookups {
         return;
     }
   }
+
 }

@@ -1,7 +1,7 @@
 /**
  * The embedded stack behind an MQTT edge, for the mqtt-*.test.ts suites: PGlite registry, local log
  * in a temp dir, the service's intake (app/buildIntake.ts), optionally its engine into chDB
- * (app/buildEngine.ts), and the Aedes edge on a free
+ * (app/buildEngine.ts), and the embedded MQTT edge on a free
  * loopback port. mqtt.js clients connect to `url`.
  */
 import mqtt, { type MqttClient } from 'mqtt';

@@ -1,0 +1,345 @@
+/**
+ * One client connection of the embedded edge: framing with the size limit of its phase, dispatch
+ * of complete packets, ordered acknowledgements, the outbound queue bound and the close. What a
+ * packet means is decided in handleConnect.ts, handleUplink.ts and handleSubscribe.ts.
+ *
+ * Backpressure: reading pauses while the connection has `receiveMaximum` QoS 1 uplinks awaiting
+ * their PUBACK, or while more than `maxOutboundBytes` wait to be written to its socket; QoS 0 feed
+ * messages beyond that bound are dropped and counted. PUBACKs leave in the order the publishes came
+ * ([MQTT-4.6.0-2]) though several are in flight to the log at once.
+ */
+import type { Socket } from 'node:net';
+import mqttPacket from 'mqtt-packet';
+import type { Principal } from '../../../engine/ports/registry.ts';
+import type { DeviceWithAssets } from '../../../engine/ports/registry.ts';
+import { FrameReader, type FrameRefusal } from './FrameReader.ts';
+import { PINGRESP, encodePublish, encodePuback } from './publishCodec.ts';
+import { Reason } from './reasonCodes.ts';
+import type { EdgeContext } from './EdgeContext.ts';
+import type { Session, SessionHolder } from './Sessions.ts';
+import { handleConnect } from './handleConnect.ts';
+import { handlePublishFrame, type AckSlot, type PendingUplink } from './handleUplink.ts';
+import { handleSubscribe, handleUnsubscribe } from './handleSubscribe.ts';
+
+const CONNECT = 1;
+const PUBLISH = 3;
+const PUBACK = 4;
+const PUBREL = 6;
+const SUBSCRIBE = 8;
+const UNSUBSCRIBE = 10;
+const PINGREQ = 12;
+const DISCONNECT = 14;
+
+type Phase = 'new' | 'authenticating' | 'open' | 'closed';
+/** inflight: Receive Maximum of PUBACKs owed; admitting: uplinks of this connection at admission; gate: all connections' (AdmissionGate); write: the socket's outbound queue; auth: CONNECT being checked. */
+type PauseReason = 'inflight' | 'admitting' | 'gate' | 'write' | 'auth';
+
+export class EdgeConnection implements SessionHolder {
+  readonly ctx: EdgeContext;
+  readonly socket: Socket;
+  readonly openedAt: number;
+  readonly reader: FrameReader;
+  phase: Phase = 'new';
+  /** 3, 4 (3.1.1) or 5, once CONNECT was read. */
+  version = 0;
+  v5 = false;
+  principal: Principal | undefined;
+  /** hashToken of the token it authenticated with (registry changes name revoked tokens by hash). */
+  tokenHash = '';
+  /** The token itself, to authenticate again after a registry resync (changes may have been missed). */
+  token = '';
+  session: Session | undefined;
+  keepaliveMs = 0;
+  lastSeen: number;
+  refusals = 0;
+  /** The device of a device token, reused for `cacheTtlMs` and dropped on a registry change. */
+  device: DeviceWithAssets | undefined;
+  deviceAt = 0;
+  /** MQTT 5 Topic Alias → topic, set by the client's publishes. */
+  readonly aliases = new Map<number, string>();
+  /** Largest packet the client accepts (MQTT 5 Maximum Packet Size), bytes. */
+  clientMaxPacket = Number.POSITIVE_INFINITY;
+  /** QoS 1/2 uplinks awaiting their acknowledgement, in arrival order. */
+  readonly acks: AckSlot[] = [];
+  /** Uplinks read but not yet handed to admission (a device lookup is under way). */
+  readonly uplinks: PendingUplink[] = [];
+  uplinkBusy = false;
+  /** Uplinks of this connection handed to admission and not yet answered. */
+  admitting = 0;
+  /** Waiting for room at the AdmissionGate. */
+  gateWaiting = false;
+  /** Packets read while CONNECT was being authenticated. */
+  backlog: { first: number; body: Buffer }[] = [];
+  /** Control packets (SUBSCRIBE, UNSUBSCRIBE) are handled one after the other. */
+  control: Promise<void> = Promise.resolve();
+  /** Outbound QoS 1 commands awaiting the client's PUBACK: packet id → told when it comes. */
+  readonly commandAcks = new Map<number, () => void>();
+  #nextPacketId = 0;
+  #pausedFor = new Set<PauseReason>();
+  #corked = false;
+  /**
+   * Set when the edge closes the connection (a violation, a revoked token): uplinks read but not yet
+   * admitted are dropped. A client that closes (DISCONNECT, or the socket) still has what it sent
+   * before admitted — a QoS 0 publish followed at once by DISCONNECT is not lost.
+   */
+  discardUplinks = false;
+  /** Close once these acknowledgements are written (refusal allowance used up). */
+  closeAfterAcks: { reason: number; text: string } | undefined;
+
+  constructor(ctx: EdgeContext, socket: Socket) {
+    this.ctx = ctx;
+    this.socket = socket;
+    this.openedAt = this.lastSeen = ctx.clock.now();
+    this.reader = new FrameReader(ctx.limits.preAuthMaxPacketBytes);
+    socket.setNoDelay(true);
+    socket.on('data', (chunk: Buffer) => this.#onData(chunk));
+    socket.on('drain', () => this.resume('write'));
+    socket.on('error', () => this.destroy());
+    socket.on('close', () => this.destroy());
+  }
+
+  get owner(): string {
+    return `${this.principal!.scope}:${this.principal!.subjectId}`;
+  }
+
+  get deviceId(): string | undefined {
+    return this.principal?.scope === 'device' ? this.principal.subjectId : undefined;
+  }
+
+  #onData(chunk: Buffer): void {
+    if (this.phase === 'closed') return;
+    this.lastSeen = this.ctx.clock.now();
+    this.cork();
+    const refusal = this.reader.push(chunk, this);
+    if (refusal !== undefined) this.#refuseFrame(refusal);
+  }
+
+  /** FrameSink: one complete packet. */
+  frame(first: number, body: Buffer): boolean {
+    if (this.phase === 'closed') return false;
+    if (this.phase === 'authenticating') {
+      this.backlog.push({ first, body: Buffer.from(body) });
+      return true;
+    }
+    try {
+      this.#dispatch(first, body);
+    } catch (error) {
+      this.protocolError(Reason.MALFORMED_PACKET, `unreadable packet: ${(error as Error).message}`);
+    }
+    return (this.phase as Phase) !== 'closed';
+  }
+
+  #dispatch(first: number, body: Buffer): void {
+    const type = first >> 4;
+    if (this.phase === 'new') {
+      // [MQTT-3.1.0-1]: the first packet is CONNECT.
+      if (type !== CONNECT) return this.protocolError(Reason.PROTOCOL_ERROR, 'the first packet must be CONNECT');
+      handleConnect(this, body);
+      return;
+    }
+    switch (type) {
+      case PUBLISH: return handlePublishFrame(this, first, body);
+      case PUBACK: {
+        const id = body.length >= 2 ? body.readUInt16BE(0) : 0;
+        const acked = this.commandAcks.get(id);
+        this.commandAcks.delete(id);
+        acked?.();
+        return;
+      }
+      case PUBREL: {
+        // QoS 2 (MQTT 3.1.1 only): the uplink was made durable before PUBREC; PUBCOMP closes the exchange.
+        if (body.length < 2) return this.protocolError(Reason.MALFORMED_PACKET, 'PUBREL without packet identifier');
+        this.write(Buffer.from([0x70, 2, body[0], body[1]]));
+        return;
+      }
+      case SUBSCRIBE: return this.#controlPacket(first, body, (packet) => handleSubscribe(this, packet as mqttPacket.ISubscribePacket));
+      case UNSUBSCRIBE: return this.#controlPacket(first, body, (packet) => handleUnsubscribe(this, packet as mqttPacket.IUnsubscribePacket));
+      case PINGREQ: this.write(PINGRESP); return;
+      case DISCONNECT: {
+        const packet = this.parse(first, body) as mqttPacket.IDisconnectPacket | undefined;
+        const expiry = packet?.properties?.sessionExpiryInterval;
+        // MQTT 5 lets the client shorten (not lengthen from 0, [MQTT-3.14.2-2]) its session expiry on DISCONNECT.
+        if (this.session !== undefined && expiry !== undefined && this.session.expiryMs > 0) {
+          this.session.expiryMs = Math.min(expiry, this.ctx.limits.maxSessionExpirySeconds) * 1000;
+        }
+        this.destroy();
+        return;
+      }
+      case CONNECT: return this.protocolError(Reason.PROTOCOL_ERROR, 'a second CONNECT');
+      default: return this.protocolError(Reason.PROTOCOL_ERROR, `packet type ${type} is not accepted from a client`);
+    }
+  }
+
+  #controlPacket(first: number, body: Buffer, handle: (packet: mqttPacket.Packet) => Promise<void>): void {
+    const packet = this.parse(first, body);
+    if (packet === undefined) return;
+    this.control = this.control.then(() => (this.phase === 'open' ? handle(packet) : undefined)).catch((error: unknown) => {
+      this.ctx.logger.error('mqtt: control packet failed', { error: String(error) });
+      this.protocolError(Reason.UNSPECIFIED, 'server error');
+    });
+  }
+
+  /** Parses a complete packet with mqtt-packet; closes the connection and returns undefined when it is malformed. */
+  parse(first: number, body: Buffer): mqttPacket.Packet | undefined {
+    // A parser per packet: complete packets only reach it, and a connection keeps none between packets.
+    const parser = mqttPacket.parser({ protocolVersion: this.version || 4 });
+    let result: mqttPacket.Packet | undefined;
+    let failure: Error | undefined;
+    const onPacket = (p: mqttPacket.Packet) => { result = p; };
+    const onError = (e: Error) => { failure = e; };
+    parser.on('packet', onPacket);
+    parser.on('error', onError);
+    try {
+      const header = [first];
+      let n = body.length;
+      do {
+        let byte = n % 128;
+        n = Math.floor(n / 128);
+        if (n > 0) byte |= 0x80;
+        header.push(byte);
+      } while (n > 0);
+      parser.parse(Buffer.concat([Buffer.from(header), body]));
+    } finally {
+      parser.off('packet', onPacket);
+      parser.off('error', onError);
+    }
+    if (failure !== undefined || result === undefined) {
+      this.protocolError(Reason.MALFORMED_PACKET, failure?.message ?? 'incomplete packet');
+      return undefined;
+    }
+    return result;
+  }
+
+  #refuseFrame(refusal: FrameRefusal): void {
+    if (refusal.kind === 'too-large') {
+      this.ctx.stats.oversized++;
+      this.ctx.logger.warn('mqtt: packet above the limit; closing', { declared: refusal.declared, limit: refusal.limit, phase: this.phase });
+      this.disconnect(Reason.PACKET_TOO_LARGE, `packet of ${refusal.declared} bytes exceeds ${refusal.limit}`);
+    } else {
+      this.protocolError(Reason.MALFORMED_PACKET, refusal.reason);
+    }
+  }
+
+  /** A protocol violation: counted, then DISCONNECT (MQTT 5, once connected) and close. */
+  protocolError(reason: number, text: string): void {
+    if (this.phase === 'closed') return;
+    this.ctx.stats.protocolErrors++;
+    this.ctx.logger.info('mqtt: protocol error; closing', { reason: `0x${reason.toString(16)}`, text, clientId: this.session?.clientId });
+    this.disconnect(reason, text);
+  }
+
+  /** SessionHolder: DISCONNECT with a reason code first when the client speaks MQTT 5 and is connected ([MQTT-4.13.1-1]), then close. */
+  disconnect(reason: number, text: string): void {
+    if (this.phase === 'closed') return;
+    this.discardUplinks = true;
+    if (this.v5 && this.phase === 'open') {
+      this.write(mqttPacket.generate({ cmd: 'disconnect', reasonCode: reason, properties: { reasonString: text.slice(0, 200) } }, { protocolVersion: 5 }));
+    }
+    this.#close(true);
+  }
+
+  /** Closes at once, without a word. */
+  destroy(): void {
+    this.#close(false);
+  }
+
+  #close(graceful: boolean): void {
+    if (this.phase === 'closed') return;
+    this.phase = 'closed';
+    this.uncork();
+    const socket = this.socket;
+    // Nothing more is read: a peer still sending (a flood behind an oversized header) fills its own window.
+    socket.pause();
+    if (!socket.destroyed) {
+      if (graceful) {
+        // Let a DISCONNECT leave, but do not wait on a peer that does not read.
+        socket.end();
+        const timer = setTimeout(() => socket.destroy(), 1000);
+        timer.unref();
+        socket.once('close', () => clearTimeout(timer));
+      } else {
+        socket.destroy();
+      }
+    }
+    for (const slot of this.acks) slot.done = true;
+    this.acks.length = 0;
+    if (this.discardUplinks) this.uplinks.length = 0;
+    this.backlog = [];
+    this.commandAcks.clear();
+    if (this.session !== undefined) this.ctx.sessions.release(this.session, this);
+    this.ctx.closed(this);
+  }
+
+  /** Writes a packet, corked until the current batch of work is done. */
+  write(buf: Buffer): void {
+    if (this.phase === 'closed') return;
+    this.cork();
+    if (!this.socket.write(buf) && this.socket.writableLength > this.ctx.limits.maxOutboundBytes) this.pause('write');
+  }
+
+  cork(): void {
+    if (this.#corked) return;
+    this.#corked = true;
+    this.socket.cork();
+    process.nextTick(() => this.uncork());
+  }
+
+  uncork(): void {
+    if (!this.#corked) return;
+    this.#corked = false;
+    this.socket.uncork();
+  }
+
+  pause(why: PauseReason): void {
+    if (this.#pausedFor.size === 0) this.socket.pause();
+    this.#pausedFor.add(why);
+  }
+
+  resume(why: PauseReason): void {
+    if (!this.#pausedFor.delete(why) || this.#pausedFor.size > 0 || this.phase === 'closed') return;
+    this.socket.resume();
+  }
+
+  /** Writes the acknowledgements that are ready, in order; closes when the refusal allowance is used up. */
+  flushAcks(): void {
+    let wrote = false;
+    while (this.acks.length > 0 && this.acks[0].ready) {
+      const slot = this.acks.shift()!;
+      slot.done = true;
+      this.write(slot.packet ?? encodePuback(slot.packetId));
+      wrote = true;
+    }
+    if (wrote && this.acks.length < this.ctx.limits.receiveMaximum) this.resume('inflight');
+    if (this.closeAfterAcks !== undefined && this.acks.length === 0) {
+      this.ctx.stats.disconnected++;
+      this.disconnect(this.closeAfterAcks.reason, this.closeAfterAcks.text);
+    }
+  }
+
+  /** Sends a PUBLISH to the client; false when it was not sent (closed, above the client's size, or QoS 0 with the queue full). */
+  publish(topic: Buffer, payload: Uint8Array, qos: 0 | 1, onAck?: () => void): boolean {
+    if (this.phase !== 'open') return false;
+    if (qos === 0 && this.socket.writableLength > this.ctx.limits.maxOutboundBytes) {
+      this.ctx.stats.feedDropped++;
+      return false;
+    }
+    let packetId = 0;
+    if (qos === 1) {
+      do this.#nextPacketId = (this.#nextPacketId % 65_535) + 1;
+      while (this.commandAcks.has(this.#nextPacketId));
+      packetId = this.#nextPacketId;
+    }
+    const packet = encodePublish(topic, payload, qos, packetId, this.v5);
+    if (packet.length > this.clientMaxPacket) return false;
+    if (qos === 1 && onAck !== undefined) this.commandAcks.set(packetId, onAck);
+    this.write(packet);
+    return true;
+  }
+
+  /** Packets read while CONNECT was authenticated, handled now that it is. */
+  replayBacklog(): void {
+    const backlog = this.backlog;
+    this.backlog = [];
+    for (const { first, body } of backlog) if (!this.frame(first, body)) return;
+  }
+}
