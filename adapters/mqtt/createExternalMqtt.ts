@@ -10,9 +10,13 @@
  * unknown devices and assets and bad payloads are acknowledged, dropped and recorded as rejections.
  *
  * Durability: a QoS 1 uplink is acknowledged to the broker only once it is durable in topic
- * `uplinks` (mqtt.js sends the PUBACK when handleMessage calls back). While the log or registry is
- * unavailable the message is retried with a backoff and stays unacknowledged, which also holds the
- * broker back (it sends at most Receive Maximum unacknowledged messages per connection).
+ * `uplinks` (DurableAcks.ts holds its PUBACK), while the connection reads on: up to Receive Maximum
+ * uplinks per connection are appended at once and share the log's group commit. While the log or
+ * registry is unavailable the message is retried with a backoff and stays unacknowledged, which
+ * also holds the broker back (it sends at most Receive Maximum unacknowledged messages per
+ * connection). What the broker cannot hand over it queues per connection and, past its limits,
+ * drops after the device had its PUBACK: docs/mqtt.md says which broker settings prevent that;
+ * BrokerWatch.ts checks what the broker shows.
  */
 import mqtt, { type IClientOptions, type IPublishPacket, type MqttClient } from 'mqtt';
 import type { StateRow } from '../../schemas/messages.ts';
@@ -22,6 +26,7 @@ import { silentLogger } from '../../engine/kernel/logger.ts';
 import { feedTopic, parseUplinkTopic, routeTrustedUplink, shorten, type Refusal, uplinkContentType } from '../../engine/access/mqttTopics.ts';
 import type { CommandTransport } from '../../engine/ports/commandTransport.ts';
 import { ClientCommandTransport } from './ClientCommandTransport.ts';
+import { DurableAcks } from './DurableAcks.ts';
 import type { ExternalMqttOptions } from './ExternalMqttOptions.ts';
 import { RegistryLookups } from '../../engine/access/RegistryLookups.ts';
 import type { MqttEdgeStats } from './createMqttEdge.ts';
@@ -47,8 +52,10 @@ export async function createExternalMqtt(options: ExternalMqttOptions): Promise<
   const logger = options.logger ?? silentLogger;
   const group = options.shareGroup ?? 'fleetstream';
   if (!SHARE_GROUP.test(group)) throw new TypeError(`createExternalMqtt: shareGroup must match ${SHARE_GROUP}`);
-  const connections = options.connections ?? 16;
+  const connections = options.connections ?? 32;
   if (!Number.isInteger(connections) || connections < 1) throw new TypeError('createExternalMqtt: connections must be a positive integer');
+  const receiveMaximum = options.receiveMaximum ?? 128;
+  if (!Number.isInteger(receiveMaximum) || receiveMaximum < 1 || receiveMaximum > 0xffff) throw new TypeError('createExternalMqtt: receiveMaximum must be an integer from 1 to 65535');
   const prefix = options.clientIdPrefix ?? `fleetstream-${newId().slice(0, 10)}`;
   const maxPayload = options.maxPayloadBytes ?? 64 * 1024;
   const maxQos0 = options.maxQos0InFlight ?? 1024;
@@ -140,7 +147,7 @@ export async function createExternalMqtt(options: ExternalMqttOptions): Promise<
     // A persistent session keeps this instance's share of uplinks (in flight and queued) at the
     // broker while it is away, and gets them back when it reconnects with the same client id.
     clean: sessionExpiry === 0,
-    properties: { sessionExpiryInterval: sessionExpiry },
+    properties: { sessionExpiryInterval: sessionExpiry, receiveMaximum },
     connectTimeout: options.connectTimeoutMs ?? 10_000,
     reconnectPeriod: options.reconnectPeriodMs ?? 1000,
     // Feeds are QoS 0: while the broker is away they are dropped, not queued without bound.
@@ -148,9 +155,12 @@ export async function createExternalMqtt(options: ExternalMqttOptions): Promise<
   });
 
   /** Connects; `onMessage` is in place before the CONNACK, as a resumed session may deliver at once. */
-  const connect = (clientId: string, onMessage?: MqttClient['handleMessage']): Promise<MqttClient> => new Promise((resolve, reject) => {
+  const connect = (clientId: string, subscriber: boolean): Promise<MqttClient> => new Promise((resolve, reject) => {
     const client = mqtt.connect(options.url, clientOptions(clientId));
-    if (onMessage !== undefined) client.handleMessage = onMessage;
+    if (subscriber) {
+      const acks = DurableAcks.attach(client, receiveMaximum);
+      client.handleMessage = (packet, callback) => onMessage(acks, packet, callback);
+    }
     const fail = (error: Error) => {
       client.removeAllListeners();
       // mqtt.js may still report the abandoned attempt (a CONNACK timeout); nobody waits for it.
@@ -174,10 +184,11 @@ export async function createExternalMqtt(options: ExternalMqttOptions): Promise<
     });
   });
 
-  const onMessage: MqttClient['handleMessage'] = (packet, callback) => {
+  const onMessage = (acks: DurableAcks, packet: IPublishPacket, callback: () => void): void => {
     if (closing && packet.qos === 0) return callback();
     const work = track(handle(packet));
-    if (packet.qos === 0 && qos0InFlight < maxQos0) {
+    if (packet.qos !== 0) return acks.hold(packet, work, callback);
+    if (qos0InFlight < maxQos0) {
       // Nothing to acknowledge: take the next message while this one is appended.
       qos0InFlight++;
       work.finally(() => qos0InFlight--);
@@ -189,10 +200,10 @@ export async function createExternalMqtt(options: ExternalMqttOptions): Promise<
 
   const clients: MqttClient[] = [];
   try {
-    const publisher = await connect(`${prefix}-pub`);
+    const publisher = await connect(`${prefix}-pub`, false);
     clients.push(publisher);
     for (let i = 0; i < connections; i++) {
-      const client = await connect(`${prefix}-sub${i}`, onMessage);
+      const client = await connect(`${prefix}-sub${i}`, true);
       clients.push(client);
       const filters = UPLINK_FILTERS.map((f) => `$share/${group}/${f}`);
       let granted: number[];
