@@ -62,5 +62,7 @@ export interface ExternalMqttOptions {
   reconnectPeriodMs?: number;
   /** First wait before an uplink whose append failed retriably is tried again, ms; doubles up to 5000. Default 100. */
   retryBaseMs?: number;
+  /** How long start waits for the broker to name itself ($SYS/broker/version), ms. Default 1000. */
+  brokerWatchWaitMs?: number;
   logger?: Logger;
 }

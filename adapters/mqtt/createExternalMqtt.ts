@@ -27,6 +27,7 @@ import { feedTopic, parseUplinkTopic, routeTrustedUplink, shorten, type Refusal,
 import type { CommandTransport } from '../../engine/ports/commandTransport.ts';
 import { ClientCommandTransport } from './ClientCommandTransport.ts';
 import { DurableAcks } from './DurableAcks.ts';
+import { checkConnack, watchBroker, type BrokerFigures } from './BrokerWatch.ts';
 import type { ExternalMqttOptions } from './ExternalMqttOptions.ts';
 import { RegistryLookups } from '../../engine/access/RegistryLookups.ts';
 import type { MqttEdgeStats } from './createMqttEdge.ts';
@@ -37,7 +38,11 @@ export type { ExternalMqttOptions } from './ExternalMqttOptions.ts';
 export const UPLINK_FILTERS = ['device/+/state', 'device/+/asset/+/state', 'asset/+/state'] as const;
 
 export interface ExternalMqtt {
-  readonly stats: MqttEdgeStats & { dropped: number };
+  /**
+   * `dropped`: uplinks given up by Fleetstream (failed for good, or in hand at close); `brokerDropped`:
+   * rises of the broker's own drop counter (BrokerWatch.ts); `brokerVersion` as the broker says.
+   */
+  readonly stats: MqttEdgeStats & { dropped: number; brokerDropped: number; readonly brokerVersion: string | undefined };
   /** Command delivery through the broker (engine/commands). */
   readonly commands: CommandTransport;
   /** Publishes stored states as `{value, at}` on their feed topics, QoS 0 (UplinkPipeline onStored). */
@@ -62,7 +67,12 @@ export async function createExternalMqtt(options: ExternalMqttOptions): Promise<
   const retryBaseMs = options.retryBaseMs ?? 100;
   const { clock } = options;
   const access = new RegistryLookups({ registry: options.registry, clock, cacheTtlMs: options.cacheTtlMs ?? 2000 });
-  const stats = { accepted: 0, refused: 0, disconnected: 0, dropped: 0 };
+  const broker: BrokerFigures = { version: undefined, brokerDropped: 0 };
+  const stats = {
+    accepted: 0, refused: 0, disconnected: 0, dropped: 0,
+    get brokerDropped() { return broker.brokerDropped; },
+    get brokerVersion() { return broker.version; },
+  };
   const inFlight = new Set<Promise<void>>();
   let qos0InFlight = 0;
   let closing = false;
@@ -172,9 +182,18 @@ export async function createExternalMqtt(options: ExternalMqttOptions): Promise<
     const onClose = () => fail(new Error('connection closed before CONNACK'));
     client.once('error', onError);
     client.once('close', onClose);
-    client.once('connect', () => {
+    client.once('connect', (connack) => {
       client.off('error', onError);
       client.off('close', onClose);
+      try {
+        checkConnack(connack, logger, maxPayload);
+      } catch (error) {
+        client.removeAllListeners();
+        client.on('error', () => undefined);
+        client.end(true);
+        reject(error);
+        return;
+      }
       client.on('error', (error) => logger.warn('mqtt: broker connection error', { clientId, error: toFleetError(error) }));
       client.on('offline', () => {
         stats.disconnected++;
@@ -218,6 +237,7 @@ export async function createExternalMqtt(options: ExternalMqttOptions): Promise<
         throw new FleetError('UNAVAILABLE', `the MQTT broker refused the shared subscriptions ${refused.join(', ')} (reason 0x${(granted.find((g) => g >= 0x80) ?? 0).toString(16)}); it must support MQTT 5 shared subscriptions and allow this client to read the uplink topics`, { retriable: false });
       }
     }
+    await watchBroker(publisher, { logger, clock, figures: broker, waitMs: options.brokerWatchWaitMs ?? 1000 });
     const transport = new ClientCommandTransport({
       client: publisher, clock, logger,
       ackTimeoutMs: options.ackTimeoutMs ?? 10_000,
