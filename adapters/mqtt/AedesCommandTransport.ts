@@ -39,6 +39,8 @@ export class AedesCommandTransport implements CommandTransport {
       let set = this.#online.get(deviceId);
       if (set === undefined) this.#online.set(deviceId, (set = new Set()));
       set.add(client);
+      // A device back with a persistent session has its subscriptions again without a SUBSCRIBE.
+      for (const listener of this.#listeners) listener(deviceId);
     });
     broker.on('clientDisconnect', (client) => this.#forget(client));
     broker.on('clientError', (client) => this.#forget(client));

@@ -5,7 +5,7 @@
  * (`mosquittoMissing()` says why not, for `unless`).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { appendFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tempDir } from './tmp.ts';
 
@@ -58,11 +58,13 @@ export class MosquittoProcess {
 
   static async start(options: MosquittoOptions = {}): Promise<MosquittoProcess> {
     const tmp = tempDir('mosquitto');
+    // Started as root, Mosquitto drops to its own user, which must read the files.
+    chmodSync(tmp.dir, 0o755);
     const port = await freePort();
     const aclFile = `${tmp.dir}/acl`;
     const lines = [`listener ${port} 127.0.0.1`, 'allow_anonymous true', 'persistence false', 'log_dest stderr', 'log_type error', 'log_type warning', 'log_type notice', 'log_type information', ...(options.settings ?? [])];
     if (options.acl !== undefined) {
-      writeFileSync(aclFile, `${options.acl.join('\n')}\n`);
+      writeFileSync(aclFile, `${options.acl.join('\n')}\n`, { mode: 0o644 });
       lines.push(`acl_file ${aclFile}`);
     }
     writeFileSync(`${tmp.dir}/mosquitto.conf`, `${lines.join('\n')}\n`);
