@@ -6,7 +6,8 @@
  * - a refused publish is recorded once among the device's rejections, with its code;
  * - asset commands (spec §4.3) reach subscribers of both command topics at QoS 1, and stored states
  *   come back on the device's feed topics;
- * - a command for a device away with a persistent session reaches it when it comes back;
+ * - commands for a device nobody subscribes for wait and arrive in order once it subscribes; one
+ *   for a device away with a persistent session reaches it when it comes back;
  * - a device cannot put states into, or commands before, another device.
  * Mode-specific behaviour (MQTT 3.1.1 refusals, reason codes, auth, shared subscriptions) stays in
  * the files of each mode.
@@ -38,8 +39,10 @@ export function mqttEdgeContract(name: string, start: () => Promise<MqttEdgeWorl
       const c = await w.connect(dev, { protocolVersion });
       await c.publishAsync(`asset/${dev.assetIds.temperature}/state`, json({ value: 21.5, at: at(0) }), { qos: 1 });
       await c.publishAsync(`device/${dev.deviceId}/asset/on/state`, json({ value: true, at: at(1) }), { qos: 1 });
-      await c.publishAsync(`device/${dev.deviceId}/state`, json({ label: { value: 'json', at: at(2) } }), { qos: 1 });
-      await c.publishAsync(`device/${dev.deviceId}/state`, Buffer.from(cborEncode({ temperature: 22 })), { qos: 1 });
+      // MQTT 5 says the content type; 3.1.1 payloads are told apart by their first byte.
+      const typed = (contentType: string) => (protocolVersion === 5 ? { properties: { contentType } } : {});
+      await c.publishAsync(`device/${dev.deviceId}/state`, json({ label: { value: 'json', at: at(2) } }), { qos: 1, ...typed('application/json') });
+      await c.publishAsync(`device/${dev.deviceId}/state`, Buffer.from(cborEncode({ temperature: 22 })), { qos: 1, ...typed('application/cbor') });
       await c.publishAsync(`device/${dev.deviceId}/state`, Buffer.from(cborEncode({ temperature: { value: 23, at: at(4) } })), { qos: 1 });
       await c.publishAsync(`device/${dev.deviceId}/state`, json({ label: { value: 'qos0' } }), { qos: 0 });
       const mine = () => w.appended.filter((e) => e.deviceId === dev.deviceId);
@@ -104,6 +107,20 @@ export function mqttEdgeContract(name: string, start: () => Promise<MqttEdgeWorl
     await byDevice.publishAsync(`device/${dev.deviceId}/asset/t/state`, json({ value: 7.5, at: at(7) }), { qos: 1 });
     await waitFor(() => feed.length === 1, 15_000, 'feed of the stored state');
     assert.equal(feed, [[`device/${dev.deviceId}/asset/t/feed`, { value: 7.5, at: '2026-01-01T00:00:07.000Z' }]]);
+  });
+
+  s('commands for a device nobody subscribes for wait, then arrive in order once it subscribes', async () => {
+    const dev = await w.device('late', [{ name: 'level', is: 'actuator', profile: { type: 'integer' } }]);
+    const ids: string[] = [];
+    for (let v = 0; v < 4; v++) ids.push(await w.command(dev.deviceId, 'level', v));
+    await waitFor(() => ids.every((id) => w.commandStatus(dev.deviceId, id) === 'queued'), 5000, 'queued');
+    const c = await w.connect(dev);
+    const got: number[] = [];
+    c.on('message', (_t, p) => got.push(JSON.parse(p.toString()).value));
+    await c.subscribeAsync(`device/${dev.deviceId}/asset/level/command`, { qos: 1 });
+    await waitFor(() => got.length === 4, 10_000, 'four commands');
+    assert.equal(got, [0, 1, 2, 3]);
+    await waitFor(() => ids.every((id) => w.commandStatus(dev.deviceId, id) === 'delivered'), 5000, 'all delivered');
   });
 
   s('a command for a device away with a persistent session reaches it when it comes back', async () => {

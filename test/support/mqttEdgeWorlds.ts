@@ -94,7 +94,7 @@ function connectTo(url: string, options: IClientOptions, onMessage: ((topic: str
 }
 
 /** A device client that stops acknowledging: mqtt.js writes the PUBACK once handleMessage calls back. */
-function withholdDeviceAcks(client: MqttClient): () => void {
+export function withholdDeviceAcks(client: MqttClient): () => void {
   const original = client.handleMessage;
   const held: (() => void)[] = [];
   client.handleMessage = (packet, callback) => { if (packet.qos > 0) held.push(() => callback()); else callback(); };
