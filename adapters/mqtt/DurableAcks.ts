@@ -84,11 +84,12 @@ export class DurableAcks {
    */
   hold(packet: IPublishPacket, work: Promise<void>, callback: () => void): void {
     this.#held.set(packet.messageId!, work.then(() => undefined, () => undefined));
-    if (this.#held.size <= this.#limit) callback();
+    // Held uplinks whose callback already ran count against the limit; those waiting do not yet.
+    if (this.#held.size - this.#waiting.length <= this.#limit) callback();
     else this.#waiting.push(callback);
   }
 
   #release(): void {
-    while (this.#waiting.length > 0 && this.#held.size <= this.#limit) this.#waiting.shift()!();
+    while (this.#waiting.length > 0 && this.#held.size - this.#waiting.length < this.#limit) this.#waiting.shift()!();
   }
 }
