@@ -58,8 +58,10 @@ export async function watchBroker(client: MqttClient, options: { logger: Logger;
       return;
     }
     if (topic !== SYS_DROPPED) return;
-    const total = Number(payload.toString('utf8'));
-    if (!Number.isSafeInteger(total) || total < 0) return;
+    const text = payload.toString('utf8');
+    // Digits only: Number('') is 0 and would pass for a broker restart.
+    if (!/^\d{1,15}$/.test(text)) return;
+    const total = Number(text);
     // The first reading is the baseline; after a broker restart the counter starts again.
     if (last !== undefined && total > last) {
       figures.brokerDropped += total - last;

@@ -269,6 +269,8 @@ export async function createExternalMqtt(options: ExternalMqttOptions): Promise<
         ]);
         deadline?.cancel();
         while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
+        // The PUBACKs DurableAcks releases as the last uplinks settle go out before DISCONNECT.
+        await new Promise((resolve) => setImmediate(resolve));
         await Promise.all(clients.map((c) => c.endAsync().catch(() => undefined)));
       },
     };
