@@ -14,11 +14,28 @@
  */
 import { encode as cborEncode } from 'cbor-x';
 import * as assert from 'uvu/assert';
-import { suite } from '../support/suite.ts';
+import { spawn, spawnSync } from 'node:child_process';
+import { suite, unless } from '../support/suite.ts';
 import type { MqttEdgeWorld } from '../support/mqttEdgeWorlds.ts';
 import { waitFor } from '../support/tmp.ts';
 
 const json = (v: unknown) => Buffer.from(JSON.stringify(v));
+function cliMissing(): string | undefined {
+  return spawnSync('mosquitto_pub', ['--help']).error === undefined ? undefined : 'no mosquitto_pub on PATH (apt-get install mosquitto-clients)';
+}
+
+/** Runs a Mosquitto command-line client; resolves with its stdout, rejects on a non-zero exit. */
+function run(command: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+    child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
+    child.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${command} exited ${code}: ${err}`))));
+  });
+}
+
 const at = (second: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, second)).toISOString();
 
 export function mqttEdgeContract(name: string, start: () => Promise<MqttEdgeWorld>): void {
@@ -57,6 +74,21 @@ export function mqttEdgeContract(name: string, start: () => Promise<MqttEdgeWorl
       assert.equal(w.rejections.rows.filter((r) => r.deviceId === dev.deviceId), [], 'nothing refused');
     }
   });
+
+  unless(`mqtt edge contract: ${name}: Mosquitto command-line clients`, cliMissing(), () => s('mosquitto_pub states and mosquitto_sub commands work with every protocol version (docs/mqtt.md examples)', async () => {
+    const dev = await w.device('cli', [{ name: 't', profile: { type: 'number' } }, { name: 'led', is: 'actuator', profile: { type: 'boolean' } }]);
+    const versions = w.protocolVersions.map((v) => (v === 5 ? 'mqttv5' : 'mqttv311'));
+    for (const [i, version] of versions.entries()) {
+      await run('mosquitto_pub', [...w.cliArgs(dev), '-V', version, '-q', '1', '-t', `device/${dev.deviceId}/asset/t/state`, '-m', JSON.stringify({ value: i, at: at(i) })]);
+      // One command, received by a subscriber that exits after it (-C 1).
+      const sub = run('mosquitto_sub', [...w.cliArgs(dev), '-V', version, '-q', '1', '-t', `device/${dev.deviceId}/asset/led/command`, '-C', '1', '-W', '20']);
+      const id = await w.command(dev.deviceId, 'led', i % 2 === 0, at(i));
+      assert.equal(JSON.parse(await sub), { value: i % 2 === 0, at: new Date(at(i)).toISOString() }, version);
+      await waitFor(() => w.commandStatus(dev.deviceId, id) === 'delivered', 5000, `${version} command delivered`);
+    }
+    await waitFor(async () => (await w.store.history({ deviceId: dev.deviceId, asset: 't' })).length === versions.length, 15_000, 'states stored');
+    assert.equal((await w.store.history({ deviceId: dev.deviceId, asset: 't', order: 'asc' })).map((x) => x.value), versions.map((_, i) => i));
+  }));
 
   s('a refused publish is recorded once among the device\'s rejections, with its code; the next one is served', async () => {
     const dev = await thermo();

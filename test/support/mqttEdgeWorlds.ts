@@ -41,6 +41,8 @@ export interface MqttEdgeWorld {
    * listens from before the CONNACK (a resumed session may deliver at once).
    */
   connect(device: SeededDevice, extra?: IClientOptions, onMessage?: (topic: string, payload: Buffer) => void): Promise<MqttClient>;
+  /** mosquitto_pub / mosquitto_sub arguments that log in as `device` (host, port, credentials). */
+  cliArgs(device: SeededDevice): string[];
   /** Appends a command record to topic `commands`; returns its id. */
   command(deviceId: string, asset: string, value: unknown, at?: string): Promise<string>;
   commandStatus(deviceId: string, id: string): string | undefined;
@@ -114,6 +116,7 @@ export async function embeddedWorld(): Promise<MqttEdgeWorld> {
     protocolVersions: [4], acknowledgedBy: 'device', transport: s.edge.commands, ackTimeoutMs: ACK_TIMEOUT_MS,
     device: (name, assets) => s.device(unique(name), assets),
     connect: (device, extra = {}, onMessage) => connectTo(s.url, { username: device.token, password: device.token, ...extra }, onMessage, clients),
+    cliArgs: (device) => ['-h', '127.0.0.1', '-p', String(s.edge.port), '-u', device.token, '-P', device.token],
     command: (deviceId, asset, value, at) => commands.issue(deviceId, asset, value, at),
     commandStatus: (deviceId, id) => commands.status(deviceId, id),
     withholdAcks: withholdDeviceAcks,
@@ -146,6 +149,7 @@ export async function externalWorld(): Promise<MqttEdgeWorld> {
       return device;
     },
     connect: (device, extra = {}, onMessage) => connectTo(broker.url, { username: device.deviceId, protocolVersion: 5, ...extra }, onMessage, clients),
+    cliArgs: (device) => ['-h', '127.0.0.1', '-p', String(broker.port), '-u', device.deviceId],
     command: (deviceId, asset, value, at) => commands.issue(deviceId, asset, value, at),
     commandStatus: (deviceId, id) => commands.status(deviceId, id),
     withholdAcks() {
