@@ -33,6 +33,7 @@ export class DurableAcks {
   readonly #client: MqttClient;
   /** Bumped when the connection closes: held PUBACKs of an older connection are not sent. */
   #connection = 0;
+  #corked = false;
 
   private constructor(client: MqttClient, limit: number) {
     this.#client = client;
@@ -54,7 +55,7 @@ export class DurableAcks {
       cb?.();
       work.finally(() => {
         if (this.#held.get(packet.messageId!) === work) this.#held.delete(packet.messageId!);
-        if (connection === this.#connection && this.#client.connected) this.#send(packet);
+        if (connection === this.#connection && this.#client.connected) this.#write(packet);
         this.#release();
       });
     };
@@ -87,6 +88,23 @@ export class DurableAcks {
     // Held uplinks whose callback already ran count against the limit; those waiting do not yet.
     if (this.#held.size - this.#waiting.length <= this.#limit) callback();
     else this.#waiting.push(callback);
+  }
+
+  /**
+   * One log write makes many uplinks durable at once: their PUBACKs leave in one socket write
+   * (corked until the end of this tick) instead of one each.
+   */
+  #write(packet: Packet): void {
+    const stream = this.#client.stream;
+    if (!this.#corked && stream !== undefined) {
+      this.#corked = true;
+      stream.cork();
+      process.nextTick(() => {
+        this.#corked = false;
+        stream.uncork();
+      });
+    }
+    this.#send(packet);
   }
 
   #release(): void {
