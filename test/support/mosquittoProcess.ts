@@ -71,7 +71,13 @@ export class MosquittoProcess {
     const child = spawn('mosquitto', ['-c', `${tmp.dir}/mosquitto.conf`], { stdio: ['ignore', 'pipe', 'pipe'] });
     const m = new MosquittoProcess(port, child, tmp, aclFile);
     const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`mosquitto exited (${code}): ${m.#output.slice(-500)}`))));
-    await Promise.race([m.#waitFor(`listen socket on port ${port}`, 5000), exited]);
+    try {
+      await Promise.race([m.#waitFor(`listen socket on port ${port}`, 5000), exited]);
+    } catch (error) {
+      // A broker that did not come up is not left running.
+      await m.stop();
+      throw error;
+    }
     return m;
   }
 
