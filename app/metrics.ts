@@ -35,6 +35,10 @@ export interface MqttFigures {
   readonly disconnected: number;
   readonly connectionsRefused?: number;
   readonly connected?: number;
+  /** External broker mode: uplinks Fleetstream gave up (failed for good). */
+  readonly dropped?: number;
+  /** External broker mode: rises of the broker's dropped-messages counter (adapters/mqtt/BrokerWatch.ts). */
+  readonly brokerDropped?: number;
 }
 
 export interface ServiceMetrics {
@@ -262,6 +266,8 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Servi
       mirroredCounter(registry, 'fleetstream_mqtt_disconnects_total', 'MQTT connections closed by the edge (too many refusals, log unavailable)', () => stats.disconnected);
       mirroredCounter(registry, 'fleetstream_mqtt_connections_refused_total', 'MQTT connections refused at CONNECT', () => stats.connectionsRefused ?? 0);
       liveGauge(registry, 'fleetstream_mqtt_connections', 'MQTT clients connected now', () => stats.connected ?? 0);
+      mirroredCounter(registry, 'fleetstream_mqtt_uplinks_dropped_total', 'External broker mode: uplinks given up after failing for good', () => stats.dropped ?? 0);
+      mirroredCounter(registry, 'fleetstream_mqtt_broker_dropped_total', 'External broker mode: messages the broker reports dropped ($SYS/broker/publish/messages/dropped, all its clients)', () => stats.brokerDropped ?? 0);
     },
 
     async scrape() {

@@ -15,7 +15,9 @@
  *     appended to topic `uplinks` in the local log; at QoS 1 that is the PUBACK the client receives.
  *   - Fleetstream external broker mode: devices publish to Mosquitto, Fleetstream's shared
  *     subscriptions take the messages, publish → durably appended (the device's PUBACK comes from
- *     Mosquitto, so the clock stops when the append count is reached).
+ *     Mosquitto, so the clock stops when the append count is reached). `lost` = published (and at
+ *     QoS 1 acknowledged by Mosquitto) but never appended: the broker dropped them. The ratio is
+ *     against Mosquitto alone (publish → receipt) in the same run.
  * msg/s = messages arrived / (time from the first publish to the last receipt or append); QoS 1
  * latencies are per message (p50/p99). Each scenario stops at `limitSeconds`; what did not arrive
  * (dropped by a broker, or still on its way) is reported.
@@ -59,7 +61,7 @@ const MOSQUITTO = 'mqtt://127.0.0.1:1883';
 
 interface Device { id: string; token: string; ledId: string }
 type ToWorker = { type: 'count' } | { type: 'command'; deviceId: string; value: number } | { type: 'deliver'; device: Device; value: number } | { type: 'external'; on: boolean; connections?: number } | { type: 'stop' };
-type FromWorker = { type: 'ready'; port: number; devices: Device[] } | { type: 'count'; appended: number } | { type: 'external' } | { type: 'stopped' };
+type FromWorker = { type: 'ready'; port: number; devices: Device[] } | { type: 'count'; appended: number } | { type: 'external'; brokerDropped: number } | { type: 'stopped' };
 
 // ---------------------------------------------------------------- Fleetstream (worker thread)
 
@@ -103,7 +105,7 @@ async function engineThread(deviceCount: number): Promise<void> {
     } else if (m.type === 'external') {
       if (m.on) external = await createExternalMqtt({ url: MOSQUITTO, registry, admission, clock: systemClock, shareGroup: `fsbench-${process.pid}`, connections: m.connections });
       else await external?.close();
-      post({ type: 'external' });
+      post({ type: 'external', brokerDropped: external?.stats.brokerDropped ?? 0 });
     } else {
       await commands.stop();
       actors.stop();
@@ -280,6 +282,19 @@ async function main(): Promise<void> {
   const edgeUrl = `mqtt://127.0.0.1:${ready.port}`;
   const appendedNow = async () => (await ask('count', { type: 'count' })).appended;
 
+  /**
+   * External mode: the devices publish to Mosquitto (at QoS 1 each has the broker's PUBACK), an
+   * instance with `externalConnections` shared-subscription connections appends; what never
+   * reaches the log is lost. The broker's own drop counter ($SYS, every 10 s) is read at the end.
+   */
+  const externalScenario = async (clients: MqttClient[], topicOf: (i: number) => string, count: number, qos: 0 | 1, limit: number) => {
+    await ask('external', { type: 'external', on: true, connections: externalConnections });
+    const before = await appendedNow();
+    const outcome = await drive(clients, topicOf, count, qos, limit, async () => (await appendedNow()) - before, [], false);
+    const { brokerDropped } = await ask('external', { type: 'external', on: false });
+    return { ...outcome, brokerDropped };
+  };
+
   const rows: string[] = [];
   const fmt = (o: Outcome) => `${o.rate.toFixed(0).padStart(7)} msg/s${o.received < o.total ? ` (${o.received}/${o.total} arrived)` : ''}`
     + (o.p50 !== undefined ? `  p50 ${o.p50.toFixed(2)} ms  p99 ${o.p99!.toFixed(2)} ms` : '');
@@ -318,11 +333,9 @@ async function main(): Promise<void> {
       rows.push(`${label}  mosquitto publish→receipt          ${fmt(base)}`);
       rows.push(`${label}  fleetstream edge publish→durable   ${fmt(edge)}   ratio ${(edge.rate / base.rate).toFixed(2)}`);
       if (withExternal) {
-        await ask('external', { type: 'external', on: true, connections: externalConnections });
-        const beforeExternal = await appendedNow();
-        const ext = await drive(mosquittoClients, topic, total, qos, limitMs, async () => (await appendedNow()) - beforeExternal, [], false);
-        await ask('external', { type: 'external', on: false });
-        rows.push(`${label}  fleetstream via mosquitto (external mode) publish→durable ${fmt(ext)}   ratio ${(ext.rate / base.rate).toFixed(2)}`);
+        const ext = await externalScenario(mosquittoClients, topic, total, qos, limitMs);
+        rows.push(`${label}  fleetstream via mosquitto (external mode) publish→durable ${fmt(ext)}   lost ${ext.total - ext.received}/${ext.total}`
+          + `${ext.brokerDropped > 0 ? ` (broker reported ${ext.brokerDropped} dropped)` : ''}   ratio ${(ext.rate / base.rate).toFixed(2)} of mosquitto alone`);
       }
       console.log(rows.slice(withExternal ? -3 : -2).join('\n'));
     }

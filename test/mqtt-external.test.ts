@@ -1,7 +1,8 @@
 /**
- * External broker mode against Mosquitto (127.0.0.1:1883, or MQTT_URL_TEST): uplinks on the three
- * topic shapes through shared subscriptions into chDB, two instances splitting the load, commands
- * and feeds published on the broker, bad payloads recorded as rejections while others are served.
+ * External broker mode against Mosquitto (127.0.0.1:1883, or MQTT_URL_TEST), beyond the MQTT edge
+ * contract (test/mqtt-edge-contract.test.ts: topic shapes, commands, feeds, sessions): uplinks
+ * retried while the log is away, two instances splitting the load, bad payloads and unknown topics
+ * recorded as rejections while others are served, start failures.
  * Device ids are fresh per run and the share group is unique to the run (the broker is shared).
  */
 import { suite, unless } from './support/suite.ts';
@@ -9,8 +10,6 @@ import * as assert from 'uvu/assert';
 import { encode as cborEncode } from 'cbor-x';
 import { createExternalMqtt } from '../adapters/mqtt/createExternalMqtt.ts';
 import { systemClock } from '../engine/kernel/clock.ts';
-import { CommandActors } from '../engine/commands/CommandActors.ts';
-import { CommandPipeline } from '../engine/commands/CommandPipeline.ts';
 import { FleetError } from '../engine/kernel/errors.ts';
 import { registryDirectory } from '../engine/ports/registry.ts';
 import { publishingRegistry } from '../engine/access/publishingRegistry.ts';
@@ -37,40 +36,6 @@ unless('mqtt-external', (await brokerReachable()) ? undefined : `no MQTT broker 
     ]);
   });
   up.after(async () => s.stop());
-
-  up('states on all three topic shapes, JSON and CBOR (MQTT 5 content type or first byte), are stored and fed back', async () => {
-    const device = await s.client();
-    const feed: [string, unknown][] = [];
-    const follower = await s.client();
-    follower.on('message', (topic, payload) => feed.push([topic, JSON.parse(payload.toString())]));
-    await follower.subscribeAsync(`device/${dev.deviceId}/asset/+/feed`, { qos: 0 });
-    const appended = s.instances[0].appended;
-
-    await device.publishAsync(`asset/${dev.assetIds.temperature}/state`, json({ value: 21.5, at: '2026-01-01T00:00:00Z' }), { qos: 1 });
-    await device.publishAsync(`device/${dev.deviceId}/asset/on/state`, json({ value: true, at: '2026-01-01T00:00:01Z' }), { qos: 1 });
-    await device.publishAsync(`device/${dev.deviceId}/state`, json({ label: { value: 'json', at: '2026-01-01T00:00:02Z' } }), { qos: 1, properties: { contentType: 'application/json' } });
-    await device.publishAsync(`device/${dev.deviceId}/state`, Buffer.from(cborEncode({ temperature: 22 })), { qos: 1, properties: { contentType: 'application/cbor' } });
-    await device.publishAsync(`device/${dev.deviceId}/state`, Buffer.from(cborEncode({ temperature: { value: 23, at: '2026-01-01T00:00:04Z' } })), { qos: 1 });
-    await device.publishAsync(`device/${dev.deviceId}/state`, json({ label: { value: 'qos0' } }), { qos: 0 });
-    await waitFor(() => appended.length === 6, 10_000, 'six uplinks appended');
-    const byBody = appended.map((e) => [e.channel, e.contentType, e.asset ?? null, e.deviceId]);
-    for (const expected of [
-      ['mqtt', 'json', 'temperature', dev.deviceId], ['mqtt', 'json', 'on', dev.deviceId], ['mqtt', 'json', null, dev.deviceId],
-      ['mqtt', 'cbor', null, dev.deviceId], ['mqtt', 'cbor', null, dev.deviceId], ['mqtt', 'json', null, dev.deviceId],
-    ]) {
-      const i = byBody.findIndex((b) => JSON.stringify(b) === JSON.stringify(expected));
-      assert.ok(i >= 0, `appended ${JSON.stringify(expected)}`);
-      byBody.splice(i, 1);
-    }
-    await waitFor(async () => (await s.store.history({ deviceId: dev.deviceId, asset: 'temperature' })).length === 3
-      && (await s.store.history({ deviceId: dev.deviceId, asset: 'label' })).length === 2, 15_000, 'states stored');
-    const temps = await s.store.history({ deviceId: dev.deviceId, asset: 'temperature' });
-    assert.equal(temps.map((t) => t.value).sort(), [21.5, 22, 23]);
-    assert.equal((await s.store.history({ deviceId: dev.deviceId, asset: 'on' })).map((t) => [t.value, t.ts]), [[true, Date.parse('2026-01-01T00:00:01Z')]]);
-    await waitFor(() => feed.length === 6, 10_000, 'feeds of the stored states');
-    assert.ok(feed.some(([t, m]) => t === `device/${dev.deviceId}/asset/on/feed` && JSON.stringify(m) === JSON.stringify({ value: true, at: '2026-01-01T00:00:01.000Z' })));
-    assert.equal(s.rejections.rows.filter((r) => r.deviceId === dev.deviceId), []);
-  });
 
   up('while the log is unavailable an uplink is retried, then appended once', async () => {
     const flaky = await s.instance({ shareGroup: `${s.group}-flaky`, connections: 1 }, 3);
@@ -131,67 +96,6 @@ unless('mqtt-external', (await brokerReachable()) ? undefined : `no MQTT broker 
     }
     await new Promise((r) => setTimeout(r, 200));
     assert.is(a.appended.length + b.appended.length, total, 'nothing taken twice');
-  });
-
-  // ------------------------------------------------------------------ commands
-  const cmd = suite('external broker: commands');
-  let c: ExternalStack;
-  let valve: SeededDevice;
-  let actors: CommandActors;
-  let pipeline: CommandPipeline;
-  let n = 0;
-  const issue = async (fields: Record<string, unknown>): Promise<string> => {
-    const id = `cmd-${process.pid}-${++n}`;
-    const record = { id, deviceId: valve.deviceId, issuer: 'app:test', issuedAt: Date.now(), ...fields };
-    await c.log.append(Topics.commands, [{ key: valve.deviceId, value: new TextEncoder().encode(JSON.stringify(record)) }]);
-    return id;
-  };
-  const statusOf = (id: string) => actors.recent(valve.deviceId).find((v) => v.id === id)?.status;
-  cmd.before(async () => {
-    c = await ExternalStack.start();
-    const instance = await c.instance({ connections: 1 });
-    valve = await c.device('valve', [{ name: 'led', is: 'actuator', profile: { type: 'boolean' } }, { name: 'level', is: 'actuator', profile: { type: 'integer' } }]);
-    actors = new CommandActors({ clock: systemClock, transport: instance.mqtt.commands, retryBaseMs: 100 });
-    pipeline = new CommandPipeline({ log: c.log, actors, directory: registryDirectory(c.registry), clock: systemClock, commitIntervalMs: 50 });
-    await pipeline.start();
-  });
-  cmd.after(async () => {
-    await pipeline.stop();
-    actors.stop();
-    await c.stop();
-  });
-
-  cmd('asset commands reach subscribers of both topic shapes as {value, at}; delivered = the broker acknowledged', async () => {
-    const byDevice = await c.client();
-    const byAsset = await c.client();
-    const gotDevice: [string, string][] = [];
-    const gotAsset: [string, string][] = [];
-    byDevice.on('message', (topic, p) => gotDevice.push([topic, p.toString()]));
-    byAsset.on('message', (topic, p) => gotAsset.push([topic, p.toString()]));
-    await byDevice.subscribeAsync(`device/${valve.deviceId}/asset/+/command`, { qos: 1 });
-    await byAsset.subscribeAsync(`asset/${valve.assetIds.led}/command`, { qos: 1 });
-    const id = await issue({ asset: 'led', value: true, at: '2026-02-03T04:05:06.000Z' });
-    await waitFor(() => gotDevice.length === 1 && gotAsset.length === 1, 10_000, 'both shapes');
-    const body = JSON.stringify({ value: true, at: '2026-02-03T04:05:06.000Z' });
-    assert.equal(gotDevice, [[`device/${valve.deviceId}/asset/led/command`, body]]);
-    assert.equal(gotAsset, [[`asset/${valve.assetIds.led}/command`, body]]);
-    await waitFor(() => statusOf(id) === 'delivered', 5000, 'delivered');
-    await byDevice.endAsync();
-    await byAsset.endAsync();
-  });
-
-  cmd('with nobody subscribed (MQTT 5: No matching subscribers) commands wait, then arrive in order once the device subscribes', async () => {
-    const ids: string[] = [];
-    for (let v = 0; v < 4; v++) ids.push(await issue({ asset: 'level', value: v }));
-    await waitFor(() => ids.every((id) => statusOf(id) === 'queued') && actors.recent(valve.deviceId).find((x) => x.id === ids[0])!.attempts >= 1, 5000, 'tried and requeued');
-    assert.match(actors.recent(valve.deviceId).find((x) => x.id === ids[0])!.reason ?? '', /not connected or not subscribed/);
-    const device = await c.client();
-    const got: number[] = [];
-    device.on('message', (_topic, p) => got.push(JSON.parse(p.toString()).value));
-    await device.subscribeAsync(`device/${valve.deviceId}/asset/level/command`, { qos: 1 });
-    await waitFor(() => got.length === 4, 10_000, 'four commands');
-    assert.equal(got, [0, 1, 2, 3]);
-    await waitFor(() => ids.every((id) => statusOf(id) === 'delivered'), 5000, 'all delivered');
   });
 
   // ------------------------------------------------------------------ bad input
@@ -279,6 +183,5 @@ unless('mqtt-external', (await brokerReachable()) ? undefined : `no MQTT broker 
 
   up.run();
   share.run();
-  cmd.run();
   bad.run();
 });

@@ -22,12 +22,19 @@ export interface ExternalMqttOptions {
   /** Shared subscription group: instances in one group split the uplinks. Default 'fleetstream'. */
   shareGroup?: string;
   /**
-   * Subscriber connections of this instance. mqtt.js handles one connection's messages one after
-   * the other and a QoS 1 message is acknowledged only once durable, so several connections let
-   * appends overlap (and share a log write): on loopback 4 connections took ~4,400 QoS 1 uplinks/s,
-   * 16 ~6,600, 32 ~9,300 (bench/mqtt.bench.ts). Default 16.
+   * Subscriber connections of this instance. The broker splits the shared subscription between
+   * them and queues for each apart (Mosquitto: up to max_queued_messages, default 1000, per
+   * connection, beyond which it drops), so more connections also mean more room at the broker
+   * while the log catches up. Default 32.
    */
   connections?: number;
+  /**
+   * QoS 1 uplinks of one connection being made durable at once (their PUBACKs wait), sent to the
+   * broker as MQTT 5 Receive Maximum so that it sends no more unacknowledged. Together with
+   * `connections` it bounds the uplinks this instance holds: 32 × 128 = 4096, the ingest's
+   * default maxPending. Default 128.
+   */
+  receiveMaximum?: number;
   /**
    * Client ids are `<prefix>-sub<n>` and `<prefix>-pub`. Default `fleetstream-<random>`. Give each
    * instance a stable one of its own when sessions persist (sessionExpirySeconds > 0).
@@ -62,5 +69,7 @@ export interface ExternalMqttOptions {
    * are the broker's to refuse (it authenticates devices in this mode; docs/mqtt.md).
    */
   changes?: Pick<RegistryChanges, 'subscribe'>;
+  /** How long start waits for the broker to name itself ($SYS/broker/version), ms. Default 1000. */
+  brokerWatchWaitMs?: number;
   logger?: Logger;
 }

@@ -10,9 +10,13 @@
  * unknown devices and assets and bad payloads are acknowledged, dropped and recorded as rejections.
  *
  * Durability: a QoS 1 uplink is acknowledged to the broker only once it is durable in topic
- * `uplinks` (mqtt.js sends the PUBACK when handleMessage calls back). While the log or registry is
- * unavailable the message is retried with a backoff and stays unacknowledged, which also holds the
- * broker back (it sends at most Receive Maximum unacknowledged messages per connection).
+ * `uplinks` (DurableAcks.ts holds its PUBACK), while the connection reads on: up to Receive Maximum
+ * uplinks per connection are appended at once and share the log's group commit. While the log or
+ * registry is unavailable the message is retried with a backoff and stays unacknowledged, which
+ * also holds the broker back (it sends at most Receive Maximum unacknowledged messages per
+ * connection). What the broker cannot hand over it queues per connection and, past its limits,
+ * drops after the device had its PUBACK: docs/mqtt.md says which broker settings prevent that;
+ * BrokerWatch.ts checks what the broker shows.
  */
 import mqtt, { type IClientOptions, type IPublishPacket, type MqttClient } from 'mqtt';
 import type { StateRow } from '../../schemas/messages.ts';
@@ -22,6 +26,8 @@ import { silentLogger } from '../../engine/kernel/logger.ts';
 import { feedTopic, parseUplinkTopic, routeTrustedUplink, shorten, type Refusal, uplinkContentType } from '../../engine/access/mqttTopics.ts';
 import type { CommandTransport } from '../../engine/ports/commandTransport.ts';
 import { ClientCommandTransport } from './ClientCommandTransport.ts';
+import { DurableAcks } from './DurableAcks.ts';
+import { checkConnack, watchBroker, type BrokerFigures } from './BrokerWatch.ts';
 import type { ExternalMqttOptions } from './ExternalMqttOptions.ts';
 import { RegistryLookups } from '../../engine/access/RegistryLookups.ts';
 import type { MqttEdgeStats } from './createMqttEdge.ts';
@@ -32,7 +38,11 @@ export type { ExternalMqttOptions } from './ExternalMqttOptions.ts';
 export const UPLINK_FILTERS = ['device/+/state', 'device/+/asset/+/state', 'asset/+/state'] as const;
 
 export interface ExternalMqtt {
-  readonly stats: MqttEdgeStats & { dropped: number };
+  /**
+   * `dropped`: uplinks given up by Fleetstream (failed for good, or in hand at close); `brokerDropped`:
+   * rises of the broker's own drop counter (BrokerWatch.ts); `brokerVersion` as the broker says.
+   */
+  readonly stats: MqttEdgeStats & { dropped: number; brokerDropped: number; readonly brokerVersion: string | undefined };
   /** Command delivery through the broker (engine/commands). */
   readonly commands: CommandTransport;
   /** Publishes stored states as `{value, at}` on their feed topics, QoS 0 (UplinkPipeline onStored). */
@@ -47,8 +57,10 @@ export async function createExternalMqtt(options: ExternalMqttOptions): Promise<
   const logger = options.logger ?? silentLogger;
   const group = options.shareGroup ?? 'fleetstream';
   if (!SHARE_GROUP.test(group)) throw new TypeError(`createExternalMqtt: shareGroup must match ${SHARE_GROUP}`);
-  const connections = options.connections ?? 16;
+  const connections = options.connections ?? 32;
   if (!Number.isInteger(connections) || connections < 1) throw new TypeError('createExternalMqtt: connections must be a positive integer');
+  const receiveMaximum = options.receiveMaximum ?? 128;
+  if (!Number.isInteger(receiveMaximum) || receiveMaximum < 1 || receiveMaximum > 0xffff) throw new TypeError('createExternalMqtt: receiveMaximum must be an integer from 1 to 65535');
   const prefix = options.clientIdPrefix ?? `fleetstream-${newId().slice(0, 10)}`;
   const maxPayload = options.maxPayloadBytes ?? 64 * 1024;
   const maxQos0 = options.maxQos0InFlight ?? 1024;
@@ -57,7 +69,12 @@ export async function createExternalMqtt(options: ExternalMqttOptions): Promise<
   const access = new RegistryLookups({ registry: options.registry, clock, cacheTtlMs: options.cacheTtlMs ?? 2000 });
   // A deleted device's next uplink is refused at once rather than after the cache expires.
   const unsubscribeChanges = options.changes?.subscribe((change) => access.apply(change)) ?? (() => undefined);
-  const stats = { accepted: 0, refused: 0, disconnected: 0, dropped: 0 };
+  const broker: BrokerFigures = { version: undefined, brokerDropped: 0 };
+  const stats = {
+    accepted: 0, refused: 0, disconnected: 0, dropped: 0,
+    get brokerDropped() { return broker.brokerDropped; },
+    get brokerVersion() { return broker.version; },
+  };
   const inFlight = new Set<Promise<void>>();
   let qos0InFlight = 0;
   let closing = false;
@@ -142,7 +159,7 @@ export async function createExternalMqtt(options: ExternalMqttOptions): Promise<
     // A persistent session keeps this instance's share of uplinks (in flight and queued) at the
     // broker while it is away, and gets them back when it reconnects with the same client id.
     clean: sessionExpiry === 0,
-    properties: { sessionExpiryInterval: sessionExpiry },
+    properties: { sessionExpiryInterval: sessionExpiry, receiveMaximum },
     connectTimeout: options.connectTimeoutMs ?? 10_000,
     reconnectPeriod: options.reconnectPeriodMs ?? 1000,
     // Feeds are QoS 0: while the broker is away they are dropped, not queued without bound.
@@ -150,9 +167,12 @@ export async function createExternalMqtt(options: ExternalMqttOptions): Promise<
   });
 
   /** Connects; `onMessage` is in place before the CONNACK, as a resumed session may deliver at once. */
-  const connect = (clientId: string, onMessage?: MqttClient['handleMessage']): Promise<MqttClient> => new Promise((resolve, reject) => {
+  const connect = (clientId: string, subscriber: boolean): Promise<MqttClient> => new Promise((resolve, reject) => {
     const client = mqtt.connect(options.url, clientOptions(clientId));
-    if (onMessage !== undefined) client.handleMessage = onMessage;
+    if (subscriber) {
+      const acks = DurableAcks.attach(client, receiveMaximum);
+      client.handleMessage = (packet, callback) => onMessage(acks, packet, callback);
+    }
     const fail = (error: Error) => {
       client.removeAllListeners();
       // mqtt.js may still report the abandoned attempt (a CONNACK timeout); nobody waits for it.
@@ -164,9 +184,18 @@ export async function createExternalMqtt(options: ExternalMqttOptions): Promise<
     const onClose = () => fail(new Error('connection closed before CONNACK'));
     client.once('error', onError);
     client.once('close', onClose);
-    client.once('connect', () => {
+    client.once('connect', (connack) => {
       client.off('error', onError);
       client.off('close', onClose);
+      try {
+        checkConnack(connack, logger, maxPayload);
+      } catch (error) {
+        client.removeAllListeners();
+        client.on('error', () => undefined);
+        client.end(true);
+        reject(error);
+        return;
+      }
       client.on('error', (error) => logger.warn('mqtt: broker connection error', { clientId, error: toFleetError(error) }));
       client.on('offline', () => {
         stats.disconnected++;
@@ -176,10 +205,11 @@ export async function createExternalMqtt(options: ExternalMqttOptions): Promise<
     });
   });
 
-  const onMessage: MqttClient['handleMessage'] = (packet, callback) => {
+  const onMessage = (acks: DurableAcks, packet: IPublishPacket, callback: () => void): void => {
     if (closing && packet.qos === 0) return callback();
     const work = track(handle(packet));
-    if (packet.qos === 0 && qos0InFlight < maxQos0) {
+    if (packet.qos !== 0) return acks.hold(packet, work, callback);
+    if (qos0InFlight < maxQos0) {
       // Nothing to acknowledge: take the next message while this one is appended.
       qos0InFlight++;
       work.finally(() => qos0InFlight--);
@@ -191,10 +221,10 @@ export async function createExternalMqtt(options: ExternalMqttOptions): Promise<
 
   const clients: MqttClient[] = [];
   try {
-    const publisher = await connect(`${prefix}-pub`);
+    const publisher = await connect(`${prefix}-pub`, false);
     clients.push(publisher);
     for (let i = 0; i < connections; i++) {
-      const client = await connect(`${prefix}-sub${i}`, onMessage);
+      const client = await connect(`${prefix}-sub${i}`, true);
       clients.push(client);
       const filters = UPLINK_FILTERS.map((f) => `$share/${group}/${f}`);
       let granted: number[];
@@ -209,6 +239,7 @@ export async function createExternalMqtt(options: ExternalMqttOptions): Promise<
         throw new FleetError('UNAVAILABLE', `the MQTT broker refused the shared subscriptions ${refused.join(', ')} (reason 0x${(granted.find((g) => g >= 0x80) ?? 0).toString(16)}); it must support MQTT 5 shared subscriptions and allow this client to read the uplink topics`, { retriable: false });
       }
     }
+    await watchBroker(publisher, { logger, clock, figures: broker, waitMs: options.brokerWatchWaitMs ?? 1000 });
     const transport = new ClientCommandTransport({
       client: publisher, clock, logger,
       ackTimeoutMs: options.ackTimeoutMs ?? 10_000,
@@ -241,6 +272,8 @@ export async function createExternalMqtt(options: ExternalMqttOptions): Promise<
         ]);
         deadline?.cancel();
         while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
+        // The PUBACKs DurableAcks releases as the last uplinks settle go out before DISCONNECT.
+        await new Promise((resolve) => setImmediate(resolve));
         await Promise.all(clients.map((c) => c.endAsync().catch(() => undefined)));
       },
     };

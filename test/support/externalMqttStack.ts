@@ -63,8 +63,12 @@ export class ExternalStack {
   readonly #tmp = tempDir('mqtt-external');
   readonly #clients: MqttClient[] = [];
 
-  static async start(): Promise<ExternalStack> {
+  /** The broker this stack's instances and clients use. */
+  url = BROKER_URL;
+
+  static async start(options: { url?: string } = {}): Promise<ExternalStack> {
     const s = new ExternalStack();
+    s.url = options.url ?? BROKER_URL;
     s.registry = await createPgliteRegistry();
     s.log = createLocalLog({ dir: `${s.#tmp.dir}/log` });
     await s.log.ensureTopics([{ name: Topics.uplinks, partitions: 2 }, { name: Topics.deadLetters, partitions: 1 }, { name: Topics.commands, partitions: 2 }]);
@@ -106,7 +110,7 @@ export class ExternalStack {
     const instance: Instance = {
       appended, intake, ingest: intake.ingest,
       mqtt: await createExternalMqtt({
-        url: BROKER_URL, registry: this.registry, admission: intake.admission, clock: systemClock,
+        url: this.url, registry: this.registry, admission: intake.admission, clock: systemClock,
         shareGroup: this.group, retryBaseMs: 20, offlineRetryMs: 200, ...extra,
       }),
     };
@@ -126,7 +130,7 @@ export class ExternalStack {
 
   /** A plain client of the broker (a device, as the broker would have authenticated it). */
   async client(extra: IClientOptions = {}): Promise<MqttClient> {
-    const client = await mqtt.connectAsync(BROKER_URL, { protocolVersion: 5, reconnectPeriod: 0, connectTimeout: 5000, ...extra });
+    const client = await mqtt.connectAsync(this.url, { protocolVersion: 5, reconnectPeriod: 0, connectTimeout: 5000, ...extra });
     this.#clients.push(client);
     return client;
   }
