@@ -29,6 +29,8 @@ export interface LiveHubOptions {
   groundOf(deviceId: string): Promise<string | undefined>;
   /** Events kept for resumes (all partitions together). Default 10 000. */
   ringEvents?: number;
+  /** Bytes of event data kept for resumes, whichever bound comes first. Default 16 MiB. */
+  ringBytes?: number;
   /** How often the group's position is committed, ms (lets the local log drop read segments). Default 1 000. */
   commitIntervalMs?: number;
   onError?(error: FleetError): void;
@@ -63,7 +65,8 @@ export const ALL_KINDS: ReadonlySet<LiveKind> = new Set(LIVE_KINDS);
 const decoder = new TextDecoder();
 
 export class LiveHub {
-  readonly #o: LiveHubOptions & { ringEvents: number; commitIntervalMs: number };
+  readonly #o: LiveHubOptions & { ringEvents: number; ringBytes: number; commitIntervalMs: number };
+  #ringBytesHeld = 0;
   readonly #entries = new Set<Entry>();
   /** Oldest first. */
   #ring: HubEvent[] = [];
@@ -82,7 +85,7 @@ export class LiveHub {
   eventsIn = 0;
 
   constructor(options: LiveHubOptions) {
-    this.#o = { ...options, ringEvents: options.ringEvents ?? 10_000, commitIntervalMs: options.commitIntervalMs ?? 1_000 };
+    this.#o = { ...options, ringEvents: options.ringEvents ?? 10_000, ringBytes: options.ringBytes ?? 16 * 1024 * 1024, commitIntervalMs: options.commitIntervalMs ?? 1_000 };
     this.states = new Listeners<readonly StateRow[]>((error) => options.onError?.(toFleetError(error)));
   }
 
@@ -204,14 +207,16 @@ export class LiveHub {
 
   #hold(event: HubEvent): void {
     this.#ring.push(event);
-    if (this.#ring.length - this.#ringStart > this.#o.ringEvents) {
+    this.#ringBytesHeld += event.json.length;
+    while (this.#ring.length - this.#ringStart > this.#o.ringEvents || this.#ringBytesHeld > this.#o.ringBytes) {
       const gone = this.#ring[this.#ringStart++];
+      this.#ringBytesHeld -= gone.json.length;
       this.#floor[gone.partition] = [gone.position[0], gone.position[1] + 1];
-      // Compact now and then rather than shift() on every event.
-      if (this.#ringStart >= this.#o.ringEvents) {
-        this.#ring = this.#ring.slice(this.#ringStart);
-        this.#ringStart = 0;
-      }
+    }
+    // Compact now and then rather than shift() on every event.
+    if (this.#ringStart >= 1024 && this.#ringStart * 2 >= this.#ring.length) {
+      this.#ring = this.#ring.slice(this.#ringStart);
+      this.#ringStart = 0;
     }
   }
 
