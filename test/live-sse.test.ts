@@ -146,6 +146,18 @@ test('refusals are the HTTP API\'s: 401, 403, 404, 422 as problem+json', async (
   }
 });
 
+test('the SSE routes are in /openapi.json with their media type and the Last-Event-ID header', async () => {
+  const document = await (await fetch(`${base}/openapi.json`)).json() as { paths: Record<string, { get?: { parameters: Array<{ name: string; in: string }>; responses: Record<string, { content?: Record<string, unknown> }> } }> };
+  for (const path of ['/device/{id}/live', '/ground/{groundId}/live']) {
+    const get = document.paths[path]?.get;
+    assert.ok(get !== undefined, path);
+    assert.ok(get.responses['200'].content?.['text/event-stream'] !== undefined, `${path} answers text/event-stream`);
+    assert.ok(get.parameters.some((p) => p.name === 'Last-Event-ID' && p.in === 'header'), `${path} documents Last-Event-ID`);
+    assert.ok(get.parameters.some((p) => p.name === 'kinds' && p.in === 'query'), `${path} documents kinds`);
+    for (const status of ['401', '403', '404']) assert.ok(get.responses[status] !== undefined, `${path} documents ${status}`);
+  }
+});
+
 test('Last-Event-ID resumes without a gap or a repeat; an id that cannot be resumed gets reset first', async () => {
   const first = await openSse(`${base}/device/${one.id}/live?kinds=state`, one.token);
   for (const value of ['a1', 'a2', 'a3']) assert.is((await put(one, 'label', value)).status, 202);

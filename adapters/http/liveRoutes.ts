@@ -89,17 +89,20 @@ export function liveRoutes(edge: EdgeContext, live: EdgeLive, connections: LiveC
   const responses = {
     200: { description: 'the event stream (docs/live.md): `id`, `event` (state | rejection | command | overflow | reset), `data` (one-line JSON)', content: { [SSE_TYPE]: Type.String() } },
   };
-  const headers = { 'last-event-id': 'resume after this event id' };
+  const headers = Type.Object({
+    'Last-Event-ID': Type.Optional(Type.String({ maxLength: 4096, description: 'the `id` of the last event received: the stream continues after it without a gap, or starts with `event: reset`' })),
+  });
 
   router.route({
     methods: ['get'],
     path: '/device/{id}/live',
     operationId: 'streamDevice',
     summary: 'Live states, rejections and command changes of a device (Server-Sent Events)',
-    description: `Device token: its own device; user token: a device of a ground it is a member of. Send \`Last-Event-ID\` (${headers['last-event-id']}) to continue without a gap. See docs/live.md.`,
+    description: 'Device token: its own device; user token: a device of a ground it is a member of. Send `Last-Event-ID` to continue without a gap. Keep-alive comments every 15 s; a client that does not keep up gets `event: overflow` and is disconnected. See docs/live.md.',
     tags: ['live'],
     params: DeviceParams,
     query: LiveQuery,
+    headers,
     responses,
     errors: [403, 404, 503],
   }, async (c, { principal, params, query }) => {
@@ -117,6 +120,7 @@ export function liveRoutes(edge: EdgeContext, live: EdgeLive, connections: LiveC
     tags: ['live'],
     params: GroundParams,
     query: LiveQuery,
+    headers,
     responses,
     errors: [403, 404, 503],
   }, async (c, { principal, params, query }) => {
