@@ -63,6 +63,7 @@ const SSE_TYPE = 'text/event-stream';
 export const OVERFLOW_GRACE_MS = 2_000;
 
 export const SSE_FORMAT: LiveFormat = {
+  joinable: true,
   event: (e: HubEvent) => `id: ${e.id}\nevent: ${e.kind}\ndata: ${e.json}\n\n`,
   reset: () => 'event: reset\ndata: {}\n\n',
   overflow: () => 'event: overflow\ndata: {}\n\n',
