@@ -176,6 +176,33 @@ test('a subscriber that refuses an event is dropped; the others go on', async ()
   }
 });
 
+test('registry changes end the subscriptions they withdraw, and only those', async () => {
+  const w = await world();
+  try {
+    const owner = (subjectId: string, tokenHash: string, groundId: string) => ({ subjectId, tokenHash, groundId });
+    const revoked = new Collector();
+    const deleted = new Collector();
+    const left = new Collector();
+    const other = new Collector();
+    w.hub.subscribe(byDevice('d2'), revoked, undefined, owner('user-a', 'hash-a', 'g1'));
+    w.hub.subscribe(byDevice('d1'), deleted, undefined, owner('user-b', 'hash-b', 'g1'));
+    w.hub.subscribe({ groundId: 'g1', kinds: ALL_KINDS }, left, undefined, owner('user-c', 'hash-c', 'g1'));
+    w.hub.subscribe({ groundId: 'g2', kinds: ALL_KINDS }, other, undefined, owner('user-c', 'hash-c2', 'g2'));
+    w.hub.apply({ kind: 'token-revoked', tokenHash: 'hash-a' });
+    assert.is(revoked.closed, 'forbidden');
+    assert.is(deleted.closed, undefined);
+    w.hub.apply({ kind: 'device-deleted', deviceId: 'd1' });
+    assert.is(deleted.closed, 'forbidden');
+    w.hub.apply({ kind: 'membership-changed', groundId: 'g1', userId: 'user-c' });
+    assert.is(left.closed, 'forbidden');
+    assert.is(other.closed, undefined, 'the same user\'s stream of another ground stays');
+    w.hub.apply({ kind: 'device-changed', deviceId: 'd3' });
+    assert.is(w.hub.subscribers, 1);
+  } finally {
+    await w.close();
+  }
+});
+
 test('the publisher never waits: past its bound it drops and counts', async () => {
   let release: () => void = () => undefined;
   const stuck = new Promise<void>((resolve) => { release = resolve; });

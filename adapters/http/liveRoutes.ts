@@ -10,7 +10,8 @@ import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import Type from 'typebox';
 import type { Clock, TimerHandle } from '../../engine/kernel/clock.ts';
 import { FleetError } from '../../engine/kernel/errors.ts';
-import type { LiveFilter, HubEvent } from '../../engine/live/LiveHub.ts';
+import type { LiveFilter, HubEvent, LiveOwner } from '../../engine/live/LiveHub.ts';
+import { hashToken } from '../../engine/access/tokens.ts';
 import { LiveSubscription, type LiveFormat, type LiveSubscriber } from '../../engine/live/LiveSubscription.ts';
 import { LIVE_KINDS, type LiveKind } from '../../schemas/live.ts';
 import { DeviceParams, GroundParams } from '../../schemas/edge.ts';
@@ -18,7 +19,7 @@ import type { EdgeContext } from './EdgeDeps.ts';
 
 /** What the edge needs of the live hub. */
 export interface LiveSource {
-  subscribe(filter: LiveFilter, subscriber: LiveSubscriber, lastEventId?: string): () => void;
+  subscribe(filter: LiveFilter, subscriber: LiveSubscriber, lastEventId?: string, owner?: LiveOwner): () => void;
 }
 
 export interface EdgeLive {
@@ -106,10 +107,10 @@ export function liveRoutes(edge: EdgeContext, live: EdgeLive, connections: LiveC
     headers,
     responses,
     errors: [403, 404, 503],
-  }, async (c, { principal, params, query }) => {
+  }, async (c, { principal, token, params, query }) => {
     const kinds = kindsOf(query.kinds?.split(','), 'query.kinds');
     const device = await access.device(principal, params.id, 'read');
-    return stream(c, { deviceId: device.id, kinds });
+    return stream(c, { deviceId: device.id, kinds }, { subjectId: principal.subjectId, tokenHash: hashToken(token), groundId: device.groundId });
   });
 
   router.route({
@@ -124,13 +125,13 @@ export function liveRoutes(edge: EdgeContext, live: EdgeLive, connections: LiveC
     headers,
     responses,
     errors: [403, 404, 503],
-  }, async (c, { principal, params, query }) => {
+  }, async (c, { principal, token, params, query }) => {
     const kinds = kindsOf(query.kinds?.split(','), 'query.kinds');
     const ground = await access.ground(principal, params.groundId);
-    return stream(c, { groundId: ground.id, kinds });
+    return stream(c, { groundId: ground.id, kinds }, { subjectId: principal.subjectId, tokenHash: hashToken(token), groundId: ground.id });
   });
 
-  function stream(c: Context, filter: LiveFilter): Response {
+  function stream(c: Context, filter: LiveFilter, owner: LiveOwner): Response {
     const env = c.env as { incoming?: IncomingMessage; outgoing?: ServerResponse } | undefined;
     const res = env?.outgoing;
     if (res === undefined) throw new FleetError('INTERNAL', 'live streams are served by the Node HTTP server only');
@@ -159,7 +160,7 @@ export function liveRoutes(edge: EdgeContext, live: EdgeLive, connections: LiveC
         },
       },
     });
-    const unsubscribe = live.hub.subscribe(filter, subscription, c.req.header('last-event-id'));
+    const unsubscribe = live.hub.subscribe(filter, subscription, c.req.header('last-event-id'), owner);
     const keepAlive = repeat(deps.clock, live.keepAliveMs ?? 15_000, () => {
       if (subscription.open && res.writableLength < (live.maxBufferedBytes ?? 1024 * 1024)) res.write(': keep-alive\n\n');
     });

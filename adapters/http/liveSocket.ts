@@ -19,6 +19,7 @@ import type { HubEvent, LiveFilter } from '../../engine/live/LiveHub.ts';
 import { LiveSubscription, type LiveCloseReason, type LiveFormat, type LiveTransport } from '../../engine/live/LiveSubscription.ts';
 import type { Principal } from '../../engine/ports/registry.ts';
 import { ID_PATTERN } from '../../schemas/registry.ts';
+import { hashToken } from '../../engine/access/tokens.ts';
 import type { EdgeAccess } from './EdgeAccess.ts';
 import { kindsOf, type LiveConnections, type LiveSource } from './liveRoutes.ts';
 
@@ -63,6 +64,7 @@ export function createLiveSocket(options: LiveSocketOptions): LiveSocket {
 
   wss.on('connection', (ws: WebSocket, release: () => void) => {
     let principal: Principal | undefined;
+    let tokenHash = '';
     let errors = 0;
     let closed = false;
     const subscriptions = new Map<string, { subscription: LiveSubscription; unsubscribe(): void }>();
@@ -125,6 +127,7 @@ export function createLiveSocket(options: LiveSocketOptions): LiveSocket {
         }
         try {
           principal = (await options.access.authenticate(`Bearer ${frame.token}`)).principal;
+          tokenHash = hashToken(frame.token);
         } catch (error) {
           send({ type: 'error', code: 'UNAUTHORIZED', detail: toFleetError(error).message });
           ws.close(CLOSE_POLICY, 'unauthorized');
@@ -157,15 +160,19 @@ export function createLiveSocket(options: LiveSocketOptions): LiveSocket {
       const lastEventId = frame.lastEventId;
       if (lastEventId !== undefined && typeof lastEventId !== 'string') throw new FleetError('VALIDATION_FAILED', 'lastEventId must be a string');
       let filter: LiveFilter;
+      let groundId: string;
       if (typeof frame.device === 'string') {
-        filter = { deviceId: (await options.access.device(who, frame.device, 'read')).id, kinds };
+        const device = await options.access.device(who, frame.device, 'read');
+        filter = { deviceId: device.id, kinds };
+        groundId = device.groundId;
       } else {
-        filter = { groundId: (await options.access.ground(who, frame.ground as string)).id, kinds };
+        groundId = (await options.access.ground(who, frame.ground as string)).id;
+        filter = { groundId, kinds };
       }
       if (closed) return;
       const subscription = new LiveSubscription({ transport, format: WS_FORMAT, maxBufferedBytes: options.maxBufferedBytes });
       send({ type: 'subscribed', [filter.deviceId !== undefined ? 'device' : 'ground']: filter.deviceId ?? filter.groundId });
-      const unsubscribe = options.hub.subscribe(filter, subscription, lastEventId);
+      const unsubscribe = options.hub.subscribe(filter, subscription, lastEventId, { subjectId: who.subjectId, tokenHash, groundId });
       subscriptions.set(key, { subscription, unsubscribe });
     }
   });

@@ -14,6 +14,7 @@ import type { Clock, TimerHandle } from '../kernel/clock.ts';
 import { toFleetError, type FleetError } from '../kernel/errors.ts';
 import { Listeners } from '../kernel/Listeners.ts';
 import type { Consumer, Log, RecordBatch } from '../ports/log.ts';
+import type { RegistryChange } from '../ports/registryChanges.ts';
 import { LIVE_KINDS, type LiveKind, type LiveState } from '../../schemas/live.ts';
 import type { StateRow } from '../../schemas/messages.ts';
 import { before, decodeCursor, encodeCursor, type LivePosition } from './liveCursor.ts';
@@ -54,8 +55,19 @@ export interface LiveFilter {
   kinds: ReadonlySet<LiveKind>;
 }
 
+/** Who opened a subscription, so registry changes can end it (engine/ports/registryChanges.ts). */
+export interface LiveOwner {
+  /** The user or device id of the token. */
+  subjectId: string;
+  /** engine/access/tokens.ts hashToken of the token. */
+  tokenHash: string;
+  /** The ground the access was granted through: the ground streamed, or the ground of the device streamed. */
+  groundId: string;
+}
+
 interface Entry {
   filter: LiveFilter;
+  owner: LiveOwner | undefined;
   subscriber: LiveSubscriber;
   /** Positions below which this subscriber has already seen everything (a resume). */
   from: LivePosition[] | undefined;
@@ -130,8 +142,8 @@ export class LiveHub {
    * Adds a subscription. With `lastEventId`, held events after it that match are sent first, or
    * `reset` when it cannot be resumed without a gap. Returns the function that removes it.
    */
-  subscribe(filter: LiveFilter, subscriber: LiveSubscriber, lastEventId?: string): () => void {
-    const entry: Entry = { filter, subscriber, from: undefined };
+  subscribe(filter: LiveFilter, subscriber: LiveSubscriber, lastEventId?: string, owner?: LiveOwner): () => void {
+    const entry: Entry = { filter, owner, subscriber, from: undefined };
     if (lastEventId !== undefined) {
       const cursor = decodeCursor(lastEventId, this.#partitions);
       const resumable = cursor !== undefined && cursor.every((position, p) => !before(position, this.#floor[p]));
@@ -150,12 +162,30 @@ export class LiveHub {
     return () => { this.#entries.delete(entry); };
   }
 
-  /** Ends the subscriptions that match (a device deleted, a membership ended). */
-  closeWhere(predicate: (filter: LiveFilter) => boolean, reason: 'forbidden'): void {
+  /**
+   * Ends the subscriptions a registry change may have withdrawn: those of a revoked token, of a
+   * deleted device, and those a user holds through a ground whose membership changed (closed on a
+   * join too: the client reconnects and is authorised again, which is never wrong).
+   */
+  apply(change: RegistryChange): void {
+    switch (change.kind) {
+      case 'token-revoked':
+        return this.#closeWhere((e) => e.owner?.tokenHash === change.tokenHash);
+      case 'device-deleted':
+        return this.#closeWhere((e) => e.filter.deviceId === change.deviceId || (e.owner?.subjectId === change.deviceId));
+      case 'membership-changed':
+        return this.#closeWhere((e) => e.owner?.subjectId === change.userId && e.owner.groundId === change.groundId);
+      case 'device-changed':
+        // A device moved to another ground: its ground streams follow once the lookup cache expires.
+        return;
+    }
+  }
+
+  #closeWhere(predicate: (entry: Entry) => boolean): void {
     for (const entry of [...this.#entries]) {
-      if (predicate(entry.filter)) {
+      if (predicate(entry)) {
         this.#entries.delete(entry);
-        entry.subscriber.close(reason);
+        entry.subscriber.close('forbidden');
       }
     }
   }
