@@ -112,11 +112,12 @@ function record(sub: Subscriber, text: string): void {
   for (const match of text.matchAll(VALUE)) {
     sub.received++;
     const sent = sentAt.get(Number(match[1]));
-    if (sent !== undefined && measuring) sub.latencies.push(now - sent);
+    if (sent !== undefined && Number(match[1]) > timedAfter) sub.latencies.push(now - sent);
   }
 }
 
-let measuring = false;
+/** Only values sent after this one are timed (the latency phase, not late events of the phase before). */
+let timedAfter = Number.MAX_SAFE_INTEGER;
 
 function sseSubscriber(ready: Ready, agent: Agent): Promise<Subscriber> {
   return new Promise((resolve, reject) => {
@@ -165,17 +166,24 @@ function percentile(sorted: number[], p: number): number {
 }
 
 async function scenario(name: string, ready: Ready, agent: Agent, subscribers: Subscriber[], baseline: number, seconds: number, concurrency: number): Promise<void> {
-  /** Waits until deliveries stop; returns when the last one was seen. */
+  /** Waits until deliveries stop; returns when the last one was seen (within 250 ms). */
   const settle = async (): Promise<number> => {
     let last = -1;
     let lastChange = performance.now();
-    for (;;) {
+    let quiet = 0;
+    // Quiet for 2 s: on a loaded machine deliveries pause for a while without being over.
+    while (quiet < 8) {
       const total = subscribers.reduce((n, s) => n + s.received, 0);
-      if (total === last) return lastChange;
-      if (last >= 0) lastChange = performance.now();
+      if (total === last) {
+        quiet++;
+      } else {
+        if (last >= 0) lastChange = performance.now();
+        quiet = 0;
+      }
       last = total;
       await new Promise((r) => setTimeout(r, 250));
     }
+    return lastChange;
   };
   // Throughput: PUTs as fast as the service takes them, events counted at every subscriber.
   const before = subscribers.reduce((n, s) => n + s.received, 0);
@@ -193,10 +201,10 @@ async function scenario(name: string, ready: Ready, agent: Agent, subscribers: S
     `(the slowest subscriber got ${minReceived} of the ${accepted} states)`);
   // Latency at half the embedded ingest rate.
   for (const s of subscribers) s.latencies.length = 0;
-  measuring = true;
+  timedAfter = seq;
   const sent = await paced(agent, ready, baseline / 2, seconds);
   await settle();
-  measuring = false;
+  timedAfter = Number.MAX_SAFE_INTEGER;
   const all = subscribers.flatMap((s) => s.latencies).sort((a, b) => a - b);
   console.log(`${name.padEnd(5)} latency at ${(baseline / 2).toFixed(0)} PUT/s (0.5 × ingest): ${sent} PUTs, ${all.length} events timed (${(all.length / sent / subscribers.length * 100).toFixed(1)} % of PUT × subscribers), ` +
     `PUT→event p50 ${percentile(all, 0.5).toFixed(1)} ms, p99 ${percentile(all, 0.99).toFixed(1)} ms, max ${all[all.length - 1].toFixed(1)} ms`);
