@@ -190,6 +190,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       await hub.start();
       closers.add('live hub', () => hub.stop());
       liveHub = hub;
+      metrics.watchLive({ publisher: live, hub });
       const edgeIntake = buildIntake({
         log: timedLog, clock, rejections, topics: names, logger, atWindow: atWindowOf(config),
         onDeadLetters: (letters) => live.publish(rejectionEvents(letters)),
@@ -228,6 +229,8 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       closers.add('live streams', () => hub.stop());
       httpPort = served.port;
     }
+
+    if (!runsEdge) metrics.watchLive({ publisher: live });
 
     let adminSocketPath: string | undefined;
     if (!config.databaseUrl) {

@@ -35,6 +35,12 @@ export interface MqttFigures {
   readonly connected?: number;
 }
 
+/** The plain counts of engine/live LivePublisher and LiveHub. */
+export interface LiveFigures {
+  publisher: { readonly published: number; readonly dropped: number };
+  hub?: { readonly eventsIn: number; readonly subscribers: number; readonly subscribersDropped: number };
+}
+
 export interface ServiceMetrics {
   readonly registry: Registry;
   /** Uplinks received, admitted and refused, by channel (and code), as every edge hands them over. */
@@ -52,6 +58,8 @@ export interface ServiceMetrics {
   /** The engine's figures, read at scrape time: stored data points, actors, mailboxes, in flight, lag. */
   watchEngine(pipeline: UplinkPipeline, log: Pick<Log, 'endOffsets' | 'committed'>, group: string): void;
   watchMqtt(stats: MqttFigures): void;
+  /** Live data: events published on topic `live`, and (edges) events read, subscriptions, slow subscribers dropped. */
+  watchLive(figures: LiveFigures): void;
   /** The exposition text for GET /metrics. */
   scrape(): Promise<{ contentType: string; body: string }>;
 }
@@ -237,6 +245,15 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Servi
       mirroredCounter(registry, 'fleetstream_mqtt_disconnects_total', 'MQTT connections closed by the edge (too many refusals, log unavailable)', () => stats.disconnected);
       mirroredCounter(registry, 'fleetstream_mqtt_connections_refused_total', 'MQTT connections refused at CONNECT', () => stats.connectionsRefused ?? 0);
       liveGauge(registry, 'fleetstream_mqtt_connections', 'MQTT clients connected now', () => stats.connected ?? 0);
+    },
+
+    watchLive({ publisher, hub }) {
+      mirroredCounter(registry, 'fleetstream_live_events_published_total', 'Live events (stored states, rejections, command changes) appended to topic live', () => publisher.published);
+      mirroredCounter(registry, 'fleetstream_live_events_dropped_total', 'Live events dropped before topic live (publisher full or append failed)', () => publisher.dropped);
+      if (hub === undefined) return;
+      mirroredCounter(registry, 'fleetstream_live_events_received_total', 'Live events read from topic live by this edge', () => hub.eventsIn);
+      mirroredCounter(registry, 'fleetstream_live_subscribers_dropped_total', 'Live subscriptions dropped for not keeping up (overflow)', () => hub.subscribersDropped);
+      liveGauge(registry, 'fleetstream_live_subscriptions', 'Live subscriptions (SSE streams and WebSocket subscriptions) open now', () => hub.subscribers);
     },
 
     async scrape() {

@@ -229,6 +229,9 @@ test('a client that never reads is dropped; memory stays bounded and other clien
     const seen = new Set(states(reader).map((s) => String(s.value).split(':')[0]));
     assert.is(seen.size, sent);
     assert.is(hub.subscribers, before + 1, 'the dropped client is unsubscribed');
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    assert.match(metrics, /^fleetstream_live_subscribers_dropped_total [1-9]/m);
+    assert.match(metrics, /^fleetstream_live_subscriptions 1$/m);
     global.gc?.();
     const grown = process.memoryUsage().heapUsed - heapBefore;
     assert.ok(grown < 64 * 1024 * 1024, `heap grew ${Math.round(grown / 1024 / 1024)} MiB while ${sent} × 16 KiB states were sent`);

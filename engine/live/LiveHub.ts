@@ -47,6 +47,8 @@ export interface HubEvent {
   readonly json: string;
   /** The cursor just after this event. */
   readonly id: string;
+  /** Wire frames built once per event and format during its fan-out, shared by every subscriber (LiveSubscription). */
+  readonly frames: Map<object, string>;
 }
 
 export interface LiveFilter {
@@ -95,6 +97,8 @@ export class LiveHub {
   /** Stored states as they arrive (the MQTT feed). */
   readonly states = new Listeners<readonly StateRow[]>();
   eventsIn = 0;
+  /** Subscriptions that refused an event (overflow) and were dropped. */
+  subscribersDropped = 0;
 
   constructor(options: LiveHubOptions) {
     this.#o = { ...options, ringEvents: options.ringEvents ?? 10_000, ringBytes: options.ringBytes ?? 16 * 1024 * 1024, commitIntervalMs: options.commitIntervalMs ?? 1_000 };
@@ -152,7 +156,10 @@ export class LiveHub {
       } else {
         for (const event of this.#held) {
           if (before(event.position, cursor[event.partition]) || !matches(filter, event)) continue;
-          if (!subscriber.send(event)) return () => undefined;
+          if (!subscriber.send(event)) {
+            this.subscribersDropped++;
+            return () => undefined;
+          }
         }
         // A cursor from an edge further ahead: events this edge has not fanned out yet but the client saw.
         if (cursor.some((position, p) => before(this.#next[p], position))) entry.from = cursor.slice();
@@ -220,7 +227,7 @@ export class LiveHub {
         this.#parts[p] = `${offset.toString(36)}.${(index + 1).toString(36)}`;
         const event: HubEvent = {
           partition: p, position: [offset, index], kind, deviceId, groundId: grounds.get(deviceId),
-          json: JSON.stringify(data), id: `1.${this.#parts.join('~')}`,
+          json: JSON.stringify(data), id: `1.${this.#parts.join('~')}`, frames: new Map(),
         };
         this.eventsIn++;
         this.#hold(event);
@@ -258,8 +265,13 @@ export class LiveHub {
     for (const entry of this.#entries) {
       if (!matches(entry.filter, event)) continue;
       if (entry.from !== undefined && before(event.position, entry.from[event.partition])) continue;
-      if (!entry.subscriber.send(event)) this.#entries.delete(entry);
+      if (!entry.subscriber.send(event)) {
+        this.#entries.delete(entry);
+        this.subscribersDropped++;
+      }
     }
+    // The frames served this fan-out; the ring keeps only the data (a resume builds them again).
+    event.frames.clear();
   }
 
   #scheduleCommit(): void {

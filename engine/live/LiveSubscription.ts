@@ -67,7 +67,9 @@ export class LiveSubscription implements LiveSubscriber {
 
   send(event: HubEvent): boolean {
     if (!this.#open) return false;
-    const frame = this.#o.format.event(event);
+    const format = this.#o.format;
+    let frame = event.frames.get(format);
+    if (frame === undefined) event.frames.set(format, frame = format.event(event));
     if (this.#o.transport.buffered() + this.#pendingBytes + frame.length > this.#max) {
       this.#flush();
       this.#open = false;
