@@ -56,7 +56,7 @@ async function serverThread(deviceCount: number): Promise<void> {
 const sentAt = new Map<number, number>();
 let seq = 0;
 
-function put(agent: Agent, ready: Ready, port: number): Promise<number> {
+function put(agent: Agent, ready: Ready, port: number, retries = 1): Promise<number> {
   const value = ++seq;
   const device = ready.devices[value % ready.devices.length];
   const body = `{"value":${value}}`;
@@ -66,7 +66,8 @@ function put(agent: Agent, ready: Ready, port: number): Promise<number> {
       agent, host: '127.0.0.1', port, method: 'PUT', path: `/device/${device.id}/asset/temperature/state`,
       headers: { authorization: `Bearer ${device.token}`, 'content-type': 'application/json', 'content-length': String(body.length) },
     }, (res) => { res.resume(); res.on('end', () => resolve(res.statusCode ?? 0)); });
-    req.on('error', () => resolve(0));
+    // A keep-alive connection the server closed while idle fails on reuse: not a refusal, send again.
+    req.on('error', () => { sentAt.delete(value); resolve(retries > 0 ? put(agent, ready, port, retries - 1) : 0); });
     req.end(body);
   });
 }

@@ -152,6 +152,18 @@ test('hostile clients: no auth, forged token, garbage, oversized, too many subsc
   }
 });
 
+test('a client that floods frames without waiting for answers is closed before they are all handled', async () => {
+  const client = await openWs(url);
+  client.send({ type: 'auth', token: one.userToken });
+  await client.next((f) => f.type === 'ready');
+  const flood = JSON.stringify({ type: 'subscribe', device: one.id });
+  for (let i = 0; i < 500; i++) client.ws.send(flood);
+  const closed = await client.closed;
+  assert.is(closed.code, 1008);
+  const answers = client.frames.filter((f) => f.type === 'subscribed' || f.type === 'error').length;
+  assert.ok(answers < 100, `${answers} of 500 frames answered`);
+});
+
 test('at most 32 subscriptions per connection (RATE_LIMITED past that)', async () => {
   const groundId = (await service.registry.getDevice(one.id))!.groundId;
   const ids: string[] = [];

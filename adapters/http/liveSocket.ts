@@ -7,7 +7,8 @@
  *
  * Hostile clients: frames over `maxPayloadBytes` close the socket (1009, by `ws`), anything before
  * `auth` or a refused token closes it with 1008, malformed frames get an `error` frame and after
- * `maxErrors` of them a 1008 close; at most `maxSubscriptions` per connection; a slow reader is sent
+ * `maxErrors` of them a 1008 close, as do more than 64 frames waiting to be handled; at most
+ * `maxSubscriptions` per connection; a slow reader is sent
  * `overflow` and closed with 1013 once its send buffer passes `maxBufferedBytes`.
  */
 import type { IncomingMessage } from 'node:http';
@@ -47,6 +48,8 @@ export interface LiveSocket {
 }
 
 const CLOSE_POLICY = 1008;
+/** Client frames received and not handled yet, per connection. */
+const MAX_QUEUED_FRAMES = 64;
 const CLOSE_TRY_AGAIN = 1013;
 const CLOSE_GOING_AWAY = 1001;
 const ID = new RegExp(ID_PATTERN);
@@ -103,8 +106,15 @@ export function createLiveSocket(options: LiveSocketOptions): LiveSocket {
 
     // Frames are handled one at a time, in order: a subscribe's lookups finish before the next frame.
     let chain = Promise.resolve();
+    let queued = 0;
     ws.on('message', (raw, isBinary) => {
-      chain = chain.then(() => handle(raw.toString(), isBinary)).catch(fail);
+      // Frames wait for the lookups of the ones before: a client may not pile them up meanwhile.
+      if (++queued > MAX_QUEUED_FRAMES) {
+        send({ type: 'error', code: 'RATE_LIMITED', detail: `more than ${MAX_QUEUED_FRAMES} frames waiting` });
+        ws.close(CLOSE_POLICY, 'too many frames');
+        return;
+      }
+      chain = chain.then(() => handle(raw.toString(), isBinary)).catch(fail).finally(() => { queued--; });
     });
 
     async function handle(text: string, isBinary: boolean): Promise<void> {

@@ -265,7 +265,15 @@ export class LiveHub {
     for (const entry of this.#entries) {
       if (!matches(entry.filter, event)) continue;
       if (entry.from !== undefined && before(event.position, entry.from[event.partition])) continue;
-      if (!entry.subscriber.send(event)) {
+      let kept: boolean;
+      try {
+        kept = entry.subscriber.send(event);
+      } catch (error) {
+        // One broken connection must not fail the batch: it would come again for everybody.
+        this.#o.onError?.(toFleetError(error));
+        kept = false;
+      }
+      if (!kept) {
         this.#entries.delete(entry);
         this.subscribersDropped++;
       }
