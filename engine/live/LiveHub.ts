@@ -156,7 +156,9 @@ export class LiveHub {
       } else {
         for (const event of this.#held) {
           if (before(event.position, cursor[event.partition]) || !matches(filter, event)) continue;
-          if (!subscriber.send(event)) {
+          const kept = subscriber.send(event);
+          event.frames.clear();
+          if (!kept) {
             this.subscribersDropped++;
             return () => undefined;
           }
