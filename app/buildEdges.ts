@@ -14,6 +14,9 @@ import type { UplinkAdmissionPort } from '../engine/ports/uplinkAdmission.ts';
 import type { EdgeCommands } from '../adapters/http/commandRoutes.ts';
 import { createEdgeApp, type EdgeObserver } from '../adapters/http/createEdgeApp.ts';
 import { serveEdge, type ServedEdge } from '../adapters/http/serveEdge.ts';
+import { EdgeAccess } from '../adapters/http/EdgeAccess.ts';
+import { LiveConnections, type LiveSource } from '../adapters/http/liveRoutes.ts';
+import { createLiveSocket } from '../adapters/http/liveSocket.ts';
 import { createExternalMqtt } from '../adapters/mqtt/createExternalMqtt.ts';
 import { createMqttEdge, type MqttEdge } from '../adapters/mqtt/createMqttEdge.ts';
 import type { Config } from '../schemas/config.ts';
@@ -43,8 +46,17 @@ export async function serveHttpEdge(options: {
   config: Config; registry: Registry; changes: RegistryChanges; store: ServiceStore; clock: Clock; logger: Logger; admission: UplinkAdmissionPort;
   commands: EdgeCommands; lpwanApplications: StaticLpwanApplications;
   observe?: EdgeObserver;
+  /** Live streams (SSE routes and the /live WebSocket); absent: none. */
+  live?: LiveSource;
 }): Promise<ServedEdge> {
   const { config, registry, store, clock, logger, admission } = options;
+  const connections = new LiveConnections(10_000);
+  const liveSocket = options.live === undefined ? undefined : createLiveSocket({
+    hub: options.live,
+    access: new EdgeAccess({ registry, clock, cacheTtlMs: 2000 }),
+    clock,
+    connections,
+  });
   const app = createEdgeApp({
     registry,
     admission,
@@ -61,6 +73,15 @@ export async function serveHttpEdge(options: {
     lpwan: { applications: options.lpwanApplications, intake: new LpwanUplinkIntake({ devices: registry, admission, clock, atWindow: atWindowOf(config) }) },
     commands: options.commands,
     observe: options.observe,
+    live: options.live === undefined ? undefined : { hub: options.live, connections },
   });
-  return serveEdge(app, { port: config.http.port, hostname: config.http.host });
+  const served = await serveEdge(app, { port: config.http.port, hostname: config.http.host, onUpgrade: liveSocket?.upgrade });
+  return {
+    port: served.port,
+    async close() {
+      // Live connections first: the server waits for open responses, and a stream never ends by itself.
+      await liveSocket?.close();
+      await served.close();
+    },
+  };
 }

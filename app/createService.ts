@@ -7,14 +7,17 @@ import { mkdirSync } from 'node:fs';
 import { systemClock, type Clock } from '../engine/kernel/clock.ts';
 import { toFleetError, type FleetError } from '../engine/kernel/errors.ts';
 import type { Logger } from '../engine/kernel/logger.ts';
-import { Listeners } from '../engine/kernel/Listeners.ts';
+import { randomUUID } from 'node:crypto';
+import { commandEvent, rejectionEvents, stateEvents } from '../engine/live/liveEvents.ts';
+import { LiveHub } from '../engine/live/LiveHub.ts';
+import { LivePublisher } from '../engine/live/LivePublisher.ts';
+import { RegistryLookups } from '../engine/access/RegistryLookups.ts';
 import type { Log } from '../engine/ports/log.ts';
 import { registryDirectory, type Registry } from '../engine/ports/registry.ts';
 import type { RegistryChanges } from '../engine/ports/registryChanges.ts';
 import type { UplinkPipeline } from '../engine/uplink/pipeline/UplinkPipeline.ts';
 import type { CommandActors } from '../engine/commands/CommandActors.ts';
 import type { Config } from '../schemas/config.ts';
-import type { StateRow } from '../schemas/messages.ts';
 import { serveAdminSocket } from './adminSocket.ts';
 import { buildCommands } from './buildCommands.ts';
 import { buildEngine } from './buildEngine.ts';
@@ -55,6 +58,8 @@ export interface Service {
   readonly httpPort: number | undefined;
   /** The bound MQTT port when the role runs the embedded MQTT edge (none with an external broker). */
   readonly mqttPort: number | undefined;
+  /** The reader of topic `live` when the role runs the edge. */
+  readonly live: LiveHub | undefined;
   /** Command actors (lifecycles of recent commands) when the role runs the edge. */
   readonly commands: CommandActors | undefined;
   readonly adminSocketPath: string | undefined;
@@ -129,8 +134,17 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       probesPort = probes.port;
     }
 
-    // Stored states reach whoever follows them (the MQTT feed) through one set of listeners.
-    const stored = new Listeners<readonly StateRow[]>((error) => logger.warn('a stored-states listener failed', { error: toFleetError(error) }));
+    // What this process stores, rejects and changes of commands goes on topic `live`; every edge
+    // reads it back (docs/live.md), so streams and MQTT feeds show what any engine processed.
+    let liveDropped = 0;
+    const live = new LivePublisher({
+      log: timedLog, clock, topic: names.live,
+      onDropped: (count, error) => {
+        if (liveDropped === 0 || error !== undefined) logger.warn('live events dropped (streams miss them; the store has them)', { count, error });
+        liveDropped += count;
+      },
+    });
+    closers.add('live publisher', () => live.close());
     let intake: Intake | undefined;
     if (runsEngine) {
       const engine = buildEngine({
@@ -142,7 +156,8 @@ export async function createService(options: ServiceOptions): Promise<Service> {
         names,
         settings: config.engine,
         atWindow: atWindowOf(config),
-        onStored: (rows) => stored.emit(rows),
+        onStored: (rows) => live.publish(stateEvents(rows)),
+        onDeadLetters: (letters) => live.publish(rejectionEvents(letters)),
         onError: (error) => {
           // Also called for a failing onStored listener, which does not stop the pipeline.
           if (engine.pipeline.failure === undefined) {
@@ -172,10 +187,29 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     }
 
     let httpPort: number | undefined;
+    let liveHub: LiveHub | undefined;
     let mqttPort: number | undefined;
     let commandActors: CommandActors | undefined;
     if (runsEdge) {
-      const edgeIntake = buildIntake({ log: timedLog, clock, rejections, topics: names, logger, atWindow: atWindowOf(config) });
+      const hub = new LiveHub({
+        log, clock, topic: names.live,
+        // Kafka: every edge reads every partition, so each process is its own group. The local log
+        // has one process per data dir: a fixed group lets it drop what was read.
+        group: config.kafkaBrokers && config.kafkaBrokers.length > 0 ? `${names.liveGroup}.${randomUUID()}` : names.liveGroup,
+        groundOf: groundLookup(registry, clock),
+        onError: (error) => logger.warn('a live record was skipped', { error }),
+      });
+      await hub.start();
+      closers.add('live hub', () => hub.stop());
+      // Streams of a revoked token, a deleted device or a user who left the ground end at once.
+      const unsubscribeLive = changes.subscribe((change) => hub.apply(change));
+      closers.add('live registry changes', unsubscribeLive);
+      liveHub = hub;
+      metrics.watchLive({ publisher: live, hub });
+      const edgeIntake = buildIntake({
+        log: timedLog, clock, rejections, topics: names, logger, atWindow: atWindowOf(config),
+        onDeadLetters: (letters) => live.publish(rejectionEvents(letters)),
+      });
       intake = edgeIntake;
       closers.add('intake', () => edgeIntake.close());
       const admission = metrics.admission(edgeIntake.admission);
@@ -183,14 +217,17 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       if (mqtt) {
         metrics.watchMqtt(mqtt.stats);
         closers.add('mqtt', () => mqtt.close());
-        // Feeds (device/<id>/asset/<name>/feed) are published once states are durable.
-        stored.add((rows) => mqtt.publishStates(rows));
+        // Feeds (device/<id>/asset/<name>/feed): states stored by any engine, read from topic `live`.
+        hub.states.add((rows) => mqtt.publishStates(rows));
         mqttPort = mqtt.port;
       }
       const commands = buildCommands({
         log: timedLog, registry, history: store.commands, rejections, clock, logger, names,
         settings: config.commands, transport: mqtt?.commands, applications: lpwanApplications,
-        onCommandChanged: (view) => metrics.commandChanged(view),
+        onCommandChanged: (view) => {
+          metrics.commandChanged(view);
+          live.publish([commandEvent(view)]);
+        },
       });
       await commands.start();
       closers.add('commands', () => commands.stop());
@@ -198,10 +235,15 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       const served = await serveHttpEdge({
         config, registry, changes, store, clock, logger, admission, commands: commands.edge, lpwanApplications,
         observe: { ready, metrics: () => metrics.scrape(), onRequest: (method, route, status, seconds) => metrics.httpRequest(method, route, status, seconds) },
+        live: hub,
       });
       closers.add('http', () => served.close());
+      // Before the server closes (closers run in reverse): open streams never end by themselves.
+      closers.add('live streams', () => hub.stop());
       httpPort = served.port;
     }
+
+    if (!runsEdge) metrics.watchLive({ publisher: live });
 
     let adminSocketPath: string | undefined;
     if (!config.databaseUrl) {
@@ -236,6 +278,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       httpPort,
       mqttPort,
       commands: commandActors,
+      live: liveHub,
       adminSocketPath,
       stop: () => (stopping ??= closers.closeAll().then(() => logger.info('fleetstream stopped'))),
     };
@@ -243,6 +286,12 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     await closers.closeAll();
     throw error;
   }
+}
+
+/** The ground of a device for live ground streams, through the cached registry lookups. */
+function groundLookup(registry: Registry, clock: Clock): (deviceId: string) => Promise<string | undefined> {
+  const lookups = new RegistryLookups({ registry, clock, cacheTtlMs: 5_000 });
+  return async (deviceId) => (await lookups.device(deviceId))?.groundId;
 }
 
 /** An engine is ready once it holds partitions of `uplinks` and has not stopped for good. */

@@ -41,6 +41,12 @@ export interface MqttFigures {
   readonly brokerDropped?: number;
 }
 
+/** The plain counts of engine/live LivePublisher and LiveHub. */
+export interface LiveFigures {
+  publisher: { readonly published: number; readonly dropped: number };
+  hub?: { readonly eventsIn: number; readonly subscribers: number; readonly subscribersDropped: number };
+}
+
 export interface ServiceMetrics {
   readonly registry: Registry;
   /** Uplinks received, admitted and refused, by channel (and code), as every edge hands them over. */
@@ -63,6 +69,8 @@ export interface ServiceMetrics {
    * of its connection to the other processes (PostgreSQL LISTEN/NOTIFY), read at scrape time.
    */
   watchRegistryChanges(changes: Pick<RegistryChanges, 'subscribe'>, link?: RegistryChangesLink): void;
+  /** Live data: events published on topic `live`, and (edges) events read, subscriptions, slow subscribers dropped. */
+  watchLive(figures: LiveFigures): void;
   /** The exposition text for GET /metrics. */
   scrape(): Promise<{ contentType: string; body: string }>;
 }
@@ -268,6 +276,15 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Servi
       liveGauge(registry, 'fleetstream_mqtt_connections', 'MQTT clients connected now', () => stats.connected ?? 0);
       mirroredCounter(registry, 'fleetstream_mqtt_uplinks_dropped_total', 'External broker mode: uplinks given up after failing for good', () => stats.dropped ?? 0);
       mirroredCounter(registry, 'fleetstream_mqtt_broker_dropped_total', 'External broker mode: messages the broker reports dropped ($SYS/broker/publish/messages/dropped, all its clients)', () => stats.brokerDropped ?? 0);
+    },
+
+    watchLive({ publisher, hub }) {
+      mirroredCounter(registry, 'fleetstream_live_events_published_total', 'Live events (stored states, rejections, command changes) appended to topic live', () => publisher.published);
+      mirroredCounter(registry, 'fleetstream_live_events_dropped_total', 'Live events dropped before topic live (publisher full or append failed)', () => publisher.dropped);
+      if (hub === undefined) return;
+      mirroredCounter(registry, 'fleetstream_live_events_received_total', 'Live events read from topic live by this edge', () => hub.eventsIn);
+      mirroredCounter(registry, 'fleetstream_live_subscribers_dropped_total', 'Live subscriptions dropped for not keeping up (overflow)', () => hub.subscribersDropped);
+      liveGauge(registry, 'fleetstream_live_subscriptions', 'Live subscriptions (SSE streams and WebSocket subscriptions) open now', () => hub.subscribers);
     },
 
     async scrape() {

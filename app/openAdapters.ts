@@ -35,8 +35,11 @@ export function logNames(config: Pick<Config, 'topicPrefix'>) {
     uplinks: `${prefix}${Topics.uplinks}`,
     commands: `${prefix}${Topics.commands}`,
     deadLetters: `${prefix}${Topics.deadLetters}`,
+    live: `${prefix}${Topics.live}`,
     engineGroup: `${prefix}fleetstream-engine`,
     commandsGroup: `${prefix}fleetstream-commands`,
+    /** Each edge reads all of `live`: with Kafka, every edge process adds its own suffix to this group. */
+    liveGroup: `${prefix}fleetstream-live`,
   };
 }
 export type LogNames = ReturnType<typeof logNames>;
@@ -107,7 +110,7 @@ export async function openLog(config: Config, clock: Clock): Promise<Log> {
     : createLocalLog({ dir: dataPaths(config.dataDir).log, clock });
   const names = logNames(config);
   try {
-    await log.ensureTopics([names.uplinks, names.commands, names.deadLetters].map((name) => ({ name, partitions: config.engine.partitions })));
+    await log.ensureTopics([names.uplinks, names.commands, names.deadLetters, names.live].map((name) => ({ name, partitions: config.engine.partitions })));
   } catch (error) {
     await log.close();
     throw error;

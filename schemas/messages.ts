@@ -85,4 +85,6 @@ export const Topics = {
   uplinks: 'uplinks',
   commands: 'commands',
   deadLetters: 'dead-letters',
+  /** Stored states, rejections and command changes for live streams and feeds (schemas/live.ts). */
+  live: 'live',
 } as const;

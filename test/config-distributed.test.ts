@@ -68,12 +68,12 @@ test('Kafka append and session timeouts: parsed, bounded, heartbeats a third of 
 
 test('logNames puts the prefix before every topic and consumer group', () => {
   assert.equal(logNames({}), {
-    uplinks: 'uplinks', commands: 'commands', deadLetters: 'dead-letters',
-    engineGroup: 'fleetstream-engine', commandsGroup: 'fleetstream-commands',
+    uplinks: 'uplinks', commands: 'commands', deadLetters: 'dead-letters', live: 'live',
+    engineGroup: 'fleetstream-engine', commandsGroup: 'fleetstream-commands', liveGroup: 'fleetstream-live',
   });
   assert.equal(logNames({ topicPrefix: 'run7.' }), {
-    uplinks: 'run7.uplinks', commands: 'run7.commands', deadLetters: 'run7.dead-letters',
-    engineGroup: 'run7.fleetstream-engine', commandsGroup: 'run7.fleetstream-commands',
+    uplinks: 'run7.uplinks', commands: 'run7.commands', deadLetters: 'run7.dead-letters', live: 'run7.live',
+    engineGroup: 'run7.fleetstream-engine', commandsGroup: 'run7.fleetstream-commands', liveGroup: 'run7.fleetstream-live',
   });
 });
 

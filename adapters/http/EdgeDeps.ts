@@ -12,6 +12,7 @@ import type { EdgeAccess } from './EdgeAccess.ts';
 import type { EdgeRouter } from './EdgeRouter.ts';
 import type { EdgeCommands } from './commandRoutes.ts';
 import type { LpwanEdgeDeps } from './lpwanRoutes.ts';
+import type { EdgeLive } from './liveRoutes.ts';
 
 export interface EdgeLimits {
   /** Largest request body, bytes (with or without Content-Length). Default 65 536. */
@@ -54,6 +55,8 @@ export interface EdgeDeps {
   lpwan?: LpwanEdgeDeps;
   /** Commands (commandRoutes.ts); absent: no command routes. */
   commands?: EdgeCommands;
+  /** Live streams (liveRoutes.ts, docs/live.md); absent: no /live routes. */
+  live?: EdgeLive;
   /** Readiness, metrics and request timing (app/metrics.ts); absent: no /ready nor /metrics. */
   observe?: EdgeObserver;
 }

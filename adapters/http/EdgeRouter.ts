@@ -32,6 +32,8 @@ export interface RouteSpec<P extends TSchema = TSchema, Q extends TSchema = TSch
   tags: string[];
   params?: P;
   query?: Q;
+  /** Optional request headers the route reads (documented only; the handler checks them). */
+  headers?: TSchema;
   body?: { required: boolean; content: Record<string, TSchema> };
   responses: Record<number, ResponseSpec>;
   /** Statuses answered with application/problem+json besides the common ones. */

@@ -15,6 +15,7 @@ import { EdgeAccess } from './EdgeAccess.ts';
 import { DEFAULT_MAX_BODY_BYTES, type EdgeContext, type EdgeDeps } from './EdgeDeps.ts';
 import { EdgeRouter } from './EdgeRouter.ts';
 import { lpwanRoutes } from './lpwanRoutes.ts';
+import { LiveConnections, liveRoutes } from './liveRoutes.ts';
 import { openApiDocument } from './openApiDocument.ts';
 import { problemResponse } from './problemResponse.ts';
 import { stateRoutes } from './stateRoutes.ts';
@@ -105,6 +106,7 @@ export function createEdgeApp(deps: EdgeDeps): Hono {
   stateRoutes(edge);
   if (deps.lpwan) lpwanRoutes(edge, deps.lpwan);
   if (deps.commands) commandRoutes(edge, deps.commands);
+  if (deps.live) liveRoutes(edge, deps.live, deps.live.connections ?? new LiveConnections(deps.live.maxConnections ?? 10_000));
   activationEdge(edge);
 
   let document: Record<string, unknown> | undefined;

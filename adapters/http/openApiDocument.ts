@@ -21,7 +21,7 @@ function schema(s: TSchema): Json {
   return JSON.parse(JSON.stringify(s)) as Json;
 }
 
-function parameters(where: 'path' | 'query', s: TSchema | undefined): Json[] {
+function parameters(where: 'path' | 'query' | 'header', s: TSchema | undefined): Json[] {
   if (s === undefined) return [];
   const object = s as { properties?: Record<string, TSchema>; required?: string[] };
   const required = new Set(object.required ?? []);
@@ -73,7 +73,7 @@ export function openApiDocument(routes: readonly RegisteredRoute[], info: OpenAp
         operationId: spec.methods.length > 1 ? `${spec.operationId}${method === spec.methods[0] ? '' : `_${method}`}` : spec.operationId,
         summary: spec.summary,
         tags: spec.tags,
-        parameters: [...parameters('path', spec.params), ...parameters('query', spec.query)],
+        parameters: [...parameters('path', spec.params), ...parameters('query', spec.query), ...parameters('header', spec.headers)],
         responses,
       };
       if (spec.description) operation.description = spec.description;

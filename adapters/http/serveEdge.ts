@@ -8,6 +8,7 @@
  * every other error of the API, instead of Node's bare `400 Bad Request` without a body.
  */
 import type { AddressInfo } from 'node:net';
+import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { STATUS_CODES, type Server } from 'node:http';
 import { FleetError } from '../../engine/kernel/errors.ts';
@@ -26,6 +27,8 @@ export interface ServeEdgeOptions {
   headersTimeoutMs?: number;
   /** How long an idle keep-alive connection stays open, ms. Default 5 000. */
   keepAliveTimeoutMs?: number;
+  /** Connection upgrades (the live WebSocket); absent: upgrade requests are refused. */
+  onUpgrade?(request: IncomingMessage, socket: Duplex, head: Buffer): void;
 }
 
 export interface ServedEdge {
@@ -57,6 +60,7 @@ export function serveEdge(app: Hono, options: ServeEdgeOptions): Promise<ServedE
     });
     server.once('error', reject);
     (server as Server).on('clientError', answerClientError);
+    if (options.onUpgrade !== undefined) (server as Server).on('upgrade', options.onUpgrade);
   });
 }
 

@@ -118,7 +118,7 @@ export class KafkaGroupConsumer implements Consumer {
     try {
       for (const topic of this.#options.topics) await this.#settings.partitionCount(topic);
       await consumer.connect();
-      await consumer.subscribe({ topics: this.#options.topics, fromBeginning: true });
+      await consumer.subscribe({ topics: this.#options.topics, fromBeginning: this.#options.startAt !== 'latest' });
       await consumer.run({
         autoCommit: false,
         eachBatchAutoResolve: false,

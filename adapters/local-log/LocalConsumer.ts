@@ -160,7 +160,8 @@ export class LocalConsumer implements Consumer, GroupMember {
     for (const tp of partitions) {
       const key = partitionKey(tp.topic, tp.partition);
       const log = host.partitionLog(tp.topic, tp.partition);
-      const reader = new PartitionReader(log, host.committed(this.group, tp.topic, tp.partition) ?? 0, options.readChunkBytes, (r) => host.reportCorruption(r));
+      const start = host.committed(this.group, tp.topic, tp.partition) ?? (this.#options.startAt === 'latest' ? log.durableOffset : 0);
+      const reader = new PartitionReader(log, start, options.readChunkBytes, (r) => host.reportCorruption(r));
       const fetcher = new PartitionFetcher({
         log,
         reader,

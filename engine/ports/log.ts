@@ -64,6 +64,12 @@ export interface ConsumerOptions {
   onAssign?(partitions: TopicPartition[]): void;
   /** Upper bound of records handed to one onBatch call. */
   maxBatchRecords?: number;
+  /**
+   * Where a partition the group never committed on starts: `earliest` (default, the oldest record
+   * kept) or `latest` (the end of the partition when it is assigned: a reader of live data that
+   * wants only what comes next, as Kafka's `fromBeginning: false`). Committed offsets always win.
+   */
+  startAt?: 'earliest' | 'latest';
 }
 
 export interface Consumer {

@@ -273,6 +273,22 @@ export function logContract(name: string, factory: () => Promise<LogFixture>, op
     await until(() => one.records.length >= 40 && two.records.length >= 40, 'both groups to receive 40');
   }));
 
+  test('startAt latest: a new group receives only records appended after it was assigned', withLog(async ({ log }, consumer) => {
+    const topic = uniqueName('topic');
+    await log.ensureTopics([{ name: topic, partitions: 2 }]);
+    await log.append(topic, Array.from({ length: 20 }, (_, i) => record(`device-${i}`, `old${i}`)));
+    const assigned = new Set<number>();
+    const live = new Recorder();
+    await consumer({ group: uniqueName('group'), topics: [topic], startAt: 'latest', onBatch: live.onBatch, onAssign: (tps) => tps.forEach((tp) => assigned.add(tp.partition)) }).start();
+    await until(() => assigned.size === 2, 'both partitions assigned');
+    // Kafka resolves `latest` on the first fetch after assignment: give it that moment.
+    await delay(quietMs);
+    await log.append(topic, Array.from({ length: 10 }, (_, i) => record(`device-${i}`, `new${i}`)));
+    await until(() => live.records.length >= 10, 'the 10 new records');
+    await delay(quietMs);
+    assert.equal(live.records.map((r) => Buffer.from(r.value).toString()).sort(), Array.from({ length: 10 }, (_, i) => `new${i}`).sort());
+  }));
+
   test('committed offsets survive consumer stop and start (and a reopen)', withLog(async (fx, consumer) => {
     const topic = uniqueName('topic');
     const group = uniqueName('group');

@@ -1,0 +1,313 @@
+/**
+ * An edge's reader of topic `live` (docs/live.md): it follows every partition from the end (its own
+ * consumer group, `startAt: 'latest'`), keeps the last `ringEvents` events in memory for resumes, and
+ * fans each event out to the subscriptions whose filter it matches, in partition order.
+ *
+ * Who may see what is decided once, at subscribe time, by the edge; here each event is matched by
+ * device id, or by the ground its device belongs to (looked up through `groundOf`, cached by the
+ * registry lookups, before the batch is fanned out so the fan-out itself is synchronous).
+ *
+ * Resume (liveCursor.ts): a cursor at or past the oldest event held for every partition replays the
+ * held events after it; an older one (or one from another topic layout) gets `reset` first.
+ */
+import type { Clock, TimerHandle } from '../kernel/clock.ts';
+import { toFleetError, type FleetError } from '../kernel/errors.ts';
+import { Listeners } from '../kernel/Listeners.ts';
+import type { Consumer, Log, RecordBatch } from '../ports/log.ts';
+import type { RegistryChange } from '../ports/registryChanges.ts';
+import { LIVE_KINDS, type LiveKind, type LiveState } from '../../schemas/live.ts';
+import type { StateRow } from '../../schemas/messages.ts';
+import { before, decodeCursor, encodeCursor, type LivePosition } from './liveCursor.ts';
+import type { LiveSubscriber } from './LiveSubscription.ts';
+
+export interface LiveHubOptions {
+  log: Pick<Log, 'consumer' | 'endOffsets'>;
+  clock: Clock;
+  topic: string;
+  /** This edge's consumer group: unique per edge process, as every edge reads all partitions. */
+  group: string;
+  /** The ground of a device, undefined when it is gone (then only device subscriptions match). */
+  groundOf(deviceId: string): Promise<string | undefined>;
+  /** Events kept for resumes (all partitions together). Default 10 000. */
+  ringEvents?: number;
+  /** Bytes of event data kept for resumes, whichever bound comes first. Default 16 MiB. */
+  ringBytes?: number;
+  /** How often the group's position is committed, ms (lets the local log drop read segments). Default 1 000. */
+  commitIntervalMs?: number;
+  onError?(error: FleetError): void;
+}
+
+/** One event as held and fanned out: its data serialised once for every subscriber. */
+export interface HubEvent {
+  readonly partition: number;
+  readonly position: LivePosition;
+  readonly kind: LiveKind;
+  readonly deviceId: string;
+  readonly groundId: string | undefined;
+  readonly json: string;
+  /** The cursor just after this event. */
+  readonly id: string;
+  /** Wire frames built once per event and format during its fan-out, shared by every subscriber (LiveSubscription). */
+  readonly frames: Map<object, string>;
+}
+
+export interface LiveFilter {
+  deviceId?: string;
+  groundId?: string;
+  kinds: ReadonlySet<LiveKind>;
+}
+
+/** Who opened a subscription, so registry changes can end it (engine/ports/registryChanges.ts). */
+export interface LiveOwner {
+  /** The user or device id of the token. */
+  subjectId: string;
+  /** engine/access/tokens.ts hashToken of the token. */
+  tokenHash: string;
+  /** The ground the access was granted through: the ground streamed, or the ground of the device streamed. */
+  groundId: string;
+}
+
+interface Entry {
+  filter: LiveFilter;
+  owner: LiveOwner | undefined;
+  subscriber: LiveSubscriber;
+  /** Positions below which this subscriber has already seen everything (a resume). */
+  from: LivePosition[] | undefined;
+}
+
+export const ALL_KINDS: ReadonlySet<LiveKind> = new Set(LIVE_KINDS);
+const decoder = new TextDecoder();
+
+export class LiveHub {
+  readonly #o: LiveHubOptions & { ringEvents: number; ringBytes: number; commitIntervalMs: number };
+  #ringBytesHeld = 0;
+  readonly #entries = new Set<Entry>();
+  /** Oldest first. */
+  #ring: HubEvent[] = [];
+  #ringStart = 0;
+  /** Per partition: what was fanned out (next position), and the oldest position still held. */
+  #next: LivePosition[] = [];
+  #floor: LivePosition[] = [];
+  #parts: string[] = [];
+  #partitions = 0;
+  #reading: boolean[] = [];
+  #consumer: Consumer | undefined;
+  #commitTimer: TimerHandle | undefined;
+  #toCommit = new Map<number, number>();
+  /** Stored states as they arrive (the MQTT feed). */
+  readonly states = new Listeners<readonly StateRow[]>();
+  eventsIn = 0;
+  /** Subscriptions that refused an event (overflow) and were dropped. */
+  subscribersDropped = 0;
+
+  constructor(options: LiveHubOptions) {
+    this.#o = { ...options, ringEvents: options.ringEvents ?? 10_000, ringBytes: options.ringBytes ?? 16 * 1024 * 1024, commitIntervalMs: options.commitIntervalMs ?? 1_000 };
+    this.states = new Listeners<readonly StateRow[]>((error) => options.onError?.(toFleetError(error)));
+  }
+
+  get partitions(): number {
+    return this.#partitions;
+  }
+
+  get subscribers(): number {
+    return this.#entries.size;
+  }
+
+  async start(): Promise<void> {
+    // Where reading starts, as near as the log tells before the group is joined; the first record
+    // of a partition corrects it (records appended in between were never held).
+    const ends = await this.#o.log.endOffsets(this.#o.topic);
+    this.#partitions = ends.length;
+    this.#next = ends.map((offset) => [offset, 0] as LivePosition);
+    this.#floor = this.#next.slice();
+    this.#parts = ends.map((offset) => `${offset.toString(36)}.0`);
+    this.#reading = ends.map(() => false);
+    const consumer = this.#o.log.consumer({
+      group: this.#o.group,
+      topics: [this.#o.topic],
+      startAt: 'latest',
+      onBatch: (batch) => this.#onBatch(batch),
+    });
+    this.#consumer = consumer;
+    await consumer.start();
+  }
+
+  /** Ends every subscription (the edge is closing) and leaves the group. */
+  async stop(): Promise<void> {
+    for (const entry of [...this.#entries]) entry.subscriber.close('closing');
+    this.#entries.clear();
+    this.#commitTimer?.cancel();
+    this.#commitTimer = undefined;
+    await this.#consumer?.stop();
+    this.#consumer = undefined;
+  }
+
+  /**
+   * Adds a subscription. With `lastEventId`, held events after it that match are sent first, or
+   * `reset` when it cannot be resumed without a gap. Returns the function that removes it.
+   */
+  subscribe(filter: LiveFilter, subscriber: LiveSubscriber, lastEventId?: string, owner?: LiveOwner): () => void {
+    const entry: Entry = { filter, owner, subscriber, from: undefined };
+    if (lastEventId !== undefined) {
+      const cursor = decodeCursor(lastEventId, this.#partitions);
+      const resumable = cursor !== undefined && cursor.every((position, p) => !before(position, this.#floor[p]));
+      if (!resumable) {
+        subscriber.reset();
+      } else {
+        for (const event of this.#held) {
+          if (before(event.position, cursor[event.partition]) || !matches(filter, event)) continue;
+          const kept = subscriber.send(event);
+          event.frames.clear();
+          if (!kept) {
+            this.subscribersDropped++;
+            return () => undefined;
+          }
+        }
+        // A cursor from an edge further ahead: events this edge has not fanned out yet but the client saw.
+        if (cursor.some((position, p) => before(this.#next[p], position))) entry.from = cursor.slice();
+      }
+    }
+    this.#entries.add(entry);
+    return () => { this.#entries.delete(entry); };
+  }
+
+  /**
+   * Ends the subscriptions a registry change may have withdrawn: those of a revoked token, of a
+   * deleted device, and those a user holds through a ground whose membership changed (closed on a
+   * join too: the client reconnects and is authorised again, which is never wrong).
+   */
+  apply(change: RegistryChange): void {
+    switch (change.kind) {
+      case 'token-revoked':
+        return this.#closeWhere((e) => e.owner?.tokenHash === change.tokenHash);
+      case 'device-deleted':
+        return this.#closeWhere((e) => e.filter.deviceId === change.deviceId || (e.owner?.subjectId === change.deviceId));
+      case 'membership-changed':
+        return this.#closeWhere((e) => e.owner?.subjectId === change.userId && e.owner.groundId === change.groundId);
+      case 'device-changed':
+        // A device moved to another ground: its ground streams follow once the lookup cache expires.
+        return;
+    }
+  }
+
+  #closeWhere(predicate: (entry: Entry) => boolean): void {
+    for (const entry of [...this.#entries]) {
+      if (predicate(entry)) {
+        this.#entries.delete(entry);
+        entry.subscriber.close('forbidden');
+      }
+    }
+  }
+
+  async #onBatch(batch: RecordBatch): Promise<void> {
+    const p = batch.partition;
+    const decoded: Array<{ offset: number; events: [LiveKind, unknown][]; deviceId: string }> = [];
+    for (const record of batch.records) {
+      try {
+        const parsed = JSON.parse(decoder.decode(record.value)) as { v?: unknown; e?: unknown };
+        if (parsed.v !== 1 || !Array.isArray(parsed.e)) throw new Error(`not a live record of version 1`);
+        decoded.push({ offset: record.offset, events: parsed.e.filter(isEvent), deviceId: record.key });
+      } catch (error) {
+        // A record another writer put on the topic: skipped, the stream goes on.
+        this.#o.onError?.(toFleetError(error, 'VALIDATION_FAILED'));
+      }
+    }
+    const grounds = new Map<string, string | undefined>();
+    for (const { deviceId } of decoded) {
+      if (!grounds.has(deviceId)) {
+        grounds.set(deviceId, await this.#o.groundOf(deviceId).catch(() => undefined));
+      }
+    }
+    const stored: StateRow[] = [];
+    for (const { offset, events, deviceId } of decoded) {
+      if (!this.#reading[p]) {
+        this.#reading[p] = true;
+        if (before(this.#floor[p], [offset, 0])) this.#floor[p] = [offset, 0];
+      }
+      events.forEach(([kind, data], index) => {
+        this.#next[p] = [offset, index + 1];
+        this.#parts[p] = `${offset.toString(36)}.${(index + 1).toString(36)}`;
+        const event: HubEvent = {
+          partition: p, position: [offset, index], kind, deviceId, groundId: grounds.get(deviceId),
+          json: JSON.stringify(data), id: `1.${this.#parts.join('~')}`, frames: new Map(),
+        };
+        this.eventsIn++;
+        this.#hold(event);
+        this.#fanOut(event);
+        if (kind === 'state') stored.push(stateRowOf(data as LiveState));
+      });
+      this.#next[p] = [offset + 1, 0];
+      this.#parts[p] = `${(offset + 1).toString(36)}.0`;
+    }
+    if (stored.length > 0 && this.states.size > 0) this.states.emit(stored);
+    this.#toCommit.set(p, batch.records[batch.records.length - 1].offset + 1);
+    this.#scheduleCommit();
+  }
+
+  #hold(event: HubEvent): void {
+    this.#ring.push(event);
+    this.#ringBytesHeld += event.json.length;
+    while (this.#ring.length - this.#ringStart > this.#o.ringEvents || this.#ringBytesHeld > this.#o.ringBytes) {
+      const gone = this.#ring[this.#ringStart++];
+      this.#ringBytesHeld -= gone.json.length;
+      this.#floor[gone.partition] = [gone.position[0], gone.position[1] + 1];
+    }
+    // Compact now and then rather than shift() on every event.
+    if (this.#ringStart >= 1024 && this.#ringStart * 2 >= this.#ring.length) {
+      this.#ring = this.#ring.slice(this.#ringStart);
+      this.#ringStart = 0;
+    }
+  }
+
+  get #held(): HubEvent[] {
+    return this.#ringStart === 0 ? this.#ring : this.#ring.slice(this.#ringStart);
+  }
+
+  #fanOut(event: HubEvent): void {
+    for (const entry of this.#entries) {
+      if (!matches(entry.filter, event)) continue;
+      if (entry.from !== undefined && before(event.position, entry.from[event.partition])) continue;
+      let kept: boolean;
+      try {
+        kept = entry.subscriber.send(event);
+      } catch (error) {
+        // One broken connection must not fail the batch: it would come again for everybody.
+        this.#o.onError?.(toFleetError(error));
+        kept = false;
+      }
+      if (!kept) {
+        this.#entries.delete(entry);
+        this.subscribersDropped++;
+      }
+    }
+    // The frames served this fan-out; the ring keeps only the data (a resume builds them again).
+    event.frames.clear();
+  }
+
+  #scheduleCommit(): void {
+    if (this.#commitTimer !== undefined) return;
+    this.#commitTimer = this.#o.clock.setTimeout(() => {
+      this.#commitTimer = undefined;
+      const consumer = this.#consumer;
+      const offsets = [...this.#toCommit].map(([partition, offset]) => ({ topic: this.#o.topic, partition, offset }));
+      this.#toCommit.clear();
+      if (consumer === undefined || offsets.length === 0) return;
+      // A commit refused during a rebalance is harmless: the next batch commits again.
+      consumer.commit(offsets).catch(() => undefined);
+    }, this.#o.commitIntervalMs);
+  }
+}
+
+function matches(filter: LiveFilter, event: HubEvent): boolean {
+  if (!filter.kinds.has(event.kind)) return false;
+  if (filter.deviceId !== undefined) return filter.deviceId === event.deviceId;
+  return filter.groundId !== undefined && filter.groundId === event.groundId;
+}
+
+function isEvent(value: unknown): value is [LiveKind, unknown] {
+  return Array.isArray(value) && value.length === 2 && ALL_KINDS.has(value[0] as LiveKind) && typeof value[1] === 'object' && value[1] !== null;
+}
+
+function stateRowOf(state: LiveState): StateRow {
+  return { deviceId: state.deviceId, asset: state.asset, ts: Date.parse(state.at), receivedAt: state.receivedAt, value: state.value as StateRow['value'], uplinkId: state.uplinkId };
+}

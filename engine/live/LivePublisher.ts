@@ -1,0 +1,95 @@
+/**
+ * Publishes live events on topic `live` (key = device id), one record per device per batch
+ * (schemas/live.ts). Engines call it with what they stored and rejected, edges with the refusals they
+ * recorded and the command changes of their actors.
+ *
+ * Live data is a view, not the record: the store, the dead letters and the command history are.
+ * So publishing never holds the pipeline back: events are offered to a bounded batcher and, past
+ * `maxPendingEvents` or when an append fails for good, dropped and counted (onDropped). A subscriber
+ * that resumes across such a drop misses those events; the REST reads still have them.
+ */
+import { Batcher } from '../kernel/Batcher.ts';
+import type { Clock } from '../kernel/clock.ts';
+import type { FleetError } from '../kernel/errors.ts';
+import type { Log, ProducerRecord } from '../ports/log.ts';
+import type { LiveEvent, LiveRecord } from '../../schemas/live.ts';
+
+export interface LivePublisherOptions {
+  log: Pick<Log, 'append'>;
+  clock: Clock;
+  /** Topic name (with the configured prefix). */
+  topic: string;
+  /** Longest an event waits for companions before its batch is appended, ms. Default 10. */
+  lingerMs?: number;
+  /** Events per append. Default 5 000. */
+  maxBatchEvents?: number;
+  /** Events held (waiting or being appended) before new ones are dropped. Default 50 000. */
+  maxPendingEvents?: number;
+  /** Events given up: overflow (no error) or an append that failed (with it). */
+  onDropped?(count: number, error?: FleetError): void;
+}
+
+const encoder = new TextEncoder();
+
+export class LivePublisher {
+  readonly #batcher: Batcher<LiveEvent[]>;
+  readonly #onDropped: LivePublisherOptions['onDropped'];
+  published = 0;
+  dropped = 0;
+
+  constructor(options: LivePublisherOptions) {
+    this.#onDropped = options.onDropped;
+    const { log, topic } = options;
+    const maxBatch = options.maxBatchEvents ?? 5_000;
+    this.#batcher = new Batcher<LiveEvent[]>({
+      clock: options.clock,
+      name: 'live publisher',
+      maxItems: maxBatch,
+      maxDelayMs: options.lingerMs ?? 10,
+      maxPending: options.maxPendingEvents ?? 50_000,
+      overflow: 'refuse',
+      weight: (events) => events.length,
+      write: async (batches) => {
+        const records = recordsOf(batches);
+        await log.append(topic, records);
+        for (const events of batches) this.published += events.length;
+      },
+      onFailed: (batches, error) => this.#drop(batches.reduce((n, b) => n + b.length, 0), error),
+    });
+  }
+
+  /** Offers events (in the order they happened); never waits and never throws. */
+  publish(events: readonly LiveEvent[]): void {
+    if (events.length === 0) return;
+    if (this.#batcher.closed || !this.#batcher.offer([...events])) this.#drop(events.length);
+  }
+
+  /** Appends what is held (shutdown, tests). */
+  flush(): Promise<void> {
+    return this.#batcher.flush();
+  }
+
+  close(): Promise<void> {
+    return this.#batcher.close();
+  }
+
+  #drop(count: number, error?: FleetError): void {
+    this.dropped += count;
+    this.#onDropped?.(count, error);
+  }
+}
+
+/** One record per device, its events in order; devices in order of their first event. */
+function recordsOf(batches: readonly LiveEvent[][]): ProducerRecord[] {
+  const byDevice = new Map<string, LiveRecord['e']>();
+  for (const events of batches) {
+    for (const event of events) {
+      let list = byDevice.get(event.data.deviceId);
+      if (list === undefined) byDevice.set(event.data.deviceId, list = []);
+      list.push([event.kind, event.data]);
+    }
+  }
+  const records: ProducerRecord[] = [];
+  for (const [key, e] of byDevice) records.push({ key, value: encoder.encode(JSON.stringify({ v: 1, e } satisfies LiveRecord)) });
+  return records;
+}

@@ -1,0 +1,45 @@
+/**
+ * What the engine and the edges know, as live events (schemas/live.ts): stored state rows, dead
+ * letters and command views. One place, so the stored, rejected and command paths cannot drift.
+ */
+import type { CommandView } from '../../schemas/commands.ts';
+import type { LiveEvent } from '../../schemas/live.ts';
+import type { DeadLetter, StateRow } from '../../schemas/messages.ts';
+
+export function stateEvents(rows: readonly StateRow[]): LiveEvent[] {
+  return rows.map((row) => ({
+    kind: 'state',
+    data: { deviceId: row.deviceId, asset: row.asset, value: row.value, at: new Date(row.ts).toISOString(), receivedAt: row.receivedAt, uplinkId: row.uplinkId },
+  }));
+}
+
+export function rejectionEvents(letters: readonly DeadLetter[]): LiveEvent[] {
+  return letters.map((letter) => ({
+    kind: 'rejection',
+    data: {
+      deviceId: letter.envelope.deviceId,
+      code: letter.code,
+      reason: letter.reason,
+      ...(letter.asset !== undefined && letter.asset !== '' ? { asset: letter.asset } : {}),
+      rejectedAt: letter.rejectedAt,
+      uplinkId: letter.envelope.id,
+    },
+  }));
+}
+
+/** The command actors reuse one view object per command: the event copies what it needs. */
+export function commandEvent(view: CommandView): LiveEvent {
+  return {
+    kind: 'command',
+    data: {
+      deviceId: view.deviceId,
+      commandId: view.id,
+      status: view.status,
+      ...(view.asset !== undefined ? { asset: view.asset } : {}),
+      attempts: view.attempts,
+      changedAt: view.updatedAt,
+      ...(view.code !== undefined ? { code: view.code } : {}),
+      ...(view.reason !== undefined ? { reason: view.reason } : {}),
+    },
+  };
+}

@@ -1,0 +1,64 @@
+/**
+ * Live data (docs/live.md): what engines and edges publish on topic `live` (key = device id) and
+ * what SSE and WebSocket subscribers receive as an event's `data`. A record's value is the UTF-8
+ * JSON of a LiveRecord: the events of one device from one batch, in the order they happened. JSON
+ * rather than CBOR, as on `commands`: any Kafka client can follow the topic.
+ */
+import Type, { type Static } from 'typebox';
+import { CommandStatus } from './commands.ts';
+
+/** A state once durable in the store. */
+export const LiveState = Type.Object({
+  deviceId: Type.String(),
+  /** Asset name. */
+  asset: Type.String(),
+  value: Type.Unknown(),
+  /** Measurement time, ISO 8601. */
+  at: Type.String(),
+  /** Receive time, epoch ms. */
+  receivedAt: Type.Integer(),
+  uplinkId: Type.String(),
+});
+export type LiveState = Static<typeof LiveState>;
+
+/** An uplink (or part of one) refused, once its dead letter is durable. */
+export const LiveRejection = Type.Object({
+  deviceId: Type.String(),
+  code: Type.String(),
+  reason: Type.String(),
+  asset: Type.Optional(Type.String()),
+  /** Epoch ms. */
+  rejectedAt: Type.Integer(),
+  uplinkId: Type.Optional(Type.String()),
+});
+export type LiveRejection = Static<typeof LiveRejection>;
+
+/** A command lifecycle change. */
+export const LiveCommand = Type.Object({
+  deviceId: Type.String(),
+  commandId: Type.String(),
+  status: CommandStatus,
+  asset: Type.Optional(Type.String()),
+  attempts: Type.Integer(),
+  /** Epoch ms. */
+  changedAt: Type.Integer(),
+  code: Type.Optional(Type.String()),
+  reason: Type.Optional(Type.String()),
+});
+export type LiveCommand = Static<typeof LiveCommand>;
+
+export const LiveKind = Type.Union([Type.Literal('state'), Type.Literal('rejection'), Type.Literal('command')]);
+export type LiveKind = Static<typeof LiveKind>;
+export const LIVE_KINDS: readonly LiveKind[] = ['state', 'rejection', 'command'];
+
+export type LiveEvent =
+  | { kind: 'state'; data: LiveState }
+  | { kind: 'rejection'; data: LiveRejection }
+  | { kind: 'command'; data: LiveCommand };
+
+/** One record of topic `live`: `e` is a list of [kind, data]. Version 1. */
+export const LiveRecord = Type.Object({
+  v: Type.Literal(1),
+  e: Type.Array(Type.Tuple([LiveKind, Type.Unknown()])),
+});
+export type LiveRecord = Static<typeof LiveRecord>;

@@ -1,0 +1,234 @@
+/**
+ * The live data core on a real local log: the publisher's records, the hub's fan-out by device and
+ * by ground, cursors (text form, hostile text), resume from the ring without gaps or repeats, reset
+ * when a cursor is older than the ring, a cursor from an edge further ahead, subscribers dropped when
+ * they refuse an event, and the publisher dropping (and counting) instead of waiting.
+ */
+import * as assert from 'uvu/assert';
+import { createLocalLog } from '../adapters/local-log/LocalLog.ts';
+import { systemClock } from '../engine/kernel/clock.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
+import { decodeCursor, encodeCursor, MAX_CURSOR_CHARS } from '../engine/live/liveCursor.ts';
+import { commandEvent, rejectionEvents, stateEvents } from '../engine/live/liveEvents.ts';
+import { ALL_KINDS, LiveHub, type HubEvent, type LiveFilter } from '../engine/live/LiveHub.ts';
+import { LivePublisher } from '../engine/live/LivePublisher.ts';
+import type { LiveSubscriber } from '../engine/live/LiveSubscription.ts';
+import type { StateRow } from '../schemas/messages.ts';
+import { suite } from './support/suite.ts';
+import { tempDir, waitFor } from './support/tmp.ts';
+
+const test = suite('live hub');
+
+class Collector implements LiveSubscriber {
+  events: HubEvent[] = [];
+  resets = 0;
+  closed: string | undefined;
+  /** Refuse (as an overflowing subscriber does) after this many events. */
+  readonly limit: number;
+  constructor(limit = Infinity) {
+    this.limit = limit;
+  }
+  send(event: HubEvent): boolean {
+    if (this.events.length >= this.limit) return false;
+    this.events.push(event);
+    return true;
+  }
+  reset(): void { this.resets++; }
+  close(reason: string): void { this.closed = reason; }
+  values(): unknown[] { return this.events.map((e) => (JSON.parse(e.json) as { value: unknown }).value); }
+}
+
+function row(deviceId: string, value: number): StateRow {
+  return { deviceId, asset: 't', ts: Date.UTC(2026, 0, 1) + value, receivedAt: 1, value, uplinkId: `u${value}` };
+}
+
+const GROUNDS: Record<string, string> = { d1: 'g1', d2: 'g1', d3: 'g2' };
+
+async function world(ringEvents = 1000) {
+  const tmp = tempDir('live-hub');
+  const log = createLocalLog({ dir: tmp.dir });
+  await log.ensureTopics([{ name: 'live', partitions: 3 }]);
+  const publisher = new LivePublisher({ log, clock: systemClock, topic: 'live', lingerMs: 0 });
+  const hub = new LiveHub({ log, clock: systemClock, topic: 'live', group: 'edge', groundOf: async (id) => GROUNDS[id], ringEvents });
+  await hub.start();
+  return {
+    log, publisher, hub,
+    async publishStates(deviceId: string, values: number[]) {
+      publisher.publish(stateEvents(values.map((v) => row(deviceId, v))));
+      await publisher.flush();
+    },
+    async close() {
+      await hub.stop();
+      await publisher.close();
+      await log.close();
+      tmp.remove();
+    },
+  };
+}
+
+const byDevice = (deviceId: string): LiveFilter => ({ deviceId, kinds: ALL_KINDS });
+
+test('cursors: text round trip; malformed, oversized and foreign texts decode to nothing', () => {
+  const cursor = [[0, 0], [35, 2], [123456789, 40]] as const;
+  const text = encodeCursor(cursor);
+  assert.is(text, '1.0.0~z.2~21i3v9.14');
+  assert.equal(decodeCursor(text, 3), cursor);
+  for (const bad of ['', '1.', '2.0.0~0.0~0.0', '1.0.0~0.0', '1.0.0~0.0~0.0~0.0', '1.-1.0~0.0~0.0', '1.0.0~0.0~0.Z', '1.0.0~0.0~zzzzzzzzzzzz.0',
+    `1.${'0.0~'.repeat(2000)}0.0`, '1.0.0~0.0~0.0\n', '1.０.0~0.0~0.0', 'x'.repeat(MAX_CURSOR_CHARS + 1)]) {
+    assert.is(decodeCursor(bad, 3), undefined, JSON.stringify(bad.slice(0, 40)));
+  }
+});
+
+test('events reach the subscriptions of their device and ground only, in order, with the documented data', async () => {
+  const w = await world();
+  try {
+    const d1 = new Collector();
+    const g1 = new Collector();
+    const g2 = new Collector();
+    const states = new Collector();
+    w.hub.subscribe(byDevice('d1'), d1);
+    w.hub.subscribe({ groundId: 'g1', kinds: ALL_KINDS }, g1);
+    w.hub.subscribe({ groundId: 'g2', kinds: ALL_KINDS }, g2);
+    w.hub.subscribe({ deviceId: 'd1', kinds: new Set(['state']) }, states);
+    await w.publishStates('d1', [1, 2, 3]);
+    await w.publishStates('d2', [4]);
+    w.publisher.publish(rejectionEvents([{ code: 'PROFILE_VIOLATION', reason: 'too hot', asset: 't', rejectedAt: 5, envelope: { id: 'u5', channel: 'http', contentType: 'json', deviceId: 'd1', receivedAt: 5, body: new Uint8Array() } }]));
+    w.publisher.publish([commandEvent({ id: 'c1', deviceId: 'd1', kind: 'asset', asset: 'light', value: true, at: 'x', issuer: 'user:u', status: 'queued', updatedAt: 6, attempts: 0 })]);
+    await w.publisher.flush();
+    await waitFor(() => d1.events.length === 5 && g1.events.length === 6, 10_000, 'events');
+    assert.equal(d1.events.map((e) => e.kind), ['state', 'state', 'state', 'rejection', 'command']);
+    assert.equal(d1.values().slice(0, 3), [1, 2, 3]);
+    assert.equal(JSON.parse(d1.events[0].json), { deviceId: 'd1', asset: 't', value: 1, at: '2026-01-01T00:00:00.001Z', receivedAt: 1, uplinkId: 'u1' });
+    assert.equal(JSON.parse(d1.events[3].json), { deviceId: 'd1', code: 'PROFILE_VIOLATION', reason: 'too hot', asset: 't', rejectedAt: 5, uplinkId: 'u5' });
+    assert.equal(JSON.parse(d1.events[4].json), { deviceId: 'd1', commandId: 'c1', status: 'queued', asset: 'light', attempts: 0, changedAt: 6 });
+    assert.equal(states.events.map((e) => e.kind), ['state', 'state', 'state']);
+    assert.is(g2.events.length, 0);
+  } finally {
+    await w.close();
+  }
+});
+
+test('resume: every event after the cursor exactly once; an id older than the ring gets reset', async () => {
+  const w = await world(5);
+  try {
+    const first = new Collector();
+    w.hub.subscribe(byDevice('d1'), first);
+    await w.publishStates('d1', [1, 2, 3]);
+    await waitFor(() => first.events.length === 3, 10_000, 'three');
+    const resumed = new Collector();
+    w.hub.subscribe(byDevice('d1'), resumed, first.events[0].id);
+    assert.equal(resumed.values(), [2, 3]);
+    await w.publishStates('d1', [4]);
+    await waitFor(() => resumed.events.length === 3, 10_000, 'the live one');
+    assert.equal(resumed.values(), [2, 3, 4]);
+    // Six more events push the first ones out of a ring of 5.
+    await w.publishStates('d3', [5, 6, 7, 8, 9, 10]);
+    await waitFor(() => w.hub.eventsIn === 10, 10_000, 'ten events in');
+    const late = new Collector();
+    w.hub.subscribe(byDevice('d1'), late, first.events[0].id);
+    assert.is(late.resets, 1);
+    assert.is(late.events.length, 0);
+    const garbage = new Collector();
+    w.hub.subscribe(byDevice('d1'), garbage, 'not a cursor');
+    assert.is(garbage.resets, 1);
+  } finally {
+    await w.close();
+  }
+});
+
+test('a cursor from an edge further ahead: what the client already saw is not sent again', async () => {
+  const w = await world();
+  try {
+    const probe = new Collector();
+    w.hub.subscribe(byDevice('d1'), probe);
+    await w.publishStates('d1', [1]);
+    await waitFor(() => probe.events.length === 1, 10_000, 'one');
+    // The cursor another edge gives after values 2 and 3 (one record each, offsets o+1 and o+2): [o+3, 0].
+    const [p] = [probe.events[0].partition];
+    const ahead = decodeCursor(probe.events[0].id, 3)!.map((pos, i) => (i === p ? [pos[0] + 3, 0] as const : pos));
+    const client = new Collector();
+    w.hub.subscribe(byDevice('d1'), client, encodeCursor(ahead));
+    await w.publishStates('d1', [2]);
+    await w.publishStates('d1', [3]);
+    await w.publishStates('d1', [4]);
+    await waitFor(() => probe.events.length === 4, 10_000, 'four');
+    assert.equal(client.values(), [4]);
+  } finally {
+    await w.close();
+  }
+});
+
+test('a subscriber that refuses an event is dropped; the others go on', async () => {
+  const w = await world();
+  try {
+    const slow = new Collector(1);
+    const fine = new Collector();
+    w.hub.subscribe(byDevice('d1'), slow);
+    w.hub.subscribe(byDevice('d1'), fine);
+    await w.publishStates('d1', [1, 2, 3]);
+    await waitFor(() => fine.events.length === 3, 10_000, 'three');
+    assert.is(slow.events.length, 1);
+    assert.is(w.hub.subscribers, 1);
+    await w.hub.stop();
+    assert.is(fine.closed, 'closing');
+  } finally {
+    await w.close();
+  }
+});
+
+test('registry changes end the subscriptions they withdraw, and only those', async () => {
+  const w = await world();
+  try {
+    const owner = (subjectId: string, tokenHash: string, groundId: string) => ({ subjectId, tokenHash, groundId });
+    const revoked = new Collector();
+    const deleted = new Collector();
+    const left = new Collector();
+    const other = new Collector();
+    w.hub.subscribe(byDevice('d2'), revoked, undefined, owner('user-a', 'hash-a', 'g1'));
+    w.hub.subscribe(byDevice('d1'), deleted, undefined, owner('user-b', 'hash-b', 'g1'));
+    w.hub.subscribe({ groundId: 'g1', kinds: ALL_KINDS }, left, undefined, owner('user-c', 'hash-c', 'g1'));
+    w.hub.subscribe({ groundId: 'g2', kinds: ALL_KINDS }, other, undefined, owner('user-c', 'hash-c2', 'g2'));
+    w.hub.apply({ kind: 'token-revoked', tokenHash: 'hash-a' });
+    assert.is(revoked.closed, 'forbidden');
+    assert.is(deleted.closed, undefined);
+    w.hub.apply({ kind: 'device-deleted', deviceId: 'd1' });
+    assert.is(deleted.closed, 'forbidden');
+    w.hub.apply({ kind: 'membership-changed', groundId: 'g1', userId: 'user-c' });
+    assert.is(left.closed, 'forbidden');
+    assert.is(other.closed, undefined, 'the same user\'s stream of another ground stays');
+    w.hub.apply({ kind: 'device-changed', deviceId: 'd3' });
+    assert.is(w.hub.subscribers, 1);
+  } finally {
+    await w.close();
+  }
+});
+
+test('the publisher never waits: past its bound it drops and counts', async () => {
+  let release: () => void = () => undefined;
+  const stuck = new Promise<void>((resolve) => { release = resolve; });
+  const dropped: Array<[number, string | undefined]> = [];
+  let appended = 0;
+  const publisher = new LivePublisher({
+    log: { append: async (_topic, records) => { await stuck; appended += records.length; return []; } },
+    clock: systemClock, topic: 'live', lingerMs: 0, maxBatchEvents: 10, maxPendingEvents: 20,
+    onDropped: (count, error) => dropped.push([count, error?.code]),
+  });
+  for (let i = 0; i < 30; i++) publisher.publish(stateEvents([row('d1', i)]));
+  assert.is(publisher.dropped, 10);
+  release();
+  await publisher.flush();
+  assert.is(publisher.published, 20);
+  assert.ok(appended >= 2, 'one record per device per batch');
+  const failing = new LivePublisher({
+    log: { append: async () => { throw new FleetError('UNAVAILABLE', 'down'); } },
+    clock: systemClock, topic: 'live', lingerMs: 0, onDropped: (count, error) => dropped.push([count, error?.code]),
+  });
+  failing.publish(stateEvents([row('d1', 1), row('d2', 2)]));
+  await failing.flush();
+  assert.is(failing.dropped, 2);
+  assert.equal(dropped.at(-1), [2, 'UNAVAILABLE']);
+  await publisher.close();
+  await failing.close();
+});
+
+test.run();
