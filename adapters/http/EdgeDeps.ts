@@ -51,6 +51,8 @@ export interface EdgeDeps {
   commands?: EdgeCommands;
   /** Readiness, metrics and request timing (app/metrics.ts); absent: no /ready nor /metrics. */
   observe?: EdgeObserver;
+  /** The web console at /console (consoleRoutes.ts). Default true; false: no /console routes. */
+  console?: boolean;
 }
 
 export interface EdgeObserver {

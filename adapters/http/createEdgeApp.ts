@@ -10,12 +10,14 @@ import { Health } from '../../schemas/edge.ts';
 import { activationEdge } from './activationEdge.ts';
 import { assetRoutes } from './assetRoutes.ts';
 import { commandRoutes } from './commandRoutes.ts';
+import { consoleRoutes } from './consoleRoutes.ts';
 import { deviceRoutes } from './deviceRoutes.ts';
 import { EdgeAccess } from './EdgeAccess.ts';
 import { DEFAULT_MAX_BODY_BYTES, type EdgeContext, type EdgeDeps } from './EdgeDeps.ts';
 import { EdgeRouter } from './EdgeRouter.ts';
 import { lpwanRoutes } from './lpwanRoutes.ts';
 import { openApiDocument } from './openApiDocument.ts';
+import { principalRoutes } from './principalRoutes.ts';
 import { problemResponse } from './problemResponse.ts';
 import { stateRoutes } from './stateRoutes.ts';
 import { TokenBuckets } from './TokenBuckets.ts';
@@ -109,6 +111,8 @@ export function createEdgeApp(deps: EdgeDeps): Hono {
   if (deps.lpwan) lpwanRoutes(edge, deps.lpwan);
   if (deps.commands) commandRoutes(edge, deps.commands);
   activationEdge(edge);
+  principalRoutes(edge);
+  if (deps.console !== false) consoleRoutes(app);
 
   let document: Record<string, unknown> | undefined;
   router.publicRoute({

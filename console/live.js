@@ -1,0 +1,80 @@
+// Live events over SSE (GET /device/{id}/live, /ground/{id}/live) read with fetch() so the token
+// travels in the Authorization header, never in a URL as EventSource would need. Reconnects with
+// Last-Event-ID after a drop or an `overflow`; `reset` tells the page to reload from the REST API.
+import { authHeaders, readProblem, problemMessage } from './api.js';
+
+const MAX_BACKOFF_MS = 15_000;
+
+/**
+ * Follows `path` until `signal` aborts. Callbacks: onEvent(kind, data), onReset(), onStatus(text)
+ * where text is 'live', 'reconnecting', or a reason it stopped.
+ */
+export function follow(path, { signal, onEvent, onReset = () => {}, onStatus = () => {} }) {
+  let lastId;
+  let backoff = 1000;
+  const run = async () => {
+    while (!signal.aborted) {
+      try {
+        const headers = authHeaders({ accept: 'text/event-stream' });
+        if (lastId !== undefined) headers['last-event-id'] = lastId;
+        const response = await fetch(path, { headers, signal, cache: 'no-store' });
+        if (!response.ok) {
+          const problem = await readProblem(response);
+          // Refused for good (token, membership, no live endpoint): say why and stop.
+          if ([401, 403, 404, 501].includes(response.status)) { onStatus(`not live: ${problemMessage(response.status, problem)}`); return; }
+          throw new Error(problemMessage(response.status, problem));
+        }
+        onStatus('live');
+        backoff = 1000;
+        await readEvents(response.body, signal, (event) => {
+          if (event.id !== undefined) lastId = event.id;
+          if (event.type === 'reset') onReset();
+          else if (event.type === 'overflow') onStatus('reconnecting');
+          else if (event.data !== undefined) {
+            try { onEvent(event.type, JSON.parse(event.data)); } catch { /* a line that is not JSON is not ours */ }
+          }
+        });
+      } catch (error) {
+        if (signal.aborted) return;
+      }
+      if (signal.aborted) return;
+      onStatus('reconnecting');
+      await new Promise((resolve) => setTimeout(resolve, backoff));
+      backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
+    }
+  };
+  run();
+}
+
+/** The text/event-stream format (HTML standard §9.2): fields per line, events end at a blank line. */
+async function readEvents(body, signal, emit) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  let event = {};
+  try {
+    while (!signal.aborted) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffer += value;
+      let end;
+      while ((end = buffer.search(/\r\n|\r|\n/)) >= 0) {
+        const line = buffer.slice(0, end);
+        buffer = buffer.slice(end + (buffer.startsWith('\r\n', end) ? 2 : 1));
+        if (line === '') {
+          if (event.type !== undefined || event.data !== undefined) emit({ type: event.type ?? 'message', ...event });
+          event = {};
+          continue;
+        }
+        if (line.startsWith(':')) continue;
+        const colon = line.indexOf(':');
+        const field = colon < 0 ? line : line.slice(0, colon);
+        const data = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+        if (field === 'event') event.type = data;
+        else if (field === 'data') event.data = event.data === undefined ? data : `${event.data}\n${data}`;
+        else if (field === 'id') event.id = data;
+      }
+    }
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+}
