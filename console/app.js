@@ -91,4 +91,7 @@ function App() {
   return html`<${Nav} me=${me} onSignOut=${signOut} /><main id="main"><${Page} me=${me} route=${route} /></main>`;
 }
 
-render(html`<${App} />`, document.getElementById('app'));
+const root = document.getElementById('app');
+// Preact keeps nodes it did not render: the "Loading…" placeholder goes first.
+root.textContent = '';
+render(html`<${App} />`, root);

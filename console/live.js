@@ -21,7 +21,8 @@ export function follow(path, { signal, onEvent, onReset = () => {}, onStatus = (
         if (!response.ok) {
           const problem = await readProblem(response);
           // Refused for good (token, membership, no live endpoint): say why and stop.
-          if ([401, 403, 404, 501].includes(response.status)) { onStatus(`not live: ${problemMessage(response.status, problem)}`); return; }
+          if (response.status === 404 && problem?.code === 'NOT_FOUND' && /^no route /.test(problem.detail ?? '')) { onStatus('not live: this server has no live stream'); return; }
+          if ([401, 403, 404].includes(response.status)) { onStatus(`not live: ${problemMessage(response.status, problem)}`); return; }
           throw new Error(problemMessage(response.status, problem));
         }
         onStatus('live');
