@@ -35,7 +35,7 @@ export function ActivatePage() {
     <${ErrorBox} error=${groundsError} />
     <form onSubmit=${lookUp} class="stack">
       <label for="code">Activation code</label>
-      <input id="code" name="code" required autocomplete="off" spellcheck="false" placeholder="XXXX-XXXX-XXXX-XXXX" />
+      <input id="code" name="code" required autocomplete="off" spellcheck=${false} placeholder="XXXX-XXXX-XXXX-XXXX" />
       <button type="submit">Show its options</button>
     </form>
     ${offer ? html`<form onSubmit=${activate} class="stack" aria-labelledby="choose">

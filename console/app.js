@@ -43,7 +43,7 @@ function SignIn({ onSignedIn }) {
     <h1>Fleetstream console</h1>
     <form onSubmit=${submit}>
       <label for="token">User or partner token</label>
-      <input id="token" name="token" type="password" autocomplete="off" required spellcheck="false" placeholder="fsu_… or fsp_…" />
+      <input id="token" name="token" type="password" autocomplete="off" required spellcheck=${false} placeholder="fsu_… or fsp_…" />
       <p class="hint">Kept in this tab's session storage only; it is cleared when the tab closes. <code>fleetstream admin quickstart</code> prints one.</p>
       <button type="submit" disabled=${busy}>Sign in</button>
     </form>

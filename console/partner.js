@@ -49,7 +49,7 @@ export function DeviceTypesPage({ me, name }) {
       <form onSubmit=${publish} class="stack">
         <label>Name <input name="name" required autocomplete="off" /></label>
         <label>Title <input name="title" autocomplete="off" /></label>
-        <label>Assets (JSON) <textarea name="assets" rows="4" spellcheck="false">[{"name":"temperature","is":"sensor","profile":{"type":"number"}}]</textarea></label>
+        <label>Assets (JSON) <textarea name="assets" rows="4" spellcheck=${false}>[{"name":"temperature","is":"sensor","profile":{"type":"number"}}]</textarea></label>
         <button type="submit">Save and publish</button>
       </form>
       <${ErrorBox} error=${formError} />
