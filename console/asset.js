@@ -62,7 +62,7 @@ export function AssetPage({ deviceId, name }) {
     </div>
     <p class="muted" data-testid="window">${formatTime(range.from)} – ${formatTime(range.to)} · ${history?.resolution ? `${history.resolution} aggregates` : 'raw points'}</p>
     <${ErrorBox} error=${historyError} />
-    ${series ? html`<${Chart} series=${series} label=${`History of ${name}`} onZoom=${(from, to) => show(from, to)} />` : ''}
+    ${series && series.x.length > 0 ? html`<${Chart} series=${series} label=${`History of ${name}`} onZoom=${(from, to) => show(from, to)} />` : ''}
     ${asset.is === 'actuator' ? html`<${CommandForm} deviceId=${deviceId} asset=${asset} />` : ''}
     <section aria-labelledby="history"><h2 id="history">History</h2>
       <div class="table-wrap"><table data-testid="history">

@@ -59,7 +59,7 @@ export function DeviceTypesPage({ me, name }) {
 function OptionFields({ index, networks, types, onRemove }) {
   const [networkId, setNetworkId] = useState(networks[0]?.id ?? '');
   const network = networks.find((n) => n.id === networkId);
-  return html`<fieldset class="option"><legend>Option ${index + 1}</legend>
+  return html`<fieldset class="fields"><legend>Option ${index + 1}</legend>
     <label>Description <input name=${`o${index}.description`} autocomplete="off" /></label>
     <label>Device type <input name=${`o${index}.type`} list="type-refs" required autocomplete="off" placeholder="partner/name" /></label>
     <datalist id="type-refs">${types.map((t) => html`<option value=${t.ref} />`)}</datalist>
