@@ -10,7 +10,7 @@ import mqtt from 'mqtt';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import type { Service } from '../app/createService.ts';
 import { startEmbeddedService } from './support/embeddedService.ts';
-import { launchChromium, pageErrors, screenshot, withChromium } from './support/browser.ts';
+import { accessibilityProblems, launchChromium, pageErrors, screenshot, withChromium } from './support/browser.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
 
 interface World {
@@ -231,6 +231,9 @@ withChromium('console browser tests', (chromiumPath) => {
     await page.getByRole('button', { name: 'Look up' }).click();
     await page.getByText(`Code ${code}, unused.`).waitFor();
     await screenshot(page, 'console-activations');
+    assert.equal(await accessibilityProblems(page), [], 'activations page: labels, names and contrast');
+    const width = await page.evaluate(() => (globalThis as any).document.documentElement.scrollWidth as number);
+    assert.ok(width <= 1280, `activations page fits the window: ${width} px`);
     await page.getByRole('button', { name: 'Sign out' }).click();
 
     await page.getByLabel('User or partner token').fill(w.user.token);
@@ -304,6 +307,7 @@ withChromium('console browser tests', (chromiumPath) => {
       await page.waitForTimeout(300);
       const width = await page.evaluate(() => (globalThis as any).document.documentElement.scrollWidth as number);
       assert.ok(width <= 390, `${route}: ${width} px wide`);
+      assert.equal(await accessibilityProblems(page), [], `${route}: labels, names and contrast`);
     }
     await page.goto(`${w.base}/console/#/device/${d.id}`);
     await page.locator('td.value[data-asset=humidity]', { hasText: '61.5' }).waitFor();

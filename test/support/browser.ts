@@ -62,3 +62,52 @@ export function pageErrors(page: Page): string[] {
   });
   return errors;
 }
+
+/**
+ * What a keyboard or screen-reader user would trip over on the current page: form controls without
+ * a label, buttons and links without a name, and text whose contrast against its background is under
+ * WCAG AA (4.5:1; 3:1 for large text). Runs in the page; returns one line per problem.
+ */
+export function accessibilityProblems(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const doc = (globalThis as any).document;
+    const win = globalThis as any;
+    const problems: string[] = [];
+    const visible = (el: any) => el.getClientRects().length > 0 && win.getComputedStyle(el).visibility !== 'hidden';
+    const describe = (el: any) => `${el.tagName.toLowerCase()}${el.name ? `[name=${el.name}]` : ''}${el.id ? `#${el.id}` : ''} "${(el.textContent ?? '').trim().slice(0, 30)}"`;
+    for (const el of doc.querySelectorAll('input, select, textarea')) {
+      if (!visible(el) || el.type === 'hidden') continue;
+      if (el.labels.length === 0 && !el.getAttribute('aria-label') && !el.getAttribute('aria-labelledby')) problems.push(`no label: ${describe(el)}`);
+    }
+    for (const el of doc.querySelectorAll('button, a[href]')) {
+      if (visible(el) && (el.textContent ?? '').trim() === '' && !el.getAttribute('aria-label')) problems.push(`no name: ${describe(el)}`);
+    }
+    const rgb = (text: string) => (text.match(/[\d.]+/g) ?? []).map(Number);
+    const luminance = ([r, g, b]: number[]) => {
+      const f = (c: number) => { const s = c / 255; return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4; };
+      return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+    };
+    const background = (el: any): number[] => {
+      for (let node = el; node; node = node.parentElement) {
+        const c = rgb(win.getComputedStyle(node).backgroundColor);
+        if (c.length === 3 || (c.length === 4 && c[3] === 1)) return c.slice(0, 3);
+      }
+      return [255, 255, 255];
+    };
+    const walker = doc.createTreeWalker(doc.body, 4 /* NodeFilter.SHOW_TEXT */);
+    const seen = new Set();
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const el = node.parentElement;
+      if (!el || seen.has(el) || node.textContent.trim() === '' || !visible(el) || el.closest('canvas, .u-legend')) continue;
+      seen.add(el);
+      const style = win.getComputedStyle(el);
+      const fg = luminance(rgb(style.color).slice(0, 3));
+      const bg = luminance(background(el));
+      const ratio = (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05);
+      const size = parseFloat(style.fontSize);
+      const large = size >= 24 || (size >= 18.66 && Number(style.fontWeight) >= 700);
+      if (ratio < (large ? 3 : 4.5)) problems.push(`contrast ${ratio.toFixed(2)}: ${describe(el)}`);
+    }
+    return problems;
+  });
+}
