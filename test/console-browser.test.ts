@@ -285,6 +285,17 @@ withChromium('console browser tests', (chromiumPath) => {
     const devices = await api(w, 'GET', `/ground/${w.groundId}/devices`, w.user.token);
     assert.not.ok(devices.body.items.some((d: { name: string }) => d.name === 'probe' || d.name.includes('evil')));
     await screenshot(page, 'console-bad-input');
+    // Markup in names and values is shown as text, never run (and the CSP would refuse it anyway).
+    const hostile = '<img src=x onerror="globalThis.hacked=1">';
+    const forged = await api(w, 'POST', `/ground/${w.groundId}/devices`, w.user.token, { name: 'markup', title: hostile, assets: [{ name: 'note', is: 'sensor', profile: { type: 'string' } }] });
+    assert.is(forged.status, 201, JSON.stringify(forged.body));
+    assert.is((await api(w, 'PUT', `/device/${forged.body.id}/state`, forged.body.token, { note: { value: '<script>globalThis.hacked=2</script>' } })).status, 202);
+    await page.reload();
+    await page.getByRole('link', { name: hostile }).waitFor();
+    await page.getByRole('link', { name: hostile }).click();
+    await page.locator('td.value[data-asset=note]', { hasText: '<script>' }).waitFor({ timeout: 10_000 });
+    assert.is(await page.evaluate(() => (globalThis as any).hacked), undefined);
+    assert.is(await page.locator('img[src=x]').count(), 0);
     assert.equal(errors, []);
     await context.close();
   });
