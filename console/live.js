@@ -4,6 +4,7 @@
 import { authHeaders, readProblem, problemMessage } from './api.js';
 
 const MAX_BACKOFF_MS = 15_000;
+const MAX_LINE = 1 << 20;
 
 /**
  * Follows `path` until `signal` aborts. Callbacks: onEvent(kind, data), onReset(), onStatus(text)
@@ -57,8 +58,12 @@ async function readEvents(body, signal, emit) {
       const { value, done } = await reader.read();
       if (done) return;
       buffer += value;
+      // One event is one JSON line: a line this long is not ours, and the tab's memory stays bounded.
+      if (buffer.length > MAX_LINE) throw new Error('an event line over 1 MiB');
       let end;
       while ((end = buffer.search(/\r\n|\r|\n/)) >= 0) {
+        // A CR last in the chunk may be the first half of a CRLF split across chunks: wait.
+        if (buffer[end] === '\r' && end === buffer.length - 1) break;
         const line = buffer.slice(0, end);
         buffer = buffer.slice(end + (buffer.startsWith('\r\n', end) ? 2 : 1));
         if (line === '') {
