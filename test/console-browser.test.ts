@@ -261,6 +261,41 @@ withChromium('console browser tests', (chromiumPath) => {
     await context.close();
   });
 
+  test('a partner filters activations by status and hardware id, changes and deletes one, and reads the networks table', async (w) => {
+    await api(w, 'PUT', `/partner/${w.partner.id}/device-types/meter`, w.partner.token, { assets: [{ name: 'energy', is: 'sensor', profile: { type: 'number' } }] });
+    const make = async (hw: string) => (await api(w, 'POST', `/partner/${w.partner.id}/activations`, w.partner.token, {
+      description: `meter ${hw}`, hardware: { id: hw }, options: [{ device: { type: `${w.partner.id}/meter` }, network: { networkId: 'net8', data: {} } }],
+    })).body as { code: string };
+    const keep = await make('METER-1');
+    const gone = await make('METER-2');
+    const context = await w.browser.newContext();
+    const { page, errors } = await signIn(w, context, w.partner.token);
+    const rows = page.locator('[data-testid=activations] tbody tr');
+    await rows.filter({ hasText: 'METER-2' }).waitFor();
+    await page.locator('form.toolbar select[name=status]').selectOption('unused');
+    await page.locator('form.toolbar input[name=hardwareId]').fill('METER-1');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await waitFor(async () => (await rows.count()) === 1 && (await rows.first().innerText()).includes(keep.code), 5000, 'one row: METER-1');
+    page.once('dialog', (dialog) => dialog.accept('meter in the basement'));
+    await rows.first().getByRole('button', { name: 'Change' }).click();
+    await rows.filter({ hasText: 'meter in the basement' }).waitFor();
+    assert.is((await api(w, 'GET', `/partner/${w.partner.id}/activations/${keep.code}`, w.partner.token)).body.description, 'meter in the basement');
+    await page.locator('form.toolbar input[name=hardwareId]').fill('METER-2');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await rows.filter({ hasText: gone.code }).waitFor();
+    page.once('dialog', (dialog) => dialog.accept());
+    await rows.first().getByRole('button', { name: 'Delete' }).click();
+    await waitFor(async () => (await rows.count()) === 0, 5000, 'the deleted row gone');
+    assert.is((await api(w, 'GET', `/partner/${w.partner.id}/activations/${gone.code}`, w.partner.token)).status, 404);
+    await page.getByRole('link', { name: 'Networks' }).click();
+    await page.getByRole('rowheader', { name: 'thethingsnetwork' }).waitFor();
+    assert.is(await page.locator('tbody tr').count(), 8, 'spec §2.8: eight networks');
+    assert.ok(await page.getByRole('row', { name: /tmobilenl .*imei, imsi/ }).isVisible());
+    assert.equal(await accessibilityProblems(page), []);
+    assert.equal(errors, []);
+    await context.close();
+  });
+
   test('bad input in the console\'s forms shows the API\'s problem+json message', async (w) => {
     const context = await w.browser.newContext();
     const { page, errors } = await signIn(w, context, w.user.token);
