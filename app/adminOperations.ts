@@ -7,12 +7,20 @@ import * as admin from '../engine/admin/adminActions.ts';
 import { FleetError } from '../engine/kernel/errors.ts';
 import type { Registry } from '../engine/ports/registry.ts';
 
+/** What an operation may need besides the registry. */
+export interface AdminContext {
+  /** The HTTP edge's base URL as a person on this machine opens it (`http://localhost:8080`). */
+  httpBase?: string;
+}
+
 export interface AdminOperation {
   /** Positional arguments in order, then named options (`--user`). */
   args: readonly string[];
   options?: readonly string[];
+  /** Arguments that may be left out, with their default. */
+  defaults?: Readonly<Record<string, string>>;
   usage: string;
-  run(registry: Registry, input: Record<string, string>): Promise<Record<string, unknown>>;
+  run(registry: Registry, input: Record<string, string>, context: AdminContext): Promise<Record<string, unknown>>;
 }
 
 export const adminOperations: Record<string, AdminOperation> = {
@@ -37,6 +45,16 @@ export const adminOperations: Record<string, AdminOperation> = {
     usage: 'add-member <groundId> <userId>',
     run: (registry, input) => admin.addMember(registry, input.groundId, input.userId),
   },
+  quickstart: {
+    args: ['name'],
+    defaults: { name: 'demo' },
+    usage: 'quickstart [name] [--demo]   a user, a ground and a demo device; --demo keeps it sending states',
+    run: async (registry, input, context) => {
+      const created = await admin.quickstart(registry, input.name);
+      // The token is printed apart from the link, never in it (URLs end up in histories and logs).
+      return { ...created, ...(context.httpBase ? { console: `${context.httpBase}/console/` } : {}) };
+    },
+  },
   'revoke-token': {
     args: ['token'],
     usage: 'revoke-token <token>',
@@ -54,7 +72,7 @@ export function checkAdminInput(name: string, input: unknown): { operation: Admi
   const values = input as Record<string, unknown>;
   const checked: Record<string, string> = {};
   for (const key of [...operation.args, ...(operation.options ?? [])]) {
-    const value = values[key];
+    const value = values[key] ?? operation.defaults?.[key];
     if (typeof value !== 'string' || value.length === 0) {
       throw new FleetError('VALIDATION_FAILED', `missing ${key}: usage: fleetstream admin ${operation.usage}`, { detail: { field: key } });
     }

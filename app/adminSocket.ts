@@ -9,14 +9,14 @@ import { Hono } from 'hono';
 import { getRequestListener } from '@hono/node-server';
 import { FleetError, toFleetError } from '../engine/kernel/errors.ts';
 import type { Registry } from '../engine/ports/registry.ts';
-import { checkAdminInput } from './adminOperations.ts';
+import { checkAdminInput, type AdminContext } from './adminOperations.ts';
 
 export interface AdminSocket {
   path: string;
   close(): Promise<void>;
 }
 
-export async function serveAdminSocket(options: { path: string; registry: Registry }): Promise<AdminSocket> {
+export async function serveAdminSocket(options: { path: string; registry: Registry; context?: AdminContext }): Promise<AdminSocket> {
   const app = new Hono();
   app.post('/admin/:operation', async (c) => {
     try {
@@ -24,7 +24,7 @@ export async function serveAdminSocket(options: { path: string; registry: Regist
         throw new FleetError('BAD_REQUEST', 'admin request body must be JSON');
       });
       const { operation, input } = checkAdminInput(c.req.param('operation'), body);
-      return c.json(await operation.run(options.registry, input));
+      return c.json(await operation.run(options.registry, input, options.context ?? {}));
     } catch (error) {
       const fleetError = toFleetError(error);
       return c.json({ code: fleetError.code, detail: fleetError.message }, fleetError.status as 400);

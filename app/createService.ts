@@ -27,6 +27,7 @@ import { serveHttpEdge, startMqttEdge } from './buildEdges.ts';
 import { loadLpwanApplications } from './loadLpwanApplications.ts';
 import { createMetrics, type ServiceMetrics } from './metrics.ts';
 import { serveProbes } from './serveProbes.ts';
+import { httpBaseOf } from './startupLines.ts';
 import { dataPaths, logNames, openLog, openRegistry, openStore, type ServiceStore } from './openAdapters.ts';
 
 export { dataPaths, kafkaTimeouts, logNames, openRegistry } from './openAdapters.ts';
@@ -247,7 +248,8 @@ export async function createService(options: ServiceOptions): Promise<Service> {
 
     let adminSocketPath: string | undefined;
     if (!config.databaseUrl) {
-      const admin = await serveAdminSocket({ path: paths.adminSocket, registry });
+      const context = httpPort === undefined ? {} : { httpBase: httpBaseOf(config.http.host, httpPort) };
+      const admin = await serveAdminSocket({ path: paths.adminSocket, registry, context });
       closers.add('admin', () => admin.close());
       adminSocketPath = admin.path;
     }

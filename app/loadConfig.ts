@@ -47,6 +47,7 @@ export const settings = {
   'at-max-ahead-ms': ['AT_MAX_AHEAD_MS', 'uplinks.atMaxAheadMs', 'integer'],
   'at-min-ms': ['AT_MIN_MS', 'uplinks.atMinMs', 'integer'],
   'log-level': ['LOG_LEVEL', 'log.level', 'string'],
+  'log-format': ['LOG_FORMAT', 'log.format', 'string'],
 } as const satisfies Record<string, readonly [string, string, 'string' | 'integer' | 'number' | 'list']>;
 
 export type SettingName = keyof typeof settings;

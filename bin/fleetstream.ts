@@ -2,11 +2,15 @@
 /**
  * fleetstream start [--role all|edge|engine] [--data-dir DIR] [--port N] …   run the service
  * fleetstream admin <command> [args] [--json] [--data-dir DIR] [--init]        registry administration
+ * fleetstream admin quickstart [name] [--demo]                                   a first run in one step
  * The entry point: the only place that reads process.env.
  */
 import { parseArgs } from 'node:util';
 import { FleetError, toFleetError } from '../engine/kernel/errors.ts';
-import { createJsonLogger } from '../engine/kernel/logger.ts';
+import { createJsonLogger, createTextLogger } from '../engine/kernel/logger.ts';
+import { httpBaseOf, startupLines } from '../app/startupLines.ts';
+import { runDemoDevice } from '../app/demoDevice.ts';
+import { DEMO_ASSETS } from '../engine/admin/adminActions.ts';
 import { adminOperations, checkAdminInput } from '../app/adminOperations.ts';
 import { callAdminSocket } from '../app/adminSocket.ts';
 import { pgliteRegistryExists } from '../adapters/pglite/createPgliteRegistry.ts';
@@ -28,7 +32,10 @@ const settingOptions = Object.fromEntries(Object.keys(settings).map((flag) => [f
 
 async function start(flags: Partial<Record<SettingName, string>>): Promise<void> {
   const config = loadConfig(flags, process.env);
-  const logger = createJsonLogger({ level: config.log.level });
+  // JSON for machines (the default off a terminal, and when asked); lines for a person otherwise.
+  const format = config.log.format ?? 'auto';
+  const text = format === 'text' || (format === 'auto' && process.stderr.isTTY === true);
+  const logger = text ? createTextLogger({ level: config.log.level }) : createJsonLogger({ level: config.log.level });
   let service: Service | undefined;
   let failure: FleetError | undefined;
   let stopping = false;
@@ -55,11 +62,17 @@ async function start(flags: Partial<Record<SettingName, string>>): Promise<void>
     },
   });
   if (failure !== undefined) stop(`engine failed: ${failure.code}`);
+  else if (text) {
+    const lines = startupLines({ config, httpPort: service.httpPort, mqttPort: service.mqttPort, probesPort: service.probesPort, dataDir: dataPaths(config.dataDir).root });
+    process.stderr.write(`\n${lines.join('\n')}\n\n`);
+  }
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
 }
 
-async function runAdmin(positionals: string[], flags: Partial<Record<SettingName, string>> & { user?: string; json?: boolean; init?: boolean }): Promise<void> {
+type AdminFlags = Partial<Record<SettingName, string>> & { user?: string; json?: boolean; init?: boolean; demo?: boolean };
+
+async function runAdmin(positionals: string[], flags: AdminFlags): Promise<void> {
   const [name, ...args] = positionals;
   const operation = name === undefined ? undefined : adminOperations[name];
   if (operation === undefined) throw new FleetError('NOT_FOUND', `unknown admin command '${name ?? ''}'\n${usage}`);
@@ -81,6 +94,9 @@ async function runAdmin(positionals: string[], flags: Partial<Record<SettingName
     if (viaSocket.status >= 400) throw new FleetError((viaSocket.body.code as 'INTERNAL') ?? 'INTERNAL', String(viaSocket.body.detail ?? 'admin command failed'));
     result = viaSocket.body;
   } else {
+    if (name === 'quickstart' && flags.demo && !config.databaseUrl) {
+      throw new FleetError('NOT_FOUND', `--demo sends states to the running service, and none runs on data dir ${paths.root}: start it first (npm start)`);
+    }
     // The service is not running (or uses PostgreSQL): open the registry directly.
     const existed = pgliteRegistryExists(paths.registry);
     if (config.databaseUrl) say(`registry in PostgreSQL ${describeDatabase(config.databaseUrl, config.databaseSchema)}`);
@@ -93,13 +109,53 @@ async function runAdmin(positionals: string[], flags: Partial<Record<SettingName
     });
     if (!config.databaseUrl) say(`no service running there; registry ${existed ? 'opened' : 'created (--init)'} in data dir ${paths.root}`);
     try {
-      result = await checked.operation.run(opened.registry, checked.input);
+      result = await checked.operation.run(opened.registry, checked.input, { httpBase: httpBaseOf(config.http.host, config.http.port) });
     } finally {
       await opened.close();
     }
   }
   if (flags.json) process.stdout.write(`${JSON.stringify(result)}\n`);
+  else if (name === 'quickstart') process.stdout.write(quickstartText(result));
   else for (const [key, value] of Object.entries(result)) process.stdout.write(`${key}: ${String(value)}\n`);
+  if (name === 'quickstart' && flags.demo) await keepSending(result, say);
+}
+
+function quickstartText(r: Record<string, unknown>): string {
+  return [
+    `Created user ${String(r.userId)}, ground ${String(r.groundId)} and device demo-thermostat (${DEMO_ASSETS.map((a) => a.name).join(', ')}).`,
+    '',
+    `  Console       ${String(r.console ?? '(the service\'s HTTP address)/console/')}`,
+    `  User token    ${String(r.userToken)}`,
+    '                sign in to the console with it (shown once; the console keeps it in the tab only)',
+    `  Device id     ${String(r.deviceId)}`,
+    `  Device token  ${String(r.deviceToken)}`,
+    '',
+    'Send a state yourself:',
+    `  curl -X PUT ${String(r.console ?? 'http://localhost:8080/console/').replace(/\/console\/$/, '')}/device/${String(r.deviceId)}/state \\`,
+    `    -H 'authorization: Bearer ${String(r.deviceToken)}' -H 'content-type: application/json' \\`,
+    '    -d \'{"temperature": {"value": 22.5}}\'',
+    '',
+  ].join('\n');
+}
+
+/** `quickstart --demo`: the demo device sends states until Ctrl-C. */
+async function keepSending(r: Record<string, unknown>, say: (line: string) => void): Promise<void> {
+  const base = typeof r.console === 'string' ? r.console.replace(/\/console\/$/, '') : undefined;
+  if (base === undefined) throw new FleetError('NOT_FOUND', 'no HTTP address known for --demo: start the service (npm start) first');
+  const abort = new AbortController();
+  process.once('SIGINT', () => abort.abort());
+  process.once('SIGTERM', () => abort.abort());
+  say(`demo-thermostat sends temperature and humidity to ${base} every 2 s; Ctrl-C stops it`);
+  let last: string | undefined;
+  await runDemoDevice({
+    httpBase: base, deviceId: String(r.deviceId), deviceToken: String(r.deviceToken), signal: abort.signal,
+    // One line per change of outcome, not one per state.
+    onSent: (status, detail) => {
+      const outcome = status === 202 ? 'states accepted' : `refused (${status || 'no answer'}): ${detail ?? ''}`;
+      if (outcome !== last) say(outcome);
+      last = outcome;
+    },
+  });
 }
 
 /** The PostgreSQL database the URL names, without its password. */
@@ -116,7 +172,7 @@ function describeDatabase(url: string, schema: string | undefined): string {
 async function main(): Promise<void> {
   const { positionals, values } = parseArgs({
     allowPositionals: true,
-    options: { ...settingOptions, user: { type: 'string' }, json: { type: 'boolean' }, init: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    options: { ...settingOptions, user: { type: 'string' }, json: { type: 'boolean' }, init: { type: 'boolean' }, demo: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
   });
   const [command, ...rest] = positionals;
   if (values.help || command === undefined) {
@@ -124,7 +180,7 @@ async function main(): Promise<void> {
     return;
   }
   if (command === 'start') return start(values as Partial<Record<SettingName, string>>);
-  if (command === 'admin') return runAdmin(rest, values as Partial<Record<SettingName, string>> & { user?: string; json?: boolean; init?: boolean });
+  if (command === 'admin') return runAdmin(rest, values as AdminFlags);
   throw new FleetError('NOT_FOUND', `unknown command '${command}'\n${usage}`);
 }
 

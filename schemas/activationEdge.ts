@@ -171,6 +171,25 @@ export const ActivateBody = Type.Object({
 }, { additionalProperties: false });
 export type ActivateBody = Static<typeof ActivateBody>;
 
+/**
+ * `GET /activate/{code}`: what a user may choose from before redeeming (spec §4.6 asks for an
+ * option id). Network data is left out: it may hold session keys only the partner should read.
+ */
+export const ActivationOffer = Type.Object({
+  code: Type.String(),
+  description: Type.String(),
+  hardware: Type.Object({ id: Type.String() }),
+  options: Type.Array(Type.Object({
+    id: Id,
+    description: Type.String(),
+    device: Type.Object({ type: Type.String() }),
+    network: Type.Object({ networkId: Type.String() }),
+  })),
+});
+export type ActivationOffer = Static<typeof ActivationOffer>;
+
+export const ActivationCodeParams = Type.Object({ code: ActivationCodeParam });
+
 // ---- networks (spec §2.8) ----
 
 export const NetworkList = Type.Array(Type.Object({

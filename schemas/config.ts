@@ -112,6 +112,8 @@ export const Config = Type.Object({
   }),
   log: Type.Object({
     level: Type.Union([Type.Literal('debug'), Type.Literal('info'), Type.Literal('warn'), Type.Literal('error')]),
+    /** json: one JSON object per line; text: lines for a person; auto: text on a terminal, json otherwise. */
+    format: Type.Optional(Type.Union([Type.Literal('auto'), Type.Literal('json'), Type.Literal('text')])),
   }),
 });
 export type Config = Static<typeof Config>;

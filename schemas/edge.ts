@@ -5,7 +5,7 @@
  */
 import Type, { type Static } from 'typebox';
 import { Page, PageLimit, pageCursor } from './page.ts';
-import { Asset, AssetKind, AssetName, AssetProfile, Device, DevicePatch, ID_PATTERN, Id, NewDevice } from './registry.ts';
+import { Asset, AssetKind, AssetName, AssetProfile, Device, DevicePatch, Ground, ID_PATTERN, Id, NewDevice, TokenScope } from './registry.ts';
 
 // ---- errors ----
 
@@ -202,3 +202,12 @@ export const RejectionList = Type.Object({
 });
 
 export const Health = Type.Object({ status: Type.Union([Type.Literal('ok'), Type.Literal('starting')]) });
+
+// ---- principals ----
+
+/** `GET /me`: who the bearer token speaks for; a device has no name here. */
+export const Me = Type.Object({ scope: TokenScope, id: Id, name: Type.Optional(Type.String()) });
+export type Me = Static<typeof Me>;
+
+/** `GET /grounds`: the grounds of the user (few per user, so no pages). */
+export const GroundList = Type.Object({ items: Type.Array(Ground) });

@@ -59,6 +59,8 @@ export interface EdgeDeps {
   live?: EdgeLive;
   /** Readiness, metrics and request timing (app/metrics.ts); absent: no /ready nor /metrics. */
   observe?: EdgeObserver;
+  /** The web console at /console (consoleRoutes.ts). Default true; false: no /console routes. */
+  console?: boolean;
 }
 
 export interface EdgeObserver {

@@ -1,7 +1,8 @@
 /**
  * The activation service's routes on the edge (spec §2.5–2.8, §4.5–4.7, §9): device types and
- * activations for partners, redeeming codes for users, the networks table.
+ * activations for partners, looking up and redeeming codes for users, the networks table.
  */
+import { activationOfferRoute } from './activationOfferRoute.ts';
 import { activationRoutes } from './activationRoutes.ts';
 import { deviceTypeRoutes } from './deviceTypeRoutes.ts';
 import type { EdgeContext } from './EdgeDeps.ts';
@@ -9,4 +10,5 @@ import type { EdgeContext } from './EdgeDeps.ts';
 export function activationEdge(edge: EdgeContext): void {
   deviceTypeRoutes(edge);
   activationRoutes(edge);
+  activationOfferRoute(edge);
 }

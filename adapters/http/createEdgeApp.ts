@@ -10,6 +10,7 @@ import { Health } from '../../schemas/edge.ts';
 import { activationEdge } from './activationEdge.ts';
 import { assetRoutes } from './assetRoutes.ts';
 import { commandRoutes } from './commandRoutes.ts';
+import { consoleRoutes } from './consoleRoutes.ts';
 import { deviceRoutes } from './deviceRoutes.ts';
 import { EdgeAccess } from './EdgeAccess.ts';
 import { DEFAULT_MAX_BODY_BYTES, type EdgeContext, type EdgeDeps } from './EdgeDeps.ts';
@@ -17,6 +18,7 @@ import { EdgeRouter } from './EdgeRouter.ts';
 import { lpwanRoutes } from './lpwanRoutes.ts';
 import { LiveConnections, liveRoutes } from './liveRoutes.ts';
 import { openApiDocument } from './openApiDocument.ts';
+import { principalRoutes } from './principalRoutes.ts';
 import { problemResponse } from './problemResponse.ts';
 import { stateRoutes } from './stateRoutes.ts';
 import { TokenBuckets } from './TokenBuckets.ts';
@@ -108,6 +110,8 @@ export function createEdgeApp(deps: EdgeDeps): Hono {
   if (deps.commands) commandRoutes(edge, deps.commands);
   if (deps.live) liveRoutes(edge, deps.live, deps.live.connections ?? new LiveConnections(deps.live.maxConnections ?? 10_000));
   activationEdge(edge);
+  principalRoutes(edge);
+  if (deps.console !== false) consoleRoutes(app);
 
   let document: Record<string, unknown> | undefined;
   router.publicRoute({

@@ -18,7 +18,7 @@ import { parseRef, resolveIn, resolveOptionTypes } from './deviceTypes.ts';
 import type { SqlExecutor, SqlQueryable } from './executor.ts';
 import { canonical, canonicalFields, canonicalLookup, check } from './validate.ts';
 
-type ActivationOperations = Pick<Registry, 'createActivation' | 'getActivation' | 'findActivationByHardware' | 'listActivations' | 'updateActivation' | 'deleteActivation' | 'activate'>;
+type ActivationOperations = Pick<Registry, 'createActivation' | 'getActivation' | 'findUnusedActivation' | 'findActivationByHardware' | 'listActivations' | 'updateActivation' | 'deleteActivation' | 'activate'>;
 
 export interface ActivationDeps {
   executor: SqlExecutor;
@@ -160,6 +160,12 @@ export function activationOperations(deps: ActivationDeps): ActivationOperations
       const canonical = normaliseActivationCode(code);
       if (!isId(partnerId) || !canonical) return undefined;
       return guard(() => loadActivation(executor, 'a.partner_id = $1 AND a.code = $2', [partnerId, canonical]));
+    },
+
+    async findUnusedActivation(code) {
+      const canonical = normaliseActivationCode(code);
+      if (!canonical) return undefined;
+      return guard(() => loadActivation(executor, "a.code = $1 AND a.status = 'unused'", [canonical]));
     },
 
     async findActivationByHardware(partnerId, rawHardwareId) {

@@ -38,3 +38,34 @@ export async function addMember(registry: Registry, groundId: string, userId: st
 export async function revokeToken(registry: Registry, token: string): Promise<{ revoked: boolean }> {
   return { revoked: await registry.revokeToken(token) };
 }
+
+/** The demo device of `quickstart`: two sensors the demo keeps moving and two actuators to command. */
+export const DEMO_ASSETS = [
+  { name: 'temperature', is: 'sensor', title: 'Temperature (°C)', profile: { type: 'number', minimum: -40, maximum: 85 } },
+  { name: 'humidity', is: 'sensor', title: 'Relative humidity (%)', profile: { type: 'number', minimum: 0, maximum: 100 } },
+  { name: 'light', is: 'actuator', title: 'Light', profile: { type: 'boolean' } },
+  { name: 'setpoint', is: 'actuator', title: 'Set point (°C)', profile: { type: 'number', minimum: 5, maximum: 30 } },
+] as const;
+
+export interface Quickstart {
+  userId: string;
+  /** Signs in to the console; shown once. */
+  userToken: string;
+  groundId: string;
+  deviceId: string;
+  /** Sends the demo device's states (HTTP bearer, MQTT username); shown once. */
+  deviceToken: string;
+}
+
+/** A user, a ground it belongs to, and a demo device with a few assets in it: a first run in one step. */
+export async function quickstart(registry: Registry, name: string): Promise<Quickstart> {
+  const user = await registry.createUser({ name });
+  const ground = await registry.createGround({ name: 'Demo ground', userId: user.entity.id });
+  const created = await registry.createDevice({
+    groundId: ground.id,
+    name: 'demo-thermostat',
+    title: 'Demo thermostat',
+    assets: DEMO_ASSETS.map((a) => ({ ...a, profile: { ...a.profile } })),
+  });
+  return { userId: user.entity.id, userToken: user.token, groundId: ground.id, deviceId: created.device.id, deviceToken: created.token };
+}

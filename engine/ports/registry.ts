@@ -193,6 +193,11 @@ export interface Registry {
   createActivation(partnerId: string, input: NewActivation): Promise<Activation>;
   /** The partner's activation by code (any case, `-`/space grouping accepted); another partner's reads as undefined. */
   getActivation(partnerId: string, code: string): Promise<Activation | undefined>;
+  /**
+   * An unused activation by code alone, for the user about to redeem it (spec §4.6 asks for an
+   * option id: the user must see the options to choose one). Undefined for an unknown or used code.
+   */
+  findUnusedActivation(code: string): Promise<Activation | undefined>;
   /** The partner's activation of a hardware id (spec §2.6: troubleshooting). */
   findActivationByHardware(partnerId: string, hardwareId: string): Promise<Activation | undefined>;
   /** A page of the partner's activations, oldest first; `after` continues from the last one seen. */

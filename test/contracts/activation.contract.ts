@@ -215,7 +215,11 @@ export function activationContract(name: string, factory: RegistryFactory) {
     const a = await r.createActivation(partner.id, lora('0004A30B001C0999', `${partner.id}/tracker`));
     const v2 = await r.publishDeviceType(partner.id, 'tracker', tracker);
     clock.advance(11);
+    const typed = a.code.toLowerCase().replace(/(.{4})(?!$)/g, '$1 ');
+    assert.equal(await r.findUnusedActivation(typed), a, 'the code as a user types it, any partner');
+    for (const bad of ['', 'x', 'U'.repeat(16), "'; --", 7, null]) assert.is(await r.findUnusedActivation(any(bad)), undefined);
     const { activation, device } = await r.activate({ code: a.code.toLowerCase(), option: a.options[0].id, groundId: ground.id, userId: user.id });
+    assert.is(await r.findUnusedActivation(a.code), undefined, 'a used code is no longer offered');
     const d = device.device;
     assert.is(d.groundId, ground.id);
     assert.is(d.name, '0004A30B001C0999', 'spec §2.6: the hardware id names the device');

@@ -1,0 +1,46 @@
+/**
+ * Who a token speaks for and, for a user, the grounds it may open (spec-silent; the console starts
+ * here: it learns whether it holds a user or a partner token, and which partner id to put in
+ * `/partner/{partner}/…` paths, without asking the person to type it).
+ */
+import { FleetError } from '../../engine/kernel/errors.ts';
+import { GroundList, Me } from '../../schemas/edge.ts';
+import type { EdgeContext } from './EdgeDeps.ts';
+
+const JSON_TYPE = 'application/json';
+const TAGS = ['principals'];
+
+export function principalRoutes(edge: EdgeContext): void {
+  const { router, deps } = edge;
+  const { registry } = deps;
+
+  router.route({
+    methods: ['get'],
+    path: '/me',
+    operationId: 'getMe',
+    summary: 'The principal of the bearer token: scope (user, partner or device), id and name',
+    tags: TAGS,
+    responses: { 200: { description: 'the principal', content: { [JSON_TYPE]: Me } } },
+  }, async (c, { principal }) => {
+    c.header('cache-control', 'no-store');
+    if (principal.scope === 'device') return c.json({ scope: principal.scope, id: principal.subjectId });
+    const entity = principal.scope === 'user' ? await registry.getUser(principal.subjectId) : await registry.getPartner(principal.subjectId);
+    // Deleted between authentication and this read: the token speaks for no one any more.
+    if (entity === undefined) throw new FleetError('UNAUTHORIZED', 'invalid or revoked token');
+    return c.json({ scope: principal.scope, id: entity.id, name: entity.name });
+  });
+
+  router.route({
+    methods: ['get'],
+    path: '/grounds',
+    operationId: 'listGrounds',
+    summary: 'The grounds the user of the token is a member of',
+    tags: TAGS,
+    responses: { 200: { description: 'grounds, oldest first', content: { [JSON_TYPE]: GroundList } } },
+    errors: [403],
+  }, async (c, { principal }) => {
+    if (principal.scope !== 'user') throw new FleetError('FORBIDDEN', `a ${principal.scope} token has no grounds; use a user token`);
+    c.header('cache-control', 'no-store');
+    return c.json({ items: await registry.listGrounds(principal.subjectId) });
+  });
+}

@@ -1,0 +1,107 @@
+// Grounds → devices, each with its latest values and last-seen time, kept live by the ground's
+// stream; and the form that creates a device with its assets (its token shown once).
+import { useEffect, useState } from 'preact/hooks';
+import { api, p } from './api.js';
+import { follow } from './live.js';
+import { html, ErrorBox, LiveBadge, ShownOnce, ago, formatValue, useLoad, useNow } from './ui.js';
+
+export function GroundsPage() {
+  const [grounds, error] = useLoad(() => api('/grounds'), []);
+  return html`<h1>Grounds</h1>
+    <${ErrorBox} error=${error} />
+    ${grounds && grounds.items.length === 0 ? html`<p>You are a member of no ground yet: <code>fleetstream admin create-ground</code> makes one.</p>` : ''}
+    <ul class="cards">${grounds?.items.map((g) => html`<li><a href=${p`#/ground/${g.id}`}>${g.name}</a></li>`)}</ul>`;
+}
+
+/** Latest values by device id: {assetName: {value, at}}, and last seen (epoch ms). */
+async function loadLatest(devices) {
+  const entries = await Promise.all(devices.map(async (d) => {
+    const state = await api(p`/device/${d.id}/state`).catch(() => ({}));
+    const seen = Math.max(-Infinity, ...Object.values(state).map((s) => Date.parse(s.at)));
+    return [d.id, { state, seen: Number.isFinite(seen) ? seen : undefined }];
+  }));
+  return Object.fromEntries(entries);
+}
+
+export function GroundPage({ groundId }) {
+  const [page, error, reload] = useLoad(() => api(p`/ground/${groundId}/devices?limit=200`), [groundId]);
+  const [latest, setLatest] = useState({});
+  const [status, setStatus] = useState('connecting');
+  const now = useNow();
+  useEffect(() => { if (page) loadLatest(page.items).then(setLatest); }, [page]);
+  useEffect(() => {
+    const abort = new AbortController();
+    follow(p`/ground/${groundId}/live` + '?kinds=state', {
+      signal: abort.signal,
+      onStatus: setStatus,
+      onReset: reload,
+      onEvent: (kind, data) => {
+        if (kind !== 'state') return;
+        setLatest((all) => {
+          const entry = all[data.deviceId] ?? { state: {} };
+          return { ...all, [data.deviceId]: { state: { ...entry.state, [data.asset]: { value: data.value, at: data.at } }, seen: data.receivedAt } };
+        });
+      },
+    });
+    return () => abort.abort();
+  }, [groundId]);
+  return html`<h1>Devices <${LiveBadge} status=${status} /></h1>
+    <${ErrorBox} error=${error} />
+    <div class="table-wrap"><table>
+      <caption class="sr-only">Devices of this ground with their latest values</caption>
+      <thead><tr><th scope="col">Device</th><th scope="col">Latest values</th><th scope="col">Last seen</th></tr></thead>
+      <tbody>${page?.items.map((d) => html`<tr data-device=${d.id}>
+        <th scope="row"><a href=${p`#/device/${d.id}`}>${d.title || d.name}</a></th>
+        <td>${Object.entries(latest[d.id]?.state ?? {}).map(([name, s]) => html`<span class="chip"><span class="k">${name}</span> <span class="v">${formatValue(s.value)}</span></span>`)}</td>
+        <td>${ago(latest[d.id]?.seen, now)}</td>
+      </tr>`)}</tbody>
+    </table></div>
+    ${page?.items.length === 0 ? html`<p>No device yet.</p>` : ''}
+    <${CreateDevice} groundId=${groundId} onCreated=${reload} />`;
+}
+
+const KINDS = ['sensor', 'actuator', 'virtual'];
+const TYPES = ['number', 'integer', 'boolean', 'string', 'object'];
+
+function CreateDevice({ groundId, onCreated }) {
+  const [assets, setAssets] = useState([{ name: '', is: 'sensor', type: 'number' }]);
+  const [error, setError] = useState();
+  const [created, setCreated] = useState();
+  const set = (i, key, value) => setAssets(assets.map((a, j) => (j === i ? { ...a, [key]: value } : a)));
+  const submit = async (event) => {
+    event.preventDefault();
+    const form = new FormData(event.target);
+    setError(undefined);
+    try {
+      const body = {
+        name: form.get('name'),
+        ...(form.get('title') ? { title: form.get('title') } : {}),
+        assets: assets.filter((a) => a.name !== '').map((a) => ({ name: a.name, is: a.is, profile: { type: a.type } })),
+      };
+      const device = await api(p`/ground/${groundId}/devices`, { method: 'POST', body });
+      setCreated(device);
+      event.target.reset();
+      setAssets([{ name: '', is: 'sensor', type: 'number' }]);
+      onCreated();
+    } catch (e) {
+      setError(e);
+    }
+  };
+  return html`<section aria-labelledby="create-device"><h2 id="create-device">Create a device</h2>
+    <form onSubmit=${submit} class="stack">
+      <label>Name <input name="name" required autocomplete="off" /></label>
+      <label>Title <input name="title" autocomplete="off" /></label>
+      <fieldset><legend>Assets</legend>
+        ${assets.map((a, i) => html`<div class="row">
+          <label>Asset name <input value=${a.name} onInput=${(e) => set(i, 'name', e.target.value)} /></label>
+          <label>Kind <select value=${a.is} onChange=${(e) => set(i, 'is', e.target.value)}>${KINDS.map((k) => html`<option>${k}</option>`)}</select></label>
+          <label>Type <select value=${a.type} onChange=${(e) => set(i, 'type', e.target.value)}>${TYPES.map((k) => html`<option>${k}</option>`)}</select></label>
+        </div>`)}
+        <button type="button" class="secondary" onClick=${() => setAssets([...assets, { name: '', is: 'sensor', type: 'number' }])}>Add an asset</button>
+      </fieldset>
+      <button type="submit">Create device</button>
+    </form>
+    <${ErrorBox} error=${error} />
+    ${created ? html`<p>Created <a href=${p`#/device/${created.id}`}>${created.name}</a> (id <code>${created.id}</code>).</p><${ShownOnce} label="Device token" token=${created.token} />` : ''}
+  </section>`;
+}

@@ -1,0 +1,144 @@
+// A partner's pages: activations (spec §4.5 create; list with filters, look up by hardware id,
+// change, delete), device types with their versions, and the networks table (spec §2.8).
+import { useState } from 'preact/hooks';
+import { api, p } from './api.js';
+import { html, ErrorBox, formatTime, useLoad } from './ui.js';
+
+const networksOnce = () => api('/networks');
+
+export function NetworksPage() {
+  const [networks, error] = useLoad(networksOnce, []);
+  return html`<h1>Networks</h1><${ErrorBox} error=${error} />
+    <div class="table-wrap"><table>
+      <thead><tr><th scope="col">Id</th><th scope="col">Alias</th><th scope="col">Kind</th><th scope="col">Name</th><th scope="col">Required keys</th><th scope="col">Downlink</th></tr></thead>
+      <tbody>${networks?.map((n) => html`<tr><th scope="row"><code>${n.id}</code></th><td>${n.alias}</td><td>${n.kind}</td><td>${n.title}</td>
+        <td>${n.required.length ? n.required.join(', ') : 'none'}</td><td>${n.downlink ? 'yes' : 'no'}</td></tr>`)}</tbody>
+    </table></div>`;
+}
+
+export function DeviceTypesPage({ me, name }) {
+  const [types, error, reload] = useLoad(() => api(p`/partner/${me.id}/device-types`), [me.id]);
+  const [formError, setFormError] = useState();
+  const selected = types?.find((t) => t.name === name);
+  const publish = async (event) => {
+    event.preventDefault();
+    setFormError(undefined);
+    const form = new FormData(event.target);
+    try {
+      let assets;
+      try { assets = JSON.parse(form.get('assets') || '[]'); } catch { throw Object.assign(new Error('body.assets: not JSON'), { code: 'VALIDATION_FAILED' }); }
+      const typeName = form.get('name');
+      await api(p`/partner/${me.id}/device-types/${typeName}`, { method: 'PUT', body: { title: form.get('title') || undefined, assets } });
+      await api(p`/partner/${me.id}/device-types/${typeName}/versions`, { method: 'POST' });
+      event.target.reset();
+      reload();
+    } catch (e) {
+      setFormError(e);
+    }
+  };
+  return html`<h1>Device types</h1><${ErrorBox} error=${error} />
+    <div class="table-wrap"><table>
+      <thead><tr><th scope="col">Name</th><th scope="col">Reference</th><th scope="col">Latest</th><th scope="col">Versions</th></tr></thead>
+      <tbody>${types?.map((t) => html`<tr><th scope="row"><a href=${p`#/device-types/${t.name}`}>${t.name}</a></th><td><code>${t.ref}</code></td>
+        <td>${t.latest ?? 'draft only'}</td><td>${t.versions.length}</td></tr>`)}</tbody>
+    </table></div>
+    ${selected ? html`<section aria-labelledby="versions"><h2 id="versions">Versions of ${selected.name}</h2>
+      <ul class="list">${selected.versions.map((v) => html`<li><code>${v.ref}</code> <span class="muted">published ${formatTime(v.publishedAt)}</span></li>`)}</ul>
+      <p>Draft assets: ${selected.draft.assets?.map((a) => html`<span class="chip">${a.name} (${a.is})</span>`)}</p></section>` : ''}
+    <section aria-labelledby="new-type"><h2 id="new-type">Create or update a device type, and publish it</h2>
+      <form onSubmit=${publish} class="stack">
+        <label>Name <input name="name" required autocomplete="off" /></label>
+        <label>Title <input name="title" autocomplete="off" /></label>
+        <label>Assets (JSON) <textarea name="assets" rows="4" spellcheck=${false}>[{"name":"temperature","is":"sensor","profile":{"type":"number"}}]</textarea></label>
+        <button type="submit">Save and publish</button>
+      </form>
+      <${ErrorBox} error=${formError} />
+    </section>`;
+}
+
+function OptionFields({ index, networks, types, onRemove }) {
+  const [networkId, setNetworkId] = useState(networks[0]?.id ?? '');
+  const network = networks.find((n) => n.id === networkId);
+  return html`<fieldset class="fields"><legend>Option ${index + 1}</legend>
+    <label>Description <input name=${`o${index}.description`} autocomplete="off" /></label>
+    <label>Device type <input name=${`o${index}.type`} list="type-refs" required autocomplete="off" placeholder="partner/name" /></label>
+    <datalist id="type-refs">${types.map((t) => html`<option value=${t.ref} />`)}</datalist>
+    <label>Network <select name=${`o${index}.network`} value=${networkId} onChange=${(e) => setNetworkId(e.target.value)}>
+      ${networks.map((n) => html`<option value=${n.id}>${n.title} (${n.id})</option>`)}</select></label>
+    ${network?.required.map((key) => html`<label>${key} <input name=${`o${index}.data.${key}`} autocomplete="off" /></label>`)}
+    ${onRemove ? html`<button type="button" class="secondary" onClick=${onRemove}>Remove option</button>` : ''}
+  </fieldset>`;
+}
+
+function optionsFrom(form, count, networks) {
+  return Array.from({ length: count }, (_, i) => {
+    const networkId = form.get(`o${i}.network`);
+    const network = networks.find((n) => n.id === networkId);
+    const data = Object.fromEntries((network?.required ?? []).map((key) => [key, form.get(`o${i}.data.${key}`)]).filter(([, v]) => v !== ''));
+    return { description: form.get(`o${i}.description`), device: { type: form.get(`o${i}.type`) }, network: { networkId, data } };
+  });
+}
+
+export function ActivationsPage({ me }) {
+  const [filter, setFilter] = useState({ status: '', hardwareId: '' });
+  const [cursor, setCursor] = useState();
+  const query = new URLSearchParams({ limit: '25', ...(filter.status ? { status: filter.status } : {}), ...(filter.hardwareId ? { hardwareId: filter.hardwareId } : {}), ...(cursor ? { cursor } : {}) });
+  const [page, error, reload] = useLoad(() => api(p`/partner/${me.id}/activations` + `?${query}`), [me.id, filter, cursor]);
+  const [networks] = useLoad(networksOnce, []);
+  const [types] = useLoad(() => api(p`/partner/${me.id}/device-types`), [me.id]);
+  const [optionCount, setOptionCount] = useState(1);
+  const [formError, setFormError] = useState();
+  const [created, setCreated] = useState();
+  const [found, setFound] = useState();
+  const create = async (event) => {
+    event.preventDefault();
+    setFormError(undefined);
+    const form = new FormData(event.target);
+    try {
+      const body = { description: form.get('description'), hardware: { id: form.get('hardwareId') }, options: optionsFrom(form, optionCount, networks ?? []) };
+      setCreated(await api(p`/partner/${me.id}/activations`, { method: 'POST', body }));
+      event.target.reset();
+      reload();
+    } catch (e) {
+      setFormError(e);
+    }
+  };
+  const lookUp = async (event) => {
+    event.preventDefault();
+    const hardwareId = new FormData(event.target).get('hardware');
+    try { setFound({ activation: await api(p`/partner/${me.id}/hardware/${hardwareId}/activation`) }); } catch (e) { setFound({ error: e }); }
+  };
+  const act = (fn) => async () => { try { await fn(); reload(); } catch (e) { setFormError(e); } };
+  return html`<h1>Activations</h1>
+    <form class="toolbar" onSubmit=${(e) => { e.preventDefault(); const f = new FormData(e.target); setCursor(undefined); setFilter({ status: f.get('status'), hardwareId: f.get('hardwareId').trim() }); }}>
+      <label>Status <select name="status"><option value="">any</option><option>unused</option><option>used</option></select></label>
+      <label>Hardware id <input name="hardwareId" autocomplete="off" /></label>
+      <button type="submit" class="secondary">Filter</button>
+    </form>
+    <${ErrorBox} error=${error} />
+    <div class="table-wrap"><table data-testid="activations">
+      <thead><tr><th scope="col">Code</th><th scope="col">Hardware</th><th scope="col">Description</th><th scope="col">Status</th><th scope="col">Options</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
+      <tbody>${page?.items.map((a) => html`<tr><th scope="row"><code>${a.code}</code></th><td>${a.hardware.id}</td><td>${a.description}</td><td>${a.status}</td>
+        <td>${a.options.map((o) => html`<span class="chip" title=${o.id}>${o.device.type} · ${o.network.networkId}</span>`)}</td>
+        <td class="actions">${a.status === 'unused' ? html`
+          <button type="button" class="secondary" onClick=${act(async () => { const d = prompt('New description', a.description); if (d !== null) await api(p`/partner/${me.id}/activations/${a.code}`, { method: 'PATCH', body: { description: d } }); })}>Change</button>
+          <button type="button" class="danger" onClick=${act(async () => { if (confirm(`Delete activation ${a.code}?`)) await api(p`/partner/${me.id}/activations/${a.code}`, { method: 'DELETE' }); })}>Delete</button>` : ''}</td></tr>`)}</tbody>
+    </table></div>
+    ${page?.next ? html`<button type="button" class="secondary" onClick=${() => setCursor(page.next)}>Next page</button>` : ''}
+    <section aria-labelledby="lookup"><h2 id="lookup">Look up by hardware id</h2>
+      <form onSubmit=${lookUp} class="toolbar"><label>Hardware id <input name="hardware" required autocomplete="off" /></label><button type="submit" class="secondary">Look up</button></form>
+      <${ErrorBox} error=${found?.error} />
+      ${found?.activation ? html`<p role="status">Code <code>${found.activation.code}</code>, ${found.activation.status}${found.activation.activatedDeviceId ? html`, device <code>${found.activation.activatedDeviceId}</code>` : ''}.</p>` : ''}
+    </section>
+    <section aria-labelledby="new-activation"><h2 id="new-activation">Create an activation</h2>
+      <form onSubmit=${create} class="stack">
+        <label>Description <input name="description" autocomplete="off" /></label>
+        <label>Hardware id <input name="hardwareId" required autocomplete="off" /></label>
+        ${networks && types ? Array.from({ length: optionCount }, (_, i) => html`<${OptionFields} key=${i} index=${i} networks=${networks} types=${types} onRemove=${i > 0 && i === optionCount - 1 ? () => setOptionCount(optionCount - 1) : undefined} />`) : ''}
+        <button type="button" class="secondary" onClick=${() => setOptionCount(optionCount + 1)}>Add an option</button>
+        <button type="submit">Create activation</button>
+      </form>
+      <${ErrorBox} error=${formError} />
+      ${created ? html`<p role="status" class="once">Activation code <code data-testid="activation-code">${created.code}</code> for ${created.hardware.id}.</p>` : ''}
+    </section>`;
+}
