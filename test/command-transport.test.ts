@@ -8,7 +8,5 @@ import { commandTransportContract } from './contracts/commandTransport.contract.
 import { mosquittoMissing } from './support/mosquittoProcess.ts';
 import { embeddedWorld, externalWorld } from './support/mqttEdgeWorlds.ts';
 
-commandTransportContract('embedded gateway', embeddedWorld, {
-  duplicateAck: 'the Aedes edge keeps no outgoing packet of a clean session, so it takes any PUBACK of the device as the one it waits for (issue #12: the MQTT 5 gateway replaces it)',
-});
+commandTransportContract('embedded gateway', embeddedWorld);
 unless('command transport contract: external broker', mosquittoMissing(), () => commandTransportContract('ClientCommandTransport (Mosquitto)', externalWorld));

@@ -1,5 +1,5 @@
 /**
- * MQTT topic shapes of the spec and the access decisions on them, as pure functions (the Aedes
+ * MQTT topic shapes of the spec and the access decisions on them, as pure functions (the embedded
  * edge and the external-broker client both use them).
  *
  * Uplink (spec §4.1, §4.2): `asset/<AssetID>/state`, `device/<DeviceID>/asset/<AssetName>/state`,

@@ -1,5 +1,5 @@
 /**
- * How command actors reach devices over MQTT (spec §4.3): the embedded Aedes edge and the
+ * How command actors reach devices over MQTT (spec §4.3): the embedded gateway and the
  * external-broker client implement it (adapters/mqtt).
  */
 export interface AssetCommandDelivery {

@@ -115,7 +115,8 @@ function drain(conn: EdgeConnection): void {
         conn.device = device;
         conn.deviceAt = conn.ctx.clock.now();
         if (device === undefined) conn.deviceAt = Number.NEGATIVE_INFINITY;
-        decideNext(conn, device);
+        // A known device's uplink waits for room at the gate like any other (drain checks it).
+        if (device === undefined || gate.open) decideNext(conn, device);
         drain(conn);
       }, (error: unknown) => {
         conn.uplinkBusy = false;
