@@ -23,57 +23,57 @@ export interface JsonLoggerOptions {
   fields?: LogFields;
 }
 
-export function createJsonLogger(options: JsonLoggerOptions = {}): Logger {
+/** One entry as one line, newline included. */
+type FormatLine = (time: number, level: LogLevel, message: string, fields: LogFields) => string;
+
+/** The levels, child loggers and defaults both formats share; only the line differs. */
+function createLineLogger(options: JsonLoggerOptions, format: FormatLine): Logger {
   const min = rank[options.level ?? 'info'];
   const write = options.write ?? ((line: string) => process.stderr.write(line));
   const now = options.now ?? Date.now;
   const base = options.fields ?? {};
   const emit = (level: LogLevel, message: string, fields?: LogFields) => {
     if (rank[level] < min) return;
-    const entry: LogFields = { time: new Date(now()).toISOString(), level, msg: message, ...base, ...fields };
-    for (const [key, value] of Object.entries(entry)) {
-      if (value instanceof Error) entry[key] = { name: value.name, message: value.message, code: (value as { code?: unknown }).code };
-    }
-    write(`${JSON.stringify(entry)}\n`);
+    write(format(now(), level, message, { ...base, ...fields }));
   };
   return {
     debug: (m, f) => emit('debug', m, f),
     info: (m, f) => emit('info', m, f),
     warn: (m, f) => emit('warn', m, f),
     error: (m, f) => emit('error', m, f),
-    child: (fields) => createJsonLogger({ ...options, fields: { ...base, ...fields } }),
+    child: (fields) => createLineLogger({ ...options, fields: { ...base, ...fields } }, format),
   };
+}
+
+const jsonLine: FormatLine = (time, level, message, fields) => {
+  const entry: LogFields = { time: new Date(time).toISOString(), level, msg: message, ...fields };
+  for (const [key, value] of Object.entries(entry)) {
+    if (value instanceof Error) entry[key] = { name: value.name, message: value.message, code: (value as { code?: unknown }).code };
+  }
+  return `${JSON.stringify(entry)}\n`;
+};
+
+/** `12:04:31 info  message key=value …`; values that are not plain words are JSON-quoted. */
+const textLine: FormatLine = (time, level, message, fields) => {
+  const parts = [new Date(time).toISOString().slice(11, 19), level.padEnd(5), message];
+  for (const [key, value] of Object.entries(fields)) {
+    if (value === undefined) continue;
+    const shown = value instanceof Error ? `${(value as { code?: unknown }).code ?? value.name}: ${value.message}` : value;
+    const text = typeof shown === 'string' ? shown : JSON.stringify(shown);
+    parts.push(`${key}=${/^[\w.:/@+-]+$/.test(text) ? text : JSON.stringify(text)}`);
+  }
+  return `${parts.join(' ')}\n`;
+};
+
+export function createJsonLogger(options: JsonLoggerOptions = {}): Logger {
+  return createLineLogger(options, jsonLine);
 }
 
 export interface TextLoggerOptions extends JsonLoggerOptions {}
 
-/**
- * Lines for a person at a terminal: `12:04:31 info  message key=value …`. Same levels and
- * fields as the JSON logger; values that are not plain words are JSON-quoted.
- */
+/** Lines for a person at a terminal; same levels and fields as the JSON logger. */
 export function createTextLogger(options: TextLoggerOptions = {}): Logger {
-  const min = rank[options.level ?? 'info'];
-  const write = options.write ?? ((line: string) => process.stderr.write(line));
-  const now = options.now ?? Date.now;
-  const base = options.fields ?? {};
-  const emit = (level: LogLevel, message: string, fields?: LogFields) => {
-    if (rank[level] < min) return;
-    const parts = [new Date(now()).toISOString().slice(11, 19), level.padEnd(5), message];
-    for (const [key, value] of Object.entries({ ...base, ...fields })) {
-      if (value === undefined) continue;
-      const shown = value instanceof Error ? `${(value as { code?: unknown }).code ?? value.name}: ${value.message}` : value;
-      const text = typeof shown === 'string' ? shown : JSON.stringify(shown);
-      parts.push(`${key}=${/^[\w.:/@+-]+$/.test(text) ? text : JSON.stringify(text)}`);
-    }
-    write(`${parts.join(' ')}\n`);
-  };
-  return {
-    debug: (m, f) => emit('debug', m, f),
-    info: (m, f) => emit('info', m, f),
-    warn: (m, f) => emit('warn', m, f),
-    error: (m, f) => emit('error', m, f),
-    child: (fields) => createTextLogger({ ...options, fields: { ...base, ...fields } }),
-  };
+  return createLineLogger(options, textLine);
 }
 
 export const silentLogger: Logger = {
