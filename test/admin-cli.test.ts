@@ -4,7 +4,6 @@
  * `--json` on stdout stays parseable. (Issue #10: run from another directory, it used to create
  * `./data` and print a token the running service did not know.)
  */
-import pg from 'pg';
 import * as assert from 'uvu/assert';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync } from 'node:fs';
@@ -13,6 +12,7 @@ import { createPgliteRegistry } from '../adapters/pglite/createPgliteRegistry.ts
 import { serveAdminSocket } from '../app/adminSocket.ts';
 import { test, withEnv } from './support/suite.ts';
 import { tempDir } from './support/tmp.ts';
+import { dropSchema } from './support/postgresSchema.ts';
 
 const bin = new URL('../bin/fleetstream.ts', import.meta.url).pathname;
 const tmp = tempDir('admin-cli');
@@ -96,9 +96,7 @@ withEnv('admin-cli on PostgreSQL', ['DATABASE_URL_TEST'], 'a PostgreSQL server, 
       assert.match(run.stderr, new RegExp(`registry in PostgreSQL postgres://[^ ]*${withPassword.host}.* \\(schema ${schema}\\)`));
       assert.not.match(run.stderr, /not-shown/);
     } finally {
-      const client = new pg.Client({ connectionString: url });
-      await client.connect();
-      await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).finally(() => client.end());
+      await dropSchema(url!, schema);
     }
   });
 });

@@ -18,6 +18,7 @@
  * free ports and temp dirs): the shared ones, which other test files use at the same time, are never
  * stopped.
  */
+import { dropSchema } from './support/postgresSchema.ts';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,7 +27,6 @@ import { suite, unless, withEnv } from './support/suite.ts';
 import { TEST_SESSION_TIMEOUT_MS } from './support/kafkaSession.ts';
 import * as assert from 'uvu/assert';
 import kafkajs, { type Admin } from 'kafkajs';
-import pg from 'pg';
 import { createPostgresRegistry } from '../adapters/postgres/createPostgresRegistry.ts';
 import { decodeEnvelope } from '../engine/uplink/envelope.ts';
 import {
@@ -62,11 +62,7 @@ interface World {
 async function openWorld(name: string, services: { brokers: string; clickhouseUrl: string }): Promise<World> {
   const id = `fs_${name}_${RUN}`;
   const dir = mkdtempSync(join(tmpdir(), `fleetstream-${name}-`));
-  const dropSchema = async () => {
-    const client = new pg.Client({ connectionString: postgresEnv });
-    await client.connect();
-    await client.query(`DROP SCHEMA IF EXISTS "${id}" CASCADE`).finally(() => client.end());
-  };
+  const dropOwnSchema = () => dropSchema(postgresEnv!, id);
   const admin = new kafkajs.Kafka({ brokers: services.brokers.split(','), clientId: 'distributed-e2e', logLevel: kafkajs.logLevel.NOTHING }).admin();
   let devices: TestDevice[];
   try {
@@ -74,7 +70,7 @@ async function openWorld(name: string, services: { brokers: string; clickhouseUr
     devices = await createDevices(registry, DEVICES).finally(() => registry.close());
     await admin.connect();
   } catch (error) {
-    await dropSchema().catch(() => undefined);
+    await dropOwnSchema().catch(() => undefined);
     rmSync(dir, { recursive: true, force: true });
     throw error;
   }
@@ -126,7 +122,7 @@ async function openWorld(name: string, services: { brokers: string; clickhouseUr
       }
       await admin.disconnect();
       await clickhouse(services.clickhouseUrl, `DROP DATABASE IF EXISTS \`${id}\``).catch((error: unknown) => console.log(`distributed-e2e: ${String(error)}`));
-      await dropSchema().catch((error: unknown) => console.log(`distributed-e2e: ${String(error)}`));
+      await dropOwnSchema().catch((error: unknown) => console.log(`distributed-e2e: ${String(error)}`));
       rmSync(dir, { recursive: true, force: true });
     },
   };

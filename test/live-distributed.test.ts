@@ -13,13 +13,13 @@ import { join } from 'node:path';
 import * as assert from 'uvu/assert';
 import kafkajs from 'kafkajs';
 import mqtt from 'mqtt';
-import pg from 'pg';
 import { createPostgresRegistry } from '../adapters/postgres/createPostgresRegistry.ts';
 import { partitionFor } from '../engine/ports/log.ts';
 import { suite, withEnv } from './support/suite.ts';
 import { clickhouse, delay, freePort, startFleet, type FleetProcess } from './support/fleetCluster.ts';
 import { openSse, openWs, type SseStream } from './support/liveClients.ts';
 import { waitFor } from './support/tmp.ts';
+import { dropSchema } from './support/postgresSchema.ts';
 
 const PARTITIONS = 4;
 const DEVICES = 8;
@@ -124,9 +124,7 @@ withEnv('live-distributed', ['KAFKA_BROKERS', 'CLICKHOUSE_URL', 'DATABASE_URL_TE
       }
       await admin.disconnect();
       await clickhouse(env.CLICKHOUSE_URL, `DROP DATABASE IF EXISTS \`${id}\``).catch(() => undefined);
-      const client = new pg.Client({ connectionString: env.DATABASE_URL_TEST });
-      await client.connect();
-      await client.query(`DROP SCHEMA IF EXISTS "${id}" CASCADE`).finally(() => client.end());
+      await dropSchema(env.DATABASE_URL_TEST, id);
       rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -3,7 +3,6 @@
  * postgres://postgres@127.0.0.1:5432/postgres; each registry gets its own schema, dropped afterwards.
  */
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { suite, withEnv } from './support/suite.ts';
 import * as assert from 'uvu/assert';
 import { createPostgresRegistry } from '../adapters/postgres/createPostgresRegistry.ts';
@@ -12,18 +11,10 @@ import { activationContract } from './contracts/activation.contract.ts';
 import { activationLifecycleContract } from './contracts/activationLifecycle.contract.ts';
 import { deviceTypesContract } from './contracts/deviceTypes.contract.ts';
 import { registryContract, rejects, type RegistryFactory } from './contracts/registry.contract.ts';
+import { dropSchema } from './support/postgresSchema.ts';
 
 const url = process.env.DATABASE_URL_TEST;
 
-async function dropSchema(schema: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  } finally {
-    await client.end();
-  }
-}
 
 function schemaName(): string {
   return `registry_test_${process.pid}_${randomBytes(4).toString('hex')}`;
@@ -38,7 +29,7 @@ withEnv('postgres registry', ['DATABASE_URL_TEST'], 'a PostgreSQL server, e.g. p
       sql: async (text, params) => (await registry.executor.query<Record<string, unknown>>(text, params)).rows,
       dispose: async () => {
         await registry.close();
-        await dropSchema(schema);
+        await dropSchema(url!, schema);
       },
     };
   };
@@ -63,8 +54,8 @@ withEnv('postgres registry', ['DATABASE_URL_TEST'], 'a PostgreSQL server, e.g. p
       assert.equal(versions.map((v) => Number(v.version)).sort(), allMigrations.map((m) => m.version));
       await Promise.all([ra.close(), rb.close(), r1.close(), r2.close()]);
     } finally {
-      await dropSchema(a);
-      await dropSchema(b);
+      await dropSchema(url!, a);
+      await dropSchema(url!, b);
     }
   });
 

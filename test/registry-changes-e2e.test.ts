@@ -15,7 +15,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import kafkajs from 'kafkajs';
-import pg from 'pg';
 import * as assert from 'uvu/assert';
 import { createKafkaLog } from '../adapters/kafka/index.ts';
 import { createPostgresRegistry } from '../adapters/postgres/createPostgresRegistry.ts';
@@ -26,6 +25,7 @@ import { systemClock } from '../engine/kernel/clock.ts';
 import { UplinkIngest } from '../engine/uplink/UplinkIngest.ts';
 import { clickhouse, delay, startFleet, type FleetProcess } from './support/fleetCluster.ts';
 import { suite, withEnv } from './support/suite.ts';
+import { dropSchema } from './support/postgresSchema.ts';
 
 const bin = new URL('../bin/fleetstream.ts', import.meta.url).pathname;
 /** What "within a few seconds" is held to here (the feed itself takes milliseconds). */
@@ -33,15 +33,6 @@ const BOUND_MS = 3000;
 /** Embedded log and store, no MQTT: only the registry is shared. */
 const EMBEDDED = { KAFKA_BROKERS: '', CLICKHOUSE_URL: '', MQTT_URL: '', MQTT_PORT: '-1', HTTP_HOST: '127.0.0.1', HTTP_PORT: '0', TOPIC_PREFIX: '' };
 
-async function dropSchema(url: string, schema: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  } finally {
-    await client.end();
-  }
-}
 
 async function http(process: FleetProcess, method: string, path: string, token: string, json?: unknown): Promise<{ status: number; body: any }> {
   const res = await fetch(`http://127.0.0.1:${process.httpPort}${path}`, {

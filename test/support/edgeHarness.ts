@@ -8,7 +8,6 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { createEdgeApp, type EdgeDeps } from '../../adapters/http/createEdgeApp.ts';
 import { serveEdge, type ServedEdge } from '../../adapters/http/serveEdge.ts';
 import { createLocalLog, type LocalLog } from '../../adapters/local-log/LocalLog.ts';
@@ -27,6 +26,7 @@ import type { UplinkIngest } from '../../engine/uplink/UplinkIngest.ts';
 import { buildIntake, type Intake } from '../../app/buildIntake.ts';
 import { withEnv } from './suite.ts';
 import type { UplinkEnvelope } from '../../schemas/messages.ts';
+import { dropSchema } from './postgresSchema.ts';
 
 export interface RegistryFactory {
   name: string;
@@ -69,13 +69,7 @@ export function registryFactories(): RegistryFactory[] {
           registry,
           async dispose() {
             await registry.close();
-            const client = new pg.Client({ connectionString: url });
-            await client.connect();
-            try {
-              await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-            } finally {
-              await client.end();
-            }
+            await dropSchema(url, schema);
           },
         };
       },
