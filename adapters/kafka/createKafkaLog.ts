@@ -215,14 +215,21 @@ class KafkaLog implements Log {
     await this.#connectAdmin();
     // kafkajs's admin does not retry OffsetFetch; a coordinator that is moving or still loading
     // (the first group of a fresh cluster creates __consumer_offsets) answers again shortly.
+    return this.#retrying('committed', async () => {
+      const offsets = await this.#admin.fetchOffsets({ groupId: group, topics: [topic] });
+      const found = offsets.find((t) => t.topic === topic)?.partitions.find((p) => p.partition === partition);
+      const offset = found ? Number(found.offset) : -1;
+      return offset >= 0 ? offset : 0; // -1: the group never committed this partition
+    });
+  }
+
+  /** Retriable failures (see kafkaErrors.ts) are tried again after 100 · 2^attempt ms, five times. */
+  async #retrying<T>(what: string, call: () => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {
-        const offsets = await this.#admin.fetchOffsets({ groupId: group, topics: [topic] });
-        const found = offsets.find((t) => t.topic === topic)?.partitions.find((p) => p.partition === partition);
-        const offset = found ? Number(found.offset) : -1;
-        return offset >= 0 ? offset : 0; // -1: the group never committed this partition
+        return await call();
       } catch (error) {
-        const mapped = kafkaErrorToFleetError(error, 'committed');
+        const mapped = kafkaErrorToFleetError(error, what);
         if (!mapped.retriable || attempt >= 5 || this.#closed) throw mapped;
         await new Promise<void>((resolve) => this.#clock.setTimeout(resolve, 100 * 2 ** attempt));
       }
@@ -233,12 +240,8 @@ class KafkaLog implements Log {
     this.#assertOpen();
     await this.partitionCount(topic); // NOT_FOUND for an unknown topic, as the other calls
     await this.#connectAdmin();
-    let offsets: { partition: number; high: string }[];
-    try {
-      offsets = await this.#admin.fetchTopicOffsets(topic);
-    } catch (error) {
-      throw kafkaErrorToFleetError(error, `endOffsets ${topic}`);
-    }
+    // A partition whose leader is still being elected (a topic just created, a broker restarting) answers shortly.
+    const offsets: { partition: number; high: string }[] = await this.#retrying(`endOffsets ${topic}`, () => this.#admin.fetchTopicOffsets(topic));
     const out: number[] = [];
     for (const { partition, high } of offsets) out[partition] = Number(high);
     return Array.from(out, (offset) => offset ?? 0);
