@@ -5,7 +5,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import kafkajs from 'kafkajs';
 import { FleetError } from '../engine/kernel/errors.ts';
-import { kafkaErrorToFleetError } from '../adapters/kafka/kafkaErrors.ts';
+import { kafkaErrorToFleetError, lostProducerState } from '../adapters/kafka/kafkaErrors.ts';
 
 const {
   KafkaJSConnectionError,
@@ -55,6 +55,17 @@ test('leadership and coordinator changes are retriable UNAVAILABLE', () => {
     expectMapping(protocolError(type, code, true), 'UNAVAILABLE', true);
   }
   expectMapping(protocolError('REQUEST_TIMED_OUT', 7, true), 'TIMEOUT', true);
+});
+
+test('a lost producer sequence is retriable UNAVAILABLE and recognised through wrappers', () => {
+  for (const [type, code] of [['OUT_OF_ORDER_SEQUENCE_NUMBER', 45], ['UNKNOWN_PRODUCER_ID', 59], ['INVALID_PRODUCER_EPOCH', 47]] as const) {
+    const error = protocolError(type, code, false);
+    expectMapping(error, 'UNAVAILABLE', true);
+    assert.ok(lostProducerState(error), type);
+    assert.ok(lostProducerState(new KafkaJSNumberOfRetriesExceeded(error as never, { retryCount: 0, retryTime: 100 })), `${type} wrapped`);
+  }
+  assert.not.ok(lostProducerState(protocolError('NOT_LEADER_FOR_PARTITION', 6, true)));
+  assert.not.ok(lostProducerState(new KafkaJSConnectionError('Connection error: ECONNREFUSED')));
 });
 
 test('request errors map to their FleetError codes, not retriable', () => {

@@ -25,12 +25,14 @@ function setup(overrides: Partial<ConstructorParameters<typeof LingerProducer>[0
   const clock = new SimulatedClock(1_000_000);
   const sent: Sent[] = [];
   const flushes: FlushInfo[] = [];
+  const renewals = { count: 0 };
   const producer = {
     sendBatch: (batch: ProducerBatch) => new Promise<RecordMetadata[]>((resolve, reject) => sent.push({ batch, resolve, reject })),
   } as unknown as Producer;
   const appender = new LingerProducer({
-    producer,
+    producer: () => producer,
     connect: async () => {},
+    renewProducer: () => { renewals.count++; },
     partitionCount: async (topic) => {
       if (topic === 'missing') throw new FleetError('NOT_FOUND', 'no such topic');
       return PARTITIONS;
@@ -49,7 +51,7 @@ function setup(overrides: Partial<ConstructorParameters<typeof LingerProducer>[0
     clock.advance(10 ** 9);
     await settle();
   };
-  return { clock, sent, flushes, appender, expireAll };
+  return { clock, sent, flushes, appender, expireAll, renewals };
 }
 
 /** Lets promise continuations run (no timers involved). */
@@ -202,6 +204,27 @@ test('a failed request rejects all its appends with the mapped, retriable error'
     assert.is((s.error as FleetError).retriable, true);
   }
   assert.is(flushes[0].error?.code, 'UNAVAILABLE');
+});
+
+test('a lost producer sequence rejects the request retriable and renews the producer once; other failures do not', async () => {
+  const { clock, sent, appender, renewals } = setup();
+  const a = track(appender.append('t', [rec('a')]));
+  await settle();
+  clock.advance(10);
+  await settle();
+  sent[0].reject(Object.assign(new Error('The broker received an out of order sequence number'), { name: 'KafkaJSProtocolError', type: 'OUT_OF_ORDER_SEQUENCE_NUMBER', code: 45, retriable: false }));
+  await settle();
+  assert.is((a.error as FleetError).code, 'UNAVAILABLE');
+  assert.is((a.error as FleetError).retriable, true);
+  assert.is(renewals.count, 1);
+  const b = track(appender.append('t', [rec('b')]));
+  await settle();
+  clock.advance(10);
+  await settle();
+  sent[1].reject(Object.assign(new Error('connection refused'), { name: 'KafkaJSConnectionError', retriable: true }));
+  await settle();
+  assert.is((b.error as FleetError).code, 'UNAVAILABLE');
+  assert.is(renewals.count, 1, 'a connection failure keeps the producer');
 });
 
 test('an unacknowledged append rejects TIMEOUT at its deadline; a queued one is dropped unsent', async () => {

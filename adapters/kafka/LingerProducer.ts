@@ -12,7 +12,7 @@ import type { Clock, TimerHandle } from '../../engine/kernel/clock.ts';
 import { FleetError } from '../../engine/kernel/errors.ts';
 import type { ProducerRecord, RecordPosition } from '../../engine/ports/log.ts';
 import { partitionFor } from '../../engine/kernel/partition.ts';
-import { kafkaErrorToFleetError } from './kafkaErrors.ts';
+import { kafkaErrorToFleetError, lostProducerState } from './kafkaErrors.ts';
 
 export interface FlushInfo {
   /** Records in the produce request. */
@@ -25,10 +25,16 @@ export interface FlushInfo {
 }
 
 export interface LingerProducerOptions {
-  /** A kafkajs producer (idempotent, acks=-1 requests are sent by this class). */
-  producer: Producer;
-  /** Connects the producer; called before each request, must be cheap once connected. */
+  /** The current kafkajs producer (idempotent, acks=-1 requests are sent by this class). */
+  producer(): Producer;
+  /** Connects the current producer; called before each request, must be cheap once connected. */
   connect(): Promise<void>;
+  /**
+   * The broker answered that the producer's sequence state is gone (kafkaErrors.ts
+   * lostProducerState): the idempotent producer can send nothing more under its id, so the next
+   * request must go out from a new one.
+   */
+  renewProducer(): void;
   /** Partition count of a topic (cached by the caller); rejects NOT_FOUND for unknown topics. */
   partitionCount(topic: string): Promise<number>;
   clock: Clock;
@@ -187,7 +193,7 @@ export class LingerProducer {
     let error: FleetError | undefined;
     try {
       await this.#options.connect();
-      const metadata = await this.#options.producer.sendBatch({
+      const metadata = await this.#options.producer().sendBatch({
         topicMessages: toTopicMessages(batch),
         acks: -1,
         timeout: this.#options.ackTimeoutMs,
@@ -195,6 +201,8 @@ export class LingerProducer {
       assignPositions(batch, metadata, (entry, positions) => this.#settle(entry, positions));
     } catch (cause) {
       error = kafkaErrorToFleetError(cause, 'append');
+      // The broker refused these records; a retried append goes out under a new producer id.
+      if (lostProducerState(cause)) this.#options.renewProducer();
       for (const entry of batch) this.#settle(entry, error);
     } finally {
       this.#sending = false;

@@ -84,7 +84,7 @@ export function createKafkaLog(options: KafkaLogOptions): Log {
 class KafkaLog implements Log {
   readonly #kafka: Kafka;
   readonly #admin: Admin;
-  readonly #producer: Producer;
+  #producer: Producer;
   readonly #appender: LingerProducer;
   readonly #options: Required<Pick<KafkaLogOptions, 'defaultPartitions' | 'replicationFactor'>> & KafkaLogOptions;
   readonly #clock: Clock;
@@ -111,20 +111,11 @@ class KafkaLog implements Log {
       logLevel: LOG_LEVELS[options.logLevel ?? 'error'],
     });
     this.#admin = this.#kafka.admin({ retry: this.#retry });
-    this.#producer = this.#kafka.producer({
-      idempotent: true,
-      maxInFlightRequests: 1,
-      // Every message carries its partition; the partitioner is never consulted (and naming one
-      // silences kafkajs's partitioner-change warning).
-      createPartitioner: Partitioners.DefaultPartitioner,
-      allowAutoTopicCreation: false,
-      // The idempotent producer retries without limit (kafkajs's EoS requirement: a sequence number
-      // given up on could be reused for other records). appendTimeoutMs bounds what callers wait.
-      retry: { initialRetryTime: 100, maxRetryTime: 2000, retries: Number.MAX_SAFE_INTEGER },
-    });
+    this.#producer = this.#newProducer();
     this.#appender = new LingerProducer({
-      producer: this.#producer,
+      producer: () => this.#producer,
       connect: () => this.#connectProducer(),
+      renewProducer: () => this.#renewProducer(),
       partitionCount: (topic) => this.partitionCount(topic),
       clock: this.#clock,
       lingerMs: options.lingerMs ?? 5,
@@ -294,6 +285,28 @@ class KafkaLog implements Log {
       throw kafkaErrorToFleetError(error, 'connect');
     });
     return this.#adminReady;
+  }
+
+  #newProducer(): Producer {
+    return this.#kafka.producer({
+      idempotent: true,
+      maxInFlightRequests: 1,
+      // Every message carries its partition; the partitioner is never consulted (and naming one
+      // silences kafkajs's partitioner-change warning).
+      createPartitioner: Partitioners.DefaultPartitioner,
+      allowAutoTopicCreation: false,
+      // The idempotent producer retries without limit (kafkajs's EoS requirement: a sequence number
+      // given up on could be reused for other records). appendTimeoutMs bounds what callers wait.
+      retry: { initialRetryTime: 100, maxRetryTime: 2000, retries: Number.MAX_SAFE_INTEGER },
+    });
+  }
+
+  /** A new producer (a new producer id) for the next request; the old one is let go. */
+  #renewProducer(): void {
+    const old = this.#producer;
+    this.#producer = this.#newProducer();
+    this.#producerReady = undefined;
+    old.disconnect().catch(() => undefined);
   }
 
   #connectProducer(): Promise<void> {

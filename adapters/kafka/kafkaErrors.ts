@@ -42,6 +42,12 @@ const BY_PROTOCOL_TYPE: Record<string, Mapping> = {
   REBALANCE_IN_PROGRESS: UNAVAILABLE,
   ILLEGAL_GENERATION: UNAVAILABLE,
   UNKNOWN_MEMBER_ID: UNAVAILABLE,
+  // The idempotent producer's sequence state is gone (e.g. a broker restart lost it): the request
+  // was refused, and createKafkaLog renews the producer, so sending again succeeds.
+  OUT_OF_ORDER_SEQUENCE_NUMBER: UNAVAILABLE,
+  UNKNOWN_PRODUCER_ID: UNAVAILABLE,
+  INVALID_PRODUCER_EPOCH: UNAVAILABLE,
+  INVALID_PRODUCER_ID_MAPPING: UNAVAILABLE,
   REQUEST_TIMED_OUT: { code: 'TIMEOUT', retriable: true },
   THROTTLING_QUOTA_EXCEEDED: { code: 'RATE_LIMITED', retriable: true },
   UNKNOWN_TOPIC_OR_PARTITION: { code: 'NOT_FOUND', retriable: false },
@@ -117,6 +123,18 @@ function lookup(error: unknown, depth: number): Mapping | undefined {
     if (found) return found;
   }
   return undefined;
+}
+
+/** Broker answers after which an idempotent producer can send nothing more under its producer id. */
+const PRODUCER_STATE_LOST = new Set(['OUT_OF_ORDER_SEQUENCE_NUMBER', 'UNKNOWN_PRODUCER_ID', 'INVALID_PRODUCER_EPOCH', 'INVALID_PRODUCER_ID_MAPPING']);
+
+/** Whether `error` (or an error it wraps) says the producer's sequence state is lost for good. */
+export function lostProducerState(error: unknown, depth = 0): boolean {
+  if (depth > 8 || typeof error !== 'object' || error === null) return false;
+  const e = error as KafkaJSErrorShape;
+  if (typeof e.type === 'string' && PRODUCER_STATE_LOST.has(e.type)) return true;
+  if (Array.isArray(e.errors) && e.errors.some((inner) => lostProducerState(inner, depth + 1))) return true;
+  return e.cause !== undefined && e.cause !== error && lostProducerState(e.cause, depth + 1);
 }
 
 /** Maps anything kafkajs throws to a FleetError; FleetErrors pass through unchanged. */
