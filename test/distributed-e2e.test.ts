@@ -248,7 +248,8 @@ function script(name: 'kafka.sh' | 'clickhouse.sh', args: string[], env: Record<
   });
 }
 
-const describeStatuses = (load: UplinkLoad) => JSON.stringify(Object.fromEntries(load.statuses));
+const describeStatuses = (load: UplinkLoad) => JSON.stringify(Object.fromEntries(load.statuses)) +
+  [...load.firstBodies].map(([status, body]) => `; first ${status}: ${body}`).join('');
 
 /**
  * Answers where Kafka is not disturbed: 202, or at worst a few 503 + Retry-After when the shared
@@ -417,10 +418,14 @@ withEnv('distributed-e2e', ['KAFKA_BROKERS', 'CLICKHOUSE_URL', 'DATABASE_URL_TES
         await load.stop();
         assert.ok((load.statuses.get(503) ?? 0) > 0, `the edge answered 503 while Kafka was down: ${describeStatuses(load)}`);
         assert.is(load.missingRetryAfter, 0, 'every 503 carries Retry-After');
-        assert.equal([...load.statuses.keys()].filter((s) => s !== 202 && s !== 503), [], `answers ${describeStatuses(load)}`);
+        const unexpected = [...load.statuses.keys()].filter((s) => s !== 202 && s !== 503);
+        if (unexpected.length > 0) console.log(`--- edge, last lines:\n${edge.output().split('\n').slice(-30).join('\n')}`);
+        assert.equal(unexpected, [], `answers ${describeStatuses(load)}`);
         await waitForGroup(w, 2, 60_000);
         const { visible, physical } = await expectExactlyOnce(w, load, 120_000);
-        console.log(`  Kafka restart: answers ${describeStatuses(load)}, no answer ${load.noAnswer}; ${visible} data points visible, ${physical} physical rows`);
+        const lostSequence = edge.output().split('\n').filter((line) => line.includes('[Producer]') && line.includes('out of order sequence')).length;
+        console.log(`  Kafka restart: answers ${describeStatuses(load)}, no answer ${load.noAnswer}; ${visible} data points visible, ${physical} physical rows; ` +
+          `produce requests refused for a lost producer sequence (each renews the producer): ${lostSequence}`);
       } finally {
         await world?.dispose();
         await script('kafka.sh', ['stop'], kafkaEnv).catch(() => undefined);

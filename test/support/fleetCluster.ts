@@ -178,6 +178,8 @@ export class UplinkLoad {
   readonly sentWithUnknown = new Set<number>();
   readonly ackedWithUnknown = new Set<number>();
   readonly statuses = new Map<number, number>();
+  /** The first body answered with each status other than 202 (a problem+json names its code). */
+  readonly firstBodies = new Map<number, string>();
   /** 503 answers without a Retry-After header. */
   missingRetryAfter = 0;
   /** Requests that failed without an HTTP answer (connection reset, timeout). */
@@ -242,6 +244,7 @@ export class UplinkLoad {
         continue;
       }
       this.statuses.set(answer.status, (this.statuses.get(answer.status) ?? 0) + 1);
+      if (answer.status !== 202 && !this.firstBodies.has(answer.status)) this.firstBodies.set(answer.status, answer.body);
       this.timeline.push({ t: Date.now() - this.#started, status: answer.status });
       if (answer.status === 202) {
         this.acked.add(k);
@@ -251,7 +254,7 @@ export class UplinkLoad {
     }
   }
 
-  #put(device: TestDevice, k: number, unknown: boolean): Promise<{ status: number; retryAfter: string | undefined } | undefined> {
+  #put(device: TestDevice, k: number, unknown: boolean): Promise<{ status: number; retryAfter: string | undefined; body: string } | undefined> {
     const url = new URL(`/device/${device.id}/state`, this.#options.baseUrl);
     const body = uplinkBody(k, unknown);
     return new Promise((resolve) => {
@@ -261,10 +264,11 @@ export class UplinkLoad {
         timeout: this.#options.requestTimeoutMs ?? 60_000,
         headers: { authorization: `Bearer ${device.token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
       }, (res) => {
-        res.resume();
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => { chunks.push(chunk); });
         res.on('end', () => {
           const retryAfter = res.headers['retry-after'];
-          resolve({ status: res.statusCode ?? 0, retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter });
+          resolve({ status: res.statusCode ?? 0, retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, body: Buffer.concat(chunks).toString('utf8').slice(0, 500) });
         });
         res.on('error', () => resolve(undefined));
       });
@@ -302,12 +306,27 @@ export async function appendUplinks(options: { brokers: string[]; topic: string;
   return acked;
 }
 
-/** A ClickHouse server over its HTTP interface. */
+/**
+ * A ClickHouse server over its HTTP interface. A request that gets no answer (a connection reset
+ * or refused, as by a server that was just restarted) is sent again a few times; the last failure
+ * names its cause. Only for statements that may run twice (reads, IF [NOT] EXISTS).
+ */
 export async function clickhouse(url: string, sql: string): Promise<string> {
-  const res = await fetch(`${url}/`, { method: 'POST', body: sql });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`ClickHouse ${res.status}: ${text.slice(0, 500)}`);
-  return text;
+  for (let attempt = 1; ; attempt++) {
+    let res: Response;
+    try {
+      res = await fetch(`${url}/`, { method: 'POST', body: sql });
+    } catch (error) {
+      const cause = (error as { cause?: unknown }).cause;
+      if (attempt >= 5) throw new Error(`ClickHouse at ${url} did not answer ${attempt} times: ${String(error)} (${String(cause)})`);
+      console.log(`  ClickHouse at ${url} did not answer (${String(cause ?? error)}); trying again`);
+      await delay(500 * attempt);
+      continue;
+    }
+    const text = await res.text();
+    if (!res.ok) throw new Error(`ClickHouse ${res.status}: ${text.slice(0, 500)}`);
+    return text;
+  }
 }
 
 export interface StoredCount {
