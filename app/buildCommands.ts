@@ -13,7 +13,10 @@ import type { CommandHistory } from '../engine/ports/commandHistory.ts';
 import type { CommandTransport } from '../engine/ports/commandTransport.ts';
 import type { Log } from '../engine/ports/log.ts';
 import type { LpwanApplications } from '../engine/ports/lpwanApplications.ts';
-import { registryDirectory, type Registry } from '../engine/ports/registry.ts';
+import type { DeviceDirectory } from '../engine/ports/directory.ts';
+import type { Registry } from '../engine/ports/registry.ts';
+import type { RegistryChanges } from '../engine/ports/registryChanges.ts';
+import { RegistryLookups } from '../engine/access/RegistryLookups.ts';
 import type { RejectionStore } from '../engine/ports/rejections.ts';
 import type { EdgeCommands } from '../adapters/http/commandRoutes.ts';
 import { TtsDownlink } from '../adapters/lpwan/TtsDownlink.ts';
@@ -24,6 +27,10 @@ import type { LogNames } from './openAdapters.ts';
 export interface CommandsOptions {
   log: Log;
   registry: Registry;
+  /** Registry changes, which keep the devices looked up per command current. */
+  changes: Pick<RegistryChanges, 'subscribe'>;
+  /** How long a device looked up for a command is reused, ms (a change drops it at once). Default 2000. */
+  cacheTtlMs?: number;
   history: CommandHistory;
   rejections: Pick<RejectionStore, 'append'>;
   clock: Clock;
@@ -45,8 +52,20 @@ export interface Commands {
   stop(): Promise<void>;
 }
 
+/**
+ * The device (with its actuator profiles) a command names, looked up through the registry lookups
+ * the edges use, kept current by registry changes: a registry query per command would be most of a
+ * command's way to the device (about 1–2 ms on the embedded registry).
+ */
+export function commandDirectory(options: Pick<CommandsOptions, 'registry' | 'changes' | 'clock' | 'cacheTtlMs'>): { directory: DeviceDirectory; close(): void } {
+  const lookups = new RegistryLookups({ registry: options.registry, clock: options.clock, cacheTtlMs: options.cacheTtlMs ?? 2000 });
+  const unsubscribe = options.changes.subscribe((change) => lookups.apply(change));
+  return { directory: { getDevice: (deviceId) => lookups.device(deviceId) }, close: unsubscribe };
+}
+
 export function buildCommands(options: CommandsOptions): Commands {
   const { clock, logger, names } = options;
+  const devices = commandDirectory(options);
   // Every lifecycle transition goes to the command history (GET /device/{id}/commands).
   const history = new CommandHistoryRecorder({
     history: options.history,
@@ -67,7 +86,7 @@ export function buildCommands(options: CommandsOptions): Commands {
   const pipeline = new CommandPipeline({
     log: options.log,
     actors,
-    directory: registryDirectory(options.registry),
+    directory: devices.directory,
     clock,
     topic: names.commands,
     group: names.commandsGroup,
@@ -96,6 +115,7 @@ export function buildCommands(options: CommandsOptions): Commands {
     start: () => pipeline.start(),
     async stop() {
       await pipeline.stop();
+      devices.close();
       actors.stop();
       await history.close();
     },

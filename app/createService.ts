@@ -223,7 +223,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
         mqttPort = mqtt.port;
       }
       const commands = buildCommands({
-        log: timedLog, registry, history: store.commands, rejections, clock, logger, names,
+        log: timedLog, registry, changes, cacheTtlMs: config.registryCacheTtlMs, history: store.commands, rejections, clock, logger, names,
         settings: config.commands, transport: mqtt?.commands, applications: lpwanApplications,
         onCommandChanged: (view) => {
           metrics.commandChanged(view);

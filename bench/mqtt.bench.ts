@@ -52,8 +52,9 @@ import { createPgliteRegistry } from '../adapters/pglite/createPgliteRegistry.ts
 import { systemClock } from '../engine/kernel/clock.ts';
 import { CommandActors } from '../engine/commands/CommandActors.ts';
 import { CommandPipeline } from '../engine/commands/CommandPipeline.ts';
+import { commandDirectory } from '../app/buildCommands.ts';
+import { InProcessRegistryChanges } from '../adapters/registry-changes/InProcessRegistryChanges.ts';
 import { newId } from '../engine/kernel/ids.ts';
-import { registryDirectory } from '../engine/ports/registry.ts';
 import { buildIntake } from '../app/buildIntake.ts';
 import { Topics } from '../schemas/messages.ts';
 
@@ -89,7 +90,9 @@ async function engineThread(deviceCount: number): Promise<void> {
   const { admission } = intake;
   const edge = await createMqttEdge({ registry, admission, clock: systemClock, port: 0, host: '127.0.0.1' });
   const actors = new CommandActors({ clock: systemClock, transport: edge.commands });
-  const commands = new CommandPipeline({ log, actors, directory: registryDirectory(registry), clock: systemClock, commitIntervalMs: 50 });
+  // Devices looked up per command as the service does (app/buildCommands.ts): cached, kept current by registry changes.
+  const { directory } = commandDirectory({ registry, changes: new InProcessRegistryChanges(), clock: systemClock });
+  const commands = new CommandPipeline({ log, actors, directory, clock: systemClock, commitIntervalMs: 50 });
   await commands.start();
   let external: ExternalMqtt | undefined;
   const post = (m: FromWorker) => parentPort!.postMessage(m);

@@ -93,6 +93,22 @@ test('MQTT states are stored, commands issued over HTTP reach the device over MQ
       body: JSON.stringify({ value: 3 }),
     });
     assert.is(refused.status, 422, 'a sensor takes no commands');
+
+    // The command side looks devices up through cached lookups: a profile change reaches it at once.
+    const changed = await fetch(`${base}/device/${device.id}/asset/light`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ is: 'actuator', profile: { type: 'integer', minimum: 0, maximum: 100 } }),
+    });
+    assert.is(changed.status, 200);
+    const dimmed = await fetch(`${base}/device/${device.id}/asset/light/command`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ value: 42 }),
+    });
+    assert.is(dimmed.status, 202, 'the edge checks the new profile');
+    await waitFor(() => received.some((m) => m.topic === `device/${device.id}/asset/light/command` && (m.body as { value: unknown }).value === 42), 10_000, 'command under the new profile delivered');
+    assert.equal((await service.store.rejections.recent(device.id)).filter((r) => r.channel === 'command'), [], 'the command side did not refuse it under the old profile');
   } finally {
     await client.endAsync();
   }
