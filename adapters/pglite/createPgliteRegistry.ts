@@ -27,6 +27,16 @@ export interface PgliteRegistryOptions {
   create?: boolean;
 }
 
+/**
+ * PostgreSQL's memory settings for a registry inside the service's own process. PGlite starts with
+ * 128 MB of shared buffers, which a service idling with a registry of a few thousand rows keeps
+ * resident (about 130 MB of its RSS, bench/start.bench.ts). The registry's hot rows are cached by the
+ * edges' lookups (engine/access/RegistryLookups.ts) and its files by the operating system, as for a
+ * PostgreSQL server with small shared buffers; sorts and index builds of a large registry get work
+ * memory of their own.
+ */
+const POSTGRESQL_CONF = ['shared_buffers = 16MB', 'wal_buffers = 1MB', 'temp_buffers = 2MB', 'work_mem = 4MB', 'maintenance_work_mem = 16MB'].join('\n');
+
 /** Whether `dir` holds a database: every PostgreSQL data directory has a PG_VERSION file. */
 export function pgliteRegistryExists(dir: string): boolean {
   return existsSync(join(dir, 'PG_VERSION'));
@@ -39,7 +49,7 @@ export async function createPgliteRegistry(options: PgliteRegistryOptions = {}):
   const release = options.dir === undefined ? async () => {} : lockDataDir(options.dir);
   let db: PGlite;
   try {
-    db = options.dir === undefined ? await PGlite.create() : await PGlite.create({ dataDir: options.dir });
+    db = await PGlite.create({ ...(options.dir === undefined ? {} : { dataDir: options.dir }), postgresqlconf: POSTGRESQL_CONF });
   } catch (error) {
     await release();
     throw mapSqlError(error);
