@@ -11,10 +11,13 @@
  * takes them, then the latency from sending a PUT to each subscriber receiving its event (p50/p99)
  * at half the embedded ingest rate (and, for broadcast, at half the fan-out rate the same run
  * sustained: when that is lower, the first figure is a backlog's). The ingest rate itself — PUTs
- * accepted per second with nobody subscribed — is measured first in the same run as the baseline;
- * every rate is also shown as a ratio to it. Not part of the test suite.
+ * accepted per second with nobody subscribed — is measured first in the same run as the baseline,
+ * once for each shape's devices (64 of one ground; one on each of 1 000 grounds); every rate is
+ * also shown as a ratio to its shape's. Not part of the test suite.
  *
- *   npx node bench/live.bench.ts [subscribers=1000] [seconds=8] [concurrency=32] [clientThreads=1]
+ *   npx node bench/live.bench.ts [subscribers=1000] [seconds=8] [concurrency=32] [clientThreads=1] [only]
+ *
+ * `only`: a comma-separated subset of sse-broadcast, sse-ground, ws-broadcast, ws-ground.
  *
  * Three kinds of thread: the service (a worker), the load generator (the main thread) and the
  * subscribers (bench/support/liveClients.ts, `clientThreads` workers). Each phase reports the
@@ -251,23 +254,30 @@ async function main(): Promise<void> {
   const bench = new Bench(worker, clients, agent, ready.port);
   const share = (grounds: string[]) => clients.map((_, t) => grounds.filter((_, i) => i % threads === t));
   try {
-    await flood(agent, ready.port, ready.devices, concurrency, 2); // warm-up
-    const from = await bench.snapshot();
-    const { rate, accepted } = await flood(agent, ready.port, ready.devices, concurrency, seconds);
-    const use = bench.usage(from, await bench.snapshot());
-    const baseline = { rate, cpuPerPut: use.serverCpuUs / accepted };
-    console.log(`baseline: embedded ingest ${rate.toFixed(0)} PUT/s accepted (1 state each, ${concurrency} in flight, nobody subscribed); ` +
-      `${use.text}; service thread CPU ${baseline.cpuPerPut.toFixed(0)} µs per PUT`);
-
     const perGround = ready.grounds.map((g) => g.id);
     const ownDevices = ready.grounds.map((g) => g.device);
+    const ingest = async (what: string, devices: Device[]) => {
+      await flood(agent, ready.port, devices, concurrency, 2); // warm-up
+      await new Promise((r) => setTimeout(r, 2000)); // what the engine still has queued
+      const from = await bench.snapshot();
+      const { rate, accepted } = await flood(agent, ready.port, devices, concurrency, seconds);
+      const use = bench.usage(from, await bench.snapshot());
+      const baseline = { rate, cpuPerPut: use.serverCpuUs / accepted };
+      console.log(`baseline ${what}: embedded ingest ${rate.toFixed(0)} PUT/s accepted (1 state each, ${concurrency} in flight, nobody subscribed); ` +
+        `${use.text}; service thread CPU ${baseline.cpuPerPut.toFixed(0)} µs per PUT`);
+      return baseline;
+    };
+    const baselines = { broadcast: await ingest('(64 devices of one ground)', ready.devices), ground: await ingest(`(${ownDevices.length} devices, one per ground)`, ownDevices) };
+    const only = process.argv[6]?.split(',');
+
     for (const kind of ['sse', 'ws'] as const) {
       const name = kind === 'sse' ? 'SSE' : 'WS';
       const shapes = [
-        { shape: 'broadcast', grounds: perGround.map(() => ready.groundId), devices: ready.devices, broadcast: true },
-        { shape: 'per ground', grounds: perGround, devices: ownDevices, broadcast: false },
+        { key: 'broadcast', shape: 'broadcast', grounds: perGround.map(() => ready.groundId), devices: ready.devices, broadcast: true, baseline: baselines.broadcast },
+        { key: 'ground', shape: 'per ground', grounds: perGround, devices: ownDevices, broadcast: false, baseline: baselines.ground },
       ];
-      for (const { shape, grounds, devices, broadcast } of shapes) {
+      for (const { key, shape, grounds, devices, broadcast, baseline } of shapes) {
+        if (only !== undefined && !only.includes(`${kind}-${key}`)) continue;
         const shares = share(grounds);
         await Promise.all(clients.map((c, t) => c.ask({ op: 'open', kind, port: ready.port, token: ready.userToken, grounds: shares[t] })));
         await scenario(bench, `${name} ${shape}`, devices, grounds.length, baseline, seconds, concurrency, broadcast);
