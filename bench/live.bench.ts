@@ -167,7 +167,12 @@ class Bench {
     const server = elu(a.server, b.server);
     const load = elu(a.load, b.load);
     const clients = Math.max(0, ...a.clients.map((c, i) => elu(c, b.clients[i])));
-    const text = `event loop busy: service ${(server * 100).toFixed(0)} %, load generator ${(load * 100).toFixed(0)} %, subscribers ${(clients * 100).toFixed(0)} %`;
+    // CPU time over wall time: the event loop counts as busy while its thread waits for a core.
+    const wallUs = (b.at - a.at) * 1000;
+    const cpu = (x: ThreadStats, y: ThreadStats) => `${((y.cpu - x.cpu) / wallUs * 100).toFixed(0)}`;
+    const clientsCpu = a.clients.map((c, i) => cpu(c, b.clients[i])).join('+');
+    const text = `event loop busy: service ${(server * 100).toFixed(0)} %, load generator ${(load * 100).toFixed(0)} %, subscribers ${(clients * 100).toFixed(0)} %; ` +
+      `CPU ${cpu(a.server, b.server)} %, ${cpu(a.load, b.load)} %, ${clientsCpu} %`;
     return { server, load, clients, serverCpuUs: b.server.cpu - a.server.cpu, text };
   }
 
