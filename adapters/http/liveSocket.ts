@@ -65,7 +65,7 @@ export function createLiveSocket(options: LiveSocketOptions): LiveSocket {
   const maxErrors = options.maxErrors ?? 10;
   const wss = new WebSocketServer({ noServer: true, maxPayload: options.maxPayloadBytes ?? 4096, perMessageDeflate: false });
 
-  wss.on('connection', (ws: WebSocket, release: () => void) => {
+  wss.on('connection', (ws: WebSocket, release: () => void, socket: Duplex) => {
     let principal: Principal | undefined;
     let tokenHash = '';
     let errors = 0;
@@ -78,7 +78,15 @@ export function createLiveSocket(options: LiveSocketOptions): LiveSocket {
       if (++errors >= maxErrors) ws.close(CLOSE_POLICY, 'too many errors');
     };
     const transport: LiveTransport = {
-      write: (frame) => { if (!closed) ws.send(frame); },
+      // Each event stays a message of its own (docs/live.md); the socket (the upgrade handler's, ws
+      // writes its frames to it) is corked meanwhile so the messages leave in one write, as SSE
+      // joins its frames.
+      write: (frames) => {
+        if (closed) return;
+        socket.cork();
+        for (const frame of frames) ws.send(frame);
+        socket.uncork();
+      },
       buffered: () => ws.bufferedAmount,
       end: (reason: LiveCloseReason) => {
         if (reason === 'overflow') {
@@ -202,7 +210,7 @@ export function createLiveSocket(options: LiveSocketOptions): LiveSocket {
         return;
       }
       socket.on('error', () => undefined);
-      wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, release));
+      wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, release, socket));
     },
     close: () => new Promise<void>((resolve) => {
       for (const client of wss.clients) client.close(CLOSE_GOING_AWAY, 'closing');
