@@ -54,11 +54,16 @@ const CLOSE_TRY_AGAIN = 1013;
 const CLOSE_GOING_AWAY = 1001;
 const ID = new RegExp(ID_PATTERN);
 
-const WS_FORMAT: LiveFormat = {
-  event: (e: HubEvent) => `{"type":"${e.kind}","id":${JSON.stringify(e.id)},"data":${e.json}}`,
-  reset: () => '{"type":"reset"}',
-  overflow: () => '{"type":"overflow"}',
+// Bytes, encoded once per event for every subscriber (`ws` would encode a string for each send).
+const RESET = Buffer.from('{"type":"reset"}');
+const OVERFLOW = Buffer.from('{"type":"overflow"}');
+const WS_FORMAT: LiveFormat<Buffer> = {
+  event: (e: HubEvent) => Buffer.from(`{"type":"${e.kind}","id":${JSON.stringify(e.id)},"data":${e.json}}`),
+  reset: () => RESET,
+  overflow: () => OVERFLOW,
 };
+/** Text messages (a Buffer would be sent as binary otherwise). */
+const TEXT = { binary: false };
 
 export function createLiveSocket(options: LiveSocketOptions): LiveSocket {
   const maxSubscriptions = options.maxSubscriptions ?? 32;
@@ -70,21 +75,21 @@ export function createLiveSocket(options: LiveSocketOptions): LiveSocket {
     let tokenHash = '';
     let errors = 0;
     let closed = false;
-    const subscriptions = new Map<string, { subscription: LiveSubscription; unsubscribe(): void }>();
+    const subscriptions = new Map<string, { subscription: LiveSubscription<Buffer>; unsubscribe(): void }>();
     const send = (frame: object) => { if (!closed) ws.send(JSON.stringify(frame)); };
     const fail = (error: unknown) => {
       const fleet = toFleetError(error);
       send({ type: 'error', code: fleet.code, detail: fleet.status >= 500 && fleet.code === 'INTERNAL' ? 'internal error' : fleet.message });
       if (++errors >= maxErrors) ws.close(CLOSE_POLICY, 'too many errors');
     };
-    const transport: LiveTransport = {
+    const transport: LiveTransport<Buffer> = {
       // Each event stays a message of its own (docs/live.md); the socket (the upgrade handler's, ws
       // writes its frames to it) is corked meanwhile so the messages leave in one write, as SSE
       // joins its frames.
       write: (frames) => {
         if (closed) return;
         socket.cork();
-        for (const frame of frames) ws.send(frame);
+        for (const frame of frames) ws.send(frame, TEXT);
         socket.uncork();
       },
       buffered: () => ws.bufferedAmount,

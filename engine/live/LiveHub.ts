@@ -20,7 +20,7 @@ import type { RegistryChange } from '../ports/registryChanges.ts';
 import { LIVE_KINDS, type LiveKind, type LiveState } from '../../schemas/live.ts';
 import type { StateRow } from '../../schemas/messages.ts';
 import { before, decodeCursor, encodeCursor, type LivePosition } from './liveCursor.ts';
-import type { LiveSubscriber } from './LiveSubscription.ts';
+import type { LiveFrame, LiveSubscriber } from './LiveSubscription.ts';
 
 export interface LiveHubOptions {
   log: Pick<Log, 'consumer' | 'endOffsets'>;
@@ -50,7 +50,7 @@ export interface HubEvent {
   /** The cursor just after this event. */
   readonly id: string;
   /** Wire frames built once per event and format during its fan-out, shared by every subscriber (LiveSubscription). */
-  readonly frames: Map<object, string>;
+  readonly frames: Map<object, LiveFrame>;
 }
 
 export interface LiveFilter {

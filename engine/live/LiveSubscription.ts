@@ -22,13 +22,19 @@ export interface LiveSubscriber {
 
 export type LiveCloseReason = 'overflow' | 'closing' | 'forbidden';
 
+/**
+ * A frame as written: text (SSE joins frames into one string), or the bytes of a WebSocket text
+ * message, encoded once per event rather than once per subscriber.
+ */
+export type LiveFrame = string | Uint8Array;
+
 /** How frames reach one connection (SSE response, WebSocket). */
-export interface LiveTransport {
+export interface LiveTransport<F extends LiveFrame = string> {
   /**
    * Writes frames in order, all at once: SSE joins them into one write (a text stream); a
    * WebSocket sends a message each, in one write of its socket (corked meanwhile).
    */
-  write(frames: readonly string[]): void;
+  write(frames: readonly F[]): void;
   /** Bytes written and not yet sent. */
   buffered(): number;
   /** Closes the connection after what was written (a final frame may precede). */
@@ -36,15 +42,15 @@ export interface LiveTransport {
 }
 
 /** The wire form of each frame (SSE or WebSocket, see docs/live.md). */
-export interface LiveFormat {
-  event(event: HubEvent): string;
-  reset(): string;
-  overflow(): string;
+export interface LiveFormat<F extends LiveFrame = string> {
+  event(event: HubEvent): F;
+  reset(): F;
+  overflow(): F;
 }
 
-export interface LiveSubscriptionOptions {
-  transport: LiveTransport;
-  format: LiveFormat;
+export interface LiveSubscriptionOptions<F extends LiveFrame = string> {
+  transport: LiveTransport<F>;
+  format: LiveFormat<F>;
   /** Send-buffer bytes past which the subscriber is dropped. Default 1 MiB. */
   maxBufferedBytes?: number;
   /** Told when the subscriber is dropped for being slow. */
@@ -80,17 +86,17 @@ export class LiveOutbox {
 
 const sharedOutbox = new LiveOutbox();
 
-export class LiveSubscription implements LiveSubscriber {
-  readonly #o: LiveSubscriptionOptions;
+export class LiveSubscription<F extends LiveFrame = string> implements LiveSubscriber {
+  readonly #o: LiveSubscriptionOptions<F>;
   readonly #max: number;
   #open = true;
   readonly #outbox: LiveOutbox;
   readonly #flushLater = () => this.#flush();
-  #pending: string[] = [];
+  #pending: F[] = [];
   #pendingBytes = 0;
   sent = 0;
 
-  constructor(options: LiveSubscriptionOptions) {
+  constructor(options: LiveSubscriptionOptions<F>) {
     this.#o = options;
     this.#max = options.maxBufferedBytes ?? 1024 * 1024;
     this.#outbox = options.outbox ?? sharedOutbox;
@@ -103,7 +109,8 @@ export class LiveSubscription implements LiveSubscriber {
   send(event: HubEvent): boolean {
     if (!this.#open) return false;
     const format = this.#o.format;
-    let frame = event.frames.get(format);
+    // Keyed by the format: a frame found under it is of its type.
+    let frame = event.frames.get(format) as F | undefined;
     if (frame === undefined) event.frames.set(format, frame = format.event(event));
     if (this.#o.transport.buffered() + this.#pendingBytes + frame.length > this.#max) {
       this.#pending.push(this.#o.format.overflow());
@@ -123,7 +130,7 @@ export class LiveSubscription implements LiveSubscriber {
     this.#queue(this.#o.format.reset());
   }
 
-  #queue(frame: string): void {
+  #queue(frame: F): void {
     this.#pending.push(frame);
     this.#pendingBytes += frame.length;
     if (this.#pending.length === 1) this.#outbox.add(this.#flushLater);
