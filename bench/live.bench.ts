@@ -262,7 +262,9 @@ async function main(): Promise<void> {
     const perGround = ready.grounds.map((g) => g.id);
     const ownDevices = ready.grounds.map((g) => g.device);
     const ingest = async (what: string, devices: Device[]) => {
-      await flood(agent, ready.port, devices, concurrency, 2); // warm-up
+      // Warm-up: every device at least twice, so its token and device lookups are cached as in the phases after.
+      const warmUpEnd = seq + 2 * devices.length;
+      do await flood(agent, ready.port, devices, concurrency, 2); while (seq < warmUpEnd);
       await new Promise((r) => setTimeout(r, 2000)); // what the engine still has queued
       const from = await bench.snapshot();
       const { rate, accepted } = await flood(agent, ready.port, devices, concurrency, seconds);
