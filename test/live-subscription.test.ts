@@ -1,7 +1,8 @@
 /**
  * A live subscription's queue on a transport double: the frames of a turn leave in one write, in
  * order (reset included), the frame of an event is built once for every subscriber of a format,
- * and an event past the send-buffer bound writes what was queued, then `overflow`, then ends.
+ * an event past the send-buffer bound writes what was queued, then `overflow`, then ends, and a
+ * connection that throws on write ends only its own subscription.
  */
 import * as assert from 'uvu/assert';
 import type { HubEvent } from '../engine/live/LiveHub.ts';
@@ -89,6 +90,21 @@ test('close writes what is queued first; detach drops it', () => {
   detached.detach();
   outbox.flush();
   assert.equal(gone.writes, []);
+});
+
+test('a connection whose write throws ends its subscription only; the others of the turn are written', () => {
+  const { outbox } = manualOutbox();
+  const broken = new Wire();
+  broken.write = () => { throw new Error('socket gone'); };
+  const fine = new Wire();
+  const subs = [broken, fine].map((transport) => new LiveSubscription({ transport, format: FORMAT, outbox }));
+  const e = event(1);
+  for (const s of subs) s.send(e);
+  outbox.flush();
+  assert.equal(fine.writes, [['<1>']]);
+  assert.not.ok(subs[0].open);
+  assert.not.ok(subs[0].send(event(2)));
+  assert.ok(subs[1].open);
 });
 
 test.run();

@@ -148,7 +148,14 @@ export class LiveSubscription<F extends LiveFrame = string> implements LiveSubsc
     const frames = this.#pending;
     this.#pending = [];
     this.#pendingBytes = 0;
-    if (this.#open) this.#o.transport.write(frames);
+    if (!this.#open) return;
+    try {
+      this.#o.transport.write(frames);
+    } catch {
+      // A broken connection ends its subscription (the hub drops it at its next event); it must
+      // not stop the outbox from writing to the others.
+      this.#open = false;
+    }
   }
 
   /** The connection went away on its own. */
