@@ -64,7 +64,6 @@ const SSE_TYPE = 'text/event-stream';
 export const OVERFLOW_GRACE_MS = 2_000;
 
 export const SSE_FORMAT: LiveFormat = {
-  joinable: true,
   event: (e: HubEvent) => `id: ${e.id}\nevent: ${e.kind}\ndata: ${e.json}\n\n`,
   reset: () => 'event: reset\ndata: {}\n\n',
   overflow: () => 'event: overflow\ndata: {}\n\n',
@@ -147,7 +146,8 @@ export function liveRoutes(edge: EdgeContext, live: EdgeLive, connections: LiveC
       maxBufferedBytes: live.maxBufferedBytes,
       format: SSE_FORMAT,
       transport: {
-        write: (frame) => { res.write(frame); },
+        // A text stream: the frames of a turn are one chunk.
+        write: (frames) => { res.write(frames.length === 1 ? frames[0] : frames.join('')); },
         buffered: () => res.writableLength,
         end: (reason) => {
           res.end();

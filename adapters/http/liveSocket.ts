@@ -54,31 +54,44 @@ const CLOSE_TRY_AGAIN = 1013;
 const CLOSE_GOING_AWAY = 1001;
 const ID = new RegExp(ID_PATTERN);
 
-const WS_FORMAT: LiveFormat = {
-  event: (e: HubEvent) => `{"type":"${e.kind}","id":${JSON.stringify(e.id)},"data":${e.json}}`,
-  reset: () => '{"type":"reset"}',
-  overflow: () => '{"type":"overflow"}',
+// Bytes, encoded once per event for every subscriber (`ws` would encode a string for each send).
+const RESET = Buffer.from('{"type":"reset"}');
+const OVERFLOW = Buffer.from('{"type":"overflow"}');
+const WS_FORMAT: LiveFormat<Buffer> = {
+  event: (e: HubEvent) => Buffer.from(`{"type":"${e.kind}","id":${JSON.stringify(e.id)},"data":${e.json}}`),
+  reset: () => RESET,
+  overflow: () => OVERFLOW,
 };
+/** Text messages (a Buffer would be sent as binary otherwise). */
+const TEXT = { binary: false };
 
 export function createLiveSocket(options: LiveSocketOptions): LiveSocket {
   const maxSubscriptions = options.maxSubscriptions ?? 32;
   const maxErrors = options.maxErrors ?? 10;
   const wss = new WebSocketServer({ noServer: true, maxPayload: options.maxPayloadBytes ?? 4096, perMessageDeflate: false });
 
-  wss.on('connection', (ws: WebSocket, release: () => void) => {
+  wss.on('connection', (ws: WebSocket, release: () => void, socket: Duplex) => {
     let principal: Principal | undefined;
     let tokenHash = '';
     let errors = 0;
     let closed = false;
-    const subscriptions = new Map<string, { subscription: LiveSubscription; unsubscribe(): void }>();
+    const subscriptions = new Map<string, { subscription: LiveSubscription<Buffer>; unsubscribe(): void }>();
     const send = (frame: object) => { if (!closed) ws.send(JSON.stringify(frame)); };
     const fail = (error: unknown) => {
       const fleet = toFleetError(error);
       send({ type: 'error', code: fleet.code, detail: fleet.status >= 500 && fleet.code === 'INTERNAL' ? 'internal error' : fleet.message });
       if (++errors >= maxErrors) ws.close(CLOSE_POLICY, 'too many errors');
     };
-    const transport: LiveTransport = {
-      write: (frame) => { if (!closed) ws.send(frame); },
+    const transport: LiveTransport<Buffer> = {
+      // Each event stays a message of its own (docs/live.md); the socket (the upgrade handler's, ws
+      // writes its frames to it) is corked meanwhile so the messages leave in one write, as SSE
+      // joins its frames.
+      write: (frames) => {
+        if (closed) return;
+        socket.cork();
+        for (const frame of frames) ws.send(frame, TEXT);
+        socket.uncork();
+      },
       buffered: () => ws.bufferedAmount,
       end: (reason: LiveCloseReason) => {
         if (reason === 'overflow') {
@@ -202,7 +215,7 @@ export function createLiveSocket(options: LiveSocketOptions): LiveSocket {
         return;
       }
       socket.on('error', () => undefined);
-      wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, release));
+      wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, release, socket));
     },
     close: () => new Promise<void>((resolve) => {
       for (const client of wss.clients) client.close(CLOSE_GOING_AWAY, 'closing');

@@ -6,6 +6,8 @@
  * Who may see what is decided once, at subscribe time, by the edge; here each event is matched by
  * device id, or by the ground its device belongs to (looked up through `groundOf`, cached by the
  * registry lookups, before the batch is fanned out so the fan-out itself is synchronous).
+ * Subscriptions are indexed by the device or ground they follow, so an event costs the subscribers
+ * it reaches, not a test of every subscription of the edge (1 000 consoles on 1 000 grounds).
  *
  * Resume (liveCursor.ts): a cursor at or past the oldest event held for every partition replays the
  * held events after it; an older one (or one from another topic layout) gets `reset` first.
@@ -18,7 +20,7 @@ import type { RegistryChange } from '../ports/registryChanges.ts';
 import { LIVE_KINDS, type LiveKind, type LiveState } from '../../schemas/live.ts';
 import type { StateRow } from '../../schemas/messages.ts';
 import { before, decodeCursor, encodeCursor, type LivePosition } from './liveCursor.ts';
-import type { LiveSubscriber } from './LiveSubscription.ts';
+import type { LiveFrame, LiveSubscriber } from './LiveSubscription.ts';
 
 export interface LiveHubOptions {
   log: Pick<Log, 'consumer' | 'endOffsets'>;
@@ -48,7 +50,7 @@ export interface HubEvent {
   /** The cursor just after this event. */
   readonly id: string;
   /** Wire frames built once per event and format during its fan-out, shared by every subscriber (LiveSubscription). */
-  readonly frames: Map<object, string>;
+  readonly frames: Map<object, LiveFrame>;
 }
 
 export interface LiveFilter {
@@ -82,6 +84,9 @@ export class LiveHub {
   readonly #o: LiveHubOptions & { ringEvents: number; ringBytes: number; commitIntervalMs: number };
   #ringBytesHeld = 0;
   readonly #entries = new Set<Entry>();
+  /** The entries of #entries by the device or the ground their filter names. */
+  readonly #byDevice = new Map<string, Set<Entry>>();
+  readonly #byGround = new Map<string, Set<Entry>>();
   /** Oldest first. */
   #ring: HubEvent[] = [];
   #ringStart = 0;
@@ -136,6 +141,8 @@ export class LiveHub {
   async stop(): Promise<void> {
     for (const entry of [...this.#entries]) entry.subscriber.close('closing');
     this.#entries.clear();
+    this.#byDevice.clear();
+    this.#byGround.clear();
     this.#commitTimer?.cancel();
     this.#commitTimer = undefined;
     await this.#consumer?.stop();
@@ -167,8 +174,28 @@ export class LiveHub {
         if (cursor.some((position, p) => before(this.#next[p], position))) entry.from = cursor.slice();
       }
     }
+    this.#add(entry);
+    return () => this.#remove(entry);
+  }
+
+  #add(entry: Entry): void {
     this.#entries.add(entry);
-    return () => { this.#entries.delete(entry); };
+    const { deviceId, groundId } = entry.filter;
+    const [index, key] = deviceId !== undefined ? [this.#byDevice, deviceId] : [this.#byGround, groundId];
+    // A filter naming neither matches nothing: kept (it is a subscription) but never indexed.
+    if (key === undefined) return;
+    let set = index.get(key);
+    if (set === undefined) index.set(key, set = new Set());
+    set.add(entry);
+  }
+
+  #remove(entry: Entry): void {
+    if (!this.#entries.delete(entry)) return;
+    const { deviceId, groundId } = entry.filter;
+    const [index, key] = deviceId !== undefined ? [this.#byDevice, deviceId] : [this.#byGround, groundId];
+    if (key === undefined) return;
+    const set = index.get(key);
+    if (set?.delete(entry) === true && set.size === 0) index.delete(key);
   }
 
   /**
@@ -193,7 +220,7 @@ export class LiveHub {
   #closeWhere(predicate: (entry: Entry) => boolean): void {
     for (const entry of [...this.#entries]) {
       if (predicate(entry)) {
-        this.#entries.delete(entry);
+        this.#remove(entry);
         entry.subscriber.close('forbidden');
       }
     }
@@ -264,8 +291,18 @@ export class LiveHub {
   }
 
   #fanOut(event: HubEvent): void {
-    for (const entry of this.#entries) {
-      if (!matches(entry.filter, event)) continue;
+    const byDevice = this.#byDevice.get(event.deviceId);
+    if (byDevice !== undefined) this.#sendTo(byDevice, event);
+    const byGround = event.groundId === undefined ? undefined : this.#byGround.get(event.groundId);
+    if (byGround !== undefined) this.#sendTo(byGround, event);
+    // The frames served this fan-out; the ring keeps only the data (a resume builds them again).
+    event.frames.clear();
+  }
+
+  /** Sends to the entries of one index set (an entry dropped meanwhile leaves it: Set iteration allows that). */
+  #sendTo(entries: Set<Entry>, event: HubEvent): void {
+    for (const entry of entries) {
+      if (!entry.filter.kinds.has(event.kind)) continue;
       if (entry.from !== undefined && before(event.position, entry.from[event.partition])) continue;
       let kept: boolean;
       try {
@@ -276,12 +313,10 @@ export class LiveHub {
         kept = false;
       }
       if (!kept) {
-        this.#entries.delete(entry);
+        this.#remove(entry);
         this.subscribersDropped++;
       }
     }
-    // The frames served this fan-out; the ring keeps only the data (a resume builds them again).
-    event.frames.clear();
   }
 
   #scheduleCommit(): void {
