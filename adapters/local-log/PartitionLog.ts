@@ -3,7 +3,8 @@
  *
  * Offsets are assigned when a record is enqueued, so append returns positions in input order and a
  * partition's offsets are consecutive. Enqueued records wait for the partition's next flush: one
- * write and one fdatasync for everything queued since the previous flush started (group commit).
+ * durable write (O_DSYNC, else write + fdatasync: Segment.ts) for everything queued since the
+ * previous flush started (group commit).
  * Readers only see records below `durableOffset`, so a consumer never processes (and commits past)
  * a record that a crash could still take back.
  */
@@ -170,7 +171,7 @@ export class PartitionLog {
       const writeOut = async (): Promise<void> => {
         if (buffers.length === 0) return;
         await segment.write(buffers, position);
-        await segment.sync();
+        if (!segment.writesAreDurable) await segment.sync();
         stats.fsyncs++;
         stats.bytesWritten += bytes;
         position += bytes;
