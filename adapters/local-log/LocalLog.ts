@@ -18,6 +18,7 @@ import { partitionFor } from '../../engine/kernel/partition.ts';
 import type { CommitRequest, Consumer, ConsumerOptions, Log, ProducerRecord, RecordPosition, TopicSpec } from '../../engine/ports/log.ts';
 import { syncDirSync } from './atomicWrite.ts';
 import { DirLock } from './DirLock.ts';
+import { FlushRounds } from './FlushRounds.ts';
 import { GroupCoordinator } from './GroupCoordinator.ts';
 import { LocalConsumer, type ConsumerHost } from './LocalConsumer.ts';
 import { resolveLocalLogOptions, type CorruptionReport, type LocalLogOptions, type ResolvedLocalLogOptions } from './LocalLogOptions.ts';
@@ -42,6 +43,7 @@ export class LocalLog implements Log {
   #catalog: TopicCatalog;
   #offsets: OffsetStore;
   #partitions = new Map<string, PartitionLog[]>();
+  #rounds: FlushRounds;
   /**
    * key → partition per partition count: device ids repeat, and a Map hit is much cheaper than
    * UTF-8 encoding plus murmur2. Bounded: cleared when full.
@@ -59,6 +61,7 @@ export class LocalLog implements Log {
     this.options = options;
     this.#lock = lock;
     this.#stats = stats;
+    this.#rounds = new FlushRounds(options.clock, options.groupCommitMs);
     this.#catalog = TopicCatalog.load(options.dir);
     this.#offsets = OffsetStore.load(join(options.dir, 'groups'), stats);
     this.coordinator = new GroupCoordinator((topic) => this.#catalog.partitions(topic) ?? 0);
@@ -90,8 +93,7 @@ export class LocalLog implements Log {
       logs.push(new PartitionLog({
         dir, topic, partition, segments, nextOffset,
         segmentBytes: this.options.segmentBytes,
-        groupCommitMs: this.options.groupCommitMs,
-        clock: this.options.clock,
+        rounds: this.#rounds,
         stats: this.#stats,
         onRoll: () => this.#retain(topic, partition),
       }));

@@ -53,9 +53,10 @@ export interface LocalLogOptions {
   /** A partition rolls to a new segment file once the current one would exceed this many bytes. Default 16 MiB, minimum 1 KiB. */
   segmentBytes?: number;
   /**
-   * Milliseconds an idle partition waits before writing, to gather more appends into one write+fsync.
-   * Default 0: write at once; appends arriving while an fsync is in flight are batched into the next
-   * one anyway (group commit), so the linger only helps producers that trickle in.
+   * Milliseconds an idle log waits before writing, to gather more appends into one durable write per
+   * partition. Default 0: write at the next event-loop turn; appends arriving while a flush round is
+   * in flight are batched into the next round anyway (group commit, FlushRounds.ts), so the linger
+   * only helps producers that trickle in.
    */
   groupCommitMs?: number;
   /** Largest key + value of one record, in bytes. Default 1 MiB, at most 64 MiB. */

@@ -3,12 +3,13 @@
  *
  * Offsets are assigned when a record is enqueued, so append returns positions in input order and a
  * partition's offsets are consecutive. Enqueued records wait for the partition's next flush: one
- * write and one fdatasync for everything queued since the previous flush started (group commit).
+ * durable write (O_DSYNC, else write + fdatasync: Segment.ts) for everything queued since the
+ * previous flush started (group commit).
  * Readers only see records below `durableOffset`, so a consumer never processes (and commits past)
  * a record that a crash could still take back.
  */
 import { FleetError } from '../../engine/kernel/errors.ts';
-import type { Clock, TimerHandle } from '../../engine/kernel/clock.ts';
+import type { FlushRounds, RoundMember } from './FlushRounds.ts';
 import type { ProducerRecord, RecordPosition } from '../../engine/ports/log.ts';
 import type { LocalLogStats } from './LocalLogStats.ts';
 import { frameBytes, SEGMENT_HEADER_BYTES, segmentHeader, writeFrame } from './recordFrame.ts';
@@ -44,14 +45,14 @@ export interface PartitionLogConfig {
   segments: Segment[];
   nextOffset: number;
   segmentBytes: number;
-  groupCommitMs: number;
-  clock: Clock;
+  /** The log's flush rounds (FlushRounds.ts): when this partition's queued records are written. */
+  rounds: FlushRounds;
   stats: LocalLogStats;
   /** Called after a new segment became durable (retention may now drop older ones). */
   onRoll(): void;
 }
 
-export class PartitionLog {
+export class PartitionLog implements RoundMember {
   readonly dir: string;
   readonly topic: string;
   readonly partition: number;
@@ -66,7 +67,8 @@ export class PartitionLog {
   #pending: Chunk[] = [];
   #next: Deferred | undefined;
   #flushing: Promise<void> | undefined;
-  #linger: TimerHandle | undefined;
+  /** Waiting for the next flush round. */
+  #queued = false;
   #failed: FleetError | undefined;
   #listeners = new Set<() => void>();
 
@@ -135,15 +137,16 @@ export class PartitionLog {
   }
 
   #schedule(): void {
-    if (this.#flushing || this.#linger) return;
-    const linger = this.#config.groupCommitMs;
-    if (linger > 0) {
-      this.#linger = this.#config.clock.setTimeout(() => { this.#linger = undefined; this.#startFlush(); }, linger);
-    } else {
-      // one turn of the event loop: appends made in the same tick share the write
-      this.#linger = { cancel: () => clearImmediate(immediate) };
-      const immediate = setImmediate(() => { this.#linger = undefined; this.#startFlush(); });
-    }
+    if (this.#flushing || this.#queued) return;
+    this.#queued = true;
+    this.#config.rounds.request(this);
+  }
+
+  /** Called by the flush round this partition joined: writes what is queued. */
+  runQueued(): Promise<void> {
+    this.#queued = false;
+    this.#startFlush();
+    return this.#flushing ?? Promise.resolve();
   }
 
   #startFlush(): void {
@@ -154,8 +157,8 @@ export class PartitionLog {
     this.#next = undefined;
     this.#flushing = this.#flush(chunks, done).finally(() => {
       this.#flushing = undefined;
-      // whatever queued up during that fsync has waited long enough: write it now, no linger
-      if (this.#pending.length > 0) this.#startFlush();
+      // whatever queued up during that write goes into the next round, which starts without a linger
+      if (this.#pending.length > 0) this.#schedule();
     });
   }
 
@@ -170,7 +173,7 @@ export class PartitionLog {
       const writeOut = async (): Promise<void> => {
         if (buffers.length === 0) return;
         await segment.write(buffers, position);
-        await segment.sync();
+        if (!segment.writesAreDurable) await segment.sync();
         stats.fsyncs++;
         stats.bytesWritten += bytes;
         position += bytes;
@@ -251,14 +254,10 @@ export class PartitionLog {
     return count;
   }
 
-  /** Waits for queued records to be written (a pending linger is cut short). */
+  /** Waits for queued records to be written (without waiting for a round). */
   async drain(): Promise<void> {
     while (this.#pending.length > 0 || this.#flushing) {
-      if (!this.#flushing) {
-        this.#linger?.cancel();
-        this.#linger = undefined;
-        this.#startFlush();
-      }
+      if (!this.#flushing) this.#startFlush();
       await this.#flushing?.catch(() => undefined);
     }
   }

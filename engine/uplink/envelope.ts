@@ -11,6 +11,7 @@ import { Compile } from 'typebox/compile';
 import { FleetError } from '../kernel/errors.ts';
 import { DeadLetter, UplinkEnvelope, type AdmittedUplink, type NetworkMeta } from '../../schemas/messages.ts';
 import { checkJsonValue } from './admission/checkJsonValue.ts';
+import { writeEnvelope } from './envelopeWriter.ts';
 import { MAX_BODY_DEPTH } from './admission/processUplink.ts';
 
 const codec = new Encoder({
@@ -140,7 +141,13 @@ function readEnvelope(raw: unknown, what: string): UplinkEnvelope {
   return out;
 }
 
+/** The same bytes as encodeEnvelopeGeneric, written directly (envelopeWriter.ts) where it can be. */
 export function encodeEnvelope(e: UplinkEnvelope): Uint8Array {
+  return writeEnvelope(e) ?? encodeEnvelopeGeneric(e);
+}
+
+/** The envelope through cbor-x: the reference encoding, and the path for anything unusual. */
+export function encodeEnvelopeGeneric(e: UplinkEnvelope): Uint8Array {
   return encodeChecked(wireEnvelope(e), 'uplink envelope');
 }
 
