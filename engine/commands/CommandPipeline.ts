@@ -62,11 +62,15 @@ export class CommandPipeline {
     this.#schedule();
   }
 
+  /**
+   * Stops reading. What was settled by then is committed as the consumer gives its partitions up
+   * (onRevoke, while they are still this consumer's); a command settled later is read again by the
+   * next owner (at least once). A commit after the stop would be refused: the partitions are gone.
+   */
   async stop(): Promise<void> {
     this.#stopping = true;
     this.#timer?.cancel();
     await this.#consumer?.stop();
-    await this.#commit();
   }
 
   async #onBatch(batch: RecordBatch): Promise<void> {
