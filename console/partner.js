@@ -56,16 +56,17 @@ export function DeviceTypesPage({ me, name }) {
     </section>`;
 }
 
-function OptionFields({ index, networks, types, onRemove }) {
-  const [networkId, setNetworkId] = useState(networks[0]?.id ?? '');
+/** One option's fields; `initial` (an option of an activation being changed) fills them in. */
+function OptionFields({ index, networks, types, onRemove, initial }) {
+  const [networkId, setNetworkId] = useState(initial?.network.networkId ?? networks[0]?.id ?? '');
   const network = networks.find((n) => n.id === networkId);
   return html`<fieldset class="fields"><legend>Option ${index + 1}</legend>
-    <label>Description <input name=${`o${index}.description`} autocomplete="off" /></label>
-    <label>Device type <input name=${`o${index}.type`} list="type-refs" required autocomplete="off" placeholder="partner/name" /></label>
+    <label>Description <input name=${`o${index}.description`} autocomplete="off" defaultValue=${initial?.description ?? ''} /></label>
+    <label>Device type <input name=${`o${index}.type`} list="type-refs" required autocomplete="off" placeholder="partner/name" defaultValue=${initial?.device.type ?? ''} /></label>
     <datalist id="type-refs">${types.map((t) => html`<option value=${t.ref} />`)}</datalist>
     <label>Network <select name=${`o${index}.network`} value=${networkId} onChange=${(e) => setNetworkId(e.target.value)}>
       ${networks.map((n) => html`<option value=${n.id}>${n.title} (${n.id})</option>`)}</select></label>
-    ${network?.required.map((key) => html`<label>${key} <input name=${`o${index}.data.${key}`} autocomplete="off" /></label>`)}
+    ${network?.required.map((key) => html`<label>${key} <input name=${`o${index}.data.${key}`} autocomplete="off" defaultValue=${initial?.network.data?.[key] ?? ''} /></label>`)}
     ${onRemove ? html`<button type="button" class="secondary" onClick=${onRemove}>Remove option</button>` : ''}
   </fieldset>`;
 }
@@ -90,18 +91,33 @@ export function ActivationsPage({ me }) {
   const [formError, setFormError] = useState();
   const [created, setCreated] = useState();
   const [found, setFound] = useState();
+  // An unused activation whose description and options the form replaces (its code and hardware id stay).
+  const [editing, setEditing] = useState();
   const create = async (event) => {
     event.preventDefault();
     setFormError(undefined);
     const form = new FormData(event.target);
     try {
-      const body = { description: form.get('description'), hardware: { id: form.get('hardwareId') }, options: optionsFrom(form, optionCount, networks ?? []) };
-      setCreated(await api(p`/partner/${me.id}/activations`, { method: 'POST', body }));
-      event.target.reset();
+      const options = optionsFrom(form, optionCount, networks ?? []);
+      if (editing) {
+        setCreated(await api(p`/partner/${me.id}/activations/${editing.code}`, { method: 'PATCH', body: { description: form.get('description'), options } }));
+        setEditing(undefined);
+        setOptionCount(1);
+      } else {
+        setCreated(await api(p`/partner/${me.id}/activations`, { method: 'POST', body: { description: form.get('description'), hardware: { id: form.get('hardwareId') }, options } }));
+        event.target.reset();
+      }
       reload();
     } catch (e) {
       setFormError(e);
     }
+  };
+  const startChange = (activation) => {
+    setCreated(undefined);
+    setFormError(undefined);
+    setEditing(activation);
+    setOptionCount(activation.options.length);
+    requestAnimationFrame(() => document.getElementById('new-activation')?.scrollIntoView());
   };
   const lookUp = async (event) => {
     event.preventDefault();
@@ -121,7 +137,7 @@ export function ActivationsPage({ me }) {
       <tbody>${page?.items.map((a) => html`<tr><th scope="row"><code>${a.code}</code></th><td>${a.hardware.id}</td><td>${a.description}</td><td>${a.status}</td>
         <td>${a.options.map((o) => html`<span class="chip" title=${o.id}>${o.device.type} · ${o.network.networkId}</span>`)}</td>
         <td class="actions">${a.status === 'unused' ? html`
-          <button type="button" class="secondary" onClick=${act(async () => { const d = prompt('New description', a.description); if (d !== null) await api(p`/partner/${me.id}/activations/${a.code}`, { method: 'PATCH', body: { description: d } }); })}>Change</button>
+          <button type="button" class="secondary" aria-label=${`Change activation ${a.code}`} onClick=${() => startChange(a)}>Change</button>
           <button type="button" class="danger" onClick=${act(async () => { if (confirm(`Delete activation ${a.code}?`)) await api(p`/partner/${me.id}/activations/${a.code}`, { method: 'DELETE' }); })}>Delete</button>` : ''}</td></tr>`)}</tbody>
     </table></div>
     ${page?.next ? html`<button type="button" class="secondary" onClick=${() => setCursor(page.next)}>Next page</button>` : ''}
@@ -130,15 +146,17 @@ export function ActivationsPage({ me }) {
       <${ErrorBox} error=${found?.error} />
       ${found?.activation ? html`<p role="status">Code <code>${found.activation.code}</code>, ${found.activation.status}${found.activation.activatedDeviceId ? html`, device <code>${found.activation.activatedDeviceId}</code>` : ''}.</p>` : ''}
     </section>
-    <section aria-labelledby="new-activation"><h2 id="new-activation">Create an activation</h2>
-      <form onSubmit=${create} class="stack">
-        <label>Description <input name="description" autocomplete="off" /></label>
-        <label>Hardware id <input name="hardwareId" required autocomplete="off" /></label>
-        ${networks && types ? Array.from({ length: optionCount }, (_, i) => html`<${OptionFields} key=${i} index=${i} networks=${networks} types=${types} onRemove=${i > 0 && i === optionCount - 1 ? () => setOptionCount(optionCount - 1) : undefined} />`) : ''}
+    <section aria-labelledby="new-activation"><h2 id="new-activation">${editing ? html`Change activation <code>${editing.code}</code>` : 'Create an activation'}</h2>
+      <form onSubmit=${create} class="stack" key=${editing?.code ?? 'new'}>
+        ${editing ? html`<p>Hardware id ${editing.hardware.id} stays; the options below replace every option (new options get new ids).</p>` : ''}
+        <label>Description <input name="description" autocomplete="off" defaultValue=${editing?.description ?? ''} /></label>
+        ${editing ? '' : html`<label>Hardware id <input name="hardwareId" required autocomplete="off" /></label>`}
+        ${networks && types ? Array.from({ length: optionCount }, (_, i) => html`<${OptionFields} key=${`${editing?.code ?? 'new'}.${i}`} index=${i} networks=${networks} types=${types} initial=${editing?.options[i]} onRemove=${i > 0 && i === optionCount - 1 ? () => setOptionCount(optionCount - 1) : undefined} />`) : ''}
         <button type="button" class="secondary" onClick=${() => setOptionCount(optionCount + 1)}>Add an option</button>
-        <button type="submit">Create activation</button>
+        <button type="submit">${editing ? 'Save changes' : 'Create activation'}</button>
+        ${editing ? html`<button type="button" class="secondary" onClick=${() => { setEditing(undefined); setOptionCount(1); }}>Cancel</button>` : ''}
       </form>
       <${ErrorBox} error=${formError} />
-      ${created ? html`<p role="status" class="once">Activation code <code data-testid="activation-code">${created.code}</code> for ${created.hardware.id}.</p>` : ''}
+      ${created ? html`<p role="status" class="once">Activation code <code data-testid="activation-code">${created.code}</code> for ${created.hardware.id}${editing === undefined && created.options ? html`, ${created.options.length} option${created.options.length === 1 ? '' : 's'}` : ''}.</p>` : ''}
     </section>`;
 }

@@ -276,10 +276,26 @@ withChromium('console browser tests', (chromiumPath) => {
     await page.locator('form.toolbar input[name=hardwareId]').fill('METER-1');
     await page.getByRole('button', { name: 'Filter' }).click();
     await waitFor(async () => (await rows.count()) === 1 && (await rows.first().innerText()).includes(keep.code), 5000, 'one row: METER-1');
-    page.once('dialog', (dialog) => dialog.accept('meter in the basement'));
+    // Change: the form fills in with the activation's description and options; saving replaces them, the code stays.
     await rows.first().getByRole('button', { name: 'Change' }).click();
+    const form = page.locator('section[aria-labelledby=new-activation] form');
+    assert.is(await form.locator('input[name=description]').inputValue(), 'meter METER-1');
+    assert.ok((await form.locator('input[name="o0.type"]').inputValue()).startsWith(`${w.partner.id}/meter`), 'the option\'s device type is filled in');
+    await form.locator('input[name=description]').fill('meter in the basement');
+    await form.getByRole('button', { name: 'Add an option' }).click();
+    await form.locator('input[name="o1.description"]').fill('second meter profile');
+    await form.locator('input[name="o1.type"]').fill(`${w.partner.id}/meter`);
+    // net8 is stored under its network's own id, which the first option's select shows.
+    await form.locator('select[name="o1.network"]').selectOption(await form.locator('select[name="o0.network"]').inputValue());
+    await screenshot(page, 'console-activation-change');
+    await form.getByRole('button', { name: 'Save changes' }).click();
     await rows.filter({ hasText: 'meter in the basement' }).waitFor();
-    assert.is((await api(w, 'GET', `/partner/${w.partner.id}/activations/${keep.code}`, w.partner.token)).body.description, 'meter in the basement');
+    const changed = (await api(w, 'GET', `/partner/${w.partner.id}/activations/${keep.code}`, w.partner.token)).body as { description: string; options: Array<{ description: string; device: { type: string } }> };
+    assert.is(changed.description, 'meter in the basement');
+    assert.is(changed.options.length, 2, 'the options were replaced by the two in the form');
+    assert.is(changed.options[1].description, 'second meter profile');
+    assert.ok(changed.options.every((o) => o.device.type.startsWith(`${w.partner.id}/meter`)), JSON.stringify(changed.options));
+    assert.ok(await page.getByRole('heading', { name: 'Create an activation' }).isVisible(), 'the form is back to creating');
     await page.locator('form.toolbar input[name=hardwareId]').fill('METER-2');
     await page.getByRole('button', { name: 'Filter' }).click();
     await rows.filter({ hasText: gone.code }).waitFor();
