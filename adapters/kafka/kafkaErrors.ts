@@ -106,22 +106,27 @@ interface KafkaJSErrorShape {
   errors?: unknown;
 }
 
-function lookup(error: unknown, depth: number): Mapping | undefined {
+/**
+ * The first answer `pick` gives for `error` or an error it wraps: its own fields first, then the
+ * errors of a KafkaJSAggregateError (e.g. createTopics) in order, then its cause.
+ */
+function findIn<T>(error: unknown, pick: (e: KafkaJSErrorShape) => T | undefined, depth = 0): T | undefined {
   if (depth > 8 || typeof error !== 'object' || error === null) return undefined;
   const e = error as KafkaJSErrorShape;
-  if (typeof e.type === 'string' && e.type in BY_PROTOCOL_TYPE) return BY_PROTOCOL_TYPE[e.type];
-  if (typeof e.name === 'string' && e.name in BY_NAME) return BY_NAME[e.name];
-  // KafkaJSAggregateError (e.g. createTopics): the first error that maps decides.
+  const own = pick(e);
+  if (own !== undefined) return own;
   if (Array.isArray(e.errors)) {
     for (const inner of e.errors) {
-      const found = lookup(inner, depth + 1);
-      if (found) return found;
+      const found = findIn(inner, pick, depth + 1);
+      if (found !== undefined) return found;
     }
   }
-  if (e.cause !== undefined && e.cause !== error) {
-    const found = lookup(e.cause, depth + 1);
-    if (found) return found;
-  }
+  return e.cause !== undefined && e.cause !== error ? findIn(e.cause, pick, depth + 1) : undefined;
+}
+
+function mappingOf(e: KafkaJSErrorShape): Mapping | undefined {
+  if (typeof e.type === 'string' && e.type in BY_PROTOCOL_TYPE) return BY_PROTOCOL_TYPE[e.type];
+  if (typeof e.name === 'string' && e.name in BY_NAME) return BY_NAME[e.name];
   return undefined;
 }
 
@@ -129,18 +134,14 @@ function lookup(error: unknown, depth: number): Mapping | undefined {
 const PRODUCER_STATE_LOST = new Set(['OUT_OF_ORDER_SEQUENCE_NUMBER', 'UNKNOWN_PRODUCER_ID', 'INVALID_PRODUCER_EPOCH', 'INVALID_PRODUCER_ID_MAPPING']);
 
 /** Whether `error` (or an error it wraps) says the producer's sequence state is lost for good. */
-export function lostProducerState(error: unknown, depth = 0): boolean {
-  if (depth > 8 || typeof error !== 'object' || error === null) return false;
-  const e = error as KafkaJSErrorShape;
-  if (typeof e.type === 'string' && PRODUCER_STATE_LOST.has(e.type)) return true;
-  if (Array.isArray(e.errors) && e.errors.some((inner) => lostProducerState(inner, depth + 1))) return true;
-  return e.cause !== undefined && e.cause !== error && lostProducerState(e.cause, depth + 1);
+export function lostProducerState(error: unknown): boolean {
+  return findIn(error, (e) => (typeof e.type === 'string' && PRODUCER_STATE_LOST.has(e.type) ? true : undefined)) === true;
 }
 
 /** Maps anything kafkajs throws to a FleetError; FleetErrors pass through unchanged. */
 export function kafkaErrorToFleetError(error: unknown, context?: string): FleetError {
   if (error instanceof FleetError) return error;
-  const mapping = lookup(error, 0);
+  const mapping = findIn(error, mappingOf);
   const message = error instanceof Error ? error.message : String(error);
   const text = context ? `${context}: ${message}` : message;
   if (mapping) return new FleetError(mapping.code, text, { cause: error, retriable: mapping.retriable });
