@@ -10,6 +10,10 @@ export interface LocalLogStats {
   bytesWritten: number;
   segmentsRolled: number;
   segmentsDeleted: number;
+  /** Consumer reads served from a partition's latest writes held in memory (RecentWrites.ts). */
+  readsFromMemory: number;
+  /** Consumer reads that went to a segment file. */
+  readsFromFile: number;
   /** Atomic rewrites of consumer group offset files. */
   offsetWrites: number;
   /** Damaged regions reported through onCorruption. */
@@ -17,5 +21,5 @@ export interface LocalLogStats {
 }
 
 export function createLocalLogStats(): LocalLogStats {
-  return { appendCalls: 0, appendedRecords: 0, flushes: 0, fsyncs: 0, bytesWritten: 0, segmentsRolled: 0, segmentsDeleted: 0, offsetWrites: 0, corruptions: 0 };
+  return { appendCalls: 0, appendedRecords: 0, flushes: 0, fsyncs: 0, bytesWritten: 0, segmentsRolled: 0, segmentsDeleted: 0, readsFromMemory: 0, readsFromFile: 0, offsetWrites: 0, corruptions: 0 };
 }

@@ -13,8 +13,12 @@ import type { FlushRounds, RoundMember } from './FlushRounds.ts';
 import type { ProducerRecord, RecordPosition } from '../../engine/ports/log.ts';
 import type { LocalLogStats } from './LocalLogStats.ts';
 import { frameBytes, SEGMENT_HEADER_BYTES, segmentHeader, writeFrame } from './recordFrame.ts';
+import { RecentWrites } from './RecentWrites.ts';
 import { Segment } from './Segment.ts';
 import { syncDir } from './atomicWrite.ts';
+
+/** Bytes of its latest writes a partition keeps for readers at its end (RecentWrites.ts). */
+const RECENT_WRITE_BYTES = 256 * 1024;
 
 interface Chunk {
   buf: Buffer;
@@ -71,6 +75,7 @@ export class PartitionLog implements RoundMember {
   #queued = false;
   #failed: FleetError | undefined;
   #listeners = new Set<() => void>();
+  readonly #recent = new RecentWrites(RECENT_WRITE_BYTES);
 
   constructor(config: PartitionLogConfig) {
     this.#config = config;
@@ -176,6 +181,7 @@ export class PartitionLog implements RoundMember {
         if (!segment.writesAreDurable) await segment.sync();
         stats.fsyncs++;
         stats.bytesWritten += bytes;
+        this.#recent.add(segment, position, buffers);
         position += bytes;
         segment.durableSize = position;
         buffers = [];
@@ -210,6 +216,7 @@ export class PartitionLog implements RoundMember {
       // After a failed write or fsync the file's content is unknown (the kernel may have dropped the
       // dirty pages): refuse further appends; reopening the log re-verifies the tail and cuts it.
       this.#failed = new FleetError('UNAVAILABLE', `writing ${this.topic}/${this.partition} failed; reopen the log to recover`, { cause: error, retriable: false });
+      this.#recent.clear();
       done.reject(this.#failed);
       this.#next?.reject(this.#failed);
       this.#next = undefined;
@@ -221,6 +228,17 @@ export class PartitionLog implements RoundMember {
   onDurable(listener: () => void): () => void {
     this.#listeners.add(listener);
     return () => { this.#listeners.delete(listener); };
+  }
+
+  /**
+   * Copies durable bytes of `segment` from `position` on out of memory when this partition wrote them
+   * recently; -1 when it did not (read the file). See RecentWrites.read.
+   */
+  readRecent(segment: Segment, target: Buffer, at: number, length: number, position: number): number {
+    const n = this.#recent.read(segment, target, at, length, position);
+    if (n >= 0) this.#config.stats.readsFromMemory++;
+    else this.#config.stats.readsFromFile++;
+    return n;
   }
 
   /** The segment after `segment`, if one is readable yet. */

@@ -85,7 +85,13 @@ export class PartitionReader {
       const size = Math.min(segment.durableSize - this.#pos, Math.max(this.#chunkBytes, need));
       const buf = Buffer.allocUnsafe(size);
       this.#buf.copy(buf, 0, this.#bufPos, this.#bufEnd);
-      let n: number;
+      let n = log.readRecent(segment, buf, leftover, size - leftover, readFrom);
+      if (n >= 0) {
+        this.#buf = buf;
+        this.#bufPos = 0;
+        this.#bufEnd = leftover + n;
+        continue;
+      }
       try {
         n = await segment.read(buf, leftover, size - leftover, readFrom);
       } catch (error) {
