@@ -73,7 +73,13 @@ export function createChdbStore(options: ChdbStoreOptions): SqlStateStore {
       const structure = columns.map((column, i) => `${column} ${types[i]}`).join(', ');
       try {
         await writeFile(file, payload);
-        await session.queryAsync(`INSERT INTO ${table} (${columns.join(', ')}) SELECT * FROM file(${quoteString(file)}, 'RowBinary', ${quoteString(structure)})`, { timeout });
+        // optimize_on_insert = 0: the engine does not fold equal keys inside the inserted block
+        // (ReplacingMergeTree); every read folds them with FINAL anyway, as it must for a replay
+        // that comes in a later insert. 1.1-1.2× the rows/s of the pipeline bench.
+        await session.queryAsync(
+          `INSERT INTO ${table} (${columns.join(', ')}) SELECT * FROM file(${quoteString(file)}, 'RowBinary', ${quoteString(structure)}) SETTINGS optimize_on_insert = 0`,
+          { timeout },
+        );
       } catch (error) {
         throw chdbError(error);
       } finally {
