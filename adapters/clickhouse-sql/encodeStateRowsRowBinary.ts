@@ -3,7 +3,7 @@
  * Float64 little-endian, strings as a LEB128 length and UTF-8 bytes. RowBinary carries a number's
  * exact float64 bits, so ClickHouse 18.16's inexact decimal parser is out of the way and the
  * decimal copy of each number in value_string can be left empty; the server also skips the text
- * parse. Used where the executor offers it (the server adapter; chDB's insert takes text formats only).
+ * parse. Used where the executor offers it (the server over HTTP; chDB through a payload file).
  */
 import type { JsonValue, StateRow } from '../../schemas/messages.ts';
 
