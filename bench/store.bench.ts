@@ -9,7 +9,8 @@
  * insert figure is also given as a share of what the encoder could feed. A StateBatcher case shows
  * what many small appends (10 rows, as a device actor makes) reach through batching.
  * Each engine runs today's path first (18.16 layout and TabSeparated), then what the store picks for
- * it (chDB: the compact layout; server 18.16: RowBinary), and the ratio of the two.
+ * it (chDB: the compact layout, RowBinary from 5 000 rows; server 18.16: RowBinary), and the ratio
+ * of the two; chDB also the compact layout as TabSeparated, to tell the layout from the format.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,6 +19,7 @@ import { createChdbStore } from '../adapters/chdb/createChdbStore.ts';
 import { createClickHouseStore } from '../adapters/clickhouse/createClickHouseStore.ts';
 import { encodeCompactStateRowsTsv, encodeStateRowsTsv } from '../adapters/clickhouse-sql/encodeStateRowsTsv.ts';
 import { encodeStateRowsRowBinary } from '../adapters/clickhouse-sql/encodeStateRowsRowBinary.ts';
+import { encodeCompactStateRowsRowBinary } from '../adapters/clickhouse-sql/encodeCompactStateRowsRowBinary.ts';
 import { newUplinkId } from '../engine/kernel/ids.ts';
 import { systemClock } from '../engine/kernel/clock.ts';
 import type { StateStore } from '../engine/ports/store.ts';
@@ -78,6 +80,7 @@ function encodeBaseline(): number {
   const rate = encodeCase('encode TSV only (baseline)', encodeStateRowsTsv);
   encodeCase('encode TSV, compact layout', (rows) => encodeCompactStateRowsTsv(rows, false));
   encodeCase('encode RowBinary, 18.16 layout', encodeStateRowsRowBinary);
+  encodeCase('encode RowBinary, compact layout', (rows) => encodeCompactStateRowsRowBinary(rows, false));
   return rate;
 }
 
@@ -138,9 +141,11 @@ function ratios(label: string, today: number[], now: number[]): void {
 
 const dir = mkdtempSync(join(tmpdir(), 'fleetstream-bench-'));
 try {
-  const today = await engineCases('chDB 18.16 layout', createChdbStore({ dir, database: 'bench_legacy', legacyLayout: true }));
+  const today = await engineCases('chDB 18.16 layout TSV', createChdbStore({ dir, database: 'bench_legacy', legacyLayout: true, textInsert: true }));
+  const text = await engineCases('chDB compact TSV', createChdbStore({ dir, database: 'bench_compact_text', textInsert: true }));
   const now = await engineCases('chDB compact', createChdbStore({ dir, database: 'bench_compact' }));
-  ratios('chDB compact layout', today, now);
+  ratios('chDB compact layout, TSV', today, text);
+  ratios("chDB compact layout (store's choice)", today, now);
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

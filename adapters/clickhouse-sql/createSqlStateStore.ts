@@ -16,7 +16,6 @@ import { checkIdentifier, createDatabaseSql, type StateTableNames } from './stat
 import { compactLayout, createStateTableSql, insertGroups, LEGACY_LAYOUT, tableColumnsSql, type StateLayout } from './stateLayout.ts';
 import { detectCapabilities, type ServerCapabilities } from './serverCapabilities.ts';
 import { retriableWhenReady } from './retriableWhenReady.ts';
-import { encodeStateRowsRowBinary } from './encodeStateRowsRowBinary.ts';
 import { latestStatesViewSql, stateRowsViewSql } from './stateViews.ts';
 import { createRollupSql, refreshHoursSql, refreshMinutesSql, rollupAggregateSql, rollupFor, rollupTableName, ROLLUPS, touchedBy } from './stateRollups.ts';
 
@@ -28,8 +27,11 @@ export interface SqlExecutor {
   select(sql: string): Promise<Record<string, unknown>[]>;
   /** Inserts a TabSeparated payload; resolves once the engine has committed it. */
   insertTsv(table: string, columns: readonly string[], payload: Buffer): Promise<void>;
-  /** Inserts a RowBinary payload, where the engine's client can send one (not chDB's). */
-  insertRowBinary?(table: string, columns: readonly string[], payload: Buffer): Promise<void>;
+  /**
+   * Inserts a RowBinary payload whose columns have these types (as RowBinary carries them), where
+   * the engine can take one; resolves once the engine has committed it.
+   */
+  insertRowBinary?(table: string, columns: readonly string[], types: readonly string[], payload: Buffer): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -59,7 +61,7 @@ export interface SqlStateStoreOptions {
    * from all of them; states appended while a store ran without rollups are not in them.
    */
   rollups?: boolean;
-  /** Send states as TabSeparated even where the executor offers RowBinary (to measure one against the other). */
+  /** Send states as TabSeparated even where the executor offers RowBinary (to measure one against the other, and to compare what each stores). */
   textInsert?: boolean;
 }
 
@@ -162,16 +164,16 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
       open();
       checkStateRows(rows);
       if (rows.length === 0) return;
-      // The legacy layout's text needs a decimal copy of every number (18.16 parses floats
-      // inexactly); RowBinary carries the exact bits and is cheaper for the server to read. Small
-      // batches go as text: the client's exec() path costs more per request than the parse saves
-      // (bench/store.bench.ts: RowBinary 0.7× at 1 000 rows, 1.5× at 10 000).
-      if (layout.kind === 'legacy' && executor.insertRowBinary && options.textInsert !== true && rows.length >= BINARY_INSERT_ROWS) {
-        await executor.insertRowBinary(insertTarget, layout.columns, encodeStateRowsRowBinary(rows));
-      } else if (layout.kind === 'legacy') {
-        await executor.insertTsv(insertTarget, layout.columns, layout.encode(rows));
-      } else {
-        for (const group of insertGroups(rows)) await executor.insertTsv(insertTarget, layout.columns, layout.encode(group));
+      // RowBinary carries a number's exact float64 bits (the legacy layout's text needs a decimal
+      // copy of every number: 18.16 parses floats inexactly) and the engine copies it instead of
+      // parsing text: 2-3× the rows/s of TabSeparated on chDB at 40 000 rows per insert
+      // (bench/pipeline.bench.ts). Small batches go as text: the binary path costs more per
+      // request than the parse saves (bench/store.bench.ts: RowBinary 0.7× at 1 000 rows on the
+      // server, 1.5× at 10 000; on chDB even at 1 000 rows).
+      const binary = executor.insertRowBinary !== undefined && options.textInsert !== true && rows.length >= BINARY_INSERT_ROWS;
+      for (const group of layout.kind === 'legacy' ? [rows] : insertGroups(rows)) {
+        if (binary) await executor.insertRowBinary!(insertTarget, layout.columns, layout.rowBinaryTypes, layout.encodeRowBinary(group));
+        else await executor.insertTsv(insertTarget, layout.columns, layout.encode(group));
       }
       if (rollups) await refreshRollups(rows);
     },

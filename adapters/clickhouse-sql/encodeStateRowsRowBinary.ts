@@ -3,13 +3,16 @@
  * Float64 little-endian, strings as a LEB128 length and UTF-8 bytes. RowBinary carries a number's
  * exact float64 bits, so ClickHouse 18.16's inexact decimal parser is out of the way and the
  * decimal copy of each number in value_string can be left empty; the server also skips the text
- * parse. Used where the executor offers it (the server adapter; chDB's insert takes text formats only).
+ * parse. Used where the executor offers it (the server over HTTP; chDB through a payload file).
  */
 import type { JsonValue, StateRow } from '../../schemas/messages.ts';
 
-const KIND = { null: 0, number: 1, string: 2, boolean: 3, json: 4 } as const;
+/** The value_kind Enum8 values of both layouts (stateTable.ts). */
+export const VALUE_KIND = { null: 0, number: 1, string: 2, boolean: 3, json: 4 } as const;
+const KIND = VALUE_KIND;
 
-class Writer {
+/** Appends RowBinary fields to a buffer that grows as needed. */
+export class RowBinaryWriter {
   buf: Buffer;
   pos = 0;
   constructor(size: number) {
@@ -22,23 +25,32 @@ class Writer {
     this.buf = next;
   }
   string(value: string): void {
+    const units = value.length;
     // At most 3 bytes per UTF-16 unit, plus a length of at most 5 bytes.
-    this.room(value.length * 3 + 5);
-    let length = value.length;
-    let ascii = true;
-    for (let i = 0; i < value.length; i++) {
-      if (value.charCodeAt(i) > 0x7f) {
-        ascii = false;
-        break;
+    this.room(units * 3 + 5);
+    const buf = this.buf;
+    if (units < 0x80) {
+      // Short ASCII (ids, asset names) byte by byte: cheaper than a call into Buffer.write.
+      let pos = this.pos + 1;
+      let i = 0;
+      for (; i < units; i++) {
+        const code = value.charCodeAt(i);
+        if (code > 0x7f) break;
+        buf[pos++] = code;
+      }
+      if (i === units) {
+        buf[this.pos] = units;
+        this.pos = pos;
+        return;
       }
     }
-    if (!ascii) length = Buffer.byteLength(value, 'utf8');
+    let length = Buffer.byteLength(value, 'utf8');
     while (length > 0x7f) {
-      this.buf[this.pos++] = (length & 0x7f) | 0x80;
+      buf[this.pos++] = (length & 0x7f) | 0x80;
       length >>>= 7;
     }
-    this.buf[this.pos++] = length;
-    this.pos += this.buf.write(value, this.pos, ascii ? 'latin1' : 'utf8');
+    buf[this.pos++] = length;
+    this.pos += buf.write(value, this.pos, 'utf8');
   }
   /** A safe integer as two 32-bit halves (no BigInt on the hot path). */
   int64(value: number): void {
@@ -53,9 +65,24 @@ class Writer {
     this.buf.writeDoubleLE(value, this.pos);
     this.pos += 8;
   }
+  uint32(value: number): void {
+    this.room(4);
+    this.buf.writeUInt32LE(value, this.pos);
+    this.pos += 4;
+  }
   byte(value: number): void {
     this.room(1);
     this.buf[this.pos++] = value;
+  }
+  /** `count` zero bytes: the empty or zero fields of columns a row does not use. */
+  zeros(count: number): void {
+    this.room(count);
+    const buf = this.buf;
+    for (let end = this.pos + count; this.pos < end; ) buf[this.pos++] = 0;
+  }
+  /** What was written (a view, not a copy). */
+  bytes(): Buffer {
+    return this.buf.subarray(0, this.pos);
   }
 }
 
@@ -74,7 +101,7 @@ function kindOf(value: JsonValue): keyof typeof KIND {
 
 /** Rows must have passed engine/checkStateRows. */
 export function encodeStateRowsRowBinary(rows: readonly StateRow[]): Buffer {
-  const w = new Writer(rows.length * 96);
+  const w = new RowBinaryWriter(rows.length * 96);
   for (const row of rows) {
     w.string(row.deviceId);
     w.string(row.asset);
@@ -88,5 +115,5 @@ export function encodeStateRowsRowBinary(rows: readonly StateRow[]): Buffer {
     w.string(kind === 'string' ? (value as string) : kind === 'json' ? JSON.stringify(value) : '');
     w.byte(value === true ? 1 : 0);
   }
-  return w.buf.subarray(0, w.pos);
+  return w.bytes();
 }

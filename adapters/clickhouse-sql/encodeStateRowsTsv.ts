@@ -71,34 +71,80 @@ export function encodeCompactStateRowsTsv(rows: readonly StateRow[], keepText: b
 
 /** uplink_low, uplink_text. */
 function uplinkFields(id: string, receivedAt: number): string {
+  const low = orderedUplinkLow(id, receivedAt);
+  return low < 0 ? `0\t${tsvField(id)}` : `${low}\t`;
+}
+
+/**
+ * uplink_low of an id made by newUplinkId at `receivedAt` (its 20 bits below the time), or -1 for
+ * any other id, which is kept verbatim in uplink_text.
+ */
+export function orderedUplinkLow(id: string, receivedAt: number): number {
   if (id.length === 16 && ORDERED_ID.test(id)) {
     const hi = parseInt(id.slice(0, 8), 16);
     const lo = parseInt(id.slice(8), 16);
-    if (hi * 2 ** 12 + Math.floor(lo / 2 ** 20) === receivedAt && receivedAt >= 2 ** 36) return `${lo & 0xfffff}\t`;
+    if (hi * 2 ** 12 + Math.floor(lo / 2 ** 20) === receivedAt && receivedAt >= 2 ** 36) return lo & 0xfffff;
   }
-  return `0\t${tsvField(id)}`;
+  return -1;
 }
 
 /** Scale marking a number kept as Float64 in value_float (stateLayout.ts). */
 export const FLOAT_SCALE = 255;
 const POWERS_OF_TEN = Array.from({ length: 16 }, (_, k) => 10 ** k);
 
+/** How the compact layout stores a number; one object reused by every call (no allocation per value). */
+export interface CompactNumber {
+  mantissa: number;
+  /** Digits after the decimal point, or FLOAT_SCALE: the number goes whole to value_float. */
+  scale: number;
+  /** numberText of the number; set only when scale is FLOAT_SCALE. */
+  text: string;
+}
+const compact: CompactNumber = { mantissa: 0, scale: 0, text: '' };
+
 /**
- * value_mantissa, value_scale, value_float for a number. A reading like 21.37 is stored as 2137 and
- * 2: integers that compress to a few bits where the Float64's decimal-looking mantissa does not.
- * Exact by construction: m / 10^k with both exact doubles is one correctly rounded division, the
- * same the server computes (value_number), and it is checked here before m and k are chosen.
+ * value_mantissa and value_scale of a number: the digits and the count of decimals of its shortest
+ * decimal text (numberText), where that text has no exponent and at most 15 digits and 15 decimals.
+ * A reading like 21.37 is stored as 2137 and 2: integers that compress to a few bits where the
+ * Float64's decimal-looking mantissa does not. Exact by construction: m / 10^k with both exact
+ * doubles is one correctly rounded division, the same the server computes (value_number), and it
+ * is checked here before m and k are chosen.
+ *
+ * Found without making the text: the first k with round(v × 10^k) / 10^k === v. That is the text's
+ * count of decimals, since a decimal with fewer that reads back as v would be a shorter text, and
+ * m is its digits, since v × 10^k is within 0.25 of them while |m| < 10^15 < 2^50. Below 10^-6 the
+ * text has an exponent, so those numbers go to value_float (test/encode-state-rows.test.ts checks
+ * this against the text). The result is valid until the next call.
  */
-function numberFields(value: number): string {
-  const text = numberText(value);
-  if (!text.includes('e') && !Object.is(value, -0)) {
-    const dot = text.indexOf('.');
-    const scale = dot < 0 ? 0 : text.length - dot - 1;
-    const digits = dot < 0 ? text : text.slice(0, dot) + text.slice(dot + 1);
-    const mantissa = Number(digits);
-    if (scale < POWERS_OF_TEN.length && Math.abs(mantissa) < 1e15 && mantissa / POWERS_OF_TEN[scale] === value) return `${mantissa}\t${scale}\t0`;
+export function compactNumber(value: number): CompactNumber {
+  const size = Math.abs(value);
+  if (size < 1e15 && !Object.is(value, -0)) {
+    if (Number.isInteger(value)) return decimal(value, 0);
+    if (size >= 1e-6) {
+      for (let scale = 1; scale < POWERS_OF_TEN.length; scale++) {
+        const mantissa = Math.round(value * POWERS_OF_TEN[scale]);
+        if (Math.abs(mantissa) >= 1e15) break;
+        if (mantissa / POWERS_OF_TEN[scale] === value) return decimal(mantissa, scale);
+      }
+    }
   }
-  return `0\t${FLOAT_SCALE}\t${text}`;
+  compact.mantissa = 0;
+  compact.scale = FLOAT_SCALE;
+  compact.text = numberText(value);
+  return compact;
+}
+
+function decimal(mantissa: number, scale: number): CompactNumber {
+  compact.mantissa = mantissa;
+  compact.scale = scale;
+  compact.text = '';
+  return compact;
+}
+
+/** value_mantissa, value_scale, value_float for a number. */
+function numberFields(value: number): string {
+  const number = compactNumber(value);
+  return number.scale === FLOAT_SCALE ? `0\t${FLOAT_SCALE}\t${number.text}` : `${number.mantissa}\t${number.scale}\t0`;
 }
 
 /** value_kind, value_mantissa, value_scale, value_float, value_string, value_bool. */

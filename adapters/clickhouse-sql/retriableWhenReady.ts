@@ -24,7 +24,7 @@ export function retriableWhenReady(engine: SqlExecutor): { executor: SqlExecutor
   };
   if (engine.insertRowBinary) {
     const insert = engine.insertRowBinary.bind(engine);
-    executor.insertRowBinary = (table, columns, payload) => insert(table, columns, payload).catch((error) => Promise.reject(mapped(error)));
+    executor.insertRowBinary = (table, columns, types, payload) => insert(table, columns, types, payload).catch((error) => Promise.reject(mapped(error)));
   }
   return {
     executor,

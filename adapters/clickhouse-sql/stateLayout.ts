@@ -29,19 +29,30 @@
  */
 import type { StateRow } from '../../schemas/messages.ts';
 import { encodeCompactStateRowsTsv, encodeStateRowsTsv, FLOAT_SCALE } from './encodeStateRowsTsv.ts';
+import { encodeStateRowsRowBinary } from './encodeStateRowsRowBinary.ts';
+import { encodeCompactStateRowsRowBinary } from './encodeCompactStateRowsRowBinary.ts';
 import { createTableSql, qualifiedTable, STATE_COLUMNS, type StateTableNames } from './stateTable.ts';
 
 export interface StateLayout {
   readonly kind: 'legacy' | 'compact';
-  /** Insert column order of encode(). */
+  /** Insert column order of encode() and encodeRowBinary(). */
   readonly columns: readonly string[];
+  /** The type of each column as RowBinary carries it (LowCardinality(String) travels as String). */
+  readonly rowBinaryTypes: readonly string[];
+  /** TabSeparated. */
   encode(rows: readonly StateRow[]): Buffer;
+  /** RowBinary: the same stored values (numbers bit for bit), without text for the engine to parse. */
+  encodeRowBinary(rows: readonly StateRow[]): Buffer;
 }
+
+const VALUE_KIND_TYPE = "Enum8('null' = 0, 'number' = 1, 'string' = 2, 'boolean' = 3, 'json' = 4)";
 
 export const LEGACY_LAYOUT: StateLayout = {
   kind: 'legacy',
   columns: STATE_COLUMNS,
+  rowBinaryTypes: ['String', 'String', 'Int64', 'String', 'Int64', VALUE_KIND_TYPE, 'Float64', 'String', 'UInt8'],
   encode: encodeStateRowsTsv,
+  encodeRowBinary: encodeStateRowsRowBinary,
 };
 
 export const COMPACT_COLUMNS = [
@@ -59,12 +70,16 @@ export const COMPACT_COLUMNS = [
   'value_bool',
 ] as const;
 
+const COMPACT_ROW_BINARY_TYPES = ['String', 'String', 'Int64', 'Int64', 'UInt32', 'String', VALUE_KIND_TYPE, 'Int64', 'UInt8', 'Float64', 'String', 'UInt8'] as const;
+
 /** `keepText`: keep the decimal text of Float64-stored numbers in value_string (a server that parses floats inexactly). */
 export function compactLayout(keepText: boolean): StateLayout {
   return {
     kind: 'compact',
     columns: COMPACT_COLUMNS,
+    rowBinaryTypes: COMPACT_ROW_BINARY_TYPES,
     encode: (rows) => encodeCompactStateRowsTsv(rows, keepText),
+    encodeRowBinary: (rows) => encodeCompactStateRowsRowBinary(rows, keepText),
   };
 }
 
@@ -73,6 +88,15 @@ const MAX_DAYS_PER_INSERT = 100;
 
 /** The rows of one append in inserts that each touch at most 100 daily partitions (usually one insert). */
 export function insertGroups(rows: readonly StateRow[]): (readonly StateRow[])[] {
+  // Usually every row is within a few days of the others: one pass over ts, no map of days.
+  let first = Infinity;
+  let last = -Infinity;
+  for (let i = 0; i < rows.length; i++) {
+    const ts = rows[i].ts;
+    if (ts < first) first = ts;
+    if (ts > last) last = ts;
+  }
+  if (Math.floor(last / DAY_MS) - Math.floor(first / DAY_MS) < MAX_DAYS_PER_INSERT) return [rows];
   const byDay = new Map<number, StateRow[]>();
   for (const row of rows) {
     const day = Math.floor(row.ts / DAY_MS);
@@ -109,7 +133,7 @@ export function createCompactTableSql(names: StateTableNames, options: CompactTa
   uplink_low UInt32 CODEC(ZSTD(1)),
   uplink_text String CODEC(ZSTD(1)),
   uplink_id String ALIAS ${UPLINK_ID_EXPRESSION},
-  value_kind Enum8('null' = 0, 'number' = 1, 'string' = 2, 'boolean' = 3, 'json' = 4) CODEC(ZSTD(1)),
+  value_kind ${VALUE_KIND_TYPE} CODEC(ZSTD(1)),
   value_mantissa Int64 CODEC(Delta, ZSTD(1)),
   value_scale UInt8 CODEC(ZSTD(1)),
   value_float Float64 CODEC(Gorilla, ZSTD(1)),

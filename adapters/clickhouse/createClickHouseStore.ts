@@ -81,7 +81,7 @@ export function createClickHouseStore(options: ClickHouseStoreOptions): SqlState
         }),
       );
     },
-    async insertRowBinary(table, columns, payload) {
+    async insertRowBinary(table, columns, _types, payload) {
       // The client's insert() does not take RowBinary; exec() streams any format's bytes as is.
       await call(async (abort_signal) => {
         const result = await client.exec({
