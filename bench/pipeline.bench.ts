@@ -6,6 +6,7 @@
  *   npx node bench/pipeline.bench.ts
  *   BENCH_UPLINKS=500000 BENCH_DEVICES=10000 npx node bench/pipeline.bench.ts
  *   BENCH_MAX_ROWS=20000 BENCH_PENDING_ROWS=80000 BENCH_IN_FLIGHT=40000 BENCH_FETCH=4000 …   tuning
+ *   BENCH_CONCURRENCY=2 npx node bench/pipeline.bench.ts          two store inserts in flight (StateBatcher)
  *   BENCH_RAW=0 npx node --cpu-prof bench/pipeline.bench.ts      profile the engine without the baseline
  *   BENCH_ROLLUPS=1 npx node bench/pipeline.bench.ts              the store refreshing rollups on every append
  *   BENCH_LEGACY=1 npx node bench/pipeline.bench.ts               the 18.16 table layout (no rollups)
@@ -160,7 +161,7 @@ try {
   const directory = new MemoryDirectory();
   for (let d = 0; d < DEVICES; d++) directory.put(deviceInfo(d));
   const tap = tapLog(log, UPLINKS);
-  const batcher = new StateBatcher({ store: timedStore, clock: systemClock, maxRows: MAX_ROWS, maxPendingRows: PENDING_ROWS, maxDelayMs: MAX_DELAY_MS });
+  const batcher = new StateBatcher({ store: timedStore, clock: systemClock, maxRows: MAX_ROWS, maxPendingRows: PENDING_ROWS, maxDelayMs: MAX_DELAY_MS, concurrency: Number(process.env.BENCH_CONCURRENCY ?? 1) });
   const pipeline = new UplinkPipeline({
     log: tap.log, rows: batcher, directory, clock: systemClock, group: 'bench',
     maxInFlight: IN_FLIGHT, maxBatchRecords: FETCH, commitIntervalMs: 50,

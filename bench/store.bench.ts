@@ -4,6 +4,7 @@
  *   npx node bench/store.bench.ts                  chDB, batches of 1k and 10k rows
  *   CLICKHOUSE_URL=http://127.0.0.1:18123 npx node bench/store.bench.ts   also the server adapter
  *   BENCH_ROWS=400000 npx node bench/store.bench.ts                        rows per case (default 200 000)
+ *   BENCH_CONCURRENCY=2 npx node bench/store.bench.ts                      StateBatcher inserts in flight (default 1)
  *
  * Baseline measured in the same run: encoding the same rows to the TSV payload alone, so each
  * insert figure is also given as a share of what the encoder could feed. A StateBatcher case shows
@@ -92,7 +93,7 @@ async function insertCase(label: string, store: StateStore, size: number, baseli
 }
 
 async function batcherCase(label: string, store: StateStore, baseline: number): Promise<number> {
-  const batcher = new StateBatcher({ store, clock: systemClock, maxRows: 5_000, maxDelayMs: 50, maxPendingRows: 20_000 });
+  const batcher = new StateBatcher({ store, clock: systemClock, maxRows: 5_000, maxDelayMs: 50, maxPendingRows: 20_000, concurrency: Number(process.env.BENCH_CONCURRENCY ?? 1) });
   const appends = batches(makeRows(total, run++), 10);
   const started = performance.now();
   // 1000 concurrent callers, each awaiting its append before the next, like device actors: at most

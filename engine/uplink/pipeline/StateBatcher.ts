@@ -24,6 +24,12 @@ export interface StateBatcherOptions {
   maxDelayMs?: number;
   /** Rows buffered plus in flight before appends wait. Default 10 × maxRows. */
   maxPendingRows?: number;
+  /**
+   * Batches written at once. Default 1. Two let the next batch be encoded while one is in the
+   * store; store.append must then be safe to call concurrently (rows of one uplink have one key, so
+   * the order two inserts land in does not change what a read folds them to).
+   */
+  concurrency?: number;
   /** First retry delay after a retriable store error, ms; doubles per attempt. Default 100. */
   retryInitialMs?: number;
   /** Ceiling of the retry delay, ms. Default 5000. */
@@ -47,6 +53,7 @@ export class StateBatcher {
       maxDelayMs: nonNegative(options.maxDelayMs ?? 100, 'StateBatcher: maxDelayMs'),
       maxPending: positiveInteger(options.maxPendingRows ?? 10 * maxRows, 'StateBatcher: maxPendingRows'),
       overflow: 'wait',
+      concurrency: options.concurrency,
       retry: {
         backoff: exponentialBackoff({ initialMs: options.retryInitialMs ?? 100, maxMs: options.retryMaxMs ?? 5000 }),
         maxRetries: nonNegative(options.maxRetries ?? 10, 'StateBatcher: maxRetries'),
