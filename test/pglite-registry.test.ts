@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { suite } from 'uvu';
@@ -41,6 +41,33 @@ files('data survives a reopen; one open registry per data dir', async () => {
     await second.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+files('a new data dir is created apart, then opened; a creation that fails is reported and leaves nothing open', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'fleetstream-pglite-'));
+  const broken = mkdtempSync(join(tmpdir(), 'fleetstream-pglite-'));
+  try {
+    const registry = await createPgliteRegistry({ dir });
+    const migrations = (await registry.executor.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version')).rows;
+    assert.equal(migrations.map((m) => Number(m.version)), allMigrations.map((m) => m.version), 'created with its schema');
+    const user = await registry.createUser({ name: 'first' });
+    assert.equal(await registry.getUser(user.entity.id), user.entity);
+    await registry.close();
+
+    // initdb cannot make its `global` directory where a file stands
+    writeFileSync(join(broken, 'global'), 'not a directory');
+    const error = await createPgliteRegistry({ dir: broken }).then(() => undefined, (e: unknown) => e as Error & { code?: string });
+    assert.ok(error, 'refused');
+    assert.is(error!.code, 'UNAVAILABLE');
+    assert.match(error!.message, /creating the registry in .* failed/);
+    assert.not.ok(existsSync(join(broken, 'PG_VERSION')));
+    // the lock was released: a second attempt fails the same way instead of CONFLICT
+    const again = await createPgliteRegistry({ dir: broken }).then(() => undefined, (e: unknown) => e as Error & { code?: string });
+    assert.is(again?.code, 'UNAVAILABLE');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(broken, { recursive: true, force: true });
   }
 });
 

@@ -4,6 +4,8 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
 import { FleetError } from '../../engine/kernel/errors.ts';
 import type { Clock } from '../../engine/kernel/clock.ts';
@@ -42,6 +44,29 @@ export function pgliteRegistryExists(dir: string): boolean {
   return existsSync(join(dir, 'PG_VERSION'));
 }
 
+/**
+ * Creates the database of a new registry in a child process, which exits once it is done. Run in
+ * this process, initdb leaves about 150 MB of memory behind for as long as the service lives (its
+ * WebAssembly instances, compiled code and allocator arenas: bench/start.bench.ts, fresh against
+ * restart); a worker thread keeps most of it too. The service loads meanwhile on the other core.
+ * The caller holds the data dir's lock throughout.
+ */
+function createInChildProcess(dir: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [fileURLToPath(new URL('./createRegistryProcess.ts', import.meta.url)), dir, POSTGRESQL_CONF], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (text: string) => { if (stderr.length < 4096) stderr += text; });
+    child.once('error', reject);
+    child.once('exit', (code, signal) => {
+      if (code === 0) resolve();
+      else reject(new FleetError('UNAVAILABLE', `creating the registry in ${dir} failed (${signal ?? `exit code ${code}`}): ${stderr.trim().split('\n').slice(-3).join(' ')}`, { detail: { dir }, retriable: false }));
+    });
+  });
+}
+
 export async function createPgliteRegistry(options: PgliteRegistryOptions = {}): Promise<SqlRegistry> {
   if (options.dir !== undefined && options.create === false && !pgliteRegistryExists(options.dir)) {
     throw new FleetError('NOT_FOUND', `no registry in ${options.dir}`, { detail: { dir: options.dir } });
@@ -49,6 +74,7 @@ export async function createPgliteRegistry(options: PgliteRegistryOptions = {}):
   const release = options.dir === undefined ? async () => {} : lockDataDir(options.dir);
   let db: PGlite;
   try {
+    if (options.dir !== undefined && !pgliteRegistryExists(options.dir)) await createInChildProcess(options.dir);
     db = await PGlite.create({ ...(options.dir === undefined ? {} : { dataDir: options.dir }), postgresqlconf: POSTGRESQL_CONF });
   } catch (error) {
     await release();
