@@ -111,15 +111,25 @@ export async function createService(options: ServiceOptions): Promise<Service> {
 
   try {
     const lpwanApplications = loadLpwanApplications(config.lpwanApplicationsFile);
-    const opened = await openRegistry(config, clock, { logger });
+    // The three open side by side: a new embedded registry is created in a worker thread (seconds),
+    // while this thread opens the log and the store.
+    const registryOpening = openRegistry(config, clock, { logger });
+    let log: Log;
+    let store: ServiceStore;
+    try {
+      log = await openLog(config, clock);
+      closers.add('log', () => log.close());
+      store = await openStore(config);
+      closers.add('store', () => store.close());
+    } catch (error) {
+      await registryOpening.then((opened) => opened.close(), () => undefined);
+      throw error;
+    }
+    const opened = await registryOpening;
     closers.add('registry', () => opened.close());
     // Every mutation publishes on `changes`; edges, engine and MQTT connections act on them.
     const { registry, changes } = opened;
     metrics.watchRegistryChanges(changes, opened.link);
-    const log = await openLog(config, clock);
-    closers.add('log', () => log.close());
-    const store = await openStore(config);
-    closers.add('store', () => store.close());
     // Appends, inserts and recorded rejections are timed and counted from outside the engine.
     const timedLog = metrics.log(log);
     const rejections = metrics.rejections(store.rejections);
