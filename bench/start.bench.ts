@@ -7,7 +7,9 @@
  *
  *   npx node bench/start.bench.ts [idleSeconds=15] [rounds=2]
  *
- * RSS is read from /proc/<pid>/status (VmRSS; VmHWM for the peak), so this runs on Linux.
+ * RSS is read from /proc/<pid>/status (VmRSS; VmHWM for the peak), so this runs on Linux. A new
+ * registry is created in a child process of the service: the peak "with children" is the highest
+ * sum of the service's and its children's RSS, sampled every 50 ms until ready.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -42,6 +44,16 @@ function memoryOf(pid: number): { rss: number; peak: number; anon: number; file:
   return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024, anon: kb('RssAnon') / 1024, file: kb('RssFile') / 1024 };
 }
 
+/** RSS of a process and every process below it, MB (a new registry is created in a child process). */
+function treeRssOf(pid: number): number {
+  let total = 0;
+  try {
+    total = Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+    for (const child of readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean)) total += treeRssOf(Number(child));
+  } catch { /* gone meanwhile */ }
+  return total;
+}
+
 async function readyAfter(child: ChildProcess, url: string, timeoutMs = 120_000): Promise<number> {
   const started = performance.now();
   while (performance.now() - started < timeoutMs) {
@@ -59,6 +71,8 @@ async function readyAfter(child: ChildProcess, url: string, timeoutMs = 120_000)
 interface Figures {
   readyMs: number;
   peakMb: number;
+  /** Highest sum of the RSS of the process and its children, sampled every 50 ms until ready. */
+  treePeakMb: number;
   idleMb: number;
   anonMb: number;
   fileMb: number;
@@ -70,10 +84,12 @@ async function measure(args: string[], env: NodeJS.ProcessEnv, readyPath: string
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => { stderr = (stderr + chunk.toString()).slice(-4000); });
   try {
-    const readyMs = await readyAfter(child, `http://127.0.0.1:${port}${readyPath}`);
+    let treePeakMb = 0;
+    const sampler = setInterval(() => { treePeakMb = Math.max(treePeakMb, treeRssOf(child.pid!)); }, 50);
+    const readyMs = await readyAfter(child, `http://127.0.0.1:${port}${readyPath}`).finally(() => clearInterval(sampler));
     await delay(idleSeconds * 1000);
     const { rss, peak, anon, file } = memoryOf(child.pid!);
-    return { readyMs, peakMb: peak, idleMb: rss, anonMb: anon, fileMb: file };
+    return { readyMs, peakMb: peak, treePeakMb: Math.max(treePeakMb, peak), idleMb: rss, anonMb: anon, fileMb: file };
   } catch (error) {
     throw new Error(`${String(error)}\n${stderr}`);
   } finally {
@@ -86,7 +102,7 @@ const BASELINE = `require('node:http').createServer((q, s) => s.end('ok')).liste
 
 const rows: string[] = [];
 const show = (name: string, f: Figures, base: Figures) => rows.push(
-  `${name.padEnd(34)} ready ${(f.readyMs / 1000).toFixed(1).padStart(5)} s   peak ${f.peakMb.toFixed(0).padStart(5)} MB   idle ${f.idleMb.toFixed(0).padStart(5)} MB` +
+  `${name.padEnd(34)} ready ${(f.readyMs / 1000).toFixed(1).padStart(5)} s   peak ${f.peakMb.toFixed(0).padStart(5)} MB (with children ${f.treePeakMb.toFixed(0).padStart(5)})   idle ${f.idleMb.toFixed(0).padStart(5)} MB` +
   ` (own ${f.anonMb.toFixed(0)} + mapped files ${f.fileMb.toFixed(0)})` +
   `   (idle ${(f.idleMb / base.idleMb).toFixed(1)}× the bare Node server's ${base.idleMb.toFixed(0)} MB)`);
 
