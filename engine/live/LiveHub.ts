@@ -245,7 +245,8 @@ export class LiveHub {
         grounds.set(deviceId, await this.#o.groundOf(deviceId).catch(() => undefined));
       }
     }
-    const stored: StateRow[] = [];
+    // Rows for the MQTT feed only while it listens.
+    const stored: StateRow[] | undefined = this.states.size > 0 ? [] : undefined;
     for (const { offset, events, deviceId } of decoded) {
       if (!this.#reading[p]) {
         this.#reading[p] = true;
@@ -261,12 +262,12 @@ export class LiveHub {
         this.eventsIn++;
         this.#hold(event);
         this.#fanOut(event);
-        if (kind === 'state') stored.push(stateRowOf(data as LiveState));
+        if (kind === 'state' && stored !== undefined) stored.push(stateRowOf(data as LiveState));
       });
       this.#next[p] = [offset + 1, 0];
       this.#parts[p] = `${(offset + 1).toString(36)}.0`;
     }
-    if (stored.length > 0 && this.states.size > 0) this.states.emit(stored);
+    if (stored !== undefined && stored.length > 0) this.states.emit(stored);
     this.#toCommit.set(p, batch.records[batch.records.length - 1].offset + 1);
     this.#scheduleCommit();
   }
