@@ -53,6 +53,9 @@ function arrived(incoming: IncomingMessage, declared: number | undefined): Uint8
   if (declared === undefined || declared === 0 || incoming.readableLength !== declared || incoming.readableEncoding !== null) return undefined;
   const body = incoming.read() as Buffer | null;
   if (body === null || body.byteLength !== declared) throw new FleetError('BAD_REQUEST', 'request body could not be read');
+  // Let the stream run to its end (nothing is left to read), as the server expects of a read
+  // request: one it sees unfinished after the response is drained on timers.
+  incoming.resume();
   return new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
 }
 
