@@ -63,7 +63,7 @@ export class EdgeAccess {
     const token = match[1];
     // Not shaped like a token: refuse without a registry lookup.
     if (tokenScope(token) === undefined) throw new FleetError('UNAUTHORIZED', 'invalid token');
-    const principal = await this.#lookups.principal(token);
+    const principal = this.#lookups.cachedPrincipal(token) ?? await this.#lookups.principal(token);
     if (principal === undefined) throw new FleetError('UNAUTHORIZED', 'invalid or revoked token');
     return { principal, token };
   }
@@ -99,7 +99,7 @@ export class EdgeAccess {
   /** The device with its assets, when the principal may `need` it. */
   async device(principal: Principal, deviceId: string, need: DeviceNeed): Promise<DeviceWithAssets> {
     this.#precheck(principal, deviceId, need);
-    const device = await this.#lookups.device(deviceId);
+    const device = this.#lookups.cachedDevice(deviceId) ?? await this.#lookups.device(deviceId);
     if (device === undefined) throw new FleetError('UNKNOWN_DEVICE', `device ${deviceId} not found`);
     if (principal.scope === 'user' && !(await this.#lookups.isMember(device.groundId, principal.subjectId))) {
       throw new FleetError('FORBIDDEN', 'not a member of the ground of this device');

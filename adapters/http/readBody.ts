@@ -25,7 +25,9 @@ function tooLarge(maxBytes: number): FleetError {
 export async function readBody(request: Request, maxBytes: number, incoming?: IncomingMessage): Promise<Uint8Array> {
   try {
     const declared = declaredLength(request, maxBytes);
-    if (incoming !== undefined && !incoming.readableDidRead && !incoming.readableEnded) return await readIncoming(incoming, maxBytes);
+    if (incoming !== undefined && !incoming.readableDidRead && !incoming.readableEnded) {
+      return arrived(incoming, declared) ?? await readIncoming(incoming, maxBytes);
+    }
     return await read(request, maxBytes, declared);
   } catch (error) {
     if (error instanceof FleetError) throw error;
@@ -40,6 +42,21 @@ function declaredLength(request: Request, maxBytes: number): number | undefined 
   if (!DIGITS.test(declared)) throw new FleetError('BAD_REQUEST', 'malformed content-length');
   if (Number(declared) > maxBytes) throw tooLarge(maxBytes);
   return Number(declared);
+}
+
+/**
+ * The whole body when it is already buffered (a small body arrives with, or just after, the
+ * headers, before the route gets to it), taken without waiting for events; undefined otherwise.
+ * All of it is there once the declared length is buffered: the parser never delivers more.
+ */
+function arrived(incoming: IncomingMessage, declared: number | undefined): Uint8Array | undefined {
+  if (declared === undefined || declared === 0 || incoming.readableLength !== declared || incoming.readableEncoding !== null) return undefined;
+  const body = incoming.read() as Buffer | null;
+  if (body === null || body.byteLength !== declared) throw new FleetError('BAD_REQUEST', 'request body could not be read');
+  // Let the stream run to its end (nothing is left to read), as the server expects of a read
+  // request: one it sees unfinished after the response is drained on timers.
+  incoming.resume();
+  return new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
 }
 
 /** Node's request body, counted as it arrives; abandoned past the limit. */

@@ -10,16 +10,19 @@ export { isPlainObject };
 
 export type BodyFormat = 'json' | 'cbor';
 
-const MEDIA_TYPES: Record<string, BodyFormat> = {
+const MEDIA_TYPES: Record<string, BodyFormat> = Object.assign(Object.create(null) as Record<string, BodyFormat>, {
   'application/json': 'json',
   'application/cbor': 'cbor',
-};
+});
 
 /**
  * The body format named by a Content-Type header, when it is one of `allowed`. A charset other
  * than UTF-8 on JSON is refused (RFC 8259 §8.1: JSON exchanged between systems is UTF-8).
  */
 export function bodyFormat(header: string | undefined, allowed: readonly BodyFormat[]): BodyFormat {
+  // What nearly every client sends: the media type alone, as written here.
+  const exact = header === undefined ? undefined : MEDIA_TYPES[header];
+  if (exact !== undefined && allowed.includes(exact)) return exact;
   const names = allowed.map((f) => `application/${f}`).join(' or ');
   if (header === undefined || header.trim() === '') {
     throw new FleetError('UNSUPPORTED_CONTENT_TYPE', `content-type required: ${names}`);

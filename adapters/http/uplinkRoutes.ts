@@ -12,6 +12,7 @@
 import type { Context } from 'hono';
 import type { DeviceWithAssets } from '../../engine/ports/registry.ts';
 import { FleetError, type ErrorCode } from '../../engine/kernel/errors.ts';
+import { isoTime } from '../../engine/kernel/isoTime.ts';
 import type { RefusedEntry } from '../../engine/ports/uplinkAdmission.ts';
 import type { UplinkSubmission } from '../../engine/uplink/UplinkIngest.ts';
 import { Accepted, AssetIdParams, AssetStateBody, DeviceAssetParams, DeviceParams, DeviceStateBody } from '../../schemas/edge.ts';
@@ -40,7 +41,7 @@ export function uplinkRoutes(edge: EdgeContext): void {
     const outcome = await deps.admission.admit(device, submission);
     c.header('cache-control', 'no-store');
     if (outcome.status === 'refused') throw refusal(outcome.rejections, outcome.uplinkId);
-    const body: Record<string, unknown> = { uplinkId: outcome.uplinkId, receivedAt: new Date(outcome.receivedAt).toISOString() };
+    const body: Record<string, unknown> = { uplinkId: outcome.uplinkId, receivedAt: isoTime(outcome.receivedAt) };
     if (outcome.dropped.length > 0) body.rejected = outcome.dropped.map((r) => ({ asset: r.asset, item: r.item, code: r.code, reason: r.reason }));
     return c.json(body, 202);
   };

@@ -48,6 +48,16 @@ export class RegistryLookups {
     return entry?.principal;
   }
 
+  /** The cached principal of a token, without a lookup (the edges' per-request path: no promise when it is there). */
+  cachedPrincipal(token: string): Principal | undefined {
+    return this.#principals.get(token)?.principal;
+  }
+
+  /** The cached device, without a lookup. */
+  cachedDevice(deviceId: string): DeviceWithAssets | undefined {
+    return this.#devices.get(deviceId);
+  }
+
   /** `fresh`: skip the cache (an asset the cached copy does not know may have been added since). */
   async device(deviceId: string, fresh = false): Promise<DeviceWithAssets | undefined> {
     if (fresh) this.#devices.delete(deviceId);

@@ -32,7 +32,10 @@ export interface LiveHubOptions {
   groundOf(deviceId: string): Promise<string | undefined>;
   /** Events kept for resumes (all partitions together). Default 10 000. */
   ringEvents?: number;
-  /** Bytes of event data kept for resumes, whichever bound comes first. Default 16 MiB. */
+  /**
+   * Bytes of event data kept for resumes, whichever bound comes first (an event counts its share of
+   * the record it came in). Default 16 MiB.
+   */
   ringBytes?: number;
   /** How often the group's position is committed, ms (lets the local log drop read segments). Default 1 000. */
   commitIntervalMs?: number;
@@ -77,6 +80,60 @@ interface Entry {
   from: LivePosition[] | undefined;
 }
 
+/**
+ * An event as the ring holds it. Most events reach no subscriber (nobody follows their device or
+ * ground) and leave the ring unread, so what only a subscriber needs is built on first use: the
+ * JSON (then the parsed data is let go), the cursor and the frame cache.
+ */
+class HeldEvent implements HubEvent {
+  readonly partition: number;
+  readonly position: LivePosition;
+  readonly kind: LiveKind;
+  readonly deviceId: string;
+  readonly groundId: string | undefined;
+  /** What the ring counts for this event, bytes. */
+  readonly size: number;
+  #data: unknown;
+  #json: string | undefined;
+  /** The other partitions' parts of the cursor, around this partition's. */
+  readonly #prefix: string;
+  readonly #suffix: string;
+  #frames: Map<object, LiveFrame> | undefined;
+
+  constructor(partition: number, position: LivePosition, kind: LiveKind, deviceId: string, groundId: string | undefined, data: unknown, size: number, prefix: string, suffix: string) {
+    this.partition = partition;
+    this.position = position;
+    this.kind = kind;
+    this.deviceId = deviceId;
+    this.groundId = groundId;
+    this.#data = data;
+    this.size = size;
+    this.#prefix = prefix;
+    this.#suffix = suffix;
+  }
+
+  get json(): string {
+    if (this.#json === undefined) {
+      this.#json = JSON.stringify(this.#data);
+      this.#data = undefined;
+    }
+    return this.#json;
+  }
+
+  get id(): string {
+    const [offset, index] = this.position;
+    return `${this.#prefix}${offset.toString(36)}.${(index + 1).toString(36)}${this.#suffix}`;
+  }
+
+  get frames(): Map<object, LiveFrame> {
+    return (this.#frames ??= new Map());
+  }
+
+  dropFrames(): void {
+    this.#frames = undefined;
+  }
+}
+
 export const ALL_KINDS: ReadonlySet<LiveKind> = new Set(LIVE_KINDS);
 const decoder = new TextDecoder();
 
@@ -88,7 +145,7 @@ export class LiveHub {
   readonly #byDevice = new Map<string, Set<Entry>>();
   readonly #byGround = new Map<string, Set<Entry>>();
   /** Oldest first. */
-  #ring: HubEvent[] = [];
+  #ring: HeldEvent[] = [];
   #ringStart = 0;
   /** Per partition: what was fanned out (next position), and the oldest position still held. */
   #next: LivePosition[] = [];
@@ -164,7 +221,7 @@ export class LiveHub {
         for (const event of this.#held) {
           if (before(event.position, cursor[event.partition]) || !matches(filter, event)) continue;
           const kept = subscriber.send(event);
-          event.frames.clear();
+          event.dropFrames();
           if (!kept) {
             this.subscribersDropped++;
             return () => undefined;
@@ -228,12 +285,12 @@ export class LiveHub {
 
   async #onBatch(batch: RecordBatch): Promise<void> {
     const p = batch.partition;
-    const decoded: Array<{ offset: number; events: [LiveKind, unknown][]; deviceId: string }> = [];
+    const decoded: Array<{ offset: number; events: [LiveKind, unknown][]; deviceId: string; bytes: number }> = [];
     for (const record of batch.records) {
       try {
         const parsed = JSON.parse(decoder.decode(record.value)) as { v?: unknown; e?: unknown };
         if (parsed.v !== 1 || !Array.isArray(parsed.e)) throw new Error(`not a live record of version 1`);
-        decoded.push({ offset: record.offset, events: parsed.e.filter(isEvent), deviceId: record.key });
+        decoded.push({ offset: record.offset, events: parsed.e.filter(isEvent), deviceId: record.key, bytes: record.value.byteLength });
       } catch (error) {
         // A record another writer put on the topic: skipped, the stream goes on.
         this.#o.onError?.(toFleetError(error, 'VALIDATION_FAILED'));
@@ -245,38 +302,42 @@ export class LiveHub {
         grounds.set(deviceId, await this.#o.groundOf(deviceId).catch(() => undefined));
       }
     }
-    const stored: StateRow[] = [];
-    for (const { offset, events, deviceId } of decoded) {
+    // Rows for the MQTT feed only while it listens.
+    const stored: StateRow[] | undefined = this.states.size > 0 ? [] : undefined;
+    // The cursor after an event of this batch differs from the others only in partition p's part.
+    const parts = this.#parts;
+    const prefix = `1.${parts.slice(0, p).map((part) => `${part}~`).join('')}`;
+    const suffix = parts.slice(p + 1).map((part) => `~${part}`).join('');
+    for (const { offset, events, deviceId, bytes } of decoded) {
       if (!this.#reading[p]) {
         this.#reading[p] = true;
         if (before(this.#floor[p], [offset, 0])) this.#floor[p] = [offset, 0];
       }
-      events.forEach(([kind, data], index) => {
-        this.#next[p] = [offset, index + 1];
-        this.#parts[p] = `${offset.toString(36)}.${(index + 1).toString(36)}`;
-        const event: HubEvent = {
-          partition: p, position: [offset, index], kind, deviceId, groundId: grounds.get(deviceId),
-          json: JSON.stringify(data), id: `1.${this.#parts.join('~')}`, frames: new Map(),
-        };
+      const groundId = grounds.get(deviceId);
+      // The record's bytes shared out: what the ring counts of an event before (or without) its JSON.
+      const size = Math.ceil(bytes / Math.max(events.length, 1));
+      for (let index = 0; index < events.length; index++) {
+        const [kind, data] = events[index];
+        const event = new HeldEvent(p, [offset, index], kind, deviceId, groundId, data, size, prefix, suffix);
         this.eventsIn++;
         this.#hold(event);
         this.#fanOut(event);
-        if (kind === 'state') stored.push(stateRowOf(data as LiveState));
-      });
+        if (kind === 'state' && stored !== undefined) stored.push(stateRowOf(data as LiveState));
+      }
       this.#next[p] = [offset + 1, 0];
       this.#parts[p] = `${(offset + 1).toString(36)}.0`;
     }
-    if (stored.length > 0 && this.states.size > 0) this.states.emit(stored);
+    if (stored !== undefined && stored.length > 0) this.states.emit(stored);
     this.#toCommit.set(p, batch.records[batch.records.length - 1].offset + 1);
     this.#scheduleCommit();
   }
 
-  #hold(event: HubEvent): void {
+  #hold(event: HeldEvent): void {
     this.#ring.push(event);
-    this.#ringBytesHeld += event.json.length;
+    this.#ringBytesHeld += event.size;
     while (this.#ring.length - this.#ringStart > this.#o.ringEvents || this.#ringBytesHeld > this.#o.ringBytes) {
       const gone = this.#ring[this.#ringStart++];
-      this.#ringBytesHeld -= gone.json.length;
+      this.#ringBytesHeld -= gone.size;
       this.#floor[gone.partition] = [gone.position[0], gone.position[1] + 1];
     }
     // Compact now and then rather than shift() on every event.
@@ -286,17 +347,17 @@ export class LiveHub {
     }
   }
 
-  get #held(): HubEvent[] {
+  get #held(): HeldEvent[] {
     return this.#ringStart === 0 ? this.#ring : this.#ring.slice(this.#ringStart);
   }
 
-  #fanOut(event: HubEvent): void {
+  #fanOut(event: HeldEvent): void {
     const byDevice = this.#byDevice.get(event.deviceId);
     if (byDevice !== undefined) this.#sendTo(byDevice, event);
     const byGround = event.groundId === undefined ? undefined : this.#byGround.get(event.groundId);
     if (byGround !== undefined) this.#sendTo(byGround, event);
     // The frames served this fan-out; the ring keeps only the data (a resume builds them again).
-    event.frames.clear();
+    event.dropFrames();
   }
 
   /** Sends to the entries of one index set (an entry dropped meanwhile leaves it: Set iteration allows that). */

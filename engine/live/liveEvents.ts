@@ -5,11 +5,12 @@
 import type { CommandView } from '../../schemas/commands.ts';
 import type { LiveEvent } from '../../schemas/live.ts';
 import type { DeadLetter, StateRow } from '../../schemas/messages.ts';
+import { isoTime } from '../kernel/isoTime.ts';
 
 export function stateEvents(rows: readonly StateRow[]): LiveEvent[] {
   return rows.map((row) => ({
     kind: 'state',
-    data: { deviceId: row.deviceId, asset: row.asset, value: row.value, at: new Date(row.ts).toISOString(), receivedAt: row.receivedAt, uplinkId: row.uplinkId },
+    data: { deviceId: row.deviceId, asset: row.asset, value: row.value, at: isoTime(row.ts), receivedAt: row.receivedAt, uplinkId: row.uplinkId },
   }));
 }
 
