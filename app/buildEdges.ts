@@ -24,6 +24,18 @@ import type { ServiceStore } from './openAdapters.ts';
 
 export type MqttGateway = Pick<MqttEdge, 'commands' | 'publishStates' | 'close' | 'stats'> & { port?: number };
 
+/**
+ * How long edges reuse registry answers (docs/operations.md, "Registry changes"). The setting when
+ * given; otherwise 2 s against PostgreSQL, where the TTL bounds a change another process committed
+ * but never announced (it died in between), and 10 minutes on the embedded registry, where every
+ * change is made in this process and reaches its caches before the request that made it is
+ * answered, so nothing can go unannounced and the TTL only ages out devices that went quiet.
+ */
+export function registryCacheTtlMs(config: Pick<Config, 'registryCacheTtlMs' | 'databaseUrl'>): number {
+  return config.registryCacheTtlMs ?? (config.databaseUrl ? 2000 : EMBEDDED_REGISTRY_CACHE_TTL_MS);
+}
+const EMBEDDED_REGISTRY_CACHE_TTL_MS = 600_000;
+
 /** The MQTT edge the configuration asks for: an external broker (MQTT_URL), the embedded one, or none (port < 0). */
 export async function startMqttEdge(options: {
   config: Config; registry: Registry; changes: RegistryChanges; admission: UplinkAdmissionPort; clock: Clock; logger: Logger;
@@ -32,14 +44,14 @@ export async function startMqttEdge(options: {
   if (config.mqtt.url) {
     return createExternalMqtt({
       url: config.mqtt.url, shareGroup: config.mqtt.shareGroup, clientIdPrefix: config.mqtt.clientId, sessionExpirySeconds: config.mqtt.sessionExpirySeconds,
-      registry, changes, admission, clock, logger, cacheTtlMs: config.registryCacheTtlMs,
+      registry, changes, admission, clock, logger, cacheTtlMs: registryCacheTtlMs(config),
     });
   }
   if (config.mqtt.port < 0) return undefined;
   const tls = config.mqtt.tlsCertFile && config.mqtt.tlsKeyFile
     ? { cert: readFileSync(config.mqtt.tlsCertFile), key: readFileSync(config.mqtt.tlsKeyFile) }
     : undefined;
-  return createMqttEdge({ registry, changes, cacheTtlMs: config.registryCacheTtlMs, admission, clock, port: config.mqtt.port, host: config.mqtt.host, tls, logger });
+  return createMqttEdge({ registry, changes, cacheTtlMs: registryCacheTtlMs(config), admission, clock, port: config.mqtt.port, host: config.mqtt.host, tls, logger });
 }
 
 export async function serveHttpEdge(options: {
@@ -51,9 +63,12 @@ export async function serveHttpEdge(options: {
 }): Promise<ServedEdge> {
   const { config, registry, store, clock, logger, admission } = options;
   const connections = new LiveConnections(10_000);
+  const liveAccess = new EdgeAccess({ registry, clock, cacheTtlMs: registryCacheTtlMs(config) });
+  // The process has no lifetime of its own for this listener: it goes when the changes are closed.
+  options.changes.subscribe((change) => liveAccess.apply(change));
   const liveSocket = options.live === undefined ? undefined : createLiveSocket({
     hub: options.live,
-    access: new EdgeAccess({ registry, clock, cacheTtlMs: 2000 }),
+    access: liveAccess,
     clock,
     connections,
   });
@@ -64,7 +79,7 @@ export async function serveHttpEdge(options: {
     rejections: store.rejections,
     clock,
     changes: options.changes,
-    cacheTtlMs: config.registryCacheTtlMs,
+    cacheTtlMs: registryCacheTtlMs(config),
     limits: {
       maxBodyBytes: config.http.maxBodyBytes,
       rateLimit: config.http.rateLimitPerSecond > 0 ? { perSecond: config.http.rateLimitPerSecond, burst: config.http.rateLimitBurst } : undefined,

@@ -23,7 +23,7 @@ import { buildCommands } from './buildCommands.ts';
 import { buildEngine } from './buildEngine.ts';
 import { buildIntake, type Intake } from './buildIntake.ts';
 import { atWindowOf } from './deviceCompiler.ts';
-import { serveHttpEdge, startMqttEdge } from './buildEdges.ts';
+import { registryCacheTtlMs, serveHttpEdge, startMqttEdge } from './buildEdges.ts';
 import { loadLpwanApplications } from './loadLpwanApplications.ts';
 import { createMetrics, type ServiceMetrics } from './metrics.ts';
 import { serveProbes } from './serveProbes.ts';
@@ -207,7 +207,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
         // Kafka: every edge reads every partition, so each process is its own group. The local log
         // has one process per data dir: a fixed group lets it drop what was read.
         group: config.kafkaBrokers && config.kafkaBrokers.length > 0 ? `${names.liveGroup}.${randomUUID()}` : names.liveGroup,
-        groundOf: groundLookup(registry, clock),
+        groundOf: groundLookup(registry, changes, clock, registryCacheTtlMs(config)),
         onError: (error) => logger.warn('a live record was skipped', { error }),
       });
       await hub.start();
@@ -233,7 +233,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
         mqttPort = mqtt.port;
       }
       const commands = buildCommands({
-        log: timedLog, registry, changes, cacheTtlMs: config.registryCacheTtlMs, history: store.commands, rejections, clock, logger, names,
+        log: timedLog, registry, changes, cacheTtlMs: registryCacheTtlMs(config), history: store.commands, rejections, clock, logger, names,
         settings: config.commands, transport: mqtt?.commands, applications: lpwanApplications,
         onCommandChanged: (view) => {
           metrics.commandChanged(view);
@@ -300,9 +300,10 @@ export async function createService(options: ServiceOptions): Promise<Service> {
   }
 }
 
-/** The ground of a device for live ground streams, through the cached registry lookups. */
-function groundLookup(registry: Registry, clock: Clock): (deviceId: string) => Promise<string | undefined> {
-  const lookups = new RegistryLookups({ registry, clock, cacheTtlMs: 5_000 });
+/** The ground of a device for live ground streams, through cached registry lookups kept current by the changes. */
+function groundLookup(registry: Registry, changes: RegistryChanges, clock: Clock, cacheTtlMs: number): (deviceId: string) => Promise<string | undefined> {
+  const lookups = new RegistryLookups({ registry, clock, cacheTtlMs });
+  changes.subscribe((change) => lookups.apply(change));
   return async (deviceId) => (await lookups.device(deviceId))?.groundId;
 }
 

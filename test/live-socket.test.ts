@@ -187,4 +187,19 @@ test('at most 32 subscriptions per connection (RATE_LIMITED past that)', async (
   }
 });
 
+test('a token revoked after it opened a live connection is refused by the next one at once (cached answers follow registry changes)', async () => {
+  const device = await createDeviceOverHttp(service, base, ASSETS);
+  const first = await openWs(url);
+  try {
+    first.send({ type: 'auth', token: device.userToken });
+    await first.next((f) => f.type === 'ready');
+  } finally {
+    first.ws.close();
+  }
+  assert.ok(await service.registry.revokeToken(device.userToken));
+  const again = await openWs(url);
+  again.send({ type: 'auth', token: device.userToken });
+  assert.is((await again.closed).code, 1008, 'refused, though the principal was cached for the registry cache lifetime');
+});
+
 test.run();
