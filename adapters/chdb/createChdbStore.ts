@@ -24,6 +24,7 @@ import type { StateStore } from '../../engine/ports/store.ts';
 import { fleetErrorFromClickHouseCode } from '../clickhouse-sql/clickhouseErrors.ts';
 import { quoteString } from '../clickhouse-sql/stateTable.ts';
 import { createSqlStateStore, type SqlStateStore, type SqlExecutor, type SqlStateStoreOptions } from '../clickhouse-sql/createSqlStateStore.ts';
+import { processAlive } from '../processAlive.ts';
 
 export interface ChdbStoreOptions extends SqlStateStoreOptions {
   /**
@@ -116,20 +117,11 @@ function payloadDirectory(dir: string): string {
   mkdirSync(root, { recursive: true });
   for (const name of readdirSync(root)) {
     const pid = Number(name.split('-')[0]);
-    if (Number.isSafeInteger(pid) && pid !== process.pid && !running(pid)) rmSync(join(root, name), { recursive: true, force: true });
+    if (Number.isSafeInteger(pid) && pid !== process.pid && !processAlive(pid)) rmSync(join(root, name), { recursive: true, force: true });
   }
   return mkdtempSync(join(root, `${process.pid}-`));
 }
 
-function running(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: alive, but another user's.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 export function parseJsonEachRow(text: string): Record<string, unknown>[] {
   const rows: Record<string, unknown>[] = [];

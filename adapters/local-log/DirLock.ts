@@ -8,17 +8,10 @@ import { openSync, readFileSync, realpathSync, unlinkSync, writeFileSync, closeS
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { FleetError } from '../../engine/kernel/errors.ts';
+import { processAlive } from '../processAlive.ts';
 
 const heldHere = new Set<string>();
 
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 export class DirLock {
   readonly file: string;

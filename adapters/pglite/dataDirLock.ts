@@ -6,20 +6,13 @@
 import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FleetError } from '../../engine/kernel/errors.ts';
+import { processAlive } from '../processAlive.ts';
 
 export const LOCK_FILE = 'fleetstream-registry.lock';
 
 /** Lock files this process holds: a lock with our own pid that is not here was left by an earlier process that had the same pid (containers reuse pid 1). */
 const held = new Set<string>();
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 function tryCreate(path: string): boolean {
   try {
@@ -54,7 +47,7 @@ export function lockDataDir(dir: string): () => Promise<void> {
     } catch {
       // unreadable or vanished: treat as stale
     }
-    const stale = !Number.isInteger(pid) || pid <= 0 || pid === process.pid || !alive(pid);
+    const stale = !Number.isInteger(pid) || pid <= 0 || pid === process.pid || !processAlive(pid);
     if (!stale) {
       throw new FleetError('CONFLICT', `registry data dir ${dir} is in use by process ${pid} (remove ${path} if no Fleetstream process runs)`, { detail: { dir, pid } });
     }
