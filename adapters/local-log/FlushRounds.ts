@@ -8,29 +8,33 @@
  * records each one carries. Partitions flushing independently each start again the moment their own
  * write returns, so a fleet's uplinks, spread over every partition by their keys, reach the disk in
  * many small writes. In rounds, everything that arrived during one round's writes goes into the
- * next round's, one write per partition — the same wait as a single partition's group commit.
+ * next round's. With a journal (RoundJournal.ts) the whole round is one durable write; without one,
+ * one per partition.
  *
  * A round starts one event-loop turn after the first record queued in an idle log (appends made in
  * the same turn share it), or `lingerMs` after it; the next round starts as soon as the previous one
- * is done, without a linger.
+ * is done, without a linger. A full journal is checkpointed between two rounds.
  */
 import type { Clock, TimerHandle } from '../../engine/kernel/clock.ts';
+import type { RoundJournal } from './RoundJournal.ts';
 
 /** A partition as the rounds see it: runs its queued records' flush, resolves when it is done. */
 export interface RoundMember {
-  runQueued(): Promise<void>;
+  runQueued(journal?: RoundJournal): Promise<void>;
 }
 
 export class FlushRounds {
   readonly #clock: Clock;
   readonly #lingerMs: number;
+  readonly #journal: RoundJournal | undefined;
   #queued = new Set<RoundMember>();
   #running = false;
   #timer: TimerHandle | undefined;
 
-  constructor(clock: Clock, lingerMs: number) {
+  constructor(clock: Clock, lingerMs: number, journal?: RoundJournal) {
     this.#clock = clock;
     this.#lingerMs = lingerMs;
+    this.#journal = journal;
   }
 
   /** `member` has records for the next round. */
@@ -48,11 +52,22 @@ export class FlushRounds {
   #start(): void {
     this.#timer = undefined;
     if (this.#queued.size === 0) return;
+    this.#running = true;
+    const journal = this.#journal;
+    if (journal?.full) {
+      // A failed checkpoint fails the journal: the round's members are refused by it.
+      void journal.checkpoint().catch(() => undefined).then(() => this.#run());
+    } else {
+      this.#run();
+    }
+  }
+
+  #run(): void {
     const members = this.#queued;
     this.#queued = new Set();
-    this.#running = true;
     const flushes: Promise<void>[] = [];
-    for (const member of members) flushes.push(member.runQueued());
+    for (const member of members) flushes.push(member.runQueued(this.#journal));
+    void this.#journal?.commit();
     void Promise.allSettled(flushes).then(() => {
       this.#running = false;
       if (this.#queued.size > 0) this.#start();

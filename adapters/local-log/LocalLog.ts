@@ -26,6 +26,7 @@ import { createLocalLogStats, type LocalLogStats } from './LocalLogStats.ts';
 import { OffsetStore } from './OffsetStore.ts';
 import { PartitionLog } from './PartitionLog.ts';
 import { recoverPartition } from './recoverPartition.ts';
+import { RoundJournal } from './RoundJournal.ts';
 import { TopicCatalog, validateTopicName, validateTopicSpec } from './TopicCatalog.ts';
 
 const PARTITION_CACHE_KEYS = 100_000;
@@ -44,6 +45,7 @@ export class LocalLog implements Log {
   #offsets: OffsetStore;
   #partitions = new Map<string, PartitionLog[]>();
   #rounds: FlushRounds;
+  #journal: RoundJournal | undefined;
   /**
    * key → partition per partition count: device ids repeat, and a Map hit is much cheaper than
    * UTF-8 encoding plus murmur2. Bounded: cleared when full.
@@ -61,7 +63,9 @@ export class LocalLog implements Log {
     this.options = options;
     this.#lock = lock;
     this.#stats = stats;
-    this.#rounds = new FlushRounds(options.clock, options.groupCommitMs);
+    // Before any partition is recovered: the journal writes back what it made durable.
+    this.#journal = options.journalBytes > 0 ? RoundJournal.open(options.dir, options.journalBytes, stats) : undefined;
+    this.#rounds = new FlushRounds(options.clock, options.groupCommitMs, this.#journal);
     this.#catalog = TopicCatalog.load(options.dir);
     this.#offsets = OffsetStore.load(join(options.dir, 'groups'), stats);
     this.coordinator = new GroupCoordinator((topic) => this.#catalog.partitions(topic) ?? 0);
@@ -87,13 +91,14 @@ export class LocalLog implements Log {
     const logs: PartitionLog[] = [];
     for (let partition = 0; partition < count; partition++) {
       const dir = join(this.options.dir, 'topics', topic, String(partition));
-      const { segments, nextOffset } = recoverPartition(dir, topic, partition, (r) => this.#reportCorruption(r));
+      const { segments, nextOffset } = recoverPartition(dir, topic, partition, (r) => this.#reportCorruption(r), this.#journal === undefined);
       // a cut tail took records back: commits past the new end would skip the records appended next
       if (recovering) this.#offsets.clampSync(topic, partition, nextOffset);
       logs.push(new PartitionLog({
         dir, topic, partition, segments, nextOffset,
         segmentBytes: this.options.segmentBytes,
         rounds: this.#rounds,
+        journaled: this.#journal !== undefined,
         stats: this.#stats,
         onRoll: () => this.#retain(topic, partition),
       }));
@@ -238,6 +243,8 @@ export class LocalLog implements Log {
     await this.#topicChanges;
     const partitions = [...this.#partitions.values()].flat();
     await Promise.all(partitions.map((p) => p.drain()));
+    // Segments synced, so a clean shutdown leaves nothing for the journal to replay.
+    await this.#journal?.close().catch(() => undefined);
     await this.#offsets.flush();
     while (this.#background.size > 0) await Promise.all(this.#background);
     await Promise.all(partitions.map((p) => p.close()));

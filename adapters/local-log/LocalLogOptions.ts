@@ -59,6 +59,12 @@ export interface LocalLogOptions {
    * only helps producers that trickle in.
    */
   groupCommitMs?: number;
+  /**
+   * Bytes the flush rounds' journal (RoundJournal.ts) grows to before the segments it covers are
+   * synced and it starts over. With a journal a round is one durable write, whatever number of
+   * partitions it writes; 0 turns it off (one durable write per partition per round). Default 32 MiB.
+   */
+  journalBytes?: number;
   /** Largest key + value of one record, in bytes. Default 1 MiB, at most 64 MiB. */
   maxRecordBytes?: number;
   /** Bytes read from a segment per read syscall when consuming. Default 1 MiB, minimum 4 KiB. */
@@ -81,6 +87,7 @@ export type ResolvedLocalLogOptions = Required<LocalLogOptions>;
 export const LOCAL_LOG_DEFAULTS = {
   segmentBytes: 16 * 1024 * 1024,
   groupCommitMs: 0,
+  journalBytes: 32 * 1024 * 1024,
   maxRecordBytes: 1024 * 1024,
   readChunkBytes: 1024 * 1024,
   retainUncommittedSegments: true,
@@ -119,6 +126,7 @@ export function resolveLocalLogOptions(options: LocalLogOptions): ResolvedLocalL
     clock: options.clock ?? systemClock,
     segmentBytes: integerOption('segmentBytes', options.segmentBytes, d.segmentBytes, 1024, 2 ** 40),
     groupCommitMs: integerOption('groupCommitMs', options.groupCommitMs, d.groupCommitMs, 0, 60_000),
+    journalBytes: integerOption('journalBytes', options.journalBytes, d.journalBytes, 0, 2 ** 40),
     maxRecordBytes: integerOption('maxRecordBytes', options.maxRecordBytes, d.maxRecordBytes, 1, MAX_RECORD_BYTES_LIMIT),
     readChunkBytes: integerOption('readChunkBytes', options.readChunkBytes, d.readChunkBytes, 4096, 256 * 1024 * 1024),
     retainUncommittedSegments: options.retainUncommittedSegments ?? d.retainUncommittedSegments,

@@ -5,8 +5,16 @@ export interface LocalLogStats {
   appendedRecords: number;
   /** Group-commit batches written (one write + fsync round per partition). */
   flushes: number;
-  /** fsyncs of segment data (directory fsyncs of new segment files are not counted). */
+  /**
+   * Durable writes of log data: a partition's own (O_DSYNC write or fdatasync), a round's journal
+   * write, and at a journal checkpoint each segment synced plus the journal's new header (directory
+   * fsyncs of new segment files are not counted).
+   */
   fsyncs: number;
+  /** Rounds made durable by one journal write (RoundJournal.ts). */
+  journalWrites: number;
+  /** Journal checkpoints: the segments it covered synced, a new epoch started. */
+  checkpoints: number;
   bytesWritten: number;
   segmentsRolled: number;
   segmentsDeleted: number;
@@ -21,5 +29,5 @@ export interface LocalLogStats {
 }
 
 export function createLocalLogStats(): LocalLogStats {
-  return { appendCalls: 0, appendedRecords: 0, flushes: 0, fsyncs: 0, bytesWritten: 0, segmentsRolled: 0, segmentsDeleted: 0, readsFromMemory: 0, readsFromFile: 0, offsetWrites: 0, corruptions: 0 };
+  return { appendCalls: 0, appendedRecords: 0, flushes: 0, fsyncs: 0, journalWrites: 0, checkpoints: 0, bytesWritten: 0, segmentsRolled: 0, segmentsDeleted: 0, readsFromMemory: 0, readsFromFile: 0, offsetWrites: 0, corruptions: 0 };
 }

@@ -14,6 +14,7 @@ import type { ProducerRecord, RecordPosition } from '../../engine/ports/log.ts';
 import type { LocalLogStats } from './LocalLogStats.ts';
 import { frameBytes, SEGMENT_HEADER_BYTES, segmentHeader, writeFrame } from './recordFrame.ts';
 import { RecentWrites } from './RecentWrites.ts';
+import type { RoundJournal } from './RoundJournal.ts';
 import { Segment } from './Segment.ts';
 import { syncDir } from './atomicWrite.ts';
 
@@ -51,6 +52,8 @@ export interface PartitionLogConfig {
   segmentBytes: number;
   /** The log's flush rounds (FlushRounds.ts): when this partition's queued records are written. */
   rounds: FlushRounds;
+  /** The rounds write through a journal: new segments are opened without O_DSYNC (Segment.ts). */
+  journaled: boolean;
   stats: LocalLogStats;
   /** Called after a new segment became durable (retention may now drop older ones). */
   onRoll(): void;
@@ -147,27 +150,59 @@ export class PartitionLog implements RoundMember {
     this.#config.rounds.request(this);
   }
 
-  /** Called by the flush round this partition joined: writes what is queued. */
-  runQueued(): Promise<void> {
+  /**
+   * Called by the flush round this partition joined: writes what is queued, through the round's
+   * journal when there is one and the records go to the segment being written; a roll (a new
+   * segment file) is written and synced here, as without a journal.
+   */
+  runQueued(journal?: RoundJournal): Promise<void> {
     this.#queued = false;
-    this.#startFlush();
+    this.#startFlush(journal);
     return this.#flushing ?? Promise.resolve();
   }
 
-  #startFlush(): void {
+  #startFlush(journal?: RoundJournal): void {
     if (this.#flushing || this.#pending.length === 0) return;
     const chunks = this.#pending;
     const done = this.#next!;
     this.#pending = [];
     this.#next = undefined;
-    this.#flushing = this.#flush(chunks, done).finally(() => {
+    const journaled = journal !== undefined && this.segments.length > 0 && !chunks.some((c) => c.roll);
+    this.#flushing = (journaled ? this.#flushJournaled(chunks, done, journal) : this.#flush(chunks, done, journal)).finally(() => {
       this.#flushing = undefined;
       // whatever queued up during that write goes into the next round, which starts without a linger
       if (this.#pending.length > 0) this.#schedule();
     });
   }
 
-  async #flush(chunks: Chunk[], done: Deferred): Promise<void> {
+  /** Writes the chunks to the segment without waiting for the disk; durable once the round's journal write is. */
+  async #flushJournaled(chunks: Chunk[], done: Deferred, journal: RoundJournal): Promise<void> {
+    const { stats } = this.#config;
+    try {
+      const segment = this.segments[this.segments.length - 1];
+      const position = segment.durableSize;
+      const buffers: Buffer[] = [];
+      let bytes = 0;
+      for (const chunk of chunks) {
+        segment.addIndexEntry(chunk.firstOffset, position + bytes);
+        buffers.push(chunk.buf);
+        bytes += chunk.buf.length;
+      }
+      const durable = journal.add(this.topic, this.partition, segment, position, buffers, bytes);
+      await Promise.all([segment.write(buffers, position), durable]);
+      stats.bytesWritten += bytes;
+      this.#recent.add(segment, position, buffers);
+      segment.durableSize = position + bytes;
+      stats.flushes++;
+      this.durableOffset = chunks[chunks.length - 1].endOffset;
+      done.resolve();
+      for (const listener of [...this.#listeners]) listener();
+    } catch (error) {
+      this.#fail(error, done);
+    }
+  }
+
+  async #flush(chunks: Chunk[], done: Deferred, journal?: RoundJournal): Promise<void> {
     const { stats } = this.#config;
     try {
       let segment = this.segments[this.segments.length - 1];
@@ -190,8 +225,15 @@ export class PartitionLog implements RoundMember {
       for (const chunk of chunks) {
         if (chunk.roll) {
           await writeOut();
+          if (segment && journal) {
+            // Its journaled writes must be durable in the file itself before a newer segment exists:
+            // recovery verifies only the last segment of a partition.
+            await segment.sync();
+            stats.fsyncs++;
+            journal.synced(segment);
+          }
           segment?.seal();
-          segment = Segment.create(this.dir, chunk.firstOffset);
+          segment = Segment.create(this.dir, chunk.firstOffset, !this.#config.journaled);
           this.segments.push(segment);
           position = 0;
           const header = segmentHeader();
@@ -213,15 +255,21 @@ export class PartitionLog implements RoundMember {
       for (const listener of [...this.#listeners]) listener();
       if (rolled) this.#config.onRoll();
     } catch (error) {
-      // After a failed write or fsync the file's content is unknown (the kernel may have dropped the
-      // dirty pages): refuse further appends; reopening the log re-verifies the tail and cuts it.
-      this.#failed = new FleetError('UNAVAILABLE', `writing ${this.topic}/${this.partition} failed; reopen the log to recover`, { cause: error, retriable: false });
-      this.#recent.clear();
-      done.reject(this.#failed);
-      this.#next?.reject(this.#failed);
-      this.#next = undefined;
-      this.#pending = [];
+      this.#fail(error, done);
     }
+  }
+
+  /**
+   * After a failed write or fsync the file's content is unknown (the kernel may have dropped the
+   * dirty pages): refuse further appends; reopening the log re-verifies the tail and cuts it.
+   */
+  #fail(error: unknown, done: Deferred): void {
+    this.#failed = new FleetError('UNAVAILABLE', `writing ${this.topic}/${this.partition} failed; reopen the log to recover`, { cause: error, retriable: false });
+    this.#recent.clear();
+    done.reject(this.#failed);
+    this.#next?.reject(this.#failed);
+    this.#next = undefined;
+    this.#pending = [];
   }
 
   /** Calls `listener` after every flush that made new records visible. Returns the unsubscribe. */

@@ -20,6 +20,9 @@ const NAME = /^(\d{20})\.seg$/;
 const DSYNC: number | undefined = constants.O_DSYNC;
 const WRITE_FLAGS: string | number = DSYNC === undefined ? 'r+' : constants.O_RDWR | DSYNC;
 const CREATE_FLAGS: string | number = DSYNC === undefined ? 'wx+' : constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | DSYNC;
+/** Without O_DSYNC: for a log whose flush rounds make writes durable through their journal (RoundJournal.ts). */
+const BUFFERED_WRITE_FLAGS = 'r+';
+const BUFFERED_CREATE_FLAGS = 'wx+';
 
 export function segmentFileName(baseOffset: number): string {
   return `${String(baseOffset).padStart(20, '0')}.seg`;
@@ -46,17 +49,18 @@ export class Segment {
   #deleted = false;
   #closeWhenIdle: (() => void) | undefined;
 
-  constructor(dir: string, baseOffset: number, durableSize: number, writable: boolean) {
+  /** `durableWrites`: a writable segment's writes are durable as they return (O_DSYNC where available); else they go to the page cache and sync() makes them durable. */
+  constructor(dir: string, baseOffset: number, durableSize: number, writable: boolean, durableWrites = true) {
     this.baseOffset = baseOffset;
     this.file = join(dir, segmentFileName(baseOffset));
     this.durableSize = durableSize;
-    this.#flags = writable ? WRITE_FLAGS : 'r';
+    this.#flags = writable ? (durableWrites ? WRITE_FLAGS : BUFFERED_WRITE_FLAGS) : 'r';
   }
 
   /** Creates the file of a new segment (failing if it exists: offsets are never reused for a live file). */
-  static create(dir: string, baseOffset: number): Segment {
-    const segment = new Segment(dir, baseOffset, 0, true);
-    segment.#handle = open(segment.file, CREATE_FLAGS);
+  static create(dir: string, baseOffset: number, durableWrites = true): Segment {
+    const segment = new Segment(dir, baseOffset, 0, true, durableWrites);
+    segment.#handle = open(segment.file, durableWrites ? CREATE_FLAGS : BUFFERED_CREATE_FLAGS);
     return segment;
   }
 
@@ -89,7 +93,7 @@ export class Segment {
 
   /** Writes are durable once they resolve (O_DSYNC): no sync() needed after them. */
   get writesAreDurable(): boolean {
-    return this.#flags !== 'r' && DSYNC !== undefined;
+    return (this.#flags === WRITE_FLAGS || this.#flags === CREATE_FLAGS) && DSYNC !== undefined;
   }
 
   /** Writes `buffers` contiguously at `position`. */

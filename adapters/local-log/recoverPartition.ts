@@ -31,7 +31,8 @@ function foreign(file: string): FleetError {
   return new FleetError('CORRUPT_LOG', `${file} is not a local log segment (bad header); remove it or restore the data dir`, { detail: { file } });
 }
 
-export function recoverPartition(dir: string, topic: string, partition: number, report: (r: CorruptionReport) => void): RecoveredPartition {
+/** `durableWrites`: how the last segment is opened for writing (Segment.ts). */
+export function recoverPartition(dir: string, topic: string, partition: number, report: (r: CorruptionReport) => void, durableWrites = true): RecoveredPartition {
   mkdirSync(dir, { recursive: true });
   const bases = readdirSync(dir).map(parseSegmentFileName).filter((b): b is number => b !== undefined).sort((a, b) => a - b);
   const segments: Segment[] = [];
@@ -46,12 +47,12 @@ export function recoverPartition(dir: string, topic: string, partition: number, 
     segments.push(new Segment(dir, bases[i], statSync(file).size, false));
   }
   if (bases.length === 0) return { segments, nextOffset: 0 };
-  const tail = recoverTail(dir, topic, partition, bases[bases.length - 1], report);
+  const tail = recoverTail(dir, topic, partition, bases[bases.length - 1], report, durableWrites);
   segments.push(tail.segment);
   return { segments, nextOffset: tail.nextOffset };
 }
 
-function recoverTail(dir: string, topic: string, partition: number, base: number, report: (r: CorruptionReport) => void): { segment: Segment; nextOffset: number } {
+function recoverTail(dir: string, topic: string, partition: number, base: number, report: (r: CorruptionReport) => void, durableWrites: boolean): { segment: Segment; nextOffset: number } {
   const file = join(dir, segmentFileName(base));
   const fd = openSync(file, 'r+');
   try {
@@ -66,9 +67,9 @@ function recoverTail(dir: string, topic: string, partition: number, base: number
       ftruncateSync(fd, 0);
       writeSync(fd, segmentHeader(), 0, SEGMENT_HEADER_BYTES, 0);
       fsyncSync(fd);
-      return { segment: new Segment(dir, base, SEGMENT_HEADER_BYTES, true), nextOffset: base };
+      return { segment: new Segment(dir, base, SEGMENT_HEADER_BYTES, true, durableWrites), nextOffset: base };
     }
-    const segment = new Segment(dir, base, size, true);
+    const segment = new Segment(dir, base, size, true, durableWrites);
     let buf = Buffer.allocUnsafe(SCAN_CHUNK_BYTES);
     let bufStart = SEGMENT_HEADER_BYTES; // file position of buf[0]
     let bufLen = 0;
