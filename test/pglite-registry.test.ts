@@ -1,9 +1,12 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createPgliteRegistry } from '../adapters/pglite/createPgliteRegistry.ts';
+import { PGlite } from '@electric-sql/pglite';
+import { createPgliteRegistry, REGISTRY_SNAPSHOT } from '../adapters/pglite/createPgliteRegistry.ts';
+import { pgliteExecutor } from '../adapters/pglite/pgliteExecutor.ts';
+import { migrate } from '../adapters/sql-registry/migrate.ts';
 import { migrations as allMigrations } from '../adapters/sql-registry/migrations.ts';
 import { activationContract } from './contracts/activation.contract.ts';
 import { activationLifecycleContract } from './contracts/activationLifecycle.contract.ts';
@@ -72,3 +75,57 @@ files('a new data dir is created apart, then opened; a creation that fails is re
 });
 
 files.run();
+
+const snapshots = suite('pglite registry: snapshot of a new registry');
+
+const schemaOf = async (query: (text: string) => Promise<Record<string, unknown>[]>) =>
+  query(`SELECT table_name, column_name, data_type, is_nullable, column_default FROM information_schema.columns
+         WHERE table_schema = 'public' ORDER BY table_name, ordinal_position`);
+
+snapshots('the snapshot is current: every migration of this build, nothing left to apply', async () => {
+  // Fails after a migration is added or edited, or PGlite upgraded: run `npx node scripts/registry-snapshot.ts`.
+  const db = await PGlite.create({ loadDataDir: new Blob([readFileSync(REGISTRY_SNAPSHOT)]) });
+  try {
+    const report = await migrate(pgliteExecutor(db));
+    assert.equal(report.applied, [], 'the snapshot already holds every migration');
+    assert.is(report.version, allMigrations.length);
+  } finally {
+    await db.close();
+  }
+});
+
+snapshots('a registry made from the snapshot has the schema initdb and the migrations make', async () => {
+  const fresh = await PGlite.create();
+  const loaded = await createPgliteRegistry();
+  try {
+    await migrate(pgliteExecutor(fresh));
+    const expected = await schemaOf(async (text) => (await fresh.query<Record<string, unknown>>(text)).rows);
+    const actual = await schemaOf(async (text) => (await loaded.executor.query<Record<string, unknown>>(text)).rows);
+    assert.ok(expected.length > 20, `${expected.length} columns`);
+    assert.equal(actual, expected);
+  } finally {
+    await fresh.close();
+    await loaded.close();
+  }
+});
+
+snapshots('a snapshot that does not load falls back to initdb and leaves nothing of itself', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'fleetstream-pglite-'));
+  const bad = join(dir, 'bad.tar.gz');
+  const registryDir = join(dir, 'registry');
+  try {
+    writeFileSync(bad, Buffer.from('not a tarball at all'));
+    const registry = await createPgliteRegistry({ dir: registryDir, snapshot: bad });
+    const user = await registry.createUser({ name: 'after fallback' });
+    assert.equal(await registry.getUser(user.entity.id), user.entity);
+    await registry.close();
+    assert.ok(existsSync(join(registryDir, 'PG_VERSION')));
+    const reopened = await createPgliteRegistry({ dir: registryDir });
+    assert.equal(await reopened.getUser(user.entity.id), user.entity);
+    await reopened.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+snapshots.run();

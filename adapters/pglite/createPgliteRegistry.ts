@@ -13,6 +13,9 @@ import { createSqlRegistry, type SqlRegistry } from '../sql-registry/createSqlRe
 import { mapSqlError } from '../sql-registry/sqlErrors.ts';
 import { lockDataDir } from './dataDirLock.ts';
 import { pgliteExecutor } from './pgliteExecutor.ts';
+import { openFromSnapshot, REGISTRY_SNAPSHOT } from './registrySnapshot.ts';
+
+export { REGISTRY_SNAPSHOT };
 
 export interface PgliteRegistryOptions {
   /**
@@ -27,6 +30,8 @@ export interface PgliteRegistryOptions {
    * command pointed at the wrong directory does not start a second, empty registry. Default true.
    */
   create?: boolean;
+  /** Tarball a new registry's database is loaded from instead of running initdb; null: always initdb. Default REGISTRY_SNAPSHOT. */
+  snapshot?: string | null;
 }
 
 /**
@@ -45,15 +50,16 @@ export function pgliteRegistryExists(dir: string): boolean {
 }
 
 /**
- * Creates the database of a new registry in a child process, which exits once it is done. Run in
- * this process, initdb leaves about 150 MB of memory behind for as long as the service lives (its
- * WebAssembly instances, compiled code and allocator arenas: bench/start.bench.ts, fresh against
- * restart); a worker thread keeps most of it too. The service loads meanwhile on the other core.
- * The caller holds the data dir's lock throughout.
+ * Creates the database of a new registry in a child process, which exits once it is done: from
+ * `snapshot` (registrySnapshot.ts) when it loads, else by initdb. Run in this process, either leaves
+ * about 150 MB of memory behind for as long as the service lives (WebAssembly memory never shrinks;
+ * compiled code and allocator arenas: bench/start.bench.ts, fresh against restart); a worker thread
+ * keeps most of it too. The service loads meanwhile on the other core. The caller holds the data
+ * dir's lock throughout. An in-memory registry (tests) loads the snapshot in this process.
  */
-function createInChildProcess(dir: string): Promise<void> {
+function createInChildProcess(dir: string, snapshot: string | null): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [fileURLToPath(new URL('./createRegistryProcess.ts', import.meta.url)), dir, POSTGRESQL_CONF], {
+    const child = spawn(process.execPath, [fileURLToPath(new URL('./createRegistryProcess.ts', import.meta.url)), dir, POSTGRESQL_CONF, snapshot ?? ''], {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let stderr = '';
@@ -72,9 +78,14 @@ export async function createPgliteRegistry(options: PgliteRegistryOptions = {}):
     throw new FleetError('NOT_FOUND', `no registry in ${options.dir}`, { detail: { dir: options.dir } });
   }
   const release = options.dir === undefined ? async () => {} : lockDataDir(options.dir);
+  const snapshot = options.snapshot === undefined ? REGISTRY_SNAPSHOT : options.snapshot;
+  if (options.dir === undefined && snapshot !== null) {
+    const loaded = await openFromSnapshot({ file: snapshot, postgresqlconf: POSTGRESQL_CONF, clock: options.clock });
+    if (loaded) return loaded;
+  }
   let db: PGlite;
   try {
-    if (options.dir !== undefined && !pgliteRegistryExists(options.dir)) await createInChildProcess(options.dir);
+    if (options.dir !== undefined && !pgliteRegistryExists(options.dir)) await createInChildProcess(options.dir, snapshot);
     db = await PGlite.create({ ...(options.dir === undefined ? {} : { dataDir: options.dir }), postgresqlconf: POSTGRESQL_CONF });
   } catch (error) {
     await release();
