@@ -9,7 +9,8 @@
  *
  * RSS is read from /proc/<pid>/status (VmRSS; VmHWM for the peak), so this runs on Linux. A new
  * registry is created in a child process of the service: the peak "with children" is the highest
- * sum of the service's and its children's RSS, sampled every 50 ms until ready.
+ * sum of the service's and its children's RSS, sampled every 50 ms until ready. The service runs
+ * with the Node flags of package.json's start script, as `npm start` runs it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -21,6 +22,8 @@ const root = new URL('..', import.meta.url).pathname;
 const idleSeconds = Number(process.argv[2] ?? 15);
 const rounds = Number(process.argv[3] ?? 2);
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+/** `node --flag … bin/fleetstream.ts start` in package.json: the flags. */
+const startFlags = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts.start as string).split(/\s+/).filter((word) => word.startsWith('--'));
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -111,8 +114,8 @@ for (let round = 1; round <= rounds; round++) {
   const dir = mkdtempSync(join(tmpdir(), 'fleetstream-start-bench-'));
   try {
     const env = { DATA_DIR: dir, MQTT_PORT: String(await freePort()), LOG_FORMAT: 'json' };
-    const fresh = await measure([join(root, 'bin/fleetstream.ts'), 'start'], env, '/ready');
-    const again = await measure([join(root, 'bin/fleetstream.ts'), 'start'], { ...env, MQTT_PORT: String(await freePort()) }, '/ready');
+    const fresh = await measure([...startFlags, join(root, 'bin/fleetstream.ts'), 'start'], env, '/ready');
+    const again = await measure([...startFlags, join(root, 'bin/fleetstream.ts'), 'start'], { ...env, MQTT_PORT: String(await freePort()) }, '/ready');
     show(`round ${round}: fresh data dir`, fresh, base);
     show(`round ${round}: restart on the same dir`, again, base);
   } finally {

@@ -1,10 +1,12 @@
 /**
  * The service as a newcomer runs it: `fleetstream start` on embedded defaults, the admin CLI while
  * it runs and while it is stopped, a device created and fed over HTTP, SIGTERM draining to exit 0.
+ * The service runs with the Node flags of package.json's start script, as `npm start` runs it.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { createServer } from 'node:net';
 import { loadConfig } from '../app/loadConfig.ts';
@@ -12,6 +14,7 @@ import { tempDir, waitFor } from './support/tmp.ts';
 
 const run = promisify(execFile);
 const bin = new URL('../bin/fleetstream.ts', import.meta.url).pathname;
+const startFlags = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts.start as string).split(/\s+/).filter((word) => word.startsWith('--'));
 const tmp = tempDir('service');
 const env = { ...process.env, DATA_DIR: `${tmp.dir}/data`, LOG_LEVEL: 'info', MQTT_PORT: '0', MQTT_HOST: '127.0.0.1', DATABASE_URL: '', KAFKA_BROKERS: '', CLICKHOUSE_URL: '' };
 
@@ -37,7 +40,7 @@ let port = 0;
 async function startService(): Promise<void> {
   port = await freePort();
   output = '';
-  child = spawn(process.execPath, [bin, 'start', '--port', String(port), '--host', '127.0.0.1'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  child = spawn(process.execPath, [...startFlags, bin, 'start', '--port', String(port), '--host', '127.0.0.1'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   child.stdout!.on('data', (d) => { output += d; });
   child.stderr!.on('data', (d) => { output += d; });
   await waitFor(() => output.includes('fleetstream started'), 30_000, 'service start');

@@ -59,7 +59,8 @@ export function pgliteRegistryExists(dir: string): boolean {
  */
 function createInChildProcess(dir: string, snapshot: string | null): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [fileURLToPath(new URL('./createRegistryProcess.ts', import.meta.url)), dir, POSTGRESQL_CONF, snapshot ?? ''], {
+    // Baseline tier only: the child runs the database for a moment, not worth optimising compiles.
+    const child = spawn(process.execPath, ['--liftoff-only', fileURLToPath(new URL('./createRegistryProcess.ts', import.meta.url)), dir, POSTGRESQL_CONF, snapshot ?? ''], {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let stderr = '';
