@@ -189,7 +189,8 @@ export class PartitionLog implements RoundMember {
         bytes += chunk.buf.length;
       }
       const durable = journal.add(this.topic, this.partition, segment, position, buffers, bytes);
-      await Promise.all([segment.write(buffers, position), durable]);
+      if (segment.writeNow(buffers, position)) await durable;
+      else await Promise.all([segment.write(buffers, position), durable]);
       stats.bytesWritten += bytes;
       this.#recent.add(segment, position, buffers);
       segment.durableSize = position + bytes;
