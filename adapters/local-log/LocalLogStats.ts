@@ -8,7 +8,7 @@ export interface LocalLogStats {
   /**
    * Durable writes of log data: a partition's own (O_DSYNC write or fdatasync), a round's journal
    * write, and at a journal checkpoint each segment synced plus the journal's new header (directory
-   * fsyncs of new segment files are not counted).
+   * fsyncs of new segment files and the zeros the journal grows by ahead of its writes are not counted).
    */
   fsyncs: number;
   /** Rounds made durable by one journal write (RoundJournal.ts). */

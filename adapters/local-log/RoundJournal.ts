@@ -39,6 +39,13 @@ const HEADER_BYTES = 16;
 const ENTRY_HEADER_BYTES = 8;
 const BODY_FIXED_BYTES = 28;
 const TWO_32 = 0x1_0000_0000;
+/**
+ * The file is grown ahead of the writes, with zeros made durable, this much at a time: a durable write
+ * that overwrites allocated blocks does not have to commit the file's new size and blocks with it, and
+ * measured here takes ~160 µs where an appending one takes ~250–300 µs.
+ */
+const GROW_BYTES = 1024 * 1024;
+const ZEROS = Buffer.alloc(GROW_BYTES);
 /** Larger than any round can write (a round carries at most a partition's queue per partition). */
 const MAX_BODY_BYTES = 1024 * 1024 * 1024;
 
@@ -69,9 +76,12 @@ export class RoundJournal {
   readonly #file: string;
   readonly #limitBytes: number;
   readonly #stats: JournalStats;
-  #handle: Promise<FileHandle>;
+  /** Opened at the first write: a log that fails to open after the journal was replayed leaves nothing open. */
+  #handle: Promise<FileHandle> | undefined;
   #epoch: number;
   #position = HEADER_BYTES;
+  /** Bytes of the file known written and durable: writes below this only overwrite. */
+  #allocated: number;
   #round: Entry[] = [];
   #roundBytes = 0;
   #roundDone: { promise: Promise<void>; resolve(): void; reject(error: unknown): void } | undefined;
@@ -79,12 +89,17 @@ export class RoundJournal {
   readonly #covered = new Set<Segment>();
   #failed: FleetError | undefined;
 
-  private constructor(file: string, epoch: number, limitBytes: number, stats: JournalStats) {
+  private constructor(file: string, epoch: number, limitBytes: number, stats: JournalStats, allocated: number) {
     this.#file = file;
+    this.#allocated = allocated;
     this.#epoch = epoch;
     this.#limitBytes = limitBytes;
     this.#stats = stats;
-    this.#handle = open(file, FLAGS);
+  }
+
+  #open(): Promise<FileHandle> {
+    this.#handle ??= open(this.#file, FLAGS);
+    return this.#handle;
   }
 
   /**
@@ -112,7 +127,7 @@ export class RoundJournal {
       closeSync(fd);
     }
     if (!existed) syncDirSync(dir);
-    return new RoundJournal(file, next, limitBytes, stats);
+    return new RoundJournal(file, next, limitBytes, stats, statSync(file).size);
   }
 
   /** The journal has reached its bound: call checkpoint() before the next round. */
@@ -166,7 +181,8 @@ export class RoundJournal {
     for (const entry of entries) buffers.push(entry.head, ...entry.buffers);
     try {
       if (this.#failed) throw this.#failed;
-      const handle = await this.#handle;
+      const handle = await this.#open();
+      await this.#growFor(handle, this.#position + bytes);
       const { bytesWritten } = await handle.writev(buffers, this.#position);
       if (bytesWritten !== bytes) throw new Error(`short write to ${this.#file}: ${bytesWritten} of ${bytes} bytes`);
       if (DSYNC === undefined) await handle.datasync();
@@ -178,6 +194,20 @@ export class RoundJournal {
       // What reached the file is unknown: refuse further rounds; reopening replays what is whole.
       this.#failed ??= new FleetError('UNAVAILABLE', `writing the log journal failed; reopen the log to recover`, { cause: error, retriable: false });
       done.reject(this.#failed);
+    }
+  }
+
+  /** Makes the file at least `end` bytes long (and durable), in GROW_BYTES steps of zeros. */
+  async #growFor(handle: FileHandle, end: number): Promise<void> {
+    if (end <= this.#allocated) return;
+    // Ahead by GROW_BYTES, but not past the bound (a round that crosses it grows the file by itself).
+    const target = Math.max(end, Math.min(this.#allocated + GROW_BYTES, this.#limitBytes));
+    while (this.#allocated < target) {
+      const n = Math.min(GROW_BYTES, target - this.#allocated);
+      const { bytesWritten } = await handle.write(ZEROS, 0, n, this.#allocated);
+      if (bytesWritten !== n) throw new Error(`short write to ${this.#file}: ${bytesWritten} of ${n} bytes`);
+      if (DSYNC === undefined) await handle.datasync();
+      this.#allocated += n;
     }
   }
 
@@ -198,7 +228,7 @@ export class RoundJournal {
       await Promise.all(segments.map((s) => s.sync()));
       this.#stats.fsyncs += segments.length + 1;
       const epoch = (this.#epoch + 1) % TWO_32;
-      const handle = await this.#handle;
+      const handle = await this.#open();
       const buf = header(epoch);
       await handle.write(buf, 0, HEADER_BYTES, 0);
       if (DSYNC === undefined) await handle.datasync();
@@ -216,7 +246,7 @@ export class RoundJournal {
     try {
       if (!this.#failed) await this.checkpoint();
     } finally {
-      await (await this.#handle).close();
+      if (this.#handle) await (await this.#handle).close();
     }
   }
 }
