@@ -97,6 +97,47 @@ test('overflow "refuse": past maxPending add rejects with BACKPRESSURE and offer
   assert.ok(batcher.offer('e'), 'room again once written');
 });
 
+test('addThen: one call per item after its batch settled, in order, never synchronously; beside add()', async () => {
+  const { writes, batcher } = setup({ maxPending: 4, overflow: 'refuse' });
+  const calls: string[] = [];
+  const then = (name: string) => (error?: FleetError) => calls.push(error === undefined ? name : `${name}:${error.code}`);
+  batcher.addThen('a', then('a'));
+  const b = track(batcher.add('b'));
+  batcher.addThen('c', then('c'));
+  assert.equal(writes.map((w) => w.items), [['a', 'b', 'c']]);
+  batcher.addThen('d', then('d'));
+  batcher.addThen('e', then('e'));
+  assert.equal(calls, [], 'refusal not reported synchronously');
+  await settle();
+  assert.equal(calls, ['e:BACKPRESSURE']);
+  writes[0].resolve();
+  assert.equal(calls, ['e:BACKPRESSURE'], 'not from inside the settlement');
+  await settle();
+  assert.equal(calls, ['e:BACKPRESSURE', 'a', 'c']);
+  assert.is(b.status, 'resolved');
+});
+
+test('addThen: a failed batch reports its error to every callback once; closed refuses later', async () => {
+  const { clock, writes, batcher } = setup({ maxItems: 2 });
+  const calls: string[] = [];
+  const then = (name: string) => (error?: FleetError) => calls.push(error === undefined ? name : `${name}:${error.code}`);
+  batcher.addThen('a', then('a'));
+  batcher.addThen('b', then('b'));
+  writes[0].reject(new FleetError('INVALID_STATE', 'no'));
+  await settle();
+  assert.equal(calls, ['a:INVALID_STATE', 'b:INVALID_STATE']);
+  batcher.addThen('c', then('c'));
+  const closed = batcher.close();
+  batcher.addThen('late', then('late'));
+  assert.equal(calls.length, 2);
+  await settle();
+  assert.equal(calls, ['a:INVALID_STATE', 'b:INVALID_STATE', 'late:CLOSED']);
+  clock.advance(50);
+  writes[1].resolve();
+  await closed;
+  assert.equal(calls, ['a:INVALID_STATE', 'b:INVALID_STATE', 'late:CLOSED', 'c']);
+});
+
 test('retriable failures are retried on the backoff; exhaustion fails the batch once', async () => {
   const backoff = exponentialBackoff({ initialMs: 100, maxMs: 150 });
   const { clock, writes, failed, batcher } = setup({ retry: { backoff, maxRetries: 2 } });

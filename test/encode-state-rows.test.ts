@@ -8,10 +8,12 @@ import fc from 'fast-check';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { encodeCompactStateRowsRowBinary } from '../adapters/clickhouse-sql/encodeCompactStateRowsRowBinary.ts';
+import { encodeStateRowsRowBinary } from '../adapters/clickhouse-sql/encodeStateRowsRowBinary.ts';
 import { compactNumber, encodeCompactStateRowsTsv, FLOAT_SCALE, numberText } from '../adapters/clickhouse-sql/encodeStateRowsTsv.ts';
 import { insertGroups } from '../adapters/clickhouse-sql/stateLayout.ts';
 import { newUplinkId } from '../engine/kernel/ids.ts';
 import type { JsonValue, StateRow } from '../schemas/messages.ts';
+import { referenceCompactStateRowsRowBinary, referenceStateRowsRowBinary } from './support/rowBinaryReference.ts';
 
 /** The definition: digits and decimals of the shortest text, when it has no exponent and both fit. */
 function fromText(value: number): [number, number] {
@@ -103,6 +105,51 @@ test('RowBinary carries the same fields as TabSeparated, for every value kind an
 test('RowBinary of many rows grows its buffer without losing a byte', () => {
   const rows: StateRow[] = Array.from({ length: 5_000 }, (_, i) => ({ deviceId: `d${i}`, asset: 'a', ts: i, receivedAt: i, value: 'ü'.repeat(i % 200), uplinkId: `u${i}` }));
   assert.equal(readRows(encodeCompactStateRowsRowBinary(rows, false)), tsvRows(encodeCompactStateRowsTsv(rows, false)));
+});
+
+/** Rows as checkStateRows lets through: every value kind, text of every size and script, any ids. */
+const stateRow = (() => {
+  const text = fc.oneof(
+    fc.string({ minLength: 1, maxLength: 20 }),
+    fc.string({ unit: 'grapheme', minLength: 1, maxLength: 40 }),
+    fc.string({ unit: 'binary', minLength: 1, maxLength: 200 }),
+    fc.string({ minLength: 120, maxLength: 3_000 }),
+    fc.constantFrom('x'.repeat(127), 'x'.repeat(128), 'é'.repeat(64), '\ud800', 'a\udc00b'),
+  );
+  const time = fc.oneof(fc.integer({ min: 2 ** 36, max: 2 ** 44 - 1 }), fc.integer({ min: -(2 ** 53) + 1, max: 2 ** 53 - 1 }), fc.constantFrom(0, -1, 2 ** 32, -(2 ** 32), 2 ** 53 - 1));
+  const value: fc.Arbitrary<JsonValue> = fc.oneof(
+    fc.double({ noNaN: true, noDefaultInfinity: true }),
+    fc.tuple(fc.integer({ min: -(10 ** 12), max: 10 ** 12 }), fc.integer({ min: 0, max: 17 })).map(([m, k]) => m / 10 ** k),
+    fc.integer(),
+    text,
+    fc.string({ maxLength: 3 }),
+    fc.boolean(),
+    fc.constant(null),
+    fc.json({ depthSize: 'small' }).map((json) => JSON.parse(json) as JsonValue),
+  );
+  return fc.record({ deviceId: text, asset: text, ts: time, lag: fc.oneof(fc.constant(0), fc.integer({ min: -(2 ** 40), max: 2 ** 40 })), value, idKind: fc.nat(4), id: text, hex: fc.stringMatching(/^[0-9A-Fa-f]{16}$/) })
+    .map(({ deviceId, asset, ts, lag, value, idKind, id, hex }): StateRow => {
+      const receivedAt = Number.isSafeInteger(ts + lag) ? ts + lag : ts;
+      // Ordered ids of this row's receive time, of another time, hex look-alikes, and plain text.
+      const uplinkId = idKind === 0 ? newUplinkId(receivedAt) : idKind === 1 ? newUplinkId(receivedAt + 1) : idKind === 2 ? hex : id;
+      return { deviceId, asset, ts, receivedAt, value, uplinkId };
+    });
+})();
+
+test('property: RowBinary bytes are exactly those of the reference encoders, batches small and large', () => {
+  fc.assert(fc.property(fc.array(stateRow, { maxLength: 60 }), fc.boolean(), (rows, keepText) => {
+    assert.ok(encodeCompactStateRowsRowBinary(rows, keepText).equals(referenceCompactStateRowsRowBinary(rows, keepText)));
+    assert.ok(encodeStateRowsRowBinary(rows).equals(referenceStateRowsRowBinary(rows)));
+  }), { numRuns: 400 });
+  // One large batch, as the store writes them (40 000 rows), of a few rows repeated.
+  const some = fc.sample(stateRow, { numRuns: 400, seed: 7 });
+  const many = Array.from({ length: 40_000 }, (_, i) => some[i % some.length]);
+  for (const keepText of [false, true]) assert.ok(encodeCompactStateRowsRowBinary(many, keepText).equals(referenceCompactStateRowsRowBinary(many, keepText)));
+  assert.ok(encodeStateRowsRowBinary(many).equals(referenceStateRowsRowBinary(many)));
+  // Every row longer than the initial guess: the buffer grows many times.
+  const long = Array.from({ length: 50 }, (_, i): StateRow => ({ deviceId: 'd'.repeat(1_000 + i), asset: 'é'.repeat(500), ts: i, receivedAt: i, value: { text: 'ü'.repeat(700) }, uplinkId: `u${i}` }));
+  assert.ok(encodeCompactStateRowsRowBinary(long, true).equals(referenceCompactStateRowsRowBinary(long, true)));
+  assert.ok(encodeStateRowsRowBinary(long).equals(referenceStateRowsRowBinary(long)));
 });
 
 test('inserts are cut so that none touches more than 100 daily partitions', () => {

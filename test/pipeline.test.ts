@@ -6,6 +6,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { encode as cborEncode } from 'cbor-x';
 import { systemClock } from '../engine/kernel/clock.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
 import { decodeDeadLetter, encodeEnvelope } from '../engine/uplink/envelope.ts';
 import { MemoryDirectory } from '../engine/ports/directory.ts';
 import type { Log, LogRecord } from '../engine/ports/log.ts';
@@ -149,6 +150,24 @@ test('a restarted pipeline resumes after the committed offsets and a replay adds
   const h = await store.history({ deviceId: 'dev5', asset: 'humidity', from: Date.parse('2026-06-01T00:00:00Z'), limit: 10 });
   assert.is(h.length, 1);
   assert.is(h[0].value, 99);
+});
+
+test('a batch the store refuses for good fails the pipeline, and nothing past it is committed', async () => {
+  const errors: FleetError[] = [];
+  const refusing = { append: async () => { throw new FleetError('INVALID_STATE', 'refused by the store'); } };
+  const batcher = new StateBatcher({ store: refusing, clock: systemClock, maxRows: 500, maxDelayMs: 5, maxRetries: 0 });
+  const p = new UplinkPipeline({ log, rows: batcher, directory, clock: systemClock, group: 'engine-refused', commitIntervalMs: 10, onError: (e) => errors.push(e) });
+  await p.start();
+  await appendUplinks([envelope(9100, 'dev6', json({ humidity: { value: 3 } }))]);
+  await waitFor(() => errors.length > 0, 10_000, 'the failure');
+  assert.is(p.failure?.code, 'INVALID_STATE');
+  assert.is(errors[0].message, 'refused by the store');
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  let committed = 0;
+  for (let partition = 0; partition < 4; partition++) committed += await log.committed('engine-refused', Topics.uplinks, partition);
+  assert.is(committed, 0);
+  await p.stop();
+  await batcher.close();
 });
 
 test.run();

@@ -58,6 +58,28 @@ test('empty appends resolve at once', async () => {
   assert.is(batcher.pendingRows, 0);
 });
 
+test('appendThen calls back once the rows are durable, or with the error; never synchronously', async () => {
+  const { store, batcher } = setup();
+  const calls: string[] = [];
+  batcher.appendThen([], (error) => calls.push(`empty:${error?.code ?? 'ok'}`));
+  batcher.appendThen(rows(5, 'a'), (error) => calls.push(`a:${error?.code ?? 'ok'}`));
+  assert.equal(calls, []);
+  await settle();
+  assert.equal(calls, ['empty:ok']);
+  assert.is(store.calls.length, 1);
+  store.calls[0].resolve();
+  await settle();
+  assert.equal(calls, ['empty:ok', 'a:ok']);
+  batcher.appendThen(rows(5, 'b'), (error) => calls.push(`b:${error?.code ?? 'ok'}`));
+  store.last.reject(new FleetError('INVALID_STATE', 'refused'));
+  await settle();
+  assert.equal(calls, ['empty:ok', 'a:ok', 'b:INVALID_STATE']);
+  await batcher.close();
+  batcher.appendThen([], (error) => calls.push(`late:${error?.code ?? 'ok'}`));
+  await settle();
+  assert.equal(calls.at(-1), 'late:CLOSED');
+});
+
 test('flushes at once when maxRows rows are buffered, and resolves when the store has them', async () => {
   const { store, batcher } = setup();
   const a = track(batcher.append(rows(3, 'a')));

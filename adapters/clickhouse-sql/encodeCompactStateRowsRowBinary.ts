@@ -6,71 +6,100 @@
  */
 import type { JsonValue, StateRow } from '../../schemas/messages.ts';
 import { compactNumber, FLOAT_SCALE, orderedUplinkLow } from './encodeStateRowsTsv.ts';
-import { RowBinaryWriter, VALUE_KIND } from './encodeStateRowsRowBinary.ts';
+import { rowRoom, stringBound, VALUE_KIND, writeInt64, writeString, writeUint32, writeZeros } from './encodeStateRowsRowBinary.ts';
+
+/**
+ * The most bytes a row takes besides its strings: ts, received_lag, uplink_low (8 + 8 + 4), an
+ * empty uplink_text (1), value_kind, value_mantissa, value_scale, value_float, an empty value_string
+ * and value_bool (1 + 8 + 1 + 8 + 1 + 1).
+ */
+const FIXED_BOUND = 41;
 
 /** Rows must have passed engine/checkStateRows. `keepText` as in encodeCompactStateRowsTsv. */
 export function encodeCompactStateRowsRowBinary(rows: readonly StateRow[], keepText: boolean): Buffer {
-  const w = new RowBinaryWriter(rows.length * 64);
+  let buf: Buffer = Buffer.allocUnsafe(Math.max(rows.length * 64, 64));
+  let pos = 0;
   for (let i = 0; i < rows.length; i++) {
     const row = rows[i];
-    w.string(row.deviceId);
-    w.string(row.asset);
-    w.int64(row.ts);
-    w.int64(row.receivedAt - row.ts);
-    const low = orderedUplinkLow(row.uplinkId, row.receivedAt);
+    const deviceId = row.deviceId;
+    const asset = row.asset;
+    const uplinkId = row.uplinkId;
+    const receivedAt = row.receivedAt;
+    const value = row.value;
+    const text = valueText(value, keepText);
+    buf = rowRoom(buf, pos, stringBound(deviceId) + stringBound(asset) + stringBound(uplinkId) + stringBound(text) + FIXED_BOUND);
+    pos = writeString(buf, pos, deviceId);
+    pos = writeString(buf, pos, asset);
+    pos = writeInt64(buf, pos, row.ts);
+    pos = writeInt64(buf, pos, receivedAt - row.ts);
+    const low = orderedUplinkLow(uplinkId, receivedAt);
     if (low < 0) {
-      w.uint32(0);
-      w.string(row.uplinkId);
+      pos = writeUint32(buf, pos, 0);
+      pos = writeString(buf, pos, uplinkId);
     } else {
-      w.uint32(low);
-      w.byte(0);
+      pos = writeUint32(buf, pos, low);
+      buf[pos++] = 0;
     }
-    valueColumns(w, row.value, keepText);
+    pos = valueColumns(buf, pos, value, text);
   }
-  return w.bytes();
+  return buf.subarray(0, pos);
+}
+
+/** value_string: a string itself, a JSON value's text, a Float64-stored number's text when kept. */
+function valueText(value: JsonValue, keepText: boolean): string {
+  switch (typeof value) {
+    case 'string':
+      return value;
+    case 'number':
+      if (!keepText) return '';
+      return compactNumber(value).text;
+    case 'object':
+      return value === null ? '' : JSON.stringify(value);
+    default:
+      return '';
+  }
 }
 
 /** value_kind, value_mantissa, value_scale, value_float, value_string, value_bool. */
-function valueColumns(w: RowBinaryWriter, value: JsonValue, keepText: boolean): void {
+function valueColumns(buf: Buffer, pos: number, value: JsonValue, text: string): number {
   switch (typeof value) {
     case 'number': {
-      w.byte(VALUE_KIND.number);
+      buf[pos++] = VALUE_KIND.number;
       const number = compactNumber(value);
       if (number.scale === FLOAT_SCALE) {
-        w.int64(0);
-        w.byte(FLOAT_SCALE);
-        w.float64(value);
-        if (keepText) w.string(number.text);
-        else w.byte(0);
+        pos = writeInt64(buf, pos, 0);
+        buf[pos++] = FLOAT_SCALE;
+        pos = buf.writeDoubleLE(value, pos);
+        // `text` is the number's text when kept, else empty: an empty string is its length 0.
+        pos = writeString(buf, pos, text);
       } else {
-        w.int64(number.mantissa);
-        w.byte(number.scale);
-        w.float64(0);
-        w.byte(0);
+        pos = writeInt64(buf, pos, number.mantissa);
+        buf[pos++] = number.scale;
+        pos = writeZeros(buf, pos, 9);
       }
-      w.byte(0);
-      return;
+      buf[pos++] = 0;
+      return pos;
     }
     case 'string':
-      w.byte(VALUE_KIND.string);
-      w.zeros(17);
-      w.string(value);
-      w.byte(0);
-      return;
+      buf[pos++] = VALUE_KIND.string;
+      pos = writeZeros(buf, pos, 17);
+      pos = writeString(buf, pos, text);
+      buf[pos++] = 0;
+      return pos;
     case 'boolean':
-      w.byte(VALUE_KIND.boolean);
-      w.zeros(18);
-      w.byte(value ? 1 : 0);
-      return;
+      buf[pos++] = VALUE_KIND.boolean;
+      pos = writeZeros(buf, pos, 18);
+      buf[pos++] = value ? 1 : 0;
+      return pos;
     default:
       if (value === null) {
-        w.byte(VALUE_KIND.null);
-        w.zeros(19);
-      } else {
-        w.byte(VALUE_KIND.json);
-        w.zeros(17);
-        w.string(JSON.stringify(value));
-        w.byte(0);
+        buf[pos++] = VALUE_KIND.null;
+        return writeZeros(buf, pos, 19);
       }
+      buf[pos++] = VALUE_KIND.json;
+      pos = writeZeros(buf, pos, 17);
+      pos = writeString(buf, pos, text);
+      buf[pos++] = 0;
+      return pos;
   }
 }

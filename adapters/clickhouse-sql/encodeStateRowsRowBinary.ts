@@ -11,79 +11,81 @@ import type { JsonValue, StateRow } from '../../schemas/messages.ts';
 export const VALUE_KIND = { null: 0, number: 1, string: 2, boolean: 3, json: 4 } as const;
 const KIND = VALUE_KIND;
 
-/** Appends RowBinary fields to a buffer that grows as needed. */
-export class RowBinaryWriter {
-  buf: Buffer;
-  pos = 0;
-  constructor(size: number) {
-    this.buf = Buffer.allocUnsafe(size);
-  }
-  room(bytes: number): void {
-    if (this.pos + bytes <= this.buf.length) return;
-    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + bytes));
-    this.buf.copy(next, 0, 0, this.pos);
-    this.buf = next;
-  }
-  string(value: string): void {
-    const units = value.length;
-    // At most 3 bytes per UTF-16 unit, plus a length of at most 5 bytes.
-    this.room(units * 3 + 5);
-    const buf = this.buf;
-    if (units < 0x80) {
-      // Short ASCII (ids, asset names) byte by byte: cheaper than a call into Buffer.write.
-      let pos = this.pos + 1;
-      let i = 0;
-      for (; i < units; i++) {
-        const code = value.charCodeAt(i);
-        if (code > 0x7f) break;
-        buf[pos++] = code;
-      }
-      if (i === units) {
-        buf[this.pos] = units;
-        this.pos = pos;
-        return;
-      }
+/**
+ * RowBinary fields written at `pos` of `buf`, each returning the position after it. The encoders
+ * reserve a row's worst case once (rowRoom) and then write its fields unchecked: a bounds check and
+ * a Buffer method call per field cost more than most fields.
+ */
+
+/** The most bytes writeString may take: 3 per UTF-16 unit, and a length of at most 5 bytes. */
+export function stringBound(value: string): number {
+  return value.length * 3 + 5;
+}
+
+/** `buf`, or a copy of its first `pos` bytes twice as large (or more) when `bytes` do not fit. */
+export function rowRoom(buf: Buffer, pos: number, bytes: number): Buffer {
+  if (pos + bytes <= buf.length) return buf;
+  const next = Buffer.allocUnsafe(Math.max(buf.length * 2, pos + bytes));
+  buf.copy(next, 0, 0, pos);
+  return next;
+}
+
+/** A LEB128 length and the UTF-8 bytes. */
+export function writeString(buf: Buffer, pos: number, value: string): number {
+  const units = value.length;
+  if (units < 0x80) {
+    // Short ASCII (ids, asset names) byte by byte: cheaper than a call into Buffer.write.
+    let at = pos + 1;
+    let i = 0;
+    for (; i < units; i++) {
+      const code = value.charCodeAt(i);
+      if (code > 0x7f) break;
+      buf[at++] = code;
     }
-    let length = Buffer.byteLength(value, 'utf8');
-    while (length > 0x7f) {
-      buf[this.pos++] = (length & 0x7f) | 0x80;
-      length >>>= 7;
+    if (i === units) {
+      buf[pos] = units;
+      return at;
     }
-    buf[this.pos++] = length;
-    this.pos += buf.write(value, this.pos, 'utf8');
   }
-  /** A safe integer as two 32-bit halves (no BigInt on the hot path). */
-  int64(value: number): void {
-    this.room(8);
-    const hi = Math.floor(value / 2 ** 32);
-    this.buf.writeUInt32LE(value - hi * 2 ** 32, this.pos);
-    this.buf.writeInt32LE(hi, this.pos + 4);
-    this.pos += 8;
+  const bytes = Buffer.byteLength(value, 'utf8');
+  let length = bytes;
+  while (length > 0x7f) {
+    buf[pos++] = (length & 0x7f) | 0x80;
+    length >>>= 7;
   }
-  float64(value: number): void {
-    this.room(8);
-    this.buf.writeDoubleLE(value, this.pos);
-    this.pos += 8;
-  }
-  uint32(value: number): void {
-    this.room(4);
-    this.buf.writeUInt32LE(value, this.pos);
-    this.pos += 4;
-  }
-  byte(value: number): void {
-    this.room(1);
-    this.buf[this.pos++] = value;
-  }
-  /** `count` zero bytes: the empty or zero fields of columns a row does not use. */
-  zeros(count: number): void {
-    this.room(count);
-    const buf = this.buf;
-    for (let end = this.pos + count; this.pos < end; ) buf[this.pos++] = 0;
-  }
-  /** What was written (a view, not a copy). */
-  bytes(): Buffer {
-    return this.buf.subarray(0, this.pos);
-  }
+  buf[pos++] = length;
+  return pos + buf.write(value, pos, bytes, 'utf8');
+}
+
+/** A safe integer, little-endian, from two 32-bit halves (no BigInt on the hot path). */
+export function writeInt64(buf: Buffer, pos: number, value: number): number {
+  const hi = Math.floor(value / 2 ** 32);
+  const lo = value - hi * 2 ** 32;
+  // Typed array stores keep the low 8 bits: no masks needed.
+  buf[pos] = lo;
+  buf[pos + 1] = lo >>> 8;
+  buf[pos + 2] = lo >>> 16;
+  buf[pos + 3] = lo >>> 24;
+  buf[pos + 4] = hi;
+  buf[pos + 5] = hi >> 8;
+  buf[pos + 6] = hi >> 16;
+  buf[pos + 7] = hi >> 24;
+  return pos + 8;
+}
+
+export function writeUint32(buf: Buffer, pos: number, value: number): number {
+  buf[pos] = value;
+  buf[pos + 1] = value >>> 8;
+  buf[pos + 2] = value >>> 16;
+  buf[pos + 3] = value >>> 24;
+  return pos + 4;
+}
+
+/** `count` zero bytes: the empty or zero fields of columns a row does not use. */
+export function writeZeros(buf: Buffer, pos: number, count: number): number {
+  const end = pos + count;
+  while (pos < end) buf[pos++] = 0;
+  return end;
 }
 
 function kindOf(value: JsonValue): keyof typeof KIND {
@@ -101,19 +103,23 @@ function kindOf(value: JsonValue): keyof typeof KIND {
 
 /** Rows must have passed engine/checkStateRows. */
 export function encodeStateRowsRowBinary(rows: readonly StateRow[]): Buffer {
-  const w = new RowBinaryWriter(rows.length * 96);
-  for (const row of rows) {
-    w.string(row.deviceId);
-    w.string(row.asset);
-    w.int64(row.ts);
-    w.string(row.uplinkId);
-    w.int64(row.receivedAt);
+  let buf: Buffer = Buffer.allocUnsafe(Math.max(rows.length * 96, 64));
+  let pos = 0;
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i];
     const value = row.value;
     const kind = kindOf(value);
-    w.byte(KIND[kind]);
-    w.float64(kind === 'number' ? (value as number) : 0);
-    w.string(kind === 'string' ? (value as string) : kind === 'json' ? JSON.stringify(value) : '');
-    w.byte(value === true ? 1 : 0);
+    const text = kind === 'string' ? (value as string) : kind === 'json' ? JSON.stringify(value) : '';
+    buf = rowRoom(buf, pos, stringBound(row.deviceId) + stringBound(row.asset) + stringBound(row.uplinkId) + stringBound(text) + 26);
+    pos = writeString(buf, pos, row.deviceId);
+    pos = writeString(buf, pos, row.asset);
+    pos = writeInt64(buf, pos, row.ts);
+    pos = writeString(buf, pos, row.uplinkId);
+    pos = writeInt64(buf, pos, row.receivedAt);
+    buf[pos++] = KIND[kind];
+    pos = buf.writeDoubleLE(kind === 'number' ? (value as number) : 0, pos);
+    pos = writeString(buf, pos, text);
+    buf[pos++] = value === true ? 1 : 0;
   }
-  return w.bytes();
+  return buf.subarray(0, pos);
 }

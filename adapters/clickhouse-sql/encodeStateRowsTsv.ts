@@ -50,9 +50,6 @@ export function encodeStateRowsTsv(rows: readonly StateRow[]): Buffer {
   return Buffer.from(lines.join(''), 'utf8');
 }
 
-/** 16 upper-case hex digits: the shape of an id made by engine/kernel/ids.ts newUplinkId. */
-const ORDERED_ID = /^[0-9A-F]{16}$/;
-
 /**
  * The compact layout's row (stateLayout.ts COMPACT_COLUMNS). The receive time goes as its lag
  * behind `ts`; an ordered uplink id whose time is the row's receive time as its low 20 bits, any
@@ -77,14 +74,23 @@ function uplinkFields(id: string, receivedAt: number): string {
 
 /**
  * uplink_low of an id made by newUplinkId at `receivedAt` (its 20 bits below the time), or -1 for
- * any other id, which is kept verbatim in uplink_text.
+ * any other id, which is kept verbatim in uplink_text. Such an id is 16 upper-case hex digits
+ * (engine/kernel/ids.ts), read here digit by digit: this runs for every stored row.
  */
 export function orderedUplinkLow(id: string, receivedAt: number): number {
-  if (id.length === 16 && ORDERED_ID.test(id)) {
-    const hi = parseInt(id.slice(0, 8), 16);
-    const lo = parseInt(id.slice(8), 16);
-    if (hi * 2 ** 12 + Math.floor(lo / 2 ** 20) === receivedAt && receivedAt >= 2 ** 36) return lo & 0xfffff;
+  if (id.length !== 16) return -1;
+  let hi = 0;
+  let lo = 0;
+  for (let i = 0; i < 16; i++) {
+    const c = id.charCodeAt(i);
+    let digit: number;
+    if (c >= 0x30 && c <= 0x39) digit = c - 0x30;
+    else if (c >= 0x41 && c <= 0x46) digit = c - 0x37;
+    else return -1;
+    if (i < 8) hi = hi * 16 + digit;
+    else lo = lo * 16 + digit;
   }
+  if (hi * 2 ** 12 + Math.floor(lo / 2 ** 20) === receivedAt && receivedAt >= 2 ** 36) return lo & 0xfffff;
   return -1;
 }
 

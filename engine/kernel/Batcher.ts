@@ -42,6 +42,8 @@ interface Held<T> {
   acceptedAt: number;
   resolve: (() => void) | undefined;
   reject: ((error: FleetError) => void) | undefined;
+  /** addThen's callback. */
+  done: ((error?: FleetError) => void) | undefined;
 }
 
 export class Batcher<T> {
@@ -91,6 +93,18 @@ export class Batcher<T> {
     return this.#hold(held) ? done : Promise.reject(new FleetError('BACKPRESSURE', `${this.#o.name} is full`));
   }
 
+  /**
+   * add() without a promise per item: `done` is called once, without an argument when `item` is
+   * written, with the FleetError (CLOSED, BACKPRESSURE, or its batch's) when not; never synchronously.
+   * For callers that add thousands of items per batch (StateBatcher, one append per uplink): a
+   * promise, its resolvers and the caller's reactions were kept alive per item until its batch was
+   * written, several times what the item itself holds.
+   */
+  addThen(item: T, done: (error?: FleetError) => void): void {
+    if (this.#closed) return refuseLater(done, new FleetError('CLOSED', `${this.#o.name} is closed`));
+    if (!this.#hold(this.#held(item, done))) refuseLater(done, new FleetError('BACKPRESSURE', `${this.#o.name} is full`));
+  }
+
   /** add() for callers that do not wait: false when closed or refused; failures reach onFailed only. */
   offer(item: T): boolean {
     return !this.#closed && this.#hold(this.#held(item));
@@ -121,9 +135,9 @@ export class Batcher<T> {
     return this.flush(options);
   }
 
-  #held(item: T): Held<T> {
+  #held(item: T, done?: (error?: FleetError) => void): Held<T> {
     // Every field set here, so all items share one object shape (the hot path of StateBatcher).
-    return { item, weight: this.#o.weight(item), seq: this.#seq++, acceptedAt: 0, resolve: undefined, reject: undefined };
+    return { item, weight: this.#o.weight(item), seq: this.#seq++, acceptedAt: 0, resolve: undefined, reject: undefined, done };
   }
 
   #hold(held: Held<T>): boolean {
@@ -207,9 +221,24 @@ export class Batcher<T> {
   #settle(batch: Held<T>[], items: T[], weight: number, error?: FleetError): void {
     this.#writing.delete(batch);
     this.#writingWeight -= weight;
+    let callbacks = false;
     for (const held of batch) {
-      if (error) held.reject?.(error);
+      if (held.done !== undefined) callbacks = true;
+      else if (error) held.reject?.(error);
       else held.resolve?.();
+    }
+    // Callbacks run after this settlement, in the items' order; like promise reactions, one that
+    // throws does not keep the others from running, and its error is not swallowed.
+    if (callbacks) {
+      queueMicrotask(() => {
+        for (const held of batch) {
+          try {
+            held.done?.(error);
+          } catch (thrown) {
+            queueMicrotask(() => { throw thrown; });
+          }
+        }
+      });
     }
     if (error) this.#o.onFailed?.(items, error);
     // Admit the waiting prefix with one splice: shift() per item is quadratic when thousands wait.
@@ -222,4 +251,8 @@ export class Batcher<T> {
     this.#schedule();
     for (const wake of this.#wakers.splice(0)) wake();
   }
+}
+
+function refuseLater(done: (error?: FleetError) => void, error: FleetError): void {
+  queueMicrotask(() => done(error));
 }

@@ -11,6 +11,7 @@ import { Compile } from 'typebox/compile';
 import { FleetError } from '../kernel/errors.ts';
 import { DeadLetter, UplinkEnvelope, type AdmittedUplink, type NetworkMeta } from '../../schemas/messages.ts';
 import { checkJsonValue } from './admission/checkJsonValue.ts';
+import { readEnvelope as readWrittenEnvelope } from './envelopeReader.ts';
 import { writeEnvelope } from './envelopeWriter.ts';
 import { MAX_BODY_DEPTH } from './admission/processUplink.ts';
 
@@ -151,8 +152,17 @@ export function encodeEnvelopeGeneric(e: UplinkEnvelope): Uint8Array {
   return encodeChecked(wireEnvelope(e), 'uplink envelope');
 }
 
-/** Throws FleetError('MALFORMED_PAYLOAD') on anything that is not a well-formed envelope. */
+/**
+ * Throws FleetError('MALFORMED_PAYLOAD') on anything that is not a well-formed envelope. The
+ * bytes envelopeWriter.ts writes are read directly (envelopeReader.ts); anything else goes
+ * through cbor-x, which decides what it becomes.
+ */
 export function decodeEnvelope(bytes: Uint8Array): UplinkEnvelope {
+  return (bytes instanceof Uint8Array ? readWrittenEnvelope(bytes) : undefined) ?? decodeEnvelopeGeneric(bytes);
+}
+
+/** The envelope through cbor-x and the schema: the reference decoding. */
+export function decodeEnvelopeGeneric(bytes: Uint8Array): UplinkEnvelope {
   return readEnvelope(decodeRaw(bytes, 'uplink envelope'), 'uplink envelope');
 }
 

@@ -12,6 +12,7 @@ import { exponentialBackoff } from '../../kernel/backoff.ts';
 import { Batcher } from '../../kernel/Batcher.ts';
 import { nonNegative, positiveInteger } from '../../kernel/checkOption.ts';
 import type { Clock } from '../../kernel/clock.ts';
+import type { FleetError } from '../../kernel/errors.ts';
 import type { StateStore } from '../../ports/store.ts';
 import type { StateRow } from '../../../schemas/messages.ts';
 
@@ -81,6 +82,15 @@ export class StateBatcher {
   append(rows: readonly StateRow[]): Promise<void> {
     if (this.#batcher.closed) return this.#batcher.add(rows);
     return rows.length === 0 ? Promise.resolve() : this.#batcher.add(rows);
+  }
+
+  /**
+   * append() without a promise: `done` is called without an argument once `rows` are durable, or
+   * with the FleetError; never synchronously. The pipeline's path (one call per uplink).
+   */
+  appendThen(rows: readonly StateRow[], done: (error?: FleetError) => void): void {
+    if (rows.length === 0 && !this.#batcher.closed) queueMicrotask(() => done());
+    else this.#batcher.addThen(rows, done);
   }
 
   /** Writes everything appended so far without waiting for maxRows/maxDelayMs; never rejects. */

@@ -23,6 +23,8 @@ const deadLetterBackoff = exponentialBackoff({ initialMs: 100, maxMs: 5000 });
 /** Where processed rows go: resolves once they are durable (StateBatcher over a StateStore). */
 export interface RowSink {
   append(rows: readonly StateRow[]): Promise<void>;
+  /** append() with a callback instead of a promise (StateBatcher.appendThen); used when present. */
+  appendThen?(rows: readonly StateRow[], done: (error?: FleetError) => void): void;
   flush(): Promise<void>;
 }
 
@@ -73,6 +75,7 @@ export class UplinkPipeline implements UplinkSink {
   readonly #topic: string;
   readonly #maxInFlight: number;
   readonly #trackers = new Map<string, OffsetTracker>();
+  readonly #trackerKeys: string[] = [];
   /** Partitions of the topic this consumer holds (from onAssign until onRevoke). */
   readonly #assigned = new Set<number>();
   #consumer: Consumer | undefined;
@@ -181,18 +184,33 @@ export class UplinkPipeline implements UplinkSink {
 
   emit(work: UplinkWork, out: UplinkOutput): void {
     const { rows, rejections } = out;
+    const sink = this.#options.rows;
+    if (rows.length > 0 && rejections.length === 0 && sink.appendThen !== undefined) {
+      // The usual uplink: rows only. Only what finishing needs is kept until they are durable.
+      const { partition, offset } = work;
+      sink.appendThen(rows, (error) => {
+        if (error !== undefined) return this.#fail(error);
+        this.#stored(rows);
+        this.#finish(partition, offset);
+      });
+      this.stats.stored += rows.length;
+      return;
+    }
     const stored = rows.length > 0 ? this.#options.rows.append(rows) : undefined;
     const dead = rejections.length > 0 ? this.#deadLetter(work.envelope, rejections, 0) : undefined;
     this.stats.stored += rows.length;
     this.stats.rejected += rejections.length;
+    const { partition, offset } = work;
     if (stored === undefined && dead === undefined) {
-      this.#finish(work);
+      this.#finish(partition, offset);
       return;
     }
     const done = stored !== undefined && dead !== undefined ? Promise.all([stored, dead]) : (stored ?? dead)!;
+    // Only what finishing needs is kept until the rows are durable, not the envelope and its body:
+    // with thousands of uplinks in flight, those would outlive young-generation collections.
     done.then(() => {
       if (stored !== undefined) this.#stored(rows);
-      this.#finish(work);
+      this.#finish(partition, offset);
     }, (error: unknown) => this.#fail(error));
   }
 
@@ -257,6 +275,14 @@ export class UplinkPipeline implements UplinkSink {
     this.emit({ envelope, partition: record.partition, offset: record.offset }, { rows: [], rejections: [{ code: 'MALFORMED_PAYLOAD', reason }] });
   }
 
+  /**
+   * The trackers' key of a partition of this pipeline's topic, made once: one string per finished
+   * uplink was a template literal, and a fresh string is hashed again on every lookup.
+   */
+  #trackerKey(partition: number): string {
+    return (this.#trackerKeys[partition] ??= `${this.#topic}\u0000${partition}`);
+  }
+
   #tracker(topic: string, partition: number, firstOffset: number): OffsetTracker {
     const key = `${topic}\u0000${partition}`;
     let tracker = this.#trackers.get(key);
@@ -267,8 +293,8 @@ export class UplinkPipeline implements UplinkSink {
     return tracker;
   }
 
-  #finish(work: UplinkWork): void {
-    this.#trackers.get(`${this.#topic}\u0000${work.partition}`)?.finish(work.offset);
+  #finish(partition: number, offset: number): void {
+    this.#trackers.get(this.#trackerKey(partition))?.finish(offset);
     this.#inFlight--;
     if (this.#inFlight <= this.#maxInFlight / 2 && this.#capacityWaiters.length > 0) {
       const waiters = this.#capacityWaiters;
