@@ -1,11 +1,17 @@
+#!/usr/bin/env -S node --liftoff-only
 /**
  * Hostile input against the embedded edge over raw sockets (node:net): oversized packets declared in
  * the fixed header (up to 256 MB, sent fast and slowly), memory over many of them, garbage, truncated
  * packets, invalid UTF-8 topics, wrong protocol names and levels, a second CONNECT, QoS 2 floods,
  * 10 000 idle unauthenticated sockets. Each ends in a close (with an MQTT 5 reason code where the
  * protocol allows one), nothing appended, and the edge goes on serving.
+ *
+ * Run with `--liftoff-only` (the line above; test/run.ts honours it), as the service runs: this
+ * process holds the gateway and its PGlite registry, and V8's optimising tier compiling PGlite's
+ * WebAssembly in the background grows it by 300+ MB over the first seconds after the registry
+ * starts (bin/fleetstream.ts), which a memory budget of the gateway must not count.
  */
-import { suite, unless } from './support/suite.ts';
+import { suite } from './support/suite.ts';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
 import { connect as tcpConnect, type Socket } from 'node:net';
@@ -88,6 +94,7 @@ t('a CONNECT declaring 256 MB is refused from its fixed header; a slow sender is
 
 /** Runs the fast oversized flood from a child process; `budgetMb`: assert the gateway's peak RSS growth under it. */
 async function fastOversizedFlood(budgetMb?: number): Promise<void> {
+  if (budgetMb !== undefined) assert.ok(process.execArgv.includes('--liftoff-only'), 'the memory budget needs --liftoff-only (npx node test/run.ts test/mqtt-hostile.test.ts)');
   const rssBefore = process.memoryUsage().rss;
   let peak = rssBefore;
   const sampler = setInterval(() => { peak = Math.max(peak, process.memoryUsage().rss); }, 5);
@@ -157,9 +164,7 @@ async function fastOversizedFlood(budgetMb?: number): Promise<void> {
 
 t('oversized CONNECTs and PUBLISHes sent fast by many connections: each closed from its fixed header, MQTT 5 DISCONNECT 0x95', () => fastOversizedFlood());
 
-unless('mqtt hostile: memory budget of the fast oversized flood',
-  'known gap: the gateway process grows 120–135 MB at peak (budget 64 MB) while 80 senders push up to 16 MB each behind a refused header; not retained after GC, cause not yet found (issue #12)',
-  () => t('oversized CONNECTs and PUBLISHes sent fast by many connections: memory growth stays under a fixed budget', () => fastOversizedFlood(64)));
+t('oversized CONNECTs and PUBLISHes sent fast by many connections: memory growth stays under a fixed budget', () => fastOversizedFlood(64));
 
 t('garbage bytes, an HTTP request and a first packet other than CONNECT are closed without a CONNACK', async () => {
   const errors = s.edge.stats.protocolErrors!;

@@ -3,9 +3,11 @@
  * and ends with the plain line `N passed, N failed, N skipped`. A file that exits non-zero without a
  * uvu summary counts as one failure. Tests that need a server this machine lacks count as skipped
  * (test/support/suite.ts), so a missing variable shows in the last line instead of vanishing.
+ * A file whose first line is a shebang naming node flags (`#!/usr/bin/env -S node --liftoff-only`)
+ * runs with those flags, as it would run as an executable.
  */
 import { spawn } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { SKIP_MARK } from './support/suite.ts';
 
@@ -31,10 +33,19 @@ interface FileResult {
   ms: number;
 }
 
+/** The `--flags` after `node` on a shebang first line of `file`, else none. */
+function shebangFlags(file: string): string[] {
+  const first = readFileSync(file, 'utf8').split('\n', 1)[0];
+  if (!first.startsWith('#!')) return [];
+  const words = first.slice(2).trim().split(/\s+/);
+  const node = words.indexOf('node');
+  return node < 0 ? [] : words.slice(node + 1).filter((w) => w.startsWith('--'));
+}
+
 function runFile(file: string): Promise<FileResult> {
   const started = Date.now();
   return new Promise((resolvePromise) => {
-    const child = spawn(process.execPath, [file], {
+    const child = spawn(process.execPath, [...shebangFlags(file), file], {
       cwd: root,
       env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
       stdio: ['ignore', 'pipe', 'pipe'],

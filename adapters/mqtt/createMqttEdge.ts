@@ -44,6 +44,14 @@ export interface MqttEdge {
   close(): Promise<void>;
 }
 
+/**
+ * Readable and writable high-water mark of every client socket, bytes. A paused socket (backpressure,
+ * or a connection being closed) stops reading once it holds this much, so it keeps at most one read
+ * (64 KB) of a peer that goes on sending; Node's default (64 KB) let a refused flood hold two.
+ * Writes are bounded by `maxOutboundBytes`, not by this.
+ */
+const SOCKET_HIGH_WATER_MARK = 16 * 1024;
+
 export async function createMqttEdge(options: MqttEdgeOptions): Promise<MqttEdge> {
   const logger = options.logger ?? silentLogger;
   const limits = edgeLimits(options);
@@ -148,8 +156,8 @@ export async function createMqttEdge(options: MqttEdgeOptions): Promise<MqttEdge
   const unsubscribeChanges = options.changes?.subscribe(onChange);
 
   const server: Server = options.tls === undefined
-    ? createServer(onSocket)
-    : createTlsServer({ cert: options.tls.cert as never, key: options.tls.key as never, handshakeTimeout: limits.connectTimeoutMs }, onSocket);
+    ? createServer({ highWaterMark: SOCKET_HIGH_WATER_MARK }, onSocket)
+    : createTlsServer({ highWaterMark: SOCKET_HIGH_WATER_MARK, cert: options.tls.cert as never, key: options.tls.key as never, handshakeTimeout: limits.connectTimeoutMs }, onSocket);
   const port = options.port ?? (options.tls === undefined ? 1883 : 8883);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

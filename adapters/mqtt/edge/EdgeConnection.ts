@@ -248,10 +248,14 @@ export class EdgeConnection implements SessionHolder {
     this.phase = 'closed';
     this.uncork();
     const socket = this.socket;
-    // Nothing more is read: a peer still sending (a flood behind an oversized header) fills its own window.
+    // A paused net.Socket reads on until its buffer holds the high-water mark (createMqttEdge.ts's
+    // SOCKET_HIGH_WATER_MARK), one chunk at most; beyond it a peer still sending (a flood behind an
+    // oversized header) fills its own window.
     socket.pause();
     if (!socket.destroyed) {
-      if (graceful) {
+      // A graceful close lets written packets reach the peer, holding that chunk meanwhile. A peer
+      // that was never sent a byte (refused before CONNACK) has nothing to wait for: closed at once.
+      if (graceful && socket.bytesWritten + socket.writableLength > 0) {
         // Let a DISCONNECT leave, but do not wait on a peer that does not read.
         socket.end();
         const timer = setTimeout(() => socket.destroy(), 1000);
