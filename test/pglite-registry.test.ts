@@ -1,5 +1,6 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -125,6 +126,53 @@ snapshots('a snapshot that does not load falls back to initdb and leaves nothing
     await reopened.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+snapshots('a new data dir is unpacked from the snapshot in this process: the schema initdb makes, files synced, data kept', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'fleetstream-pglite-'));
+  const fresh = await PGlite.create();
+  try {
+    const registry = await createPgliteRegistry({ dir });
+    await migrate(pgliteExecutor(fresh));
+    const expected = await schemaOf(async (text) => (await fresh.query<Record<string, unknown>>(text)).rows);
+    assert.equal(await schemaOf(async (text) => (await registry.executor.query<Record<string, unknown>>(text)).rows), expected);
+    const user = await registry.createUser({ name: 'in an unpacked registry' });
+    await registry.close();
+    assert.ok(existsSync(join(dir, 'PG_VERSION')));
+    assert.ok(existsSync(join(dir, 'base')));
+    const reopened = await createPgliteRegistry({ dir });
+    assert.equal(await reopened.getUser(user.entity.id), user.entity);
+    await reopened.close();
+  } finally {
+    await fresh.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+snapshots('a snapshot naming a path outside its directory is refused: nothing written there, initdb instead', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'fleetstream-pglite-'));
+  const registryDir = join(root, 'registry');
+  const escape = join(root, 'escaped');
+  try {
+    // One ustar entry named ../escaped holding "x".
+    const header = Buffer.alloc(512);
+    header.write('../escaped', 0, 'latin1');
+    header.write('0000644\0', 100, 'latin1');
+    header.write('00000000001\0', 124, 'latin1');
+    header.write('0', 156, 'latin1');
+    header.write('ustar\0', 257, 'latin1');
+    const body = Buffer.alloc(512);
+    body.write('x');
+    const bad = join(root, 'escape.tar.gz');
+    writeFileSync(bad, gzipSync(Buffer.concat([header, body, Buffer.alloc(1024)])));
+    const registry = await createPgliteRegistry({ dir: registryDir, snapshot: bad });
+    await registry.createUser({ name: 'after initdb' });
+    await registry.close();
+    assert.not.ok(existsSync(escape), 'nothing written outside the registry directory');
+    assert.ok(existsSync(join(registryDir, 'PG_VERSION')), 'created by initdb');
+  } finally {
+    rmSync(root, { recursive: true, force: true });
   }
 });
 

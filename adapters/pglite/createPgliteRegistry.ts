@@ -13,7 +13,7 @@ import { createSqlRegistry, type SqlRegistry } from '../sql-registry/createSqlRe
 import { mapSqlError } from '../sql-registry/sqlErrors.ts';
 import { lockDataDir } from './dataDirLock.ts';
 import { pgliteExecutor } from './pgliteExecutor.ts';
-import { openFromSnapshot, REGISTRY_SNAPSHOT } from './registrySnapshot.ts';
+import { clearNewDir, openFromSnapshot, REGISTRY_SNAPSHOT, unpackSnapshot } from './registrySnapshot.ts';
 
 export { REGISTRY_SNAPSHOT };
 
@@ -50,17 +50,17 @@ export function pgliteRegistryExists(dir: string): boolean {
 }
 
 /**
- * Creates the database of a new registry in a child process, which exits once it is done: from
- * `snapshot` (registrySnapshot.ts) when it loads, else by initdb. Run in this process, either leaves
- * about 150 MB of memory behind for as long as the service lives (WebAssembly memory never shrinks;
- * compiled code and allocator arenas: bench/start.bench.ts, fresh against restart); a worker thread
- * keeps most of it too. The service loads meanwhile on the other core. The caller holds the data
- * dir's lock throughout. An in-memory registry (tests) loads the snapshot in this process.
+ * Creates the database of a new registry by initdb in a child process, which exits once it is done:
+ * when the snapshot (registrySnapshot.ts) cannot be unpacked or opened. Run in this process, initdb
+ * leaves about 150 MB of memory behind for as long as the service lives (WebAssembly memory never
+ * shrinks; compiled code and allocator arenas); a worker thread keeps most of it too. The caller
+ * holds the data dir's lock throughout. An in-memory registry (tests) loads the snapshot through
+ * PGlite, in this process.
  */
-function createInChildProcess(dir: string, snapshot: string | null): Promise<void> {
+function createInChildProcess(dir: string): Promise<void> {
   return new Promise((resolve, reject) => {
     // Baseline tier only: the child runs the database for a moment, not worth optimising compiles.
-    const child = spawn(process.execPath, ['--liftoff-only', fileURLToPath(new URL('./createRegistryProcess.ts', import.meta.url)), dir, POSTGRESQL_CONF, snapshot ?? ''], {
+    const child = spawn(process.execPath, ['--liftoff-only', fileURLToPath(new URL('./createRegistryProcess.ts', import.meta.url)), dir, POSTGRESQL_CONF], {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let stderr = '';
@@ -74,29 +74,43 @@ function createInChildProcess(dir: string, snapshot: string | null): Promise<voi
   });
 }
 
-export async function createPgliteRegistry(options: PgliteRegistryOptions = {}): Promise<SqlRegistry> {
-  if (options.dir !== undefined && options.create === false && !pgliteRegistryExists(options.dir)) {
-    throw new FleetError('NOT_FOUND', `no registry in ${options.dir}`, { detail: { dir: options.dir } });
-  }
-  const release = options.dir === undefined ? async () => {} : lockDataDir(options.dir);
-  const snapshot = options.snapshot === undefined ? REGISTRY_SNAPSHOT : options.snapshot;
-  if (options.dir === undefined && snapshot !== null) {
-    const loaded = await openFromSnapshot({ file: snapshot, postgresqlconf: POSTGRESQL_CONF, clock: options.clock });
-    if (loaded) return loaded;
-  }
-  let db: PGlite;
+/** Opens the database in `dir` (or in memory) as a registry; on failure closes it, leaving the lock to the caller. */
+async function openRegistry(dir: string | undefined, clock: Clock | undefined, release: () => Promise<void>): Promise<SqlRegistry> {
+  const db = await PGlite.create({ ...(dir === undefined ? {} : { dataDir: dir }), postgresqlconf: POSTGRESQL_CONF });
   try {
-    if (options.dir !== undefined && !pgliteRegistryExists(options.dir)) await createInChildProcess(options.dir, snapshot);
-    db = await PGlite.create({ ...(options.dir === undefined ? {} : { dataDir: options.dir }), postgresqlconf: POSTGRESQL_CONF });
+    return await createSqlRegistry(pgliteExecutor(db, release), clock ? { clock } : {});
+  } catch (error) {
+    await db.close().catch(() => undefined);
+    throw error;
+  }
+}
+
+export async function createPgliteRegistry(options: PgliteRegistryOptions = {}): Promise<SqlRegistry> {
+  const { dir, clock } = options;
+  if (dir !== undefined && options.create === false && !pgliteRegistryExists(dir)) {
+    throw new FleetError('NOT_FOUND', `no registry in ${dir}`, { detail: { dir } });
+  }
+  const snapshot = options.snapshot === undefined ? REGISTRY_SNAPSHOT : options.snapshot;
+  if (dir === undefined) {
+    const loaded = snapshot === null ? undefined : await openFromSnapshot({ file: snapshot, postgresqlconf: POSTGRESQL_CONF, clock });
+    return loaded ?? openRegistry(undefined, clock, async () => {}).catch((error: unknown) => Promise.reject(mapSqlError(error)));
+  }
+  const release = lockDataDir(dir);
+  try {
+    if (!pgliteRegistryExists(dir)) {
+      if (snapshot !== null && await unpackSnapshot(snapshot, dir)) {
+        try {
+          return await openRegistry(dir, clock, release);
+        } catch {
+          // Unpacked but not usable (a migration edited since the snapshot was made): initdb instead.
+          clearNewDir(dir);
+        }
+      }
+      await createInChildProcess(dir);
+    }
+    return await openRegistry(dir, clock, release);
   } catch (error) {
     await release();
     throw mapSqlError(error);
-  }
-  const executor = pgliteExecutor(db, release);
-  try {
-    return await createSqlRegistry(executor, options.clock ? { clock: options.clock } : {});
-  } catch (error) {
-    await executor.close();
-    throw error;
   }
 }
