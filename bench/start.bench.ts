@@ -7,8 +7,8 @@
  *
  *   npx node bench/start.bench.ts [idleSeconds=15] [rounds=2]
  *
- * RSS is read from /proc/<pid>/status (VmRSS; VmHWM for the peak), so this runs on Linux. A new
- * registry is created in a child process of the service: the peak "with children" is the highest
+ * RSS is read from /proc/<pid>/status (VmRSS; VmHWM for the peak), so this runs on Linux. Should a new
+ * registry need initdb, that runs in a child process of the service: the peak "with children" is the highest
  * sum of the service's and its children's RSS, sampled every 50 ms until ready. The service runs
  * with the Node flags of package.json's start script, as `npm start` runs it.
  */
@@ -47,7 +47,7 @@ function memoryOf(pid: number): { rss: number; peak: number; anon: number; file:
   return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024, anon: kb('RssAnon') / 1024, file: kb('RssFile') / 1024 };
 }
 
-/** RSS of a process and every process below it, MB (a new registry is created in a child process). */
+/** RSS of a process and every process below it, MB (initdb of a new registry runs in a child process). */
 function treeRssOf(pid: number): number {
   let total = 0;
   try {
