@@ -64,8 +64,10 @@ export async function serveHttpEdge(options: {
   const { config, registry, store, clock, logger, admission } = options;
   const connections = new LiveConnections(10_000);
   const liveAccess = new EdgeAccess({ registry, clock, cacheTtlMs: registryCacheTtlMs(config) });
-  // The process has no lifetime of its own for this listener: it goes when the changes are closed.
+  // The process has no lifetime of its own for these listeners: they go when the changes are closed.
   options.changes.subscribe((change) => liveAccess.apply(change));
+  const lpwanIntake = new LpwanUplinkIntake({ devices: registry, admission, clock, atWindow: atWindowOf(config), cacheTtlMs: registryCacheTtlMs(config) });
+  options.changes.subscribe((change) => lpwanIntake.apply(change));
   const liveSocket = options.live === undefined ? undefined : createLiveSocket({
     hub: options.live,
     access: liveAccess,
@@ -85,7 +87,7 @@ export async function serveHttpEdge(options: {
       rateLimit: config.http.rateLimitPerSecond > 0 ? { perSecond: config.http.rateLimitPerSecond, burst: config.http.rateLimitBurst } : undefined,
     },
     logger,
-    lpwan: { applications: options.lpwanApplications, intake: new LpwanUplinkIntake({ devices: registry, admission, clock, atWindow: atWindowOf(config) }) },
+    lpwan: { applications: options.lpwanApplications, intake: lpwanIntake },
     commands: options.commands,
     observe: options.observe,
     live: options.live === undefined ? undefined : { hub: options.live, connections },

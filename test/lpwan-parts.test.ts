@@ -172,6 +172,58 @@ test('intake: content type by payload format, bindings cached for the TTL, unkno
   assert.is(appended.length, 6);
 });
 
+test('intake: registry changes reach the binding cache at once, and a lookup that overlapped one is not cached', async () => {
+  const clock = new SimulatedClock(1_000_000);
+  const byEui = new Map<string, Device>([
+    ['0000000000000001', fakeDevice('d-one', { networkId: 'loriot', data: { devEui: '0000000000000001' } }, { format: 'cayenne' })],
+    ['0000000000000002', fakeDevice('d-two', { networkId: 'loriot', data: { devEui: '0000000000000002' } }, { format: 'cayenne' })],
+  ]);
+  const lookups: string[] = [];
+  const admission = new UplinkAdmission({
+    ingest: { append: async (s) => ({ id: s.id!, receivedAt: s.receivedAt! }) },
+    deadLetters: { add: async () => undefined },
+    clock,
+    compile: routingCompile,
+  });
+  const devices = fakeDevices(byEui, lookups);
+  const intake = new LpwanUplinkIntake({ devices, admission, clock, cacheTtlMs: 600_000 });
+  const app = { networkId: 'loriot' as const, applicationId: 'BE7A0000' };
+  const up = (devEui: string): LpwanUplink => ({ networkId: 'loriot', devEui, fPort: 3, payload: new Uint8Array([1]) });
+  for (const eui of ['0000000000000001', '0000000000000002', '00000000000000FF']) await intake.accept(app, up(eui));
+  assert.is(lookups.length, 3);
+  // Deleted: its binding is looked up again at once; the other device's stays cached.
+  byEui.delete('0000000000000001');
+  intake.apply({ kind: 'device-deleted', deviceId: 'd-one' });
+  assert.is((await intake.accept(app, up('0000000000000001'))).code, 'UNKNOWN_DEVICE');
+  await intake.accept(app, up('0000000000000002'));
+  assert.equal(lookups.slice(3), ['0000000000000001']);
+  // Activated with a devEui cached as unbound: any device change drops the unbound entries.
+  byEui.set('00000000000000FF', fakeDevice('d-new', { networkId: 'loriot', data: { devEui: '00000000000000FF' } }, { format: 'cayenne' }));
+  intake.apply({ kind: 'device-changed', deviceId: 'd-new' });
+  const activated = await intake.accept(app, up('00000000000000ff'));
+  assert.equal([activated.status, activated.deviceId], ['accepted', 'd-new']);
+  // Changes that concern no device leave the cache alone; resync drops it all.
+  const before = lookups.length;
+  intake.apply({ kind: 'membership-changed', groundId: 'g'.repeat(22), userId: 'u'.repeat(22) });
+  await intake.accept(app, up('0000000000000002'));
+  assert.is(lookups.length, before);
+  intake.apply({ kind: 'resync' });
+  await intake.accept(app, up('0000000000000002'));
+  assert.is(lookups.length, before + 1);
+  // A lookup in flight while a change arrives answers its message but is not kept.
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => { release = resolve; });
+  const slow = { ...devices, findDeviceByNetwork: async (n: string, eui: string) => { await gate; return devices.findDeviceByNetwork(n, eui); } };
+  const racing = new LpwanUplinkIntake({ devices: slow, admission, clock, cacheTtlMs: 600_000 });
+  const pending = racing.accept(app, up('0000000000000002'));
+  racing.apply({ kind: 'device-changed', deviceId: 'd-two' });
+  release();
+  assert.is((await pending).status, 'accepted');
+  const counted = lookups.length;
+  await racing.accept(app, up('0000000000000002'));
+  assert.is(lookups.length, counted + 1, 'looked up again: the overlapped answer was not cached');
+});
+
 test('intake: a device bound in another application is unknown to this one; a payload problem of a known device is its dead letter', async () => {
   const clock = new SimulatedClock(5000);
   const dead: { envelope: UplinkEnvelope; code: string }[] = [];

@@ -20,6 +20,7 @@ import { DEFAULT_AT_WINDOW, type AtWindow } from '../uplink/admission/compileDev
 import type { ErrorCode } from '../kernel/errors.ts';
 import type { LpwanApplication, LpwanNetworkId } from '../ports/lpwanApplications.ts';
 import type { DeviceWithAssets, Registry } from '../ports/registry.ts';
+import type { RegistryChange } from '../ports/registryChanges.ts';
 import type { AdmissionOutcome, UplinkAdmissionPort } from '../ports/uplinkAdmission.ts';
 import type { ContentType, UplinkEnvelope } from '../../schemas/messages.ts';
 import type { LpwanUplinkAnswer } from '../../schemas/lpwan.ts';
@@ -55,7 +56,8 @@ export interface LpwanUplinkIntakeOptions {
   clock: Clock;
   /**
    * How long a devEui's device (or its absence) is reused before the registry is asked again, ms.
-   * Default 2000; 0 disables. A device activated or deleted meanwhile is seen within this time.
+   * Default 2000; 0 disables. A device activated, changed or deleted meanwhile is seen within this
+   * time, or at once when the change reaches apply().
    */
   cacheTtlMs?: number;
   /** Bindings cached at most. Default 10 000. */
@@ -141,6 +143,8 @@ export class LpwanUplinkIntake {
   readonly #answerTtl: number;
   readonly #maxAnswers: number;
   readonly #window: Readonly<AtWindow>;
+  /** Counts the changes apply() acted on: a lookup that overlapped one does not cache its answer. */
+  #generation = 0;
 
   constructor(options: LpwanUplinkIntakeOptions) {
     this.#options = options;
@@ -223,6 +227,24 @@ export class LpwanUplinkIntake {
     return answer(deviceId, outcome);
   }
 
+  /**
+   * A registry change (engine/ports/registryChanges.ts): a changed or deleted device's bindings are
+   * looked up again, and so is every devEui cached as unbound (a device may have just been
+   * activated with it); `resync` drops everything.
+   */
+  apply(change: RegistryChange): void {
+    if (change.kind === 'resync') {
+      this.#cache.clear();
+      this.#generation++;
+      return;
+    }
+    if (change.kind !== 'device-changed' && change.kind !== 'device-deleted') return;
+    for (const [key, cached] of this.#cache) {
+      if (cached.device === undefined || cached.device.id === change.deviceId) this.#cache.delete(key);
+    }
+    this.#generation++;
+  }
+
   async #device(networkId: string, devEui: string): Promise<DeviceWithAssets | undefined> {
     const key = `${networkId}\n${devEui}`;
     const now = this.#options.clock.now();
@@ -234,9 +256,10 @@ export class LpwanUplinkIntake {
         return hit.device;
       }
     }
+    const generation = this.#generation;
     const bound = await this.#options.devices.findDeviceByNetwork(networkId, devEui);
     const device = bound === undefined ? undefined : await this.#options.devices.getDevice(bound.id);
-    if (this.#ttl > 0) {
+    if (this.#ttl > 0 && generation === this.#generation) {
       this.#cache.set(key, { device, expires: now + this.#ttl });
       if (this.#cache.size > this.#maxCached) this.#cache.delete(this.#cache.keys().next().value!);
     }
