@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { FleetError, toFleetError } from '../../engine/kernel/errors.ts';
 import { partitionFor } from '../../engine/kernel/partition.ts';
 import type { CommitRequest, Consumer, ConsumerOptions, Log, ProducerRecord, RecordPosition, TopicSpec } from '../../engine/ports/log.ts';
-import { syncDirSync } from './atomicWrite.ts';
+import { syncDirSync } from '../syncDir.ts';
 import { DirLock } from './DirLock.ts';
 import { FlushRounds } from './FlushRounds.ts';
 import { GroupCoordinator } from './GroupCoordinator.ts';

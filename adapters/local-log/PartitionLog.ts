@@ -16,7 +16,7 @@ import { frameBytes, SEGMENT_HEADER_BYTES, segmentHeader, writeFrame } from './r
 import { RecentWrites } from './RecentWrites.ts';
 import type { RoundJournal } from './RoundJournal.ts';
 import { Segment } from './Segment.ts';
-import { syncDir } from './atomicWrite.ts';
+import { syncDir } from '../syncDir.ts';
 
 /** Bytes of its latest writes a partition keeps for readers at its end (RecentWrites.ts). */
 const RECENT_WRITE_BYTES = 256 * 1024;

@@ -23,12 +23,12 @@
  * it was never acknowledged. A segment that no longer exists was removed by retention (a journaled
  * segment's directory entry was made durable when it was created), so its entries are skipped.
  */
-import { closeSync, constants, fsyncSync, openSync, readSync, statSync, writeSync } from 'node:fs';
+import { closeSync, constants, existsSync, fsyncSync, openSync, readSync, statSync, writeSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { FleetError } from '../../engine/kernel/errors.ts';
-import { syncDirSync } from './atomicWrite.ts';
+import { syncDirSync } from '../syncDir.ts';
 import type { LocalLogStats } from './LocalLogStats.ts';
 import { segmentFileName, type Segment } from './Segment.ts';
 
@@ -84,7 +84,7 @@ export class RoundJournal {
   #allocated: number;
   #round: Entry[] = [];
   #roundBytes = 0;
-  #roundDone: { promise: Promise<void>; resolve(): void; reject(error: unknown): void } | undefined;
+  #roundDone: PromiseWithResolvers<void> | undefined;
   /** Segments written through the journal since the last checkpoint: they hold data only the journal has made durable. */
   readonly #covered = new Set<Segment>();
   #failed: FleetError | undefined;
@@ -108,14 +108,8 @@ export class RoundJournal {
    */
   static open(dir: string, limitBytes: number, stats: JournalStats): RoundJournal {
     const file = join(dir, JOURNAL_FILE);
-    let epoch = 0;
-    let existed = true;
-    try {
-      statSync(file);
-    } catch {
-      existed = false;
-    }
-    if (existed) epoch = replay(dir, file);
+    const existed = existsSync(file);
+    const epoch = existed ? replay(dir, file) : 0;
     const next = (epoch + 1) % TWO_32;
     // Kept at its size when it exists: rewriting the start of a file of known length is cheaper than
     // extending it, and the new epoch tells the old entries apart.
@@ -159,12 +153,7 @@ export class RoundJournal {
     this.#round.push({ head, buffers });
     this.#roundBytes += head.length + bytes;
     this.#covered.add(segment);
-    if (!this.#roundDone) {
-      let resolve!: () => void;
-      let reject!: (error: unknown) => void;
-      const promise = new Promise<void>((res, rej) => { resolve = res; reject = rej; });
-      this.#roundDone = { promise, resolve, reject };
-    }
+    this.#roundDone ??= Promise.withResolvers<void>();
     return this.#roundDone.promise;
   }
 

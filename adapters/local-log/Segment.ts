@@ -20,9 +20,6 @@ const NAME = /^(\d{20})\.seg$/;
 const DSYNC: number | undefined = constants.O_DSYNC;
 const WRITE_FLAGS: string | number = DSYNC === undefined ? 'r+' : constants.O_RDWR | DSYNC;
 const CREATE_FLAGS: string | number = DSYNC === undefined ? 'wx+' : constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | DSYNC;
-/** Without O_DSYNC: for a log whose flush rounds make writes durable through their journal (RoundJournal.ts). */
-const BUFFERED_WRITE_FLAGS = 'r+';
-const BUFFERED_CREATE_FLAGS = 'wx+';
 
 export function segmentFileName(baseOffset: number): string {
   return `${String(baseOffset).padStart(20, '0')}.seg`;
@@ -47,6 +44,8 @@ export class Segment {
   /** The handle once open: what writeNow() writes through. */
   #opened: FileHandle | undefined;
   #flags: string | number;
+  /** Opened with O_DSYNC; false for a log whose rounds make writes durable through their journal (RoundJournal.ts). */
+  readonly #dsync: boolean;
   #reads = 0;
   #deleted = false;
   #closeWhenIdle: (() => void) | undefined;
@@ -56,13 +55,14 @@ export class Segment {
     this.baseOffset = baseOffset;
     this.file = join(dir, segmentFileName(baseOffset));
     this.durableSize = durableSize;
-    this.#flags = writable ? (durableWrites ? WRITE_FLAGS : BUFFERED_WRITE_FLAGS) : 'r';
+    this.#dsync = writable && durableWrites && DSYNC !== undefined;
+    this.#flags = !writable ? 'r' : durableWrites ? WRITE_FLAGS : 'r+';
   }
 
   /** Creates the file of a new segment (failing if it exists: offsets are never reused for a live file). */
   static create(dir: string, baseOffset: number, durableWrites = true): Segment {
     const segment = new Segment(dir, baseOffset, 0, true, durableWrites);
-    segment.#handle = segment.#keep(open(segment.file, durableWrites ? CREATE_FLAGS : BUFFERED_CREATE_FLAGS));
+    segment.#handle = segment.#keep(open(segment.file, durableWrites ? CREATE_FLAGS : 'wx+'));
     return segment;
   }
 
@@ -103,7 +103,7 @@ export class Segment {
 
   /** Writes are durable once they resolve (O_DSYNC): no sync() needed after them. */
   get writesAreDurable(): boolean {
-    return (this.#flags === WRITE_FLAGS || this.#flags === CREATE_FLAGS) && DSYNC !== undefined;
+    return this.#dsync && this.#flags !== 'r';
   }
 
   /** Writes `buffers` contiguously at `position`. */

@@ -5,35 +5,7 @@
 import { closeSync, fsyncSync, openSync, renameSync, writeSync } from 'node:fs';
 import { open, rename } from 'node:fs/promises';
 import { dirname } from 'node:path';
-
-/** Platforms that cannot fsync a directory answer with one of these; there is nothing more to do there. */
-const DIR_SYNC_UNSUPPORTED = new Set(['EISDIR', 'EINVAL', 'EPERM', 'ENOTSUP']);
-
-function unsupported(error: unknown): boolean {
-  return DIR_SYNC_UNSUPPORTED.has((error as NodeJS.ErrnoException).code ?? '');
-}
-
-export async function syncDir(dir: string): Promise<void> {
-  const handle = await open(dir, 'r');
-  try {
-    await handle.sync();
-  } catch (error) {
-    if (!unsupported(error)) throw error;
-  } finally {
-    await handle.close();
-  }
-}
-
-export function syncDirSync(dir: string): void {
-  const fd = openSync(dir, 'r');
-  try {
-    fsyncSync(fd);
-  } catch (error) {
-    if (!unsupported(error)) throw error;
-  } finally {
-    closeSync(fd);
-  }
-}
+import { syncDir, syncDirSync } from '../syncDir.ts';
 
 export async function writeFileAtomic(path: string, data: string): Promise<void> {
   const tmp = `${path}.tmp`;

@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
 import { createSqlRegistry, type SqlRegistry } from '../sql-registry/createSqlRegistry.ts';
 import type { Clock } from '../../engine/kernel/clock.ts';
+import { syncDirSync } from '../syncDir.ts';
 import { LOCK_FILE } from './dataDirLock.ts';
 import { pgliteExecutor } from './pgliteExecutor.ts';
 
@@ -28,18 +29,6 @@ export function clearNewDir(dir: string): void {
 }
 
 const BLOCK = 512;
-
-/** fsync of a directory; platforms that cannot do it answer with one of these codes, and there is nothing more to do there. */
-function syncDir(dir: string): void {
-  const fd = openSync(dir, 'r');
-  try {
-    fsyncSync(fd);
-  } catch (error) {
-    if (!['EISDIR', 'EINVAL', 'EPERM', 'ENOTSUP'].includes((error as NodeJS.ErrnoException).code ?? '')) throw error;
-  } finally {
-    closeSync(fd);
-  }
-}
 
 function tarField(block: Buffer, at: number, length: number): string {
   const end = block.indexOf(0, at);
@@ -114,7 +103,7 @@ export async function unpackSnapshot(file: string, dir: string): Promise<boolean
     if (!ended || fd !== undefined) throw new Error('registry snapshot: truncated archive');
     // The files' directory entries too, deepest first.
     const dirs = [...new Set(written.map((path) => join(path, '..')))].sort((x, y) => y.length - x.length);
-    for (const each of [...dirs, dir]) syncDir(each);
+    for (const each of [...dirs, dir]) syncDirSync(each);
     return written.length > 0;
   } catch {
     if (fd !== undefined) closeSync(fd);
