@@ -17,13 +17,12 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { startFlags } from '../test/support/startFlags.ts';
 
 const root = new URL('..', import.meta.url).pathname;
 const idleSeconds = Number(process.argv[2] ?? 15);
 const rounds = Number(process.argv[3] ?? 2);
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-/** `node --flag … bin/fleetstream.ts start` in package.json: the flags. */
-const startFlags = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts.start as string).split(/\s+/).filter((word) => word.startsWith('--'));
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -6,15 +6,14 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { createServer } from 'node:net';
 import { loadConfig } from '../app/loadConfig.ts';
+import { startFlags } from './support/startFlags.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
 
 const run = promisify(execFile);
 const bin = new URL('../bin/fleetstream.ts', import.meta.url).pathname;
-const startFlags = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts.start as string).split(/\s+/).filter((word) => word.startsWith('--'));
 const tmp = tempDir('service');
 const env = { ...process.env, DATA_DIR: `${tmp.dir}/data`, LOG_LEVEL: 'info', MQTT_PORT: '0', MQTT_HOST: '127.0.0.1', DATABASE_URL: '', KAFKA_BROKERS: '', CLICKHOUSE_URL: '' };
 
