@@ -129,7 +129,7 @@ export class UplinkPipeline implements UplinkSink {
    */
   positions(): Map<number, number | undefined> {
     const out = new Map<number, number | undefined>();
-    for (const partition of this.#assigned) out.set(partition, this.#trackers.get(`${this.#topic}\u0000${partition}`)?.watermark);
+    for (const partition of this.#assigned) out.set(partition, this.#trackers.get(this.#trackerKey(partition))?.watermark);
     return out;
   }
 
@@ -167,7 +167,7 @@ export class UplinkPipeline implements UplinkSink {
     const clock = this.#options.clock;
     const deadline = clock.now() + timeoutMs;
     const reached = () => [...positions].every(([partition, offset]) => {
-      const tracker = this.#trackers.get(`${this.#topic}\u0000${partition}`);
+      const tracker = this.#trackers.get(this.#trackerKey(partition));
       return tracker !== undefined && tracker.inFlight === 0 && tracker.watermark >= offset;
     });
     while (!reached()) {
