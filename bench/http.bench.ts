@@ -27,6 +27,8 @@ import { createLocalLog } from '../adapters/local-log/LocalLog.ts';
 import { createPgliteRegistry } from '../adapters/pglite/createPgliteRegistry.ts';
 import { systemClock } from '../engine/kernel/clock.ts';
 import { buildIntake } from '../app/buildIntake.ts';
+import { registryCacheTtlMs } from '../app/buildEdges.ts';
+import { InProcessRegistryChanges } from '../adapters/registry-changes/InProcessRegistryChanges.ts';
 
 /** Measured rounds per side. */
 const ROUNDS = 3;
@@ -61,6 +63,9 @@ async function serverThread(deviceCount: number): Promise<void> {
     store: { latest: none, history: none, aggregate: none },
     rejections: { recent: none },
     clock: systemClock,
+    // Registry answers cached as the embedded service caches them (app/buildEdges.ts), kept current by registry changes.
+    changes: new InProcessRegistryChanges(),
+    cacheTtlMs: registryCacheTtlMs({}),
   });
   const bare = new Hono();
   bare.put('/device/:id/state', (c) => c.body(null, 202));

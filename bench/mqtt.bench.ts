@@ -55,6 +55,7 @@ import { systemClock } from '../engine/kernel/clock.ts';
 import { CommandActors } from '../engine/commands/CommandActors.ts';
 import { CommandPipeline } from '../engine/commands/CommandPipeline.ts';
 import { commandDirectory } from '../app/buildCommands.ts';
+import { registryCacheTtlMs } from '../app/buildEdges.ts';
 import { InProcessRegistryChanges } from '../adapters/registry-changes/InProcessRegistryChanges.ts';
 import { newId } from '../engine/kernel/ids.ts';
 import { buildIntake } from '../app/buildIntake.ts';
@@ -90,10 +91,13 @@ async function engineThread(deviceCount: number): Promise<void> {
     log: { append: async (topic, records) => { const p = await log.append(topic, records); if (topic === Topics.uplinks) appended += records.length; return p; } },
   });
   const { admission } = intake;
-  const edge = await createMqttEdge({ registry, admission, clock: systemClock, port: 0, host: '127.0.0.1' });
+  // Registry answers cached as the embedded service caches them (app/buildEdges.ts), kept current by registry changes.
+  const changes = new InProcessRegistryChanges();
+  const cacheTtlMs = registryCacheTtlMs({});
+  const edge = await createMqttEdge({ registry, changes, cacheTtlMs, admission, clock: systemClock, port: 0, host: '127.0.0.1' });
   const actors = new CommandActors({ clock: systemClock, transport: edge.commands });
   // Devices looked up per command as the service does (app/buildCommands.ts): cached, kept current by registry changes.
-  const { directory } = commandDirectory({ registry, changes: new InProcessRegistryChanges(), clock: systemClock });
+  const { directory } = commandDirectory({ registry, changes, clock: systemClock, cacheTtlMs });
   const commands = new CommandPipeline({ log, actors, directory, clock: systemClock, commitIntervalMs: 50 });
   await commands.start();
   let external: ExternalMqtt | undefined;
@@ -108,7 +112,7 @@ async function engineThread(deviceCount: number): Promise<void> {
       const payload = new TextEncoder().encode(JSON.stringify({ value: m.value, at: new Date().toISOString() }));
       void edge.commands.deliver({ commandId: newId(), deviceId: m.device.id, asset: { id: m.device.ledId, name: 'led' }, payload });
     } else if (m.type === 'external') {
-      if (m.on) external = await createExternalMqtt({ url: MOSQUITTO, registry, admission, clock: systemClock, shareGroup: `fsbench-${process.pid}`, connections: m.connections });
+      if (m.on) external = await createExternalMqtt({ url: MOSQUITTO, registry, changes, cacheTtlMs, admission, clock: systemClock, shareGroup: `fsbench-${process.pid}`, connections: m.connections });
       else await external?.close();
       post({ type: 'external', brokerDropped: external?.stats.brokerDropped ?? 0 });
     } else {
