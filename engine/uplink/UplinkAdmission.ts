@@ -43,19 +43,25 @@ export class UplinkAdmission implements UplinkAdmissionPort {
     this.#newId = options.newId ?? newUplinkId;
   }
 
-  async admit(device: DeviceInfo, submission: UplinkSubmission): Promise<AdmissionOutcome> {
-    const envelope = this.#envelope(submission);
-    let compiled: CompiledDevice;
+  admit(device: DeviceInfo, submission: UplinkSubmission): Promise<AdmissionOutcome> {
     try {
-      compiled = this.#compiledOf(device);
+      const envelope = this.#envelope(submission);
+      let compiled: CompiledDevice;
+      try {
+        compiled = this.#compiledOf(device);
+      } catch (error) {
+        // A stored profile or script that no longer compiles refuses the device's uplinks, not the edge.
+        return this.#refused(envelope, [{ code: 'PROCESSING_FAILED', reason: `device ${device.id} cannot be compiled: ${toFleetError(error).message}` }]);
+      }
+      const admission = admitUplink(envelope, compiled);
+      if (admission.verdict === 'refused') return this.#refused(envelope, admission.rejections);
+      // The envelope is this call's own object: the decision goes on it, not on a copy.
+      envelope.admitted = carried(admission);
+      const outcome: AdmissionOutcome = { status: 'accepted', uplinkId: envelope.id, receivedAt: envelope.receivedAt, dropped: admission.dropped };
+      return this.#o.ingest.append(envelope).then(() => outcome);
     } catch (error) {
-      // A stored profile or script that no longer compiles refuses the device's uplinks, not the edge.
-      return this.#refused(envelope, [{ code: 'PROCESSING_FAILED', reason: `device ${device.id} cannot be compiled: ${toFleetError(error).message}` }]);
+      return Promise.reject(error);
     }
-    const admission = admitUplink(envelope, compiled);
-    if (admission.verdict === 'refused') return this.#refused(envelope, admission.rejections);
-    await this.#o.ingest.append({ ...envelope, admitted: carried(admission) });
-    return { status: 'accepted', uplinkId: envelope.id, receivedAt: envelope.receivedAt, dropped: admission.dropped };
   }
 
   refuse(submission: UplinkSubmission, refusal: RefusedEntry): Promise<AdmissionOutcome> {

@@ -99,27 +99,38 @@ export class UplinkIngest {
   /**
    * Resolves once the uplink is durable in the log. Rejects with BACKPRESSURE when too many are
    * pending, CLOSED after close(), or the log's error (non-FleetErrors become UNAVAILABLE).
+   *
+   * One promise per uplink, resolved from the batcher's callback (Batcher.addThen): this runs for
+   * every uplink of every edge, and an async function awaiting a promise of its own cost two more.
    */
-  async append(submission: UplinkSubmission): Promise<UplinkReceipt> {
-    if (this.#batcher.closed) throw new FleetError('CLOSED', 'uplink ingest is closed');
-    const receivedAt = submission.receivedAt ?? this.#clock.now();
-    const receipt: UplinkReceipt = { id: submission.id ?? this.#newId(receivedAt), receivedAt };
-    const envelope: UplinkEnvelope = { ...submission, ...receipt };
+  append(submission: UplinkSubmission): Promise<UplinkReceipt> {
+    if (this.#batcher.closed) return Promise.reject(new FleetError('CLOSED', 'uplink ingest is closed'));
+    // The admission step gives every uplink its id and receive time; the envelope is then the submission itself.
+    let envelope: UplinkEnvelope;
+    if (submission.id !== undefined && submission.receivedAt !== undefined) envelope = submission as UplinkEnvelope;
+    else {
+      const receivedAt = submission.receivedAt ?? this.#clock.now();
+      envelope = { ...submission, id: submission.id ?? this.#newId(receivedAt), receivedAt };
+    }
     // An edge bug must not put a record on the log that every consumer would choke on.
     if (!checkEnvelope.Check(envelope) || !(envelope.body instanceof Uint8Array)) {
-      throw new FleetError('INTERNAL', 'uplink submission does not match the envelope schema');
+      return Promise.reject(new FleetError('INTERNAL', 'uplink submission does not match the envelope schema'));
     }
-    const value = encodeEnvelope(envelope);
+    let value: Uint8Array;
     try {
-      await this.#batcher.add({ key: submission.deviceId, value, timestamp: receipt.receivedAt });
+      value = encodeEnvelope(envelope);
     } catch (error) {
-      const failure = toFleetError(error);
-      if (failure.code === 'BACKPRESSURE' && failure.detail === undefined) {
-        throw new FleetError('BACKPRESSURE', 'too many uplinks waiting for the log; retry later', { detail: { retryAfter: this.#retryAfter } });
-      }
-      throw failure;
+      return Promise.reject(error);
     }
-    return receipt;
+    const { id, receivedAt } = envelope;
+    return new Promise((resolve, reject) => {
+      this.#batcher.addThen({ key: envelope.deviceId, value, timestamp: receivedAt }, (failure) => {
+        if (failure === undefined) resolve({ id, receivedAt });
+        else if (failure.code === 'BACKPRESSURE' && failure.detail === undefined) {
+          reject(new FleetError('BACKPRESSURE', 'too many uplinks waiting for the log; retry later', { detail: { retryAfter: this.#retryAfter } }));
+        } else reject(failure);
+      });
+    });
   }
 
   /** Refuses new uplinks and resolves once every accepted one is settled. */

@@ -208,7 +208,11 @@ function envelope(e: UplinkEnvelope): void {
   }
 }
 
-/** The envelope's CBOR (its own copy), or undefined when it is not of the plain shape. */
+/**
+ * The envelope's CBOR (its own copy), or undefined when it is not of the plain shape. The copy is
+ * taken like Buffer.from's, from Node's shared pool below 4 KiB: an envelope lives only until the
+ * log has framed it, and a backing store of its own per uplink cost a malloc and a free.
+ */
 export function writeEnvelope(e: UplinkEnvelope): Uint8Array | undefined {
   pos = 0;
   try {
@@ -218,5 +222,7 @@ export function writeEnvelope(e: UplinkEnvelope): Uint8Array | undefined {
     if (error === NOT_PLAIN) return undefined;
     throw error;
   }
-  return new Uint8Array(out.subarray(0, pos));
+  const copy = Buffer.allocUnsafe(pos);
+  out.copy(copy, 0, 0, pos);
+  return new Uint8Array(copy.buffer, copy.byteOffset, pos);
 }
