@@ -20,6 +20,10 @@
  *     Mosquitto, so the clock stops when the append count is reached). `lost` = published (and at
  *     QoS 1 acknowledged by Mosquitto) but never appended: the broker dropped them. The ratio is
  *     against Mosquitto alone (publish → receipt) in the same run.
+ * Beside the edge's rate, its CPU time per message over the scenario: the thread that runs edge, log
+ * and engine (process.threadCpuUsage), and the process's other threads apart from the load
+ * generator's (V8's garbage collection and compilers, libuv's file writes). Figures far less noisy
+ * than the rates on a busy machine, for telling a change in the edge's own cost.
  * msg/s = messages arrived / (time from the first publish to the last receipt or append); QoS 1
  * latencies are per message (p50/p99). Each scenario stops at `limitSeconds`; what did not arrive
  * (dropped by a broker, or still on its way) is reported.
@@ -65,7 +69,7 @@ const MOSQUITTO = 'mqtt://127.0.0.1:1883';
 
 interface Device { id: string; token: string; ledId: string }
 type ToWorker = { type: 'count' } | { type: 'command'; deviceId: string; value: number } | { type: 'deliver'; device: Device; value: number } | { type: 'external'; on: boolean; connections?: number } | { type: 'stop' };
-type FromWorker = { type: 'ready'; port: number; devices: Device[] } | { type: 'count'; appended: number } | { type: 'external'; brokerDropped: number } | { type: 'stopped' };
+type FromWorker = { type: 'ready'; port: number; devices: Device[] } | { type: 'count'; appended: number; cpuMicros: number } | { type: 'external'; brokerDropped: number } | { type: 'stopped' };
 
 // ---------------------------------------------------------------- Fleetstream (worker thread)
 
@@ -103,7 +107,10 @@ async function engineThread(deviceCount: number): Promise<void> {
   let external: ExternalMqtt | undefined;
   const post = (m: FromWorker) => parentPort!.postMessage(m);
   parentPort!.on('message', async (m: ToWorker) => {
-    if (m.type === 'count') post({ type: 'count', appended });
+    if (m.type === 'count') {
+      const cpu = process.threadCpuUsage();
+      post({ type: 'count', appended, cpuMicros: cpu.user + cpu.system });
+    }
     else if (m.type === 'command') {
       const record = { id: newId(), deviceId: m.deviceId, asset: 'led', value: m.value, issuer: 'app:bench', issuedAt: Date.now() };
       await log.append(Topics.commands, [{ key: m.deviceId, value: new TextEncoder().encode(JSON.stringify(record)) }]);
@@ -132,6 +139,13 @@ async function engineThread(deviceCount: number): Promise<void> {
 // ---------------------------------------------------------------- load generator (main thread)
 
 interface Outcome { rate: number; received: number; total: number; p50?: number; p99?: number }
+
+/** CPU µs used so far by the whole process and by this (the load generator's) thread. */
+function cpuNow(): { process: number; main: number } {
+  const all = process.cpuUsage();
+  const main = process.threadCpuUsage();
+  return { process: all.user + all.system, main: main.user + main.system };
+}
 
 const percentile = (sorted: number[], q: number) => (sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]);
 
@@ -342,13 +356,19 @@ async function main(): Promise<void> {
         await sub.unsubscribeAsync(`$share/${run}/${run}/q${qos}/#`);
       }
 
-      const before = await appendedNow();
-      const edge = await drive(edgeClients, topic, count, qos, limitMs, async () => (await appendedNow()) - before, [], true);
+      const before = await ask('count', { type: 'count' });
+      const cpuBefore = cpuNow();
+      const edge = await drive(edgeClients, topic, count, qos, limitMs, async () => (await appendedNow()) - before.appended, [], true);
       if (!measured) continue;
+      const cpuAfter = cpuNow();
+      const edgeThread = (await ask('count', { type: 'count' })).cpuMicros - before.cpuMicros;
+      // The rest of the process: V8's helper threads (garbage collection, compilers) and libuv's pool (file writes).
+      const helpers = (cpuAfter.process - cpuBefore.process) - (cpuAfter.main - cpuBefore.main) - edgeThread;
+      const cpuPerMessage = `edge thread ${(edgeThread / edge.received).toFixed(1)} µs, helper threads ${(helpers / edge.received).toFixed(1)} µs CPU per message`;
 
       const label = `MQTT ${version === 5 ? '5    ' : '3.1.1'} QoS ${qos}, ${String(clients).padStart(4)} clients`;
       rows.push(`${label}  mosquitto publish→receipt          ${fmt(base)}`);
-      rows.push(`${label}  fleetstream edge publish→durable   ${fmt(edge)}   ratio ${(edge.rate / base.rate).toFixed(2)}`);
+      rows.push(`${label}  fleetstream edge publish→durable   ${fmt(edge)}   ratio ${(edge.rate / base.rate).toFixed(2)}   ${cpuPerMessage}`);
       if (withExternal) {
         const ext = await externalScenario(mosquittoClients, topic, total, qos, limitMs);
         rows.push(`${label}  fleetstream via mosquitto (external mode) publish→durable ${fmt(ext)}   lost ${ext.total - ext.received}/${ext.total}`
