@@ -103,4 +103,28 @@ test('a user who leaves the ground is disconnected within 1 s; a member followin
   await staying.client.endAsync();
 });
 
+test('an asset removed from a device: a connection that published to it is refused there at once, also when an asset of the same name takes its place; its other assets still take states', async () => {
+  const d = await s.device('shrunk', [{ name: 't', profile: { type: 'number' } }, { name: 'h', profile: { type: 'number' } }]);
+  const conn = await connect(d.token, 5);
+  const publish = (topic: string, value: number) => conn.client.publishAsync(topic, JSON.stringify({ value }), { qos: 1 })
+    .then((ack) => (ack as { reasonCode?: number } | undefined)?.reasonCode ?? 0, (e: { code?: number }) => e.code);
+  const before = s.appended.length;
+  const byId = `asset/${d.assetIds.t}/state`;
+  const byName = `device/${d.deviceId}/asset/t/state`;
+  for (const topic of [byId, byName, `device/${d.deviceId}/asset/h/state`, byId]) assert.is(await publish(topic, 1), 0, `${topic} accepted`);
+  assert.is(s.appended.length, before + 4);
+  assert.ok(await s.registry.deleteAsset(d.deviceId, 't'));
+  await changes.publish({ kind: 'device-changed', deviceId: d.deviceId });
+  assert.is(await publish(byName, 2), 0x90, 'the removed asset, by name');
+  assert.is(await publish(byId, 2), 0x87, 'the removed asset, by id');
+  // A new asset of the same name has another id: the old id's topic stays refused.
+  await s.registry.upsertAsset(d.deviceId, 't', { is: 'sensor', profile: { type: 'number' } });
+  await changes.publish({ kind: 'device-changed', deviceId: d.deviceId });
+  assert.is(await publish(byId, 3), 0x87, 'the old asset id');
+  assert.is(await publish(byName, 3), 0, 'the new asset, by name');
+  assert.is(await publish(`device/${d.deviceId}/asset/h/state`, 3), 0, 'the asset it kept');
+  assert.is(s.appended.length, before + 6, 'nothing appended for the removed asset');
+  await conn.client.endAsync();
+});
+
 test.run();

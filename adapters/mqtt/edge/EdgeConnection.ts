@@ -10,6 +10,7 @@
  */
 import type { Socket } from 'node:net';
 import mqttPacket from 'mqtt-packet';
+import type { UplinkTarget } from '../../../engine/access/mqttTopics.ts';
 import type { Principal } from '../../../engine/ports/registry.ts';
 import type { DeviceWithAssets } from '../../../engine/ports/registry.ts';
 import { FrameReader, type FrameRefusal } from './FrameReader.ts';
@@ -55,6 +56,11 @@ export class EdgeConnection implements SessionHolder {
   /** The device of a device token, reused for `cacheTtlMs` and dropped on a registry change. */
   device: DeviceWithAssets | undefined;
   deviceAt = 0;
+  /**
+   * The last topic this connection published an uplink to and where it went, as decided for that
+   * principal and device object (a device publishes to the same few topics, over and over).
+   */
+  lastRoute: { topic: string; principal: Principal; device: DeviceWithAssets; target: UplinkTarget } | undefined;
   /** MQTT 5 Topic Alias → topic, set by the client's publishes. */
   readonly aliases = new Map<number, string>();
   /** Largest packet the client accepts (MQTT 5 Maximum Packet Size), bytes. */
@@ -304,9 +310,19 @@ export class EdgeConnection implements SessionHolder {
     this.socket.resume();
   }
 
-  /** Writes the acknowledgements that are ready, in order; closes when the refusal allowance is used up. */
+  /**
+   * Writes the acknowledgements that are ready, in order; closes when the refusal allowance is used
+   * up. A lone one (a client with one publish in flight, the usual case) is written at once instead
+   * of through cork() and a tick.
+   */
   flushAcks(): void {
     let wrote = false;
+    if (this.acks.length > 0 && this.acks[0].ready && (this.acks.length === 1 || !this.acks[1].ready) && !this.#corked && this.phase !== 'closed') {
+      const slot = this.acks.shift()!;
+      slot.done = true;
+      if (!this.socket.write(slot.packet ?? encodePuback(slot.packetId)) && this.socket.writableLength > this.ctx.limits.maxOutboundBytes) this.pause('write');
+      wrote = true;
+    }
     while (this.acks.length > 0 && this.acks[0].ready) {
       const slot = this.acks.shift()!;
       slot.done = true;

@@ -13,7 +13,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import mqttPacket from 'mqtt-packet';
-import { authorizeUplink, uplinkContentType, type Refusal } from '../../../engine/access/mqttTopics.ts';
+import { authorizeUplink, uplinkContentType, type Refusal, type UplinkTarget } from '../../../engine/access/mqttTopics.ts';
 import { toFleetError } from '../../../engine/kernel/errors.ts';
 import type { DeviceWithAssets } from '../../../engine/ports/registry.ts';
 import type { EdgeConnection } from './EdgeConnection.ts';
@@ -134,18 +134,25 @@ function decideNext(conn: EdgeConnection, device: DeviceWithAssets | undefined):
   if (pending === undefined || conn.discardUplinks) return;
   const { publish } = pending;
   const principal = conn.principal!;
-  const decision = authorizeUplink(principal, publish.topic, device);
-  if (!decision.ok) {
-    if (device !== undefined && !pending.refreshed && (decision.code === 'UNKNOWN_ASSET' || decision.code === 'FORBIDDEN')) {
-      // The asset may have been created after the cached copy was read.
-      pending.refreshed = true;
-      conn.device = undefined;
-      conn.uplinks.unshift(pending);
-      return;
+  let target: UplinkTarget;
+  const route = conn.lastRoute;
+  if (route !== undefined && route.topic === publish.topic && route.device === device && route.principal === principal) target = route.target;
+  else {
+    const decision = authorizeUplink(principal, publish.topic, device);
+    if (!decision.ok) {
+      if (device !== undefined && !pending.refreshed && (decision.code === 'UNKNOWN_ASSET' || decision.code === 'FORBIDDEN')) {
+        // The asset may have been created after the cached copy was read.
+        pending.refreshed = true;
+        conn.device = undefined;
+        conn.uplinks.unshift(pending);
+        return;
+      }
+      return refuseHere(conn, pending, decision);
     }
-    return refuseHere(conn, pending, decision);
+    target = decision.value;
+    // Allowed for this principal and this device object: a changed device is a new object (the cache drops the old one).
+    conn.lastRoute = { topic: publish.topic, principal, device: device!, target };
   }
-  const target = decision.value;
   const payloadCheck = uplinkContentType(target, publish.payload, conn.ctx.limits.maxPayloadBytes, publish.contentType);
   if (!payloadCheck.ok) return refuseHere(conn, pending, payloadCheck);
   if (publish.payloadFormat === 1 && !isUtf8(publish.payload)) {

@@ -32,9 +32,22 @@ export function parsePublish(first: number, body: Buffer, v5: boolean): InboundP
   const topicLength = body.readUInt16BE(0);
   let pos = 2 + topicLength;
   if (pos > body.length) return { fault: 'malformed', reason: 'topic runs past the packet' };
-  const topicBytes = body.subarray(2, pos);
-  if (!isUtf8(topicBytes) || topicBytes.includes(0)) return { fault: 'topic', reason: 'topic name is not well-formed UTF-8' };
-  const topic = topicBytes.toString('utf8');
+  // ASCII without U+0000 (every topic of the spec's shapes) is read as is; anything else is checked as UTF-8.
+  let ascii = true;
+  for (let i = 2; i < pos; i++) {
+    const b = body[i];
+    if (b === 0 || b > 0x7f) {
+      ascii = false;
+      break;
+    }
+  }
+  let topic: string;
+  if (ascii) topic = body.toString('latin1', 2, pos);
+  else {
+    const topicBytes = body.subarray(2, pos);
+    if (!isUtf8(topicBytes) || topicBytes.includes(0)) return { fault: 'topic', reason: 'topic name is not well-formed UTF-8' };
+    topic = topicBytes.toString('utf8');
+  }
   let packetId = 0;
   if (qos > 0) {
     if (pos + 2 > body.length) return { fault: 'malformed', reason: 'packet identifier missing' };
