@@ -122,6 +122,19 @@ test('UplinkAdmission: accepted uplinks are appended once with the decision; ref
   assert.is(h.appended.length, 1, 'the channel refusal appended nothing either');
 });
 
+test('UplinkAdmission: a refused body that views a larger buffer (an edge\'s read chunk) is recorded as a copy of its own bytes, not with the whole buffer', async () => {
+  const h = harness();
+  const chunk = Buffer.alloc(64 * 1024, 0x20);
+  const bytes = Buffer.from('{"value": "hot"}');
+  bytes.copy(chunk, 1000);
+  const view = chunk.subarray(1000, 1000 + bytes.length);
+  const refused = await h.admission.admit(info, { channel: 'mqtt', contentType: 'json', deviceId: 'd1', asset: 't', body: view });
+  assert.is(refused.status, 'refused');
+  const kept = h.dead[0].envelope.body;
+  assert.equal(Buffer.from(kept), bytes, 'the same bytes');
+  assert.is(kept.buffer.byteLength, bytes.length, 'in a buffer of their own');
+});
+
 test('UplinkAdmission: a log that cannot take the uplink is thrown as it is (503 / not acknowledged); an uncompilable device refuses, it does not throw', async () => {
   const busy = harness({ failAppend: new FleetError('BACKPRESSURE', 'full', { detail: { retryAfter: 1 } }) });
   try {

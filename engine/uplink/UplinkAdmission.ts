@@ -83,6 +83,10 @@ export class UplinkAdmission implements UplinkAdmissionPort {
   }
 
   async #refused(envelope: UplinkEnvelope, rejections: Rejection[]): Promise<AdmissionOutcome> {
+    // The envelope is kept until its dead letters are durable: a body that views a larger buffer (an
+    // edge's read chunk) is copied out, so that a refused uplink does not keep all of it.
+    const body = envelope.body;
+    if (body.byteLength !== body.buffer.byteLength) envelope = { ...envelope, body: new Uint8Array(body) };
     try {
       await this.#o.deadLetters.add(envelope, rejections);
     } catch (error) {

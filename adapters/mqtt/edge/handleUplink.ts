@@ -158,7 +158,7 @@ function decideNext(conn: EdgeConnection, device: DeviceWithAssets | undefined):
   if (publish.payloadFormat === 1 && !isUtf8(publish.payload)) {
     return refuseHere(conn, pending, { ok: false, code: 'MALFORMED_PAYLOAD', reason: 'Payload Format Indicator says UTF-8; the payload is not' });
   }
-  const submission = { channel: 'mqtt' as const, contentType: payloadCheck.value, deviceId: target.deviceId, asset: target.asset, body: new Uint8Array(publish.payload) };
+  const submission = { channel: 'mqtt' as const, contentType: payloadCheck.value, deviceId: target.deviceId, asset: target.asset, body: publish.payload };
   const { gate, limits } = conn.ctx;
   gate.inflight++;
   conn.admitting++;
