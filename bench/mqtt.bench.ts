@@ -5,8 +5,10 @@
  *   npx node bench/mqtt.bench.ts [messages=20000] [clients=100,1000] [commands=200] [limitSeconds=60] [externalConnections|-]
  *     [versions=4,5] [external=on|off] [rssConnections=10000]
  *
- * Before the first configuration is timed, it runs once (up to 5000 messages per QoS, both brokers)
- * unmeasured, so the edge's code is compiled as in a service that has been running.
+ * Before the first configuration is timed, it runs once unmeasured (as many messages per QoS as a
+ * measured scenario, both brokers), so the edge's code is compiled as in a service that has been
+ * running: with 5000 messages the first measured scenario still paid for V8's optimising compiler
+ * (twice the helper-thread CPU per message of the later ones).
  * Ingest, for each client count, MQTT version (4 = 3.1.1, 5) and QoS 0 / QoS 1: `clients` MQTT
  * connections of that version (to Mosquitto and to the edge alike) publish `messages`
  * asset states in all (`{value}` on `device/<id>/asset/t/state`, one device per connection); at
@@ -20,10 +22,11 @@
  *     Mosquitto, so the clock stops when the append count is reached). `lost` = published (and at
  *     QoS 1 acknowledged by Mosquitto) but never appended: the broker dropped them. The ratio is
  *     against Mosquitto alone (publish → receipt) in the same run.
- * Beside the edge's rate, its CPU time per message over the scenario: the thread that runs edge, log
- * and engine (process.threadCpuUsage), and the process's other threads apart from the load
- * generator's (V8's garbage collection and compilers, libuv's file writes). Figures far less noisy
- * than the rates on a busy machine, for telling a change in the edge's own cost.
+ * Beside each rate, CPU time per message over the scenario: the broker (Mosquitto's process, from
+ * /proc when readable; for Fleetstream the thread that runs edge, log and engine), the load
+ * generator's thread, and the process's other threads (V8's garbage collection and compilers for
+ * both isolates, libuv's pool: the edge's journal writes). Figures far less noisy than the rates
+ * on a busy machine, and they show where each side spends.
  * msg/s = messages arrived / (time from the first publish to the last receipt or append); QoS 1
  * latencies are per message (p50/p99). Each scenario stops at `limitSeconds`; what did not arrive
  * (dropped by a broker, or still on its way) is reported.
@@ -140,11 +143,27 @@ async function engineThread(deviceCount: number): Promise<void> {
 
 interface Outcome { rate: number; received: number; total: number; p50?: number; p99?: number }
 
-/** CPU µs used so far by the whole process and by this (the load generator's) thread. */
-function cpuNow(): { process: number; main: number } {
+/** CPU µs used so far by the whole process, by this (the load generator's) thread, and by Mosquitto's process (when readable). */
+function cpuNow(mosquittoPid: number | undefined): { process: number; main: number; mosquitto: number } {
   const all = process.cpuUsage();
   const main = process.threadCpuUsage();
-  return { process: all.user + all.system, main: main.user + main.system };
+  let mosquitto = Number.NaN;
+  if (mosquittoPid !== undefined) {
+    try {
+      // utime and stime, fields 14 and 15 of /proc/<pid>/stat, in clock ticks (100 per second).
+      const fields = readFileSync(`/proc/${mosquittoPid}/stat`, 'utf8').split(') ')[1].split(' ');
+      mosquitto = (Number(fields[11]) + Number(fields[12])) * 10_000;
+    } catch { /* gone */ }
+  }
+  return { process: all.user + all.system, main: main.user + main.system, mosquitto };
+}
+
+/** CPU µs per message between two readings: the broker's, the load generator's thread, the process's other threads. */
+function cpuLine(broker: number, before: ReturnType<typeof cpuNow>, after: ReturnType<typeof cpuNow>, messages: number, edgeThread?: number): string {
+  const main = after.main - before.main;
+  const others = after.process - before.process - main - (edgeThread ?? 0);
+  const per = (micros: number) => (micros / messages).toFixed(1).padStart(5);
+  return `CPU µs per message: broker ${per(broker)}, load generator ${per(main)}, other threads ${per(others)}`;
 }
 
 const percentile = (sorted: number[], q: number) => (sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]);
@@ -322,6 +341,7 @@ async function main(): Promise<void> {
   const fmt = (o: Outcome) => `${o.rate.toFixed(0).padStart(7)} msg/s${o.received < o.total ? ` (${o.received}/${o.total} arrived)` : ''}`
     + (o.p50 !== undefined ? `  p50 ${o.p50.toFixed(2)} ms  p99 ${o.p99!.toFixed(2)} ms` : '');
 
+  const mosquittoPid = mosquittoProcess();
   let warmed = false;
   for (const clients of clientCounts) for (const version of versions) {
     const topic = (i: number) => `device/${ready.devices[i].id}/asset/t/state`;
@@ -332,12 +352,12 @@ async function main(): Promise<void> {
     const subscribers = await connectAll(MOSQUITTO, 4, () => undefined, version);
     const edgeClients = await connectAll(edgeUrl, clients, (i) => ready.devices[i].token, version);
     // The first configuration also runs each QoS once unmeasured, on both brokers, so that the
-    // edge's code (and the clients') is compiled before it is timed; Mosquitto needs no warming.
+    // edge's code (and the clients') is compiled before it is timed.
     const passes: { qos: 0 | 1; measured: boolean }[] = [{ qos: 0, measured: true }, { qos: 1, measured: true }];
     if (!warmed) passes.unshift({ qos: 0, measured: false }, { qos: 1, measured: false });
     warmed = true;
     for (const { qos, measured } of passes) {
-      const count = measured ? total : Math.min(total, 5000);
+      const count = total;
       let received = 0;
       const recvLatencies: number[] = [];
       const onMessage = (_t: string, payload: Buffer) => { received++; if (qos === 1) recvLatencies.push(performance.now() - JSON.parse(payload.toString()).value); };
@@ -345,7 +365,9 @@ async function main(): Promise<void> {
         sub.on('message', onMessage);
         await sub.subscribeAsync(`$share/${run}/${run}/q${qos}/#`, { qos });
       }
+      const baseBefore = cpuNow(mosquittoPid);
       const base = await drive(mosquittoClients, (i) => `${run}/q${qos}/${topic(i)}`, count, qos, limitMs, () => received, recvLatencies, false);
+      const baseAfter = cpuNow(mosquittoPid);
       if (qos === 1) {
         recvLatencies.sort((a, b) => a - b);
         base.p50 = percentile(recvLatencies, 0.5);
@@ -357,18 +379,15 @@ async function main(): Promise<void> {
       }
 
       const before = await ask('count', { type: 'count' });
-      const cpuBefore = cpuNow();
+      const cpuBefore = cpuNow(undefined);
       const edge = await drive(edgeClients, topic, count, qos, limitMs, async () => (await appendedNow()) - before.appended, [], true);
       if (!measured) continue;
-      const cpuAfter = cpuNow();
+      const cpuAfter = cpuNow(undefined);
       const edgeThread = (await ask('count', { type: 'count' })).cpuMicros - before.cpuMicros;
-      // The rest of the process: V8's helper threads (garbage collection, compilers) and libuv's pool (file writes).
-      const helpers = (cpuAfter.process - cpuBefore.process) - (cpuAfter.main - cpuBefore.main) - edgeThread;
-      const cpuPerMessage = `edge thread ${(edgeThread / edge.received).toFixed(1)} µs, helper threads ${(helpers / edge.received).toFixed(1)} µs CPU per message`;
 
       const label = `MQTT ${version === 5 ? '5    ' : '3.1.1'} QoS ${qos}, ${String(clients).padStart(4)} clients`;
-      rows.push(`${label}  mosquitto publish→receipt          ${fmt(base)}`);
-      rows.push(`${label}  fleetstream edge publish→durable   ${fmt(edge)}   ratio ${(edge.rate / base.rate).toFixed(2)}   ${cpuPerMessage}`);
+      rows.push(`${label}  mosquitto publish→receipt          ${fmt(base)}   ${cpuLine(baseAfter.mosquitto - baseBefore.mosquitto, baseBefore, baseAfter, base.received)}`);
+      rows.push(`${label}  fleetstream edge publish→durable   ${fmt(edge)}   ratio ${(edge.rate / base.rate).toFixed(2)}   ${cpuLine(edgeThread, cpuBefore, cpuAfter, edge.received, edgeThread)}`);
       if (withExternal) {
         const ext = await externalScenario(mosquittoClients, topic, total, qos, limitMs);
         rows.push(`${label}  fleetstream via mosquitto (external mode) publish→durable ${fmt(ext)}   lost ${ext.total - ext.received}/${ext.total}`
@@ -417,7 +436,6 @@ async function main(): Promise<void> {
     const per10k = (bytes: number) => `${((bytes / rssConnections) * 10_000 / 1024 / 1024).toFixed(0)} MB per 10 000`;
     const edgeGrowth = await rssOf(ready.port, rssConnections, (i) => ready.devices[i % ready.devices.length], () => process.memoryUsage().rss);
     rows.push(`${rssConnections} connected devices  fleetstream edge  peak RSS growth ${per10k(edgeGrowth)}`);
-    const mosquittoPid = mosquittoProcess();
     if (mosquittoPid !== undefined) {
       const growth = await rssOf(1883, rssConnections, () => undefined, () => vmRss(mosquittoPid));
       rows.push(`${rssConnections} connected clients  mosquitto         peak RSS growth ${per10k(growth)}`);
