@@ -115,7 +115,8 @@ export class EdgeConnection implements SessionHolder {
   #onData(chunk: Buffer): void {
     if (this.phase === 'closed') return;
     this.lastSeen = this.ctx.clock.now();
-    this.cork();
+    // Not corked here: write() corks at the first packet a chunk's packets answer, and an uplink
+    // (answered once durable) writes nothing now.
     const refusal = this.reader.push(chunk, this);
     if (refusal !== undefined) this.#refuseFrame(refusal);
   }
