@@ -13,7 +13,10 @@
  * `uplinks` partitions as a fleet's do; devices=1 puts every append on one partition's fsync chain.
  *
  * The servers run in a worker thread, the load generator (node:http, keep-alive agent, a bounded
- * number of requests in flight) in the main thread, so the two do not share an event loop.
+ * number of requests in flight) in the main thread, so the two do not share an event loop. Each
+ * measured round also gives the CPU time per request of the servers' thread, the load generator's
+ * and the process's other threads (V8's garbage collection and compilers, libuv's pool): figures
+ * far less noisy than req/s on a busy machine.
  */
 import { Agent, request } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -71,7 +74,12 @@ async function serverThread(deviceCount: number): Promise<void> {
   bare.put('/device/:id/state', (c) => c.body(null, 202));
   const [e, b] = await Promise.all([serveEdge(edge, { port: 0 }), serveEdge(bare, { port: 0 })]);
   parentPort!.postMessage({ edgePort: e.port, barePort: b.port, devices } satisfies Ready);
-  parentPort!.once('message', async () => {
+  parentPort!.on('message', async (m: string) => {
+    if (m === 'cpu') {
+      const cpu = process.threadCpuUsage();
+      parentPort!.postMessage({ cpu: cpu.user + cpu.system });
+      return;
+    }
     await Promise.all([e.close(), b.close()]);
     await intake.close();
     await log.close();
@@ -86,6 +94,8 @@ interface Result {
   p50: number;
   p99: number;
   statuses: Record<number, number>;
+  /** CPU µs per request: the servers' thread, the load generator's thread, the process's other threads. */
+  cpu?: { server: number; client: number; others: number };
 }
 
 function put(agent: Agent, port: number, path: string, headers: Record<string, string>, body: Buffer): Promise<number> {
@@ -132,7 +142,30 @@ async function load(port: number, ready: Ready, total: number, concurrency: numb
 }
 
 function show(name: string, r: Result): void {
-  console.log(`${name.padEnd(34)} ${r.rps.toFixed(0).padStart(7)} req/s   p50 ${r.p50.toFixed(2)} ms   p99 ${r.p99.toFixed(2)} ms   ${JSON.stringify(r.statuses)}`);
+  const cpu = r.cpu === undefined ? '' : `   CPU µs per request: server ${r.cpu.server.toFixed(1)}, load generator ${r.cpu.client.toFixed(1)}, other threads ${r.cpu.others.toFixed(1)}`;
+  console.log(`${name.padEnd(34)} ${r.rps.toFixed(0).padStart(7)} req/s   p50 ${r.p50.toFixed(2)} ms   p99 ${r.p99.toFixed(2)} ms   ${JSON.stringify(r.statuses)}${cpu}`);
+}
+
+/** CPU µs used so far: the whole process, this (the load generator's) thread, the servers' thread. */
+async function cpuNow(worker: Worker): Promise<{ process: number; client: number; server: number }> {
+  const server = await new Promise<number>((resolve) => {
+    worker.once('message', (m: { cpu: number }) => resolve(m.cpu));
+    worker.postMessage('cpu');
+  });
+  const all = process.cpuUsage();
+  const client = process.threadCpuUsage();
+  return { process: all.user + all.system, client: client.user + client.system, server };
+}
+
+/** load(), with the CPU each thread spent per request. */
+async function measured(worker: Worker, port: number, ready: Ready, total: number, concurrency: number): Promise<Result> {
+  const before = await cpuNow(worker);
+  const result = await load(port, ready, total, concurrency);
+  const after = await cpuNow(worker);
+  const server = after.server - before.server;
+  const client = after.client - before.client;
+  result.cpu = { server: server / total, client: client / total, others: (after.process - before.process - server - client) / total };
+  return result;
 }
 
 async function main(): Promise<void> {
@@ -151,8 +184,8 @@ async function main(): Promise<void> {
   const bare: Result[] = [];
   const edge: Result[] = [];
   for (let round = 0; round < ROUNDS; round++) {
-    bare.push(await load(ready.barePort, ready, total, concurrency));
-    edge.push(await load(ready.edgePort, ready, total, concurrency));
+    bare.push(await measured(worker, ready.barePort, ready, total, concurrency));
+    edge.push(await measured(worker, ready.edgePort, ready, total, concurrency));
   }
   console.log(`PUT /device/{id}/state, ${total} requests × ${ROUNDS} rounds, ${concurrency} in flight over ${devices} devices, keep-alive, loopback`);
   bare.forEach((r, i) => show(`bare Hono route → 202 (round ${i + 1})`, r));
