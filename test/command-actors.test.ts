@@ -8,6 +8,8 @@ import * as assert from 'uvu/assert';
 import { SimulatedClock } from '../engine/kernel/clock.ts';
 import { CommandActors, type AcceptedCommand } from '../engine/commands/CommandActors.ts';
 import type { AssetCommandDelivery, CommandTransport, DeliveryOutcome } from '../engine/ports/commandTransport.ts';
+import { initialTransition, transition } from 'xstate';
+import { commandMachine, initialCommandSnapshot, nextCommandSnapshot, type CommandEvent } from '../engine/commands/commandMachine.ts';
 
 class FakeTransport implements CommandTransport {
   online = new Set<string>();
@@ -125,6 +127,25 @@ test('the per-device queue is bounded', () => {
   }
   actors.submit(cmd('d6', 1));
   actors.stop();
+});
+
+test('the command lifecycle steps (computed once per state and event) are xstate\'s own, on every path; an event that does not apply keeps the snapshot', () => {
+  const events: CommandEvent['type'][] = ['SEND', 'DELIVERED', 'REQUEUE', 'EXPIRE', 'FAIL'];
+  assert.is(initialCommandSnapshot().value, initialTransition(commandMachine)[0].value);
+  assert.is(initialCommandSnapshot(), initialCommandSnapshot(), 'one initial snapshot, shared');
+  // Every sequence of up to four events, from the initial state, twice (the second time from the memo).
+  const walk = (depth: number, ours: ReturnType<typeof initialCommandSnapshot>, theirs: ReturnType<typeof initialCommandSnapshot>, path: string): void => {
+    assert.is(ours.value, theirs.value, path);
+    assert.is(ours.status, theirs.status, path);
+    if (depth === 0) return;
+    for (const type of events) {
+      const next = nextCommandSnapshot(ours, { type });
+      const reference = transition(commandMachine, theirs, { type })[0];
+      if (reference.value === theirs.value) assert.is(next, ours, `${path} ${type}: not applicable, same snapshot`);
+      walk(depth - 1, next, reference, `${path} ${type}`);
+    }
+  };
+  for (let round = 0; round < 2; round++) walk(4, initialCommandSnapshot(), initialTransition(commandMachine)[0], 'initial');
 });
 
 test.run();

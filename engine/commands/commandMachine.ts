@@ -26,11 +26,26 @@ export const commandMachine = setup({ types: { events: {} as CommandEvent } }).c
 
 export type CommandSnapshot = SnapshotFrom<typeof commandMachine>;
 
+/**
+ * The machine has no context, so a snapshot is determined by its state alone: the initial one and
+ * each (state, event) step are computed by xstate once and shared (snapshots are immutable). A
+ * command pays a map lookup per step instead of a machine walk (~0.1 ms each).
+ */
+let initial: CommandSnapshot | undefined;
+const steps = new Map<string, CommandSnapshot>();
+
 export function initialCommandSnapshot(): CommandSnapshot {
-  return initialTransition(commandMachine)[0];
+  return (initial ??= initialTransition(commandMachine)[0]);
 }
 
 /** The next snapshot; the same one when the event does not apply in this state. */
 export function nextCommandSnapshot(snapshot: CommandSnapshot, event: CommandEvent): CommandSnapshot {
-  return transition(commandMachine, snapshot, event)[0];
+  const key = `${String(snapshot.value)} ${event.type}`;
+  let next = steps.get(key);
+  if (next === undefined) {
+    next = transition(commandMachine, snapshot, event)[0];
+    steps.set(key, next);
+  }
+  // Not applicable in this state: the snapshot it was given, as xstate answers.
+  return next.value === snapshot.value ? snapshot : next;
 }

@@ -6,6 +6,16 @@ import type { AssetInfo, DeviceInfo } from '../ports/directory.ts';
 import { compileProfile } from '../uplink/admission/profile.ts';
 import type { Decision } from '../access/mqttTopics.ts';
 
+/** Compiled per profile object: a device read from the registry keeps its assets' profiles until it changes. */
+const compiled = new WeakMap<object, (value: unknown) => string | undefined>();
+
+function checkOf(profile: AssetInfo['profile']): (value: unknown) => string | undefined {
+  if (typeof profile !== 'object' || profile === null) return compileProfile(profile);
+  let check = compiled.get(profile);
+  if (check === undefined) compiled.set(profile, (check = compileProfile(profile)));
+  return check;
+}
+
 function checkOne(device: DeviceInfo, name: string, value: unknown): Decision<AssetInfo> {
   const asset = device.assets.find((a) => a.name === name);
   if (asset === undefined) return { ok: false, code: 'UNKNOWN_ASSET', reason: `device ${device.id} has no asset "${name.slice(0, 80)}"` };
@@ -13,7 +23,7 @@ function checkOne(device: DeviceInfo, name: string, value: unknown): Decision<As
   if (value === undefined) return { ok: false, code: 'VALIDATION_FAILED', reason: `a command for "${name}" needs a value` };
   let problem: string | undefined;
   try {
-    problem = compileProfile(asset.profile)(value);
+    problem = checkOf(asset.profile)(value);
   } catch (error) {
     return { ok: false, code: 'PROFILE_VIOLATION', reason: `asset "${name}" has an unusable profile: ${(error as Error).message}` };
   }
