@@ -61,6 +61,11 @@ const UPLINK_TAG = (randomByte() << 4) | (randomByte() & 0xf);
 let uplinkMs = -1;
 let uplinkCount = 0;
 
+/** The high half's hex for the 4.096 s it stays the same. */
+let uplinkHi = -1;
+let uplinkHiHex = '';
+const HEX = '0123456789ABCDEF';
+
 export function newUplinkId(receivedAt: number): string {
   if (!Number.isSafeInteger(receivedAt) || receivedAt < 2 ** 36 || receivedAt >= 2 ** 44) return newId();
   uplinkCount = receivedAt === uplinkMs ? (uplinkCount + 1) & 0xff : 0;
@@ -69,5 +74,10 @@ export function newUplinkId(receivedAt: number): string {
   // Two exact 32-bit halves: the 64-bit value does not fit a double.
   const hi = Math.floor(receivedAt / 2 ** 12);
   const lo = ((receivedAt % 2 ** 12) * 2 ** 20 + low) >>> 0;
-  return hi.toString(16).toUpperCase().padStart(8, '0') + lo.toString(16).toUpperCase().padStart(8, '0');
+  if (hi !== uplinkHi) {
+    uplinkHi = hi;
+    uplinkHiHex = hi.toString(16).toUpperCase().padStart(8, '0');
+  }
+  return uplinkHiHex + HEX[lo >>> 28] + HEX[(lo >>> 24) & 15] + HEX[(lo >>> 20) & 15] + HEX[(lo >>> 16) & 15]
+    + HEX[(lo >>> 12) & 15] + HEX[(lo >>> 8) & 15] + HEX[(lo >>> 4) & 15] + HEX[lo & 15];
 }
