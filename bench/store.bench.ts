@@ -11,20 +11,19 @@
  * Baseline measured in the same run: encoding the same rows to the TSV payload alone, so each
  * insert figure is also given as a share of what the encoder could feed. A StateBatcher case shows
  * what many small appends (10 rows, as a device actor makes) reach through batching.
- * Each engine runs today's path first (18.16 layout and TabSeparated), then what the store picks for
- * it (chDB: the compact layout, RowBinary from 5 000 rows; server 18.16: RowBinary), and the ratio
- * of the two; chDB also the compact layout as TabSeparated, to tell the layout from the format.
+ * Each engine runs today's path (18.16 layout and TabSeparated) and what the store picks for it
+ * (chDB: the compact layout, RowBinary from 5 000 rows; server 18.16: RowBinary), and the ratio of
+ * the two (chDB: today's first); chDB also the compact layout as TabSeparated, to tell the layout from the format.
  *
- * The server cases treat both paths alike (BENCH_ROUNDS rounds, default 2, the order alternating):
- * each engine writes its own database, nothing is dropped or deleted until every case has run, and
- * each case starts once the server runs no merges. On the ext4 this is measured on (no journal),
- * creating a file scans past every inode deleted in the last minute or more, and an 18.16 insert
- * creates a part of ~20 files: right after a DROP of the other path's tables (or the removal of the
- * chDB directory) the same 1 000-row insert took 14-20 ms on the server instead of 3 ms. A case
- * that ran while the server merged the previous case's parts was charged for those merges too.
- * What is left is noise of the machine: at 1 000 rows both paths send the same TabSeparated, and
- * rounds still differ by up to 1.8× (which block group a new database's files land in, other
- * processes); read the per-round ratios beside the summary.
+ * The server cases treat both paths alike (BENCH_ROUNDS rounds, default 2): each path writes its
+ * own database; the two paths of a case run back to back, in the other order the next round; each
+ * run starts once the server runs no merges; nothing is dropped or deleted until every case has
+ * run. On the ext4 this is measured on (no journal), creating a file scans past the inodes deleted
+ * in the last minutes, and an 18.16 insert creates a part of ~20 files: right after a DROP of the
+ * other path's tables (or the removal of the chDB directory) the same 1 000-row insert took 14-20
+ * ms on the server instead of 3 ms, and a case that ran while the server merged the previous
+ * case's parts was charged for those merges too. Read the per-round ratios beside the summary:
+ * the machine's noise is still there.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -137,20 +136,14 @@ console.log(`state store bench: ${total.toLocaleString('en-US')} rows per case, 
 const keepAlive = setInterval(() => {}, 1_000);
 const baseline = encodeBaseline();
 
-/** Waits before a case: for the server, until it runs no merges (so a case is not charged for the previous one's). */
-type Settle = () => Promise<void>;
-const noSettle: Settle = async () => {};
-
-async function engineCases(label: string, store: StateStore, settle: Settle = noSettle, queries = true): Promise<number[]> {
+async function engineCases(label: string, store: StateStore): Promise<number[]> {
   await store.init();
-  const rates: number[] = [];
-  await settle();
-  rates.push(await insertCase(label, store, 1_000, baseline));
-  await settle();
-  rates.push(await insertCase(label, store, 10_000, baseline));
-  await settle();
-  rates.push(await batcherCase(label, store, baseline));
-  if (queries) await queryCase(label, store, 3 * total);
+  const rates = [
+    await insertCase(label, store, 1_000, baseline),
+    await insertCase(label, store, 10_000, baseline),
+    await batcherCase(label, store, baseline),
+  ];
+  await queryCase(label, store, 3 * total);
   await store.close();
   return rates;
 }
@@ -182,34 +175,42 @@ async function serverCases(url: string): Promise<void> {
     return (await response.text()).trim();
   };
   const version = await sql('SELECT version()');
-  const settle: Settle = async () => {
+  const settle = async () => {
     const until = Date.now() + 60_000;
     while (Number(await sql('SELECT count() FROM system.merges')) > 0 && Date.now() < until) await new Promise((wake) => setTimeout(wake, 100));
   };
   const rounds = Number(process.env.BENCH_ROUNDS ?? 2);
-  const databases: string[] = [];
-  const sums = { today: [0, 0, 0], now: [0, 0, 0] };
+  const database = (path: string) => `fleetstream_bench_${process.pid}_${path}`;
+  const paths = {
+    today: { label: `server ${version} TSV`, store: createClickHouseStore({ url, database: database('today'), textInsert: true, legacyLayout: true }) },
+    now: { label: `server ${version}`, store: createClickHouseStore({ url, database: database('now') }) },
+  };
+  const cases = [
+    (label: string, store: StateStore) => insertCase(label, store, 1_000, baseline),
+    (label: string, store: StateStore) => insertCase(label, store, 10_000, baseline),
+    (label: string, store: StateStore) => batcherCase(label, store, baseline),
+  ];
+  // Seconds per row, summed over rounds: the rate of all rounds together.
+  const perRow = { today: [0, 0, 0], now: [0, 0, 0] };
   try {
+    for (const { store } of Object.values(paths)) await store.init();
     for (let round = 0; round < rounds; round++) {
-      const rates: Record<'today' | 'now', number[]> = { today: [], now: [] };
-      for (const path of round % 2 === 0 ? (['today', 'now'] as const) : (['now', 'today'] as const)) {
-        const database = `fleetstream_bench_${process.pid}_${path}_${round}`;
-        databases.push(database);
-        const store = path === 'today'
-          ? createClickHouseStore({ url, database, textInsert: true, legacyLayout: true })
-          : createClickHouseStore({ url, database });
-        rates[path] = await engineCases(`server ${version}${path === 'today' ? ' TSV' : ''} r${round}`, store, settle, round === 0);
+      const rates = { today: [0, 0, 0], now: [0, 0, 0] };
+      // The two paths of a case run back to back, first one then the other, the next round the other way.
+      for (const [i, run] of cases.entries()) {
+        for (const path of round % 2 === 0 ? (['today', 'now'] as const) : (['now', 'today'] as const)) {
+          await settle();
+          rates[path][i] = await run(`${paths[path].label} r${round}`, paths[path].store);
+          perRow[path][i] += 1 / rates[path][i];
+        }
       }
       ratios(`server ${version} (store's choice) round ${round}`, rates.today, rates.now);
-      // Time per row, summed over rounds: the rate of all rounds together.
-      for (let i = 0; i < 3; i++) {
-        sums.today[i] += 1 / rates.today[i];
-        sums.now[i] += 1 / rates.now[i];
-      }
     }
-    ratios(`server ${version} (store's choice), ${rounds} rounds`, sums.today.map((s) => 1 / s), sums.now.map((s) => 1 / s));
+    ratios(`server ${version} (store's choice), ${rounds} rounds`, perRow.today.map((s) => 1 / s), perRow.now.map((s) => 1 / s));
+    for (const { label, store } of Object.values(paths)) await queryCase(label, store, 3 * rounds * total);
   } finally {
-    for (const database of databases) await sql(`DROP DATABASE IF EXISTS ${database}`);
+    for (const { store } of Object.values(paths)) await store.close();
+    for (const path of Object.keys(paths)) await sql(`DROP DATABASE IF EXISTS ${database(path)}`);
   }
 }
 clearInterval(keepAlive);
