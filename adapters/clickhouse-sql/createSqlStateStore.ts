@@ -173,8 +173,9 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
       // RowBinary carries a number's exact float64 bits (the legacy layout's text needs a decimal
       // copy of every number: 18.16 parses floats inexactly) and the engine copies it instead of
       // parsing text: 2-3× the rows/s of TabSeparated on chDB at 40 000 rows per insert
-      // (bench/pipeline.bench.ts). Below the executor's rowBinaryFromRows batches go as text,
-      // where its binary path costs more per insert than the parse saves (chDB: a payload file).
+      // (bench/pipeline.bench.ts). Below the executor's rowBinaryFromRows batches go as text: a
+      // binary insert may cost an engine more per insert than the parse saves (chDB writes a
+      // payload file for each).
       const binary = executor.insertRowBinary !== undefined && options.textInsert !== true && rows.length >= binaryFrom;
       for (const group of layout.kind === 'legacy' ? [rows] : insertGroups(rows)) {
         if (binary) await executor.insertRowBinary!(insertTarget, layout.columns, layout.rowBinaryTypes, layout.encodeRowBinary(group));
