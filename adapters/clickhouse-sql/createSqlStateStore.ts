@@ -32,6 +32,11 @@ export interface SqlExecutor {
    * the engine can take one; resolves once the engine has committed it.
    */
   insertRowBinary?(table: string, columns: readonly string[], types: readonly string[], payload: Buffer): Promise<void>;
+  /**
+   * Smallest insert, in rows, sent as RowBinary where insertRowBinary exists; smaller ones go as
+   * TabSeparated. Default 5 000 (what a binary insert costs beyond a text one differs per engine).
+   */
+  readonly rowBinaryFromRows?: number;
   close(): Promise<void>;
 }
 
@@ -83,6 +88,7 @@ const BINARY_INSERT_ROWS = 5_000;
 export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreOptions = {}): SqlStateStore {
   const ready = retriableWhenReady(engine);
   const executor = ready.executor;
+  const binaryFrom = engine.rowBinaryFromRows ?? BINARY_INSERT_ROWS;
   const names: StateTableNames = {
     database: checkIdentifier(options.database ?? 'fleetstream', 'database'),
     table: checkIdentifier(options.table ?? 'states', 'table'),
@@ -167,10 +173,10 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
       // RowBinary carries a number's exact float64 bits (the legacy layout's text needs a decimal
       // copy of every number: 18.16 parses floats inexactly) and the engine copies it instead of
       // parsing text: 2-3× the rows/s of TabSeparated on chDB at 40 000 rows per insert
-      // (bench/pipeline.bench.ts). Small batches go as text: the binary path costs more per
-      // request than the parse saves (bench/store.bench.ts: RowBinary 0.7× at 1 000 rows on the
-      // server, 1.5× at 10 000; on chDB even at 1 000 rows).
-      const binary = executor.insertRowBinary !== undefined && options.textInsert !== true && rows.length >= BINARY_INSERT_ROWS;
+      // (bench/pipeline.bench.ts). Below the executor's rowBinaryFromRows batches go as text: a
+      // binary insert may cost an engine more per insert than the parse saves (chDB writes a
+      // payload file for each).
+      const binary = executor.insertRowBinary !== undefined && options.textInsert !== true && rows.length >= binaryFrom;
       for (const group of layout.kind === 'legacy' ? [rows] : insertGroups(rows)) {
         if (binary) await executor.insertRowBinary!(insertTarget, layout.columns, layout.rowBinaryTypes, layout.encodeRowBinary(group));
         else await executor.insertTsv(insertTarget, layout.columns, layout.encode(group));

@@ -20,6 +20,7 @@ export function retriableWhenReady(engine: SqlExecutor): { executor: SqlExecutor
     command: (sql) => engine.command(sql).catch((error) => Promise.reject(mapped(error))),
     select: (sql) => engine.select(sql).catch((error) => Promise.reject(mapped(error))),
     insertTsv: (table, columns, payload) => engine.insertTsv(table, columns, payload).catch((error) => Promise.reject(mapped(error))),
+    rowBinaryFromRows: engine.rowBinaryFromRows,
     close: () => engine.close(),
   };
   if (engine.insertRowBinary) {
