@@ -105,7 +105,8 @@ async function insertCase(label: string, store: StateStore, size: number, baseli
 }
 
 async function batcherCase(label: string, store: StateStore, baseline: number): Promise<number> {
-  const batcher = new StateBatcher({ store, clock: systemClock, maxRows: 5_000, maxDelayMs: 50, maxPendingRows: 20_000, concurrency: Number(process.env.BENCH_CONCURRENCY ?? 1) });
+  // The engine's settings (app/buildEngine.ts defaults: 10 000 rows, 100 ms, 4 batches pending), so the case measures the service's path.
+  const batcher = new StateBatcher({ store, clock: systemClock, maxRows: 10_000, maxDelayMs: 100, maxPendingRows: 40_000, concurrency: Number(process.env.BENCH_CONCURRENCY ?? 1) });
   const appends = batches(makeRows(total, run++), 10);
   const started = performance.now();
   // 1000 concurrent callers, each awaiting its append before the next, like device actors: at most
