@@ -134,6 +134,27 @@ withEnv('clickhouse-store', ['CLICKHOUSE_URL'], 'scripts/clickhouse.sh start; ex
     await store.close();
   });
 
+  test('an append fails as the other calls do: unreachable UNAVAILABLE retriable, wrong credentials not retriable, past its deadline TIMEOUT', async () => {
+    const nowhere = createClickHouseStore({ url: 'http://127.0.0.1:9', database: 'nowhere' });
+    const unreachable = await rejection(nowhere.append([row('d1', 'a', 1, 1)]));
+    assert.equal([unreachable.code, unreachable.retriable], ['UNAVAILABLE', true]);
+    await nowhere.close();
+    const database = `fleetstream_append_errors_${process.pid}`;
+    databases.push(database);
+    const store = createClickHouseStore({ url, database });
+    await store.init();
+    await store.close();
+    const stranger = createClickHouseStore({ url, database, username: 'nobody', password: 'wrong' });
+    const credentials = await rejection(stranger.append([row('d1', 'a', 1, 1)]));
+    assert.equal([credentials.code, credentials.retriable], ['UNAVAILABLE', false]);
+    assert.ok(typeof credentials.detail?.clickhouseCode === 'number', 'the server\'s code is read from its answer');
+    await stranger.close();
+    const hurried = createClickHouseStore({ url, database, requestTimeoutMs: 1 });
+    const late = await rejection(hurried.append(Array.from({ length: 50_000 }, (_, i) => row('d1', 'a', i, i))));
+    assert.equal([late.code, late.retriable], ['TIMEOUT', true]);
+    await hurried.close();
+  });
+
   test('a request past its deadline fails TIMEOUT, retriable', async () => {
     const store = createClickHouseStore({ url, database: 'x', requestTimeoutMs: 1 });
     const error = await rejection(store.latest('d1'));
