@@ -357,7 +357,6 @@ async function main(): Promise<void> {
     if (!warmed) passes.unshift({ qos: 0, measured: false }, { qos: 1, measured: false });
     warmed = true;
     for (const { qos, measured } of passes) {
-      const count = total;
       let received = 0;
       const recvLatencies: number[] = [];
       const onMessage = (_t: string, payload: Buffer) => { received++; if (qos === 1) recvLatencies.push(performance.now() - JSON.parse(payload.toString()).value); };
@@ -366,7 +365,7 @@ async function main(): Promise<void> {
         await sub.subscribeAsync(`$share/${run}/${run}/q${qos}/#`, { qos });
       }
       const baseBefore = cpuNow(mosquittoPid);
-      const base = await drive(mosquittoClients, (i) => `${run}/q${qos}/${topic(i)}`, count, qos, limitMs, () => received, recvLatencies, false);
+      const base = await drive(mosquittoClients, (i) => `${run}/q${qos}/${topic(i)}`, total, qos, limitMs, () => received, recvLatencies, false);
       const baseAfter = cpuNow(mosquittoPid);
       if (qos === 1) {
         recvLatencies.sort((a, b) => a - b);
@@ -380,7 +379,7 @@ async function main(): Promise<void> {
 
       const before = await ask('count', { type: 'count' });
       const cpuBefore = cpuNow(undefined);
-      const edge = await drive(edgeClients, topic, count, qos, limitMs, async () => (await appendedNow()) - before.appended, [], true);
+      const edge = await drive(edgeClients, topic, total, qos, limitMs, async () => (await appendedNow()) - before.appended, [], true);
       if (!measured) continue;
       const cpuAfter = cpuNow(undefined);
       const edgeThread = (await ask('count', { type: 'count' })).cpuMicros - before.cpuMicros;

@@ -285,6 +285,11 @@ export class EdgeConnection implements SessionHolder {
   write(buf: Buffer): void {
     if (this.phase === 'closed') return;
     this.cork();
+    this.#send(buf);
+  }
+
+  /** Hands a packet to the socket (corked or not); reading pauses while too much waits to go out. */
+  #send(buf: Buffer): void {
     if (!this.socket.write(buf) && this.socket.writableLength > this.ctx.limits.maxOutboundBytes) this.pause('write');
   }
 
@@ -318,16 +323,13 @@ export class EdgeConnection implements SessionHolder {
    */
   flushAcks(): void {
     let wrote = false;
-    if (this.acks.length > 0 && this.acks[0].ready && (this.acks.length === 1 || !this.acks[1].ready) && !this.#corked && this.phase !== 'closed') {
-      const slot = this.acks.shift()!;
-      slot.done = true;
-      if (!this.socket.write(slot.packet ?? encodePuback(slot.packetId)) && this.socket.writableLength > this.ctx.limits.maxOutboundBytes) this.pause('write');
-      wrote = true;
-    }
     while (this.acks.length > 0 && this.acks[0].ready) {
       const slot = this.acks.shift()!;
       slot.done = true;
-      this.write(slot.packet ?? encodePuback(slot.packetId));
+      const packet = slot.packet ?? encodePuback(slot.packetId);
+      const lone = !wrote && this.acks[0]?.ready !== true;
+      if (lone && this.phase !== 'closed') this.#send(packet);
+      else this.write(packet);
       wrote = true;
     }
     if (wrote && this.acks.length < this.ctx.limits.receiveMaximum) this.resume('inflight');
