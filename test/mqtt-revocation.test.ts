@@ -127,4 +127,17 @@ test('an asset removed from a device: a connection that published to it is refus
   await conn.client.endAsync();
 });
 
+test('a well-formed non-ASCII topic (read as UTF-8, not as ASCII) is an unknown asset (0x90), the connection stays, nothing is appended; the ASCII topic after it takes its state', async () => {
+  const d = await s.device('unicode', [{ name: 'temperature', profile: { type: 'number' } }]);
+  const conn = await connect(d.token, 5);
+  const before = s.appended.length;
+  const publish = (asset: string) => conn.client.publishAsync(`device/${d.deviceId}/asset/${asset}/state`, JSON.stringify({ value: 1 }), { qos: 1 })
+    .then((ack) => (ack as { reasonCode?: number } | undefined)?.reasonCode ?? 0, (e: { code?: number }) => e.code);
+  assert.is(await publish('température'), 0x90);
+  assert.is(await publish('temperature'), 0);
+  assert.ok(conn.client.connected);
+  assert.equal(s.appended.slice(before).map((u) => u.asset), ['temperature']);
+  await conn.client.endAsync();
+});
+
 test.run();
