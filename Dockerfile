@@ -6,5 +6,5 @@ RUN npm ci --omit=dev --no-audit --no-fund
 COPY . .
 ENV HTTP_HOST=0.0.0.0 DATA_DIR=/data
 EXPOSE 8080
-ENTRYPOINT ["node", "bin/fleetstream.ts"]
+ENTRYPOINT ["node", "--liftoff-only", "--expose-gc", "bin/fleetstream.ts"]
 CMD ["start"]

@@ -146,6 +146,22 @@ test('states accepted before SIGTERM are stored and readable after a restart', a
   assert.is(await stopService(), 0);
 });
 
+test('once ready, the service collects what starting left behind: the young generation shrinks to a few MB', async () => {
+  assert.ok(startFlags.includes('--expose-gc'), "package.json's start script passes --expose-gc");
+  await startService();
+  const newSpaceMb = async () => {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const line = text.split('\n').find((l) => l.startsWith('fleetstream_nodejs_heap_space_size_total_bytes{space="new"}'));
+    assert.ok(line, 'the new space size is exported');
+    return Number(line.split(' ')[1]) / 2 ** 20;
+  };
+  // Without the collection it stays at the 32–64 MB that starting grew it to.
+  let last = Infinity;
+  await waitFor(async () => (last = await newSpaceMb()) <= 8, 10_000, 'young generation shrunk').catch(() => undefined);
+  assert.ok(last <= 8, `young generation ${last} MB once ready, expected at most 8`);
+  assert.is(await stopService(), 0);
+});
+
 test('admin reports clear errors', async () => {
   try {
     await admin('create-ground', 'nowhere');
