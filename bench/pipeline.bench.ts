@@ -28,6 +28,7 @@ import { MemoryDirectory, type DeviceInfo } from '../engine/ports/directory.ts';
 import type { StateStore } from '../engine/ports/store.ts';
 import { StateBatcher } from '../engine/uplink/pipeline/StateBatcher.ts';
 import { UplinkPipeline } from '../engine/uplink/pipeline/UplinkPipeline.ts';
+import { defaultConfig } from '../schemas/config.ts';
 import { Topics, type StateRow, type UplinkEnvelope } from '../schemas/messages.ts';
 import { RssSampler } from './support/RssSampler.ts';
 import { tapLog } from './support/tapLog.ts';
@@ -37,15 +38,15 @@ const UPLINKS = env('BENCH_UPLINKS', 250_000);
 const DEVICES = env('BENCH_DEVICES', 10_000);
 const PARTITIONS = env('BENCH_PARTITIONS', 4);
 const APPEND_BATCH = env('BENCH_APPEND_BATCH', 1_000);
-// Engine options, tuned on the 2-core machine: chDB inserts are the bottleneck and cost much less
-// per row in batches of tens of thousands, so the batcher gets big batches and room (3 batches) to
-// fill the next one while one is written; in flight 30 000 uplinks = 120 000 rows keeps it fed.
-// Batches of 10 000-20 000 rows measured 30-50 % slower; 60 000 no better than 40 000.
-const MAX_ROWS = env('BENCH_MAX_ROWS', 40_000);
-const PENDING_ROWS = env('BENCH_PENDING_ROWS', 3 * MAX_ROWS);
-const IN_FLIGHT = env('BENCH_IN_FLIGHT', 30_000);
+// Engine options: the service's defaults (schemas/config.ts, as app/buildEngine.ts applies them), so
+// the figure is the service's path. chDB inserts are the bottleneck and cost much less per row in
+// batches of tens of thousands: with 10 000 rows and 20 000 uplinks in flight (the defaults before)
+// this bench gave 257-263k data points/s, with 40 000 and 40 000 315-337k (2 rounds each).
+const MAX_ROWS = env('BENCH_MAX_ROWS', defaultConfig.engine.batchRows);
+const PENDING_ROWS = env('BENCH_PENDING_ROWS', 4 * MAX_ROWS);
+const IN_FLIGHT = env('BENCH_IN_FLIGHT', defaultConfig.engine.maxInFlight);
 const FETCH = env('BENCH_FETCH', 2_000);
-const MAX_DELAY_MS = env('BENCH_MAX_DELAY_MS', 50);
+const MAX_DELAY_MS = env('BENCH_MAX_DELAY_MS', defaultConfig.engine.batchDelayMs);
 /** BENCH_RAW=0 skips the baseline (to profile the engine alone with --cpu-prof). */
 const RAW = env('BENCH_RAW', 1) !== 0;
 const STORE_OPTIONS = { rollups: env('BENCH_ROLLUPS', 0) === 1, legacyLayout: env('BENCH_LEGACY', 0) === 1 };

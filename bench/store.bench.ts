@@ -14,6 +14,9 @@
  * Each engine runs today's path (18.16 layout and TabSeparated) and what the store picks for it
  * (chDB: the compact layout, RowBinary from 5 000 rows; server 18.16: RowBinary), and the ratio of
  * the two (chDB: today's first); chDB also the compact layout as TabSeparated, to tell the layout from the format.
+ * The StateBatcher case batches as each path's engine does: today's path with the 10 000 rows per
+ * insert the engine used before, the store's choice with the engine's default now (40 000), so its
+ * ratio is the service's store path against today's; the batch cases keep the size fixed.
  *
  * The server cases treat both paths alike (BENCH_ROUNDS rounds, default 2): each path writes its
  * own database; the two paths of a case run back to back, in the other order the next round; each
@@ -37,6 +40,7 @@ import { newUplinkId } from '../engine/kernel/ids.ts';
 import { systemClock } from '../engine/kernel/clock.ts';
 import type { StateStore } from '../engine/ports/store.ts';
 import { StateBatcher } from '../engine/uplink/pipeline/StateBatcher.ts';
+import { defaultConfig } from '../schemas/config.ts';
 import type { JsonValue, StateRow } from '../schemas/messages.ts';
 
 const total = Number(process.env.BENCH_ROWS ?? 200_000);
@@ -104,19 +108,21 @@ async function insertCase(label: string, store: StateStore, size: number, baseli
   return report(`${label} batch ${size.toLocaleString('en-US')}`, total, performance.now() - started, baseline);
 }
 
-async function batcherCase(label: string, store: StateStore, baseline: number): Promise<number> {
-  // The engine's settings (app/buildEngine.ts defaults: 10 000 rows, 100 ms, 4 batches pending), so the case measures the service's path.
-  const batcher = new StateBatcher({ store, clock: systemClock, maxRows: 10_000, maxDelayMs: 100, maxPendingRows: 40_000, concurrency: Number(process.env.BENCH_CONCURRENCY ?? 1) });
+async function batcherCase(label: string, store: StateStore, baseline: number, rows = defaultConfig.engine.batchRows): Promise<number> {
+  // The engine's settings (schemas/config.ts defaults as app/buildEngine.ts applies them: 40 000 rows,
+  // 100 ms, 4 batches pending), so the case measures the service's path; `rows` sets another size.
+  const batcher = new StateBatcher({ store, clock: systemClock, maxRows: rows, maxDelayMs: defaultConfig.engine.batchDelayMs, maxPendingRows: 4 * rows, concurrency: Number(process.env.BENCH_CONCURRENCY ?? 1) });
   const appends = batches(makeRows(total, run++), 10);
   const started = performance.now();
-  // 1000 concurrent callers, each awaiting its append before the next, like device actors: at most
-  // 10 000 rows are outstanding, so batches fill to maxRows rather than waiting for maxDelayMs.
+  // Concurrent callers, each awaiting its append before the next, like device actors: two batches'
+  // rows are outstanding (one being stored, the next filling), so batches fill to maxRows rather
+  // than waiting for maxDelayMs.
   let next = 0;
-  await Promise.all(Array.from({ length: 1000 }, async () => {
+  await Promise.all(Array.from({ length: Math.ceil((2 * rows) / 10) }, async () => {
     while (next < appends.length) await batcher.append(appends[next++]);
   }));
   await batcher.close();
-  return report(`${label} StateBatcher, appends of 10`, total, performance.now() - started, baseline);
+  return report(`${label} StateBatcher ${rows.toLocaleString('en-US')} rows, appends of 10`, total, performance.now() - started, baseline);
 }
 
 async function queryCase(label: string, store: StateStore, tableRows: number): Promise<void> {
@@ -137,12 +143,15 @@ console.log(`state store bench: ${total.toLocaleString('en-US')} rows per case, 
 const keepAlive = setInterval(() => {}, 1_000);
 const baseline = encodeBaseline();
 
-async function engineCases(label: string, store: StateStore): Promise<number[]> {
+/** The engine's batch size before it became 40 000 rows: what "today's" path batches with. */
+const PREVIOUS_BATCH_ROWS = 10_000;
+
+async function engineCases(label: string, store: StateStore, batchRows = defaultConfig.engine.batchRows): Promise<number[]> {
   await store.init();
   const rates = [
     await insertCase(label, store, 1_000, baseline),
     await insertCase(label, store, 10_000, baseline),
-    await batcherCase(label, store, baseline),
+    await batcherCase(label, store, baseline, batchRows),
   ];
   await queryCase(label, store, 3 * total);
   await store.close();
@@ -156,7 +165,7 @@ function ratios(label: string, today: number[], now: number[]): void {
 const dir = mkdtempSync(join(tmpdir(), 'fleetstream-bench-'));
 try {
   if (process.env.BENCH_CHDB !== '0') {
-    const today = await engineCases('chDB 18.16 layout TSV', createChdbStore({ dir, database: 'bench_legacy', legacyLayout: true, textInsert: true }));
+    const today = await engineCases('chDB 18.16 layout TSV', createChdbStore({ dir, database: 'bench_legacy', legacyLayout: true, textInsert: true }), PREVIOUS_BATCH_ROWS);
     const text = await engineCases('chDB compact TSV', createChdbStore({ dir, database: 'bench_compact_text', textInsert: true }));
     const now = await engineCases('chDB compact', createChdbStore({ dir, database: 'bench_compact' }));
     ratios('chDB compact layout, TSV', today, text);
@@ -189,7 +198,8 @@ async function serverCases(url: string): Promise<void> {
   const cases = [
     (label: string, store: StateStore) => insertCase(label, store, 1_000, baseline),
     (label: string, store: StateStore) => insertCase(label, store, 10_000, baseline),
-    (label: string, store: StateStore) => batcherCase(label, store, baseline),
+    // Each path through the StateBatcher as its engine batches: today's 10 000 rows, now the default.
+    (label: string, store: StateStore, path: 'today' | 'now') => batcherCase(label, store, baseline, path === 'today' ? PREVIOUS_BATCH_ROWS : defaultConfig.engine.batchRows),
   ];
   // Seconds per row, summed over rounds: the rate of all rounds together.
   const perRow = { today: [0, 0, 0], now: [0, 0, 0] };
@@ -201,7 +211,7 @@ async function serverCases(url: string): Promise<void> {
       for (const [i, run] of cases.entries()) {
         for (const path of round % 2 === 0 ? (['today', 'now'] as const) : (['now', 'today'] as const)) {
           await settle();
-          rates[path][i] = await run(`${paths[path].label} r${round}`, paths[path].store);
+          rates[path][i] = await run(`${paths[path].label} r${round}`, paths[path].store, path);
           perRow[path][i] += 1 / rates[path][i];
         }
       }

@@ -126,7 +126,7 @@ export const defaultConfig: Config = {
   mqtt: { host: '0.0.0.0', port: 1883 },
   commands: { expiryMs: 3_600_000, maxQueuePerDevice: 100 },
   kafka: {},
-  engine: { partitions: 8, passivateAfterMs: 60_000, mailboxCapacity: 256, maxInFlight: 20_000, batchRows: 10_000, batchDelayMs: 100 },
+  engine: { partitions: 8, passivateAfterMs: 60_000, mailboxCapacity: 256, maxInFlight: 40_000, batchRows: 40_000, batchDelayMs: 100 },
   uplinks: { atMaxAheadMs: 86_400_000, atMinMs: 0 },
   log: { level: 'info' },
 };
