@@ -239,6 +239,9 @@ function edgeSuite(factory: RegistryFactory) {
       const before = h.appended.length;
       const res = await h.request(method, `/device/${s.deviceId}/state`, { token: s.deviceToken, body, contentType });
       assert.is(res.status, 202, res.text);
+      assert.is(res.headers.get('content-type'), 'application/json');
+      assert.is(res.headers.get('cache-control'), 'no-store', 'an accepted uplink is not cached');
+      assert.is(res.headers.get('content-length'), String(Buffer.byteLength(res.text)));
       // Time-ordered (engine/kernel/ids.ts newUplinkId): the receive time, then 20 bits.
       assert.match(res.json.uplinkId, /^[0-9A-F]{16}$/);
       assert.is(BigInt(`0x${res.json.uplinkId}`) >> 20n, BigInt(h.clock.now()));

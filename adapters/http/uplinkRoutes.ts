@@ -25,6 +25,7 @@ const JSON_TYPE = 'application/json';
 const CBOR_TYPE = 'application/cbor';
 const TAGS = ['states'];
 const UPLINK_ERRORS = [400, 404, 413, 415, 422, 503];
+const ACCEPTED_HEADERS: Readonly<Record<string, string>> = Object.freeze({ 'content-type': JSON_TYPE, 'cache-control': 'no-store' });
 
 /** A refused uplink as a problem: the first entry's code and status, every entry under `errors`. */
 function refusal(rejections: readonly RefusedEntry[], uplinkId: string): FleetError {
@@ -37,13 +38,15 @@ function refusal(rejections: readonly RefusedEntry[], uplinkId: string): FleetEr
 export function uplinkRoutes(edge: EdgeContext): void {
   const { router, access, deps } = edge;
 
-  const accept = async (c: Context, device: DeviceWithAssets, submission: UplinkSubmission): Promise<Response> => {
+  const accept = async (device: DeviceWithAssets, submission: UplinkSubmission): Promise<Response> => {
     const outcome = await deps.admission.admit(device, submission);
-    c.header('cache-control', 'no-store');
+    // A refusal's problem+json carries no-store too (problemResponse.ts).
     if (outcome.status === 'refused') throw refusal(outcome.rejections, outcome.uplinkId);
     const body: Record<string, unknown> = { uplinkId: outcome.uplinkId, receivedAt: isoTime(outcome.receivedAt) };
     if (outcome.dropped.length > 0) body.rejected = outcome.dropped.map((r) => ({ asset: r.asset, item: r.item, code: r.code, reason: r.reason }));
-    return c.json(body, 202);
+    // The headers as a plain object, not through c.header()/c.json(): those make a Headers object that
+    // the Node server then turns back into a plain one, on every uplink.
+    return new Response(JSON.stringify(body), { status: 202, headers: ACCEPTED_HEADERS });
   };
 
   const acceptedResponse = { 202: { description: 'durable in the log; processed asynchronously', content: { [JSON_TYPE]: Accepted } } };
@@ -62,13 +65,13 @@ export function uplinkRoutes(edge: EdgeContext): void {
     const device = await access.device(principal, params.id, 'write');
     const format = bodyFormat(c.req.header('content-type'), ['json', 'cbor']);
     const body = await readBody(c.req.raw, edge.maxBodyBytes, incomingOf(c));
-    return accept(c, device, { channel: 'http', contentType: format, deviceId: device.id, body });
+    return accept(device, { channel: 'http', contentType: format, deviceId: device.id, body });
   });
 
   const assetState = async (c: Context, device: DeviceWithAssets, asset: string): Promise<Response> => {
     bodyFormat(c.req.header('content-type'), ['json']);
     const body = await readBody(c.req.raw, edge.maxBodyBytes, incomingOf(c));
-    return accept(c, device, { channel: 'http', contentType: 'json', deviceId: device.id, asset, body });
+    return accept(device, { channel: 'http', contentType: 'json', deviceId: device.id, asset, body });
   };
 
   router.route({
