@@ -94,6 +94,8 @@ export function handlePublishFrame(conn: EdgeConnection, first: number, body: Bu
 function drain(conn: EdgeConnection): void {
   if (conn.uplinkBusy || conn.gateWaiting) return;
   const { gate } = conn.ctx;
+  // Read once per run of the loop: it only ages the cached device (cacheTtlMs, minutes).
+  const now = conn.ctx.clock.now();
   while (conn.uplinks.length > 0 && !conn.discardUplinks) {
     if (!gate.open) {
       conn.gateWaiting = true;
@@ -106,7 +108,6 @@ function drain(conn: EdgeConnection): void {
       return;
     }
     const deviceId = conn.deviceId;
-    const now = conn.ctx.clock.now();
     if (deviceId !== undefined && (conn.device === undefined || now - conn.deviceAt > conn.ctx.cacheTtlMs)) {
       const fresh = conn.device === undefined && conn.uplinks[0].refreshed;
       conn.uplinkBusy = true;
