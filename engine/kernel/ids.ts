@@ -61,10 +61,10 @@ const UPLINK_TAG = (randomByte() << 4) | (randomByte() & 0xf);
 let uplinkMs = -1;
 let uplinkCount = 0;
 
-/** The high half's hex for the 4.096 s it stays the same. */
+/** The high half's hex digits (character codes) for the 4.096 s it stays the same. */
 let uplinkHi = -1;
-let uplinkHiHex = '';
-const HEX = '0123456789ABCDEF';
+let h0 = 0, h1 = 0, h2 = 0, h3 = 0, h4 = 0, h5 = 0, h6 = 0, h7 = 0;
+const HEX = Array.from('0123456789ABCDEF', (c) => c.charCodeAt(0));
 
 export function newUplinkId(receivedAt: number): string {
   if (!Number.isSafeInteger(receivedAt) || receivedAt < 2 ** 36 || receivedAt >= 2 ** 44) return newId();
@@ -76,8 +76,12 @@ export function newUplinkId(receivedAt: number): string {
   const lo = ((receivedAt % 2 ** 12) * 2 ** 20 + low) >>> 0;
   if (hi !== uplinkHi) {
     uplinkHi = hi;
-    uplinkHiHex = hi.toString(16).toUpperCase().padStart(8, '0');
+    h0 = HEX[hi >>> 28]; h1 = HEX[(hi >>> 24) & 15]; h2 = HEX[(hi >>> 20) & 15]; h3 = HEX[(hi >>> 16) & 15];
+    h4 = HEX[(hi >>> 12) & 15]; h5 = HEX[(hi >>> 8) & 15]; h6 = HEX[(hi >>> 4) & 15]; h7 = HEX[hi & 15];
   }
-  return uplinkHiHex + HEX[lo >>> 28] + HEX[(lo >>> 24) & 15] + HEX[(lo >>> 20) & 15] + HEX[(lo >>> 16) & 15]
-    + HEX[(lo >>> 12) & 15] + HEX[(lo >>> 8) & 15] + HEX[(lo >>> 4) & 15] + HEX[lo & 15];
+  // One flat string from the 16 codes: joining the digits with + made a rope of several pieces
+  // per uplink, flattened again when the id was written.
+  return String.fromCharCode(h0, h1, h2, h3, h4, h5, h6, h7,
+    HEX[lo >>> 28], HEX[(lo >>> 24) & 15], HEX[(lo >>> 20) & 15], HEX[(lo >>> 16) & 15],
+    HEX[(lo >>> 12) & 15], HEX[(lo >>> 8) & 15], HEX[(lo >>> 4) & 15], HEX[lo & 15]);
 }
