@@ -16,7 +16,9 @@
  * the two (chDB: today's first); chDB also the compact layout as TabSeparated, to tell the layout from the format.
  * The StateBatcher case batches as each path's engine does: today's path with the 10 000 rows per
  * insert the engine used before, the store's choice with the engine's default now (40 000), so its
- * ratio is the service's store path against today's; the batch cases keep the size fixed.
+ * ratio is the service's store path against today's; the batch cases keep the size fixed. (chDB's
+ * compact-TSV path batches as the store's choice does, so its StateBatcher ratio holds the batch
+ * size as well as the layout.)
  *
  * The server cases treat both paths alike (BENCH_ROUNDS rounds, default 2): each path writes its
  * own database; the two paths of a case run back to back, in the other order the next round; each

@@ -82,8 +82,9 @@ async function start(flags: Partial<Record<SettingName, string>>): Promise<void>
  * One full collection once the service is ready. Starting (modules loading, the registry and the
  * store opening) allocates fast, so V8 grows the young generation to its maximum (32–64 MB resident)
  * and keeps it while the service idles. A collection that reduces the footprint ("last-resort":
- * what V8 runs on a low-memory notification) shrinks it back to a few MB; it grows again only under
- * load, so throughput is unchanged. One pause of ~70 ms, once; without `--expose-gc` (package.json's
+ * what V8 runs on a low-memory notification) shrinks it back to a few MB; V8 grows it again under load
+ * as it sees fit (no cap, unlike a smaller --max-semi-space-size, which cost the pipeline bench 8-10 %).
+ * One pause of ~70 ms, once; without `--expose-gc` (package.json's
  * start script and the line at the top pass it) nothing happens. bench/start.bench.ts measures it.
  */
 function collectStartupGarbage(): void {
