@@ -12,8 +12,12 @@
  * one per partition.
  *
  * A round starts one event-loop turn after the first record queued in an idle log (appends made in
- * the same turn share it), or `lingerMs` after it; the next round starts as soon as the previous one
- * is done, without a linger. A full journal is checkpointed between two rounds.
+ * the same turn share it), or `lingerMs` after it; the next round starts in the turn the previous
+ * one is done, without a linger, but in the turn's check phase (setImmediate) rather than straight
+ * from its completion: the requests and messages read in that turn's I/O phase join it. Straight
+ * from the completion they waited for the round after, and rounds carried ~20 % fewer records each
+ * (each round costs the loop's thread a hand-off to the thread pool, ~25 µs on a small VM, plus one
+ * write per partition). A full journal is checkpointed between two rounds.
  */
 import type { Clock, TimerHandle } from '../../engine/kernel/clock.ts';
 import type { RoundJournal } from './RoundJournal.ts';
@@ -44,9 +48,14 @@ export class FlushRounds {
     if (this.#lingerMs > 0) {
       this.#timer = this.#clock.setTimeout(() => this.#start(), this.#lingerMs);
     } else {
-      const immediate = setImmediate(() => this.#start());
-      this.#timer = { cancel: () => clearImmediate(immediate) };
+      this.#startSoon();
     }
+  }
+
+  /** Starts a round in this event-loop turn's check phase: after the I/O callbacks of the turn have queued their records. */
+  #startSoon(): void {
+    const immediate = setImmediate(() => this.#start());
+    this.#timer = { cancel: () => clearImmediate(immediate) };
   }
 
   #start(): void {
@@ -70,7 +79,7 @@ export class FlushRounds {
     void this.#journal?.commit();
     void Promise.allSettled(flushes).then(() => {
       this.#running = false;
-      if (this.#queued.size > 0) this.#start();
+      if (this.#queued.size > 0) this.#startSoon();
     });
   }
 }
