@@ -155,6 +155,13 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Servi
           receivedOf(submission.channel).inc();
           return port.admit(device, submission).then((outcome) => counted(submission.channel, outcome));
         },
+        admitThen(device, submission, done) {
+          receivedOf(submission.channel).inc();
+          port.admitThen(device, submission, (error, outcome) => {
+            if (outcome !== undefined) counted(submission.channel, outcome);
+            done(error, outcome);
+          });
+        },
         refuse(submission, refusal) {
           receivedOf(submission.channel).inc();
           return port.refuse(submission, refusal).then((outcome) => counted(submission.channel, outcome));

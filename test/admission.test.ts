@@ -12,7 +12,9 @@ import { admitUplink, carried, outputOf } from '../engine/uplink/admission/admit
 import { compileDevice } from '../engine/uplink/admission/compileDevice.ts';
 import { decodeEnvelope, encodeEnvelope } from '../engine/uplink/envelope.ts';
 import { UplinkAdmission } from '../engine/uplink/UplinkAdmission.ts';
-import type { UplinkSubmission } from '../engine/uplink/UplinkIngest.ts';
+import { UplinkIngest, type UplinkSubmission } from '../engine/uplink/UplinkIngest.ts';
+import type { AdmissionOutcome } from '../engine/ports/uplinkAdmission.ts';
+import type { ProducerRecord } from '../engine/ports/log.ts';
 import type { DeviceInfo } from '../engine/ports/directory.ts';
 import type { UplinkEnvelope } from '../schemas/messages.ts';
 import { DeviceActors } from '../engine/actors/DeviceActors.ts';
@@ -147,6 +149,50 @@ test('UplinkAdmission: a log that cannot take the uplink is thrown as it is (503
   const broken = harness({ compile: () => { throw new Error('profile does not compile'); } });
   const out = await broken.admission.admit(info, submission('{"t": {"value": 1}}'));
   assert.equal([out.status, out.status === 'refused' ? out.rejections[0].code : ''], ['refused', 'PROCESSING_FAILED']);
+});
+
+test('UplinkAdmission.admitThen over the real ingest: the outcomes admit() gives, called back once and never synchronously', async () => {
+  const clock = new SimulatedClock(5_000);
+  const written: ProducerRecord[] = [];
+  let failNext: Error | undefined;
+  const log = {
+    async append(_topic: string, records: ProducerRecord[]) {
+      if (failNext) throw failNext;
+      written.push(...records);
+      return records.map((_, i) => ({ partition: 0, offset: written.length - records.length + i }));
+    },
+  };
+  const dead: string[][] = [];
+  let n = 0;
+  const admission = new UplinkAdmission({
+    clock,
+    newId: () => `id${++n}`,
+    ingest: new UplinkIngest({ log, clock }),
+    deadLetters: { add: async (_e, r) => { dead.push(r.map((x) => x.code)); } },
+  });
+  const admitThen = (body: string, asset?: string) => new Promise<{ error: unknown; outcome?: AdmissionOutcome; calls: number }>((resolve) => {
+    let returned = false;
+    let calls = 0;
+    admission.admitThen(info, submission(body, asset), (error, outcome) => {
+      assert.ok(returned, 'called back after admitThen returned');
+      calls++;
+      setImmediate(() => resolve({ error, outcome, calls }));
+    });
+    returned = true;
+  });
+  const ok = await admitThen('{"t": {"value": 3}, "x": {"value": 1}}');
+  assert.equal([ok.error, ok.calls, ok.outcome?.status, ok.outcome?.uplinkId], [undefined, 1, 'accepted', 'id1']);
+  assert.equal(ok.outcome?.status === 'accepted' ? ok.outcome.dropped.map((d) => d.code) : [], ['UNKNOWN_ASSET']);
+  assert.is(written.length, 1);
+  assert.equal(decodeEnvelope(written[0].value).admitted?.states, [['t', 5_000, 3]]);
+  const bad = await admitThen('{"value": "hot"}', 't');
+  assert.equal([bad.error, bad.calls, bad.outcome?.status], [undefined, 1, 'refused']);
+  assert.equal(dead, [['PROFILE_VIOLATION']]);
+  assert.is(written.length, 1, 'nothing appended for a refusal');
+  failNext = new FleetError('UNAVAILABLE', 'log away', { retriable: true });
+  const away = await admitThen('{"t": {"value": 4}}');
+  assert.equal([away.outcome, away.calls, (away.error as FleetError).code], [undefined, 1, 'UNAVAILABLE']);
+  assert.is(dead.length, 1, 'a retriable failure is no refusal');
 });
 
 test('UplinkAdmission compiles a device object once, and again when the edge hands it a changed one', async () => {

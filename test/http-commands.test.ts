@@ -34,7 +34,7 @@ test.before(async () => {
   ledId = created.device.assets.find((a) => a.name === 'led')!.id;
   app = createEdgeApp({
     registry, clock: new SimulatedClock(Date.UTC(2026, 0, 1)),
-    admission: { admit: async () => { throw new Error('not expected'); }, refuse: async () => { throw new Error('not expected'); } },
+    admission: { admit: async () => { throw new Error('not expected'); }, admitThen: () => { throw new Error('not expected'); }, refuse: async () => { throw new Error('not expected'); } },
     store: { latest: async () => [], history: async () => [], aggregate: async () => [] },
     rejections: { recent: async () => [] },
     commands: {

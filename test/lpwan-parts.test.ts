@@ -307,7 +307,7 @@ test('routes: log backpressure and an unreachable registry are 503 with Retry-Af
   let failure: FleetError = new FleetError('BACKPRESSURE', 'too many uplinks waiting for the log; retry later', { detail: { retryAfter: 2 } });
   const app = createEdgeApp({
     registry: {} as Registry,
-    admission: { admit: async () => { throw new Error('not expected'); }, refuse: async () => { throw new Error('not expected'); } },
+    admission: { admit: async () => { throw new Error('not expected'); }, admitThen: () => { throw new Error('not expected'); }, refuse: async () => { throw new Error('not expected'); } },
     store: { latest: async () => [], history: async () => [], aggregate: async () => [] },
     rejections: { recent: async () => [] },
     clock,

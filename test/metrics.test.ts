@@ -93,8 +93,11 @@ test('/health and /ready answer; an unknown path is counted as unmatched', async
   assert.is(sample(await scrape(), 'fleetstream_http_requests_total', { method: 'GET', route: 'unmatched', status: '404' }), 1);
 });
 
-test('MQTT connections and refusals, command transitions and delivery latency are counted', async () => {
-  const device = await createDeviceOverHttp(service, base, [{ name: 'light', is: 'actuator', profile: { type: 'boolean' } }]);
+test('MQTT connections and refusals, uplinks by channel, command transitions and delivery latency are counted', async () => {
+  const device = await createDeviceOverHttp(service, base, [
+    { name: 'light', is: 'actuator', profile: { type: 'boolean' } },
+    { name: 'temperature', is: 'sensor', profile: { type: 'number', maximum: 100 } },
+  ]);
   const refusedConnection = await mqtt.connectAsync(`mqtt://127.0.0.1:${service.mqttPort}`, { username: 'no-such-token', password: 'x', reconnectPeriod: 0 })
     .then(async (c) => { await c.endAsync(); return false; }, () => true);
   assert.ok(refusedConnection, 'an unknown token is refused at CONNECT');
@@ -116,6 +119,13 @@ test('MQTT connections and refusals, command transitions and delivery latency ar
     assert.is(sample(text, 'fleetstream_command_transitions_total', { status: 'sent' }), 1);
     assert.is(sample(text, 'fleetstream_command_delivery_seconds_count'), 1, 'queued → delivered observed once');
     assert.is(sample(text, 'fleetstream_log_append_duration_seconds_count', { topic: Topics.commands }), 1, 'the command append timed');
+    // Uplinks over MQTT: admitted and refused, counted under their channel.
+    await client.publishAsync(`device/${device.id}/asset/temperature/state`, '{"value": 21.5}', { qos: 1 });
+    await client.publishAsync(`device/${device.id}/asset/temperature/state`, '{"value": 500}', { qos: 1 });
+    await waitFor(async () => sample(await scrape(), 'fleetstream_uplinks_received_total', { channel: 'mqtt' }) === 2, 5_000, 'mqtt uplinks counted');
+    text = await scrape();
+    assert.is(sample(text, 'fleetstream_uplinks_admitted_total', { channel: 'mqtt' }), 1);
+    assert.is(sample(text, 'fleetstream_uplinks_refused_total', { channel: 'mqtt', code: 'PROFILE_VIOLATION' }), 1);
   } finally {
     await client.endAsync();
   }

@@ -40,6 +40,9 @@ class HeldAdmission implements UplinkAdmissionPort {
     this.durable.push(body);
     return { status: 'accepted', uplinkId: 'u', receivedAt: 0, dropped: [] };
   }
+  admitThen(device: unknown, submission: UplinkSubmission, done: (error: unknown, outcome?: AdmissionOutcome) => void): void {
+    this.admit(device, submission).then((outcome) => done(undefined, outcome), done);
+  }
   async refuse(): Promise<AdmissionOutcome> {
     return { status: 'refused', uplinkId: 'u', receivedAt: 0, rejections: [] };
   }

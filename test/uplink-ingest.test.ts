@@ -138,4 +138,42 @@ test('a submission the envelope schema refuses is rejected without touching the 
   assert.is(ingest.pending, 0);
 });
 
+test('appendThen: the same append without a promise: called back once, never synchronously, when durable or refused', async () => {
+  const log = new ManualLog();
+  const clock = new SimulatedClock(1_700_000_000_000);
+  const ingest = new UplinkIngest({ log, clock, newId: () => 'idA', maxPending: 1 });
+  const calls: (string | undefined)[] = [];
+  let returned = false;
+  const envelope = ingest.appendThen(submission('dev1'), (failure) => {
+    assert.ok(returned, 'not called before appendThen returned');
+    calls.push(failure?.code ?? 'durable');
+  });
+  returned = true;
+  assert.equal([envelope?.id, envelope?.receivedAt], ['idA', 1_700_000_000_000]);
+  await tick();
+  assert.equal(calls, [], 'not before the log made it durable');
+  // Over maxPending: refused, through the callback, with the same hint as append().
+  let full: FleetError | undefined;
+  ingest.appendThen(submission('dev2'), (failure) => (full = failure));
+  assert.is(full, undefined, 'not synchronously');
+  await tick();
+  assert.equal([full!.code, full!.retriable, full!.detail], ['BACKPRESSURE', true, { retryAfter: 1 }]);
+  log.calls[0].settle();
+  await tick();
+  assert.equal(calls, ['durable']);
+  assert.equal(decodeEnvelope(log.calls[0].records[0].value).id, 'idA');
+  // A schema the envelope refuses, and a closed ingest: refused through the callback too.
+  let bad: FleetError | undefined;
+  assert.is(ingest.appendThen({ ...submission('dev3'), channel: 'carrier-pigeon' as never }, (failure) => (bad = failure)), undefined, 'no envelope for what the schema refuses');
+  assert.is(bad, undefined, 'not synchronously');
+  await tick();
+  assert.is(bad?.code, 'INTERNAL');
+  await ingest.close();
+  let closed: FleetError | undefined;
+  assert.is(ingest.appendThen(submission('dev4'), (failure) => (closed = failure)), undefined);
+  await tick();
+  assert.is(closed?.code, 'CLOSED');
+  assert.is(log.calls.length, 1, 'only the accepted uplink reached the log');
+});
+
 test.run();

@@ -30,6 +30,12 @@ export interface UplinkAdmissionPort {
    */
   admit(device: DeviceInfo, submission: UplinkSubmission): Promise<AdmissionOutcome>;
   /**
+   * admit() without promises, for a channel that admits at message rates (the MQTT edge): `done` is
+   * called once, never before admitThen returns, with the outcome, or with the error admit() would
+   * reject with.
+   */
+  admitThen(device: DeviceInfo, submission: UplinkSubmission, done: (error: unknown, outcome?: AdmissionOutcome) => void): void;
+  /**
    * Records a refusal a channel decided itself (a topic the device may not publish to, an LPWAN
    * payload that cannot be read, a device unknown to the network) the same way admission records
    * its own. `submission.deviceId` is '' when no device is known.

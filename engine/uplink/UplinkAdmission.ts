@@ -11,14 +11,17 @@ import { newUplinkId } from '../kernel/ids.ts';
 import type { DeviceInfo } from '../ports/directory.ts';
 import type { AdmissionOutcome, RefusedEntry, UplinkAdmissionPort } from '../ports/uplinkAdmission.ts';
 import type { UplinkEnvelope } from '../../schemas/messages.ts';
-import { admitUplink, carried } from './admission/admitUplink.ts';
+import { admitUplink, carried, type Admission } from './admission/admitUplink.ts';
 import { compileDevice, type CompiledDevice } from './admission/compileDevice.ts';
 import type { Rejection } from './admission/processUplink.ts';
-import type { UplinkReceipt, UplinkSubmission } from './UplinkIngest.ts';
+import type { UplinkIngest, UplinkReceipt, UplinkSubmission } from './UplinkIngest.ts';
 
 export interface UplinkAdmissionOptions {
-  /** engine/uplink/UplinkIngest.ts: resolves once the uplink is durable in the log. */
-  ingest: { append(submission: UplinkSubmission): Promise<UplinkReceipt> };
+  /**
+   * engine/uplink/UplinkIngest.ts: resolves (or calls back, through appendThen when there is one)
+   * once the uplink is durable in the log.
+   */
+  ingest: { append(submission: UplinkSubmission): Promise<UplinkReceipt> } & Partial<Pick<UplinkIngest, 'appendThen'>>;
   /** engine/uplink/pipeline/DeadLetterSink.ts: resolves once the dead letters are durable. */
   deadLetters: { add(envelope: UplinkEnvelope, rejections: readonly Rejection[]): Promise<void> };
   clock: Clock;
@@ -44,24 +47,43 @@ export class UplinkAdmission implements UplinkAdmissionPort {
   }
 
   admit(device: DeviceInfo, submission: UplinkSubmission): Promise<AdmissionOutcome> {
+    return new Promise((resolve, reject) => {
+      this.admitThen(device, submission, (error, outcome) => (outcome === undefined ? reject(error) : resolve(outcome)));
+    });
+  }
+
+  admitThen(device: DeviceInfo, submission: UplinkSubmission, done: (error: unknown, outcome?: AdmissionOutcome) => void): void {
+    let envelope: UplinkEnvelope;
+    let admission: Admission;
     try {
-      const envelope = this.#envelope(submission);
+      envelope = this.#envelope(submission);
       let compiled: CompiledDevice;
       try {
         compiled = this.#compiledOf(device);
       } catch (error) {
         // A stored profile or script that no longer compiles refuses the device's uplinks, not the edge.
-        return this.#refused(envelope, [{ code: 'PROCESSING_FAILED', reason: `device ${device.id} cannot be compiled: ${toFleetError(error).message}` }]);
+        this.#refusedThen(envelope, [{ code: 'PROCESSING_FAILED', reason: `device ${device.id} cannot be compiled: ${toFleetError(error).message}` }], done);
+        return;
       }
-      const admission = admitUplink(envelope, compiled);
-      if (admission.verdict === 'refused') return this.#refused(envelope, admission.rejections);
-      // The envelope is this call's own object: the decision goes on it, not on a copy.
-      envelope.admitted = carried(admission);
-      const outcome: AdmissionOutcome = { status: 'accepted', uplinkId: envelope.id, receivedAt: envelope.receivedAt, dropped: admission.dropped };
-      return this.#o.ingest.append(envelope).then(() => outcome);
+      admission = admitUplink(envelope, compiled);
     } catch (error) {
-      return Promise.reject(error);
+      queueMicrotask(() => done(error));
+      return;
     }
+    if (admission.verdict === 'refused') {
+      this.#refusedThen(envelope, admission.rejections, done);
+      return;
+    }
+    // The envelope is this call's own object: the decision goes on it, not on a copy.
+    envelope.admitted = carried(admission);
+    const { dropped } = admission;
+    const durable = (failure?: unknown) => {
+      if (failure !== undefined) done(failure);
+      else done(undefined, { status: 'accepted', uplinkId: envelope.id, receivedAt: envelope.receivedAt, dropped });
+    };
+    const { ingest } = this.#o;
+    if (ingest.appendThen !== undefined) ingest.appendThen(envelope, durable);
+    else ingest.append(envelope).then(() => durable(), (error: unknown) => durable(error ?? new Error('append failed')));
   }
 
   refuse(submission: UplinkSubmission, refusal: RefusedEntry): Promise<AdmissionOutcome> {
@@ -80,6 +102,10 @@ export class UplinkAdmission implements UplinkAdmissionPort {
       this.#compiled.set(device, compiled);
     }
     return compiled;
+  }
+
+  #refusedThen(envelope: UplinkEnvelope, rejections: Rejection[], done: (error: unknown, outcome?: AdmissionOutcome) => void): void {
+    this.#refused(envelope, rejections).then((outcome) => done(undefined, outcome), done);
   }
 
   async #refused(envelope: UplinkEnvelope, rejections: Rejection[]): Promise<AdmissionOutcome> {

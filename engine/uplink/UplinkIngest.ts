@@ -104,7 +104,22 @@ export class UplinkIngest {
    * every uplink of every edge, and an async function awaiting a promise of its own cost two more.
    */
   append(submission: UplinkSubmission): Promise<UplinkReceipt> {
-    if (this.#batcher.closed) return Promise.reject(new FleetError('CLOSED', 'uplink ingest is closed'));
+    return new Promise((resolve, reject) => {
+      const envelope = this.appendThen(submission, (failure) => {
+        if (failure === undefined) resolve({ id: envelope!.id, receivedAt: envelope!.receivedAt });
+        else reject(failure);
+      });
+    });
+  }
+
+  /**
+   * append() without a promise, for edges that hand over uplinks at message rates: `done` is called
+   * once, without an argument when the uplink is durable, else with the error append() rejects with
+   * (never synchronously). Returns the envelope handed to the log's batching (its id and receive
+   * time), or undefined when the submission did not get that far (closed, not an envelope).
+   */
+  appendThen(submission: UplinkSubmission, done: (failure?: FleetError) => void): UplinkEnvelope | undefined {
+    if (this.#batcher.closed) return refuseSoon(done, new FleetError('CLOSED', 'uplink ingest is closed'));
     // The admission step gives every uplink its id and receive time; the envelope is then the submission itself.
     let envelope: UplinkEnvelope;
     if (submission.id !== undefined && submission.receivedAt !== undefined) envelope = submission as UplinkEnvelope;
@@ -114,29 +129,33 @@ export class UplinkIngest {
     }
     // An edge bug must not put a record on the log that every consumer would choke on.
     if (!checkEnvelope.Check(envelope) || !(envelope.body instanceof Uint8Array)) {
-      return Promise.reject(new FleetError('INTERNAL', 'uplink submission does not match the envelope schema'));
+      return refuseSoon(done, new FleetError('INTERNAL', 'uplink submission does not match the envelope schema'));
     }
     let value: Uint8Array;
     try {
       value = encodeEnvelope(envelope);
     } catch (error) {
-      return Promise.reject(error);
+      return refuseSoon(done, toFleetError(error));
     }
-    const { id, receivedAt } = envelope;
-    return new Promise((resolve, reject) => {
-      this.#batcher.addThen({ key: envelope.deviceId, value, timestamp: receivedAt }, (failure) => {
-        if (failure === undefined) resolve({ id, receivedAt });
-        else if (failure.code === 'BACKPRESSURE' && failure.detail === undefined) {
-          reject(new FleetError('BACKPRESSURE', 'too many uplinks waiting for the log; retry later', { detail: { retryAfter: this.#retryAfter } }));
-        } else reject(failure);
-      });
+    this.#batcher.addThen({ key: envelope.deviceId, value, timestamp: envelope.receivedAt }, (failure) => {
+      if (failure === undefined) done();
+      else if (failure.code === 'BACKPRESSURE' && failure.detail === undefined) {
+        done(new FleetError('BACKPRESSURE', 'too many uplinks waiting for the log; retry later', { detail: { retryAfter: this.#retryAfter } }));
+      } else done(failure);
     });
+    return envelope;
   }
 
   /** Refuses new uplinks and resolves once every accepted one is settled. */
   close(): Promise<void> {
     return this.#batcher.close();
   }
+}
+
+/** `done(failure)` in a later microtask, as a refused append() rejects: never before the caller has returned. */
+function refuseSoon(done: (failure?: FleetError) => void, failure: FleetError): undefined {
+  queueMicrotask(() => done(failure));
+  return undefined;
 }
 
 /**

@@ -168,8 +168,10 @@ function decideNext(conn: EdgeConnection, device: DeviceWithAssets | undefined):
     if (conn.uplinks.length + conn.admitting < limits.receiveMaximum) conn.resume('admitting');
     gate.done();
   };
-  conn.ctx.admission.admit(device!, submission).then((outcome) => {
+  // admitThen: no promise per uplink (three of them, with their reactions, on the admit() path).
+  conn.ctx.admission.admitThen(device!, submission, (error, outcome) => {
     settled();
+    if (outcome === undefined) return notAdmitted(conn, pending, error);
     if (outcome.status === 'accepted') {
       conn.ctx.stats.accepted++;
       if (pending.slot !== undefined) answerSlot(conn, pending.slot, publish.qos === 2 ? pubrec(publish.packetId) : undefined);
@@ -178,26 +180,28 @@ function decideNext(conn: EdgeConnection, device: DeviceWithAssets | undefined):
     // Admission recorded it; here it only counts towards the connection's allowance.
     const first = outcome.rejections[0];
     refused(conn, pending, { ok: false, code: first.code, reason: first.reason });
-  }, (error: unknown) => {
-    settled();
-    const failure = toFleetError(error, 'UNAVAILABLE');
-    if (failure.code === 'BACKPRESSURE' && !conn.discardUplinks) {
-      // The log intake is full (other edges share it): this connection waits a little and tries again.
-      conn.uplinks.unshift(pending);
-      conn.pause('gate');
-      conn.gateWaiting = true;
-      conn.ctx.clock.setTimeout(() => {
-        conn.gateWaiting = false;
-        conn.resume('gate');
-        drain(conn);
-      }, 20);
-      return;
-    }
-    // Not acknowledged: the client sends its unacknowledged QoS 1 messages again after reconnecting.
-    conn.ctx.logger.warn('mqtt: uplink not accepted by the log; closing the connection', { clientId: conn.session?.clientId, code: failure.code });
-    conn.ctx.stats.disconnected++;
-    conn.disconnect(Reason.SERVER_BUSY, 'the log is not accepting uplinks; send again later');
   });
+}
+
+/** Admission could not take the uplink (the log is full or away): wait and retry, or close. */
+function notAdmitted(conn: EdgeConnection, pending: PendingUplink, error: unknown): void {
+  const failure = toFleetError(error, 'UNAVAILABLE');
+  if (failure.code === 'BACKPRESSURE' && !conn.discardUplinks) {
+    // The log intake is full (other edges share it): this connection waits a little and tries again.
+    conn.uplinks.unshift(pending);
+    conn.pause('gate');
+    conn.gateWaiting = true;
+    conn.ctx.clock.setTimeout(() => {
+      conn.gateWaiting = false;
+      conn.resume('gate');
+      drain(conn);
+    }, 20);
+    return;
+  }
+  // Not acknowledged: the client sends its unacknowledged QoS 1 messages again after reconnecting.
+  conn.ctx.logger.warn('mqtt: uplink not accepted by the log; closing the connection', { clientId: conn.session?.clientId, code: failure.code });
+  conn.ctx.stats.disconnected++;
+  conn.disconnect(Reason.SERVER_BUSY, 'the log is not accepting uplinks; send again later');
 }
 
 /** A refusal the channel decided itself: recorded (device tokens), then answered. */
