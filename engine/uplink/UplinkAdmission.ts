@@ -76,10 +76,13 @@ export class UplinkAdmission implements UplinkAdmissionPort {
     }
     // The envelope is this call's own object: the decision goes on it, not on a copy.
     envelope.admitted = carried(admission);
+    // What the answer needs, not the envelope: an uplink waiting for the log keeps only these alive
+    // (its body and decoded states go once it is encoded), so the young generation's survivors stay small.
+    const { id, receivedAt } = envelope;
     const { dropped } = admission;
     const durable = (failure?: unknown) => {
       if (failure !== undefined) done(failure);
-      else done(undefined, { status: 'accepted', uplinkId: envelope.id, receivedAt: envelope.receivedAt, dropped });
+      else done(undefined, { status: 'accepted', uplinkId: id, receivedAt, dropped });
     };
     const { ingest } = this.#o;
     if (ingest.appendThen !== undefined) ingest.appendThen(envelope, durable);
