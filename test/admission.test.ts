@@ -13,6 +13,7 @@ import { compileDevice } from '../engine/uplink/admission/compileDevice.ts';
 import { decodeEnvelope, encodeEnvelope } from '../engine/uplink/envelope.ts';
 import { UplinkAdmission } from '../engine/uplink/UplinkAdmission.ts';
 import { UplinkIngest, type UplinkSubmission } from '../engine/uplink/UplinkIngest.ts';
+import { fakeIngest } from './support/fakeIngest.ts';
 import type { AdmissionOutcome } from '../engine/ports/uplinkAdmission.ts';
 import type { ProducerRecord } from '../engine/ports/log.ts';
 import type { DeviceInfo } from '../engine/ports/directory.ts';
@@ -94,13 +95,10 @@ function harness(options: { failAppend?: FleetError; compile?: (i: DeviceInfo) =
     clock,
     newId: () => `id${++n}`,
     compile: options.compile,
-    ingest: {
-      async append(s) {
-        if (options.failAppend) throw options.failAppend;
-        appended.push(s);
-        return { id: s.id!, receivedAt: s.receivedAt! };
-      },
-    },
+    ingest: fakeIngest(async (s) => {
+      if (options.failAppend) throw options.failAppend;
+      appended.push(s);
+    }),
     deadLetters: { add: async (e, r) => { dead.push({ envelope: e, codes: r.map((x) => x.code) }); } },
   });
   return { admission, appended, dead, clock };

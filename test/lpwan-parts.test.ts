@@ -19,6 +19,7 @@ import type { UplinkSubmission } from '../engine/uplink/UplinkIngest.ts';
 import { UplinkAdmission } from '../engine/uplink/UplinkAdmission.ts';
 import { compileDevice } from '../engine/uplink/admission/compileDevice.ts';
 import type { UplinkEnvelope } from '../schemas/messages.ts';
+import { fakeIngest } from './support/fakeIngest.ts';
 
 const fixture = (name: string): unknown => JSON.parse(readFileSync(new URL(`./fixtures/lpwan/${name}`, import.meta.url), 'utf8'));
 
@@ -141,7 +142,7 @@ test('intake: content type by payload format, bindings cached for the TTL, unkno
   const appended: UplinkSubmission[] = [];
   const dead: UplinkEnvelope[] = [];
   const admission = new UplinkAdmission({
-    ingest: { append: async (s) => { appended.push(s); return { id: s.id!, receivedAt: s.receivedAt! }; } },
+    ingest: fakeIngest(async (s) => { appended.push(s); }),
     deadLetters: { add: async (e) => { dead.push(e); } },
     clock,
     compile: routingCompile,
@@ -180,7 +181,7 @@ test('intake: registry changes reach the binding cache at once, and a lookup tha
   ]);
   const lookups: string[] = [];
   const admission = new UplinkAdmission({
-    ingest: { append: async (s) => ({ id: s.id!, receivedAt: s.receivedAt! }) },
+    ingest: fakeIngest(async () => undefined),
     deadLetters: { add: async () => undefined },
     clock,
     compile: routingCompile,
@@ -229,7 +230,7 @@ test('intake: a device bound in another application is unknown to this one; a pa
   const dead: { envelope: UplinkEnvelope; code: string }[] = [];
   const device = fakeDevice('d-tts', { networkId: 'thethingsnetwork', data: { devEui: '70B3D57ED0000001', applicationId: 'app-one' } }, { format: 'cbor' });
   const admission = new UplinkAdmission({
-    ingest: { append: async () => { throw new Error('not expected'); } },
+    ingest: fakeIngest(async () => { throw new Error('not expected'); }),
     deadLetters: { add: async (envelope, rejections) => { dead.push({ envelope, code: rejections[0].code }); } },
     clock,
   });
@@ -250,14 +251,11 @@ test('intake: a message delivered again gets its first answer (repeated) and the
   const dead: UplinkEnvelope[] = [];
   let failNext = false;
   const admission = new UplinkAdmission({
-    ingest: {
-      append: async (s) => {
-        await new Promise((r) => setTimeout(r, 5));
-        if (failNext) { failNext = false; throw new FleetError('UNAVAILABLE', 'log away'); }
-        appended.push(s);
-        return { id: s.id!, receivedAt: s.receivedAt! };
-      },
-    },
+    ingest: fakeIngest(async (s) => {
+      await new Promise((r) => setTimeout(r, 5));
+      if (failNext) { failNext = false; throw new FleetError('UNAVAILABLE', 'log away'); }
+      appended.push(s);
+    }),
     deadLetters: { add: async (e) => { dead.push(e); } },
     clock,
     compile: routingCompile,

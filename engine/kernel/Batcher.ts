@@ -253,6 +253,8 @@ export class Batcher<T> {
   }
 }
 
-function refuseLater(done: (error?: FleetError) => void, error: FleetError): void {
+/** `done(error)` in a later microtask, as a rejected promise's reactions run: never before the caller has returned. */
+export function refuseLater(done: (error?: FleetError) => void, error: FleetError): undefined {
   queueMicrotask(() => done(error));
+  return undefined;
 }

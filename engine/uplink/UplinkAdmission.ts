@@ -14,14 +14,11 @@ import type { UplinkEnvelope } from '../../schemas/messages.ts';
 import { admitUplink, carried, type Admission } from './admission/admitUplink.ts';
 import { compileDevice, type CompiledDevice } from './admission/compileDevice.ts';
 import type { Rejection } from './admission/processUplink.ts';
-import type { UplinkIngest, UplinkReceipt, UplinkSubmission } from './UplinkIngest.ts';
+import type { UplinkIngest, UplinkSubmission } from './UplinkIngest.ts';
 
 export interface UplinkAdmissionOptions {
-  /**
-   * engine/uplink/UplinkIngest.ts: resolves (or calls back, through appendThen when there is one)
-   * once the uplink is durable in the log.
-   */
-  ingest: { append(submission: UplinkSubmission): Promise<UplinkReceipt> } & Partial<Pick<UplinkIngest, 'appendThen'>>;
+  /** engine/uplink/UplinkIngest.ts: calls back once the uplink is durable in the log. */
+  ingest: Pick<UplinkIngest, 'appendThen'>;
   /** engine/uplink/pipeline/DeadLetterSink.ts: resolves once the dead letters are durable. */
   deadLetters: { add(envelope: UplinkEnvelope, rejections: readonly Rejection[]): Promise<void> };
   clock: Clock;
@@ -80,13 +77,11 @@ export class UplinkAdmission implements UplinkAdmissionPort {
     // (its body and decoded states go once it is encoded), so the young generation's survivors stay small.
     const { id, receivedAt } = envelope;
     const { dropped } = admission;
-    const durable = (failure?: unknown) => {
+    const durable = (failure?: FleetError) => {
       if (failure !== undefined) done(failure);
       else done(undefined, { status: 'accepted', uplinkId: id, receivedAt, dropped });
     };
-    const { ingest } = this.#o;
-    if (ingest.appendThen !== undefined) ingest.appendThen(envelope, durable);
-    else ingest.append(envelope).then(() => durable(), (error: unknown) => durable(error ?? new Error('append failed')));
+    this.#o.ingest.appendThen(envelope, durable);
   }
 
   refuse(submission: UplinkSubmission, refusal: RefusedEntry): Promise<AdmissionOutcome> {

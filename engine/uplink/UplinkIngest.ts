@@ -10,7 +10,7 @@
  * meanwhile go into the next append together, so under load one durable write carries many uplinks.
  */
 import { Compile } from 'typebox/compile';
-import { Batcher } from '../kernel/Batcher.ts';
+import { Batcher, refuseLater } from '../kernel/Batcher.ts';
 import type { Clock } from '../kernel/clock.ts';
 import { encodeEnvelope } from './envelope.ts';
 import { FleetError, toFleetError } from '../kernel/errors.ts';
@@ -119,7 +119,7 @@ export class UplinkIngest {
    * time), or undefined when the submission did not get that far (closed, not an envelope).
    */
   appendThen(submission: UplinkSubmission, done: (failure?: FleetError) => void): UplinkEnvelope | undefined {
-    if (this.#batcher.closed) return refuseSoon(done, new FleetError('CLOSED', 'uplink ingest is closed'));
+    if (this.#batcher.closed) return refuseLater(done, new FleetError('CLOSED', 'uplink ingest is closed'));
     // The admission step gives every uplink its id and receive time; the envelope is then the submission itself.
     let envelope: UplinkEnvelope;
     if (submission.id !== undefined && submission.receivedAt !== undefined) envelope = submission as UplinkEnvelope;
@@ -129,13 +129,13 @@ export class UplinkIngest {
     }
     // An edge bug must not put a record on the log that every consumer would choke on.
     if (!checkEnvelope.Check(envelope) || !(envelope.body instanceof Uint8Array)) {
-      return refuseSoon(done, new FleetError('INTERNAL', 'uplink submission does not match the envelope schema'));
+      return refuseLater(done, new FleetError('INTERNAL', 'uplink submission does not match the envelope schema'));
     }
     let value: Uint8Array;
     try {
       value = encodeEnvelope(envelope);
     } catch (error) {
-      return refuseSoon(done, toFleetError(error));
+      return refuseLater(done, toFleetError(error));
     }
     this.#batcher.addThen({ key: envelope.deviceId, value, timestamp: envelope.receivedAt }, (failure) => {
       if (failure === undefined) done();
@@ -150,12 +150,6 @@ export class UplinkIngest {
   close(): Promise<void> {
     return this.#batcher.close();
   }
-}
-
-/** `done(failure)` in a later microtask, as a refused append() rejects: never before the caller has returned. */
-function refuseSoon(done: (failure?: FleetError) => void, failure: FleetError): undefined {
-  queueMicrotask(() => done(failure));
-  return undefined;
 }
 
 /**

@@ -12,6 +12,7 @@ import { createExternalMqtt } from '../../adapters/mqtt/createExternalMqtt.ts';
 import { systemClock } from '../../engine/kernel/clock.ts';
 import type { DeviceWithAssets } from '../../engine/ports/registry.ts';
 import { UplinkAdmission } from '../../engine/uplink/UplinkAdmission.ts';
+import { fakeIngest } from './fakeIngest.ts';
 
 const args = JSON.parse(process.argv[2]) as { url: string; group: string; clientIdPrefix: string; sessionExpirySeconds: number; device: DeviceWithAssets };
 const say = (line: string) => writeSync(1, `${line}\n`);
@@ -35,12 +36,10 @@ await createExternalMqtt({
   // A log that never answers: each uplink is admitted and then held, unacknowledged.
   admission: new UplinkAdmission({
     clock: systemClock,
-    ingest: {
-      append(submission) {
-        say(`held ${submission.deviceId}/${submission.asset ?? ''}`);
-        return new Promise(() => undefined);
-      },
-    },
+    ingest: fakeIngest((submission) => {
+      say(`held ${submission.deviceId}/${submission.asset ?? ''}`);
+      return new Promise(() => undefined);
+    }),
     deadLetters: { add: async () => undefined },
   }),
 });
