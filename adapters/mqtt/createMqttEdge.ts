@@ -13,6 +13,7 @@
  * the connections of a revoked token, a deleted device or a user who left a ground.
  */
 import { createServer, type Server, type Socket } from 'node:net';
+import mqttPacket from 'mqtt-packet';
 import { createServer as createTlsServer } from 'node:tls';
 import type { StateRow } from '../../schemas/messages.ts';
 import { silentLogger } from '../../engine/kernel/logger.ts';
@@ -53,6 +54,11 @@ export interface MqttEdge {
 const SOCKET_HIGH_WATER_MARK = 16 * 1024;
 
 export async function createMqttEdge(options: MqttEdgeOptions): Promise<MqttEdge> {
+  // mqtt-packet otherwise builds, at the first packet it encodes (the first CONNACK), a cache of
+  // every 16-bit number as a 2-byte Buffer: 65,536 objects, ~7.5 MB of heap kept for the life of
+  // the process (and marked by every full GC), for no speed: a command PUBLISH encodes in ~1.5 µs
+  // with it, ~1.3 µs without. Off, numbers are encoded as they are written.
+  mqttPacket.writeToStream.cacheNumbers = false;
   const logger = options.logger ?? silentLogger;
   const limits = edgeLimits(options);
   const { clock } = options;
