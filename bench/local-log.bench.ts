@@ -7,6 +7,10 @@
  * (every append pays its own write + fdatasync: no group commit possible). The other append cases
  * show what group commit (many producers in flight) and caller batching buy against it; the
  * consume cases read what was appended, through fresh consumer groups.
+ *
+ * Then the latency of one append to an idle log (a command, a lone uplink): its round written in the
+ * loop's thread (the default) against the same through the thread pool (inlineWriteMaxMicros 0), two
+ * logs appended to in turn, 200 appends each per turn, five turns; p50 and p99 of each.
  */
 import b from 'benny';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -103,6 +107,27 @@ await live.stop();
 await log.close();
 rmSync(dir, { recursive: true, force: true });
 
+// One append at a time to an idle log, in the loop's thread against through the thread pool.
+const idleDirs = [mkdtempSync(join(tmpdir(), 'fleetstream-log-bench-inline-')), mkdtempSync(join(tmpdir(), 'fleetstream-log-bench-pool-'))];
+const idleLogs = [createLocalLog({ dir: idleDirs[0] }), createLocalLog({ dir: idleDirs[1], inlineWriteMaxMicros: 0 })];
+const idleLatencies: number[][] = [[], []];
+for (const l of idleLogs) {
+  await l.ensureTopics([{ name: 'idle', partitions: 1 }]);
+  await l.append('idle', records(1)); // the segment's first record is synced in the segment itself
+}
+for (let turn = 0; turn < 5; turn++) {
+  for (let which = 0; which < 2; which++) {
+    for (let i = 0; i < 200; i++) {
+      const started = performance.now();
+      await idleLogs[which].append('idle', records(1));
+      idleLatencies[which].push(performance.now() - started);
+    }
+  }
+}
+const inlineWrites = idleLogs.map((l) => l.stats().inlineWrites);
+for (const l of idleLogs) await l.close();
+for (const d of idleDirs) rmSync(d, { recursive: true, force: true });
+
 const rate = new Map(summary.results.map((r) => [r.name, r.ops * recordsPerOp.get(r.name)!]));
 const baseline = rate.get(BASELINE)!;
 console.log('\nrecords/s, ratio to the baseline (same run), fdatasyncs per 1000 records appended:');
@@ -113,3 +138,10 @@ for (const r of summary.results) {
   const perThousand = appended > 0 ? (fsyncs * 1000 / appended).toFixed(1).padStart(7) : '      -';
   console.log(`  ${r.name.padEnd(64)} ${Math.round(rate.get(r.name)!).toLocaleString('en-US').padStart(11)} rec/s ±${r.margin.toFixed(1).padStart(4)}%  ${(rate.get(r.name)! / baseline).toFixed(1).padStart(7)}×  ${perThousand} fsync/1k`);
 }
+
+const quantile = (values: number[], q: number) => [...values].sort((x, y) => x - y)[Math.min(values.length - 1, Math.floor(values.length * q))];
+const [inlineP50, poolP50] = idleLatencies.map((l) => quantile(l, 0.5));
+console.log('\none append of one record to an idle log, 1000 each, in turns:');
+console.log(`  round written in the loop's thread (default)          p50 ${inlineP50.toFixed(3)} ms  p99 ${quantile(idleLatencies[0], 0.99).toFixed(3)} ms  (${inlineWrites[0]} of 1000 written there)`);
+console.log(`  through the thread pool (inlineWriteMaxMicros 0)      p50 ${poolP50.toFixed(3)} ms  p99 ${quantile(idleLatencies[1], 0.99).toFixed(3)} ms  (${inlineWrites[1]} written in the loop's thread)`);
+console.log(`  p50 ratio, loop's thread / thread pool: ${(inlineP50 / poolP50).toFixed(2)}`);

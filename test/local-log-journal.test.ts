@@ -36,7 +36,7 @@ function tempDir(): string {
   return dir;
 }
 
-function open(dir: string, options: { journalBytes?: number; onCorruption?(r: CorruptionReport): void } = {}): LocalLog {
+function open(dir: string, options: { journalBytes?: number; inlineWriteMaxMicros?: number; onCorruption?(r: CorruptionReport): void } = {}): LocalLog {
   const log = createLocalLog({ dir, ...options });
   opened.push(log);
   return log;
@@ -45,8 +45,8 @@ function open(dir: string, options: { journalBytes?: number; onCorruption?(r: Co
 interface Acked { key: string; partition: number; offset: number }
 
 /** Runs the child until it has acknowledged `count` records (plus one first record per partition), then kills it. */
-async function crashAfterAppends(dir: string, count: number, journalBytes: number): Promise<{ acked: Acked[]; stats: Record<string, number> }> {
-  const child = spawn(process.execPath, [CHILD, dir, String(count), String(journalBytes)], { stdio: ['ignore', 'pipe', 'inherit'] });
+async function crashAfterAppends(dir: string, count: number, journalBytes: number, mode: 'concurrent' | 'sequential' = 'concurrent'): Promise<{ acked: Acked[]; stats: Record<string, number> }> {
+  const child = spawn(process.execPath, [CHILD, dir, String(count), String(journalBytes), mode], { stdio: ['ignore', 'pipe', 'inherit'] });
   const acked: Acked[] = [];
   let stats: Record<string, number> = {};
   const lines = createInterface({ input: child.stdout! });
@@ -130,6 +130,17 @@ for (const how of ['truncate', 'zero'] as const) {
   });
 }
 
+test('every acknowledged record survives when its round was written in the loop\'s thread (appends one at a time to an idle log)', async () => {
+  const dir = tempDir();
+  const { acked, stats } = await crashAfterAppends(dir, 500, 32 * 1024 * 1024, 'sequential');
+  assert.ok(stats.inlineWrites >= 50, `${stats.inlineWrites} of ${stats.journalWrites} journal writes in the loop's thread`);
+  loseUnsyncedSegmentWrites(dir, acked, 'truncate');
+  const reports: CorruptionReport[] = [];
+  const log = open(dir, { onCorruption: (r) => reports.push(r) });
+  assertHolds(await readAll(log, 'j', acked.length), acked);
+  assert.equal(reports, []);
+});
+
 test('the control: without a journal the same loss takes acknowledged records back', async () => {
   // What the simulated loss does when every round is synced in the segment files themselves: the
   // loss removes synced data there, which a real crash cannot, so the records are gone; this shows
@@ -197,6 +208,41 @@ test('a full journal checkpoints: segments synced, the journal starts over, noth
   const reopened = open(dir, { journalBytes: 4096 });
   const again = await readAll(reopened, 'c', appended.length);
   assert.is(again.length, appended.length);
+});
+
+test('a small round in an idle log is written in the loop\'s thread, a large one through the thread pool', async () => {
+  const dir = tempDir();
+  const log = open(dir);
+  await log.ensureTopics([{ name: 'i', partitions: 1 }]);
+  // The first records of a segment are synced in the segment itself, not journaled.
+  await log.append('i', [{ key: 'a', value: Buffer.from('the first record') }]);
+  const before = log.stats();
+  await log.append('i', [{ key: 'a', value: Buffer.from('one small record') }]);
+  assert.is(log.stats().journalWrites - before.journalWrites, 1);
+  assert.is(log.stats().inlineWrites - before.inlineWrites, 1, 'an idle log, a small round: written in the loop\'s thread');
+  await log.append('i', [{ key: 'a', value: Buffer.alloc(8192, 1) }]);
+  assert.is(log.stats().journalWrites - before.journalWrites, 2);
+  assert.is(log.stats().inlineWrites - before.inlineWrites, 1, 'a round over 4 KiB: through the thread pool');
+  const records = await readAll(log, 'i', 3);
+  assert.equal(records.map((r) => r.value.length), [16, 16, 8192]);
+});
+
+test('writes in the loop\'s thread that take longer than inlineWriteMaxMicros send the next rounds to the thread pool; 0 never writes there', async () => {
+  const slow = open(tempDir(), { inlineWriteMaxMicros: 1 });
+  await slow.ensureTopics([{ name: 's', partitions: 1 }]);
+  await slow.append('s', [{ key: 'k', value: Buffer.from('first') }]);
+  const before = slow.stats();
+  for (let i = 0; i < 30; i++) await slow.append('s', [{ key: 'k', value: Buffer.from(`v${i}`) }]);
+  assert.is(slow.stats().journalWrites - before.journalWrites, 30);
+  // A durable write takes longer than 1 µs: the first 8 show it, the other 22 go through the pool.
+  assert.is(slow.stats().inlineWrites - before.inlineWrites, 8);
+  const never = open(tempDir(), { inlineWriteMaxMicros: 0 });
+  await never.ensureTopics([{ name: 'n', partitions: 1 }]);
+  await never.append('n', [{ key: 'k', value: Buffer.from('first') }]);
+  for (let i = 0; i < 5; i++) await never.append('n', [{ key: 'k', value: Buffer.from(`v${i}`) }]);
+  assert.is(never.stats().inlineWrites, 0);
+  assert.ok(never.stats().journalWrites >= 5);
+  assert.equal((await readAll(slow, 's', 31)).map((r) => Buffer.from(r.value).toString()), ['first', ...Array.from({ length: 30 }, (_, i) => `v${i}`)]);
 });
 
 test('journalBytes 0: every partition writes durably by itself, as without a journal', async () => {

@@ -1,6 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { FlushRounds, type RoundMember } from '../adapters/local-log/FlushRounds.ts';
+import type { RoundJournal } from '../adapters/local-log/RoundJournal.ts';
 import { systemClock } from '../engine/kernel/clock.ts';
 
 /** Members called in one synchronous run are one round (FlushRounds runs a round's members in one go). */
@@ -80,6 +81,43 @@ test('flush rounds: a member queued while a round runs waits for it, and the nex
   assert.ok(performance.now() - finished < 40, 'the next round does not wait lingerMs');
   assert.ok(finished - started >= 50);
   b.finish();
+});
+
+/** The journal as the rounds see it: whether a write is in flight, and what each commit was told. */
+class FakeJournal {
+  writing = false;
+  readonly full = false;
+  readonly commits: boolean[] = [];
+  async commit(idle: boolean): Promise<void> {
+    this.commits.push(idle);
+  }
+}
+
+test('flush rounds: a round is idle for its journal unless one of its records was queued while a journal write was in flight', async () => {
+  const log: string[][] = [];
+  const journal = new FakeJournal();
+  const rounds = new FlushRounds(systemClock, 0, journal as unknown as RoundJournal);
+  const a = new Member('a', log);
+  const b = new Member('b', log);
+  const c = new Member('c', log);
+  rounds.request(a);
+  await turn();
+  assert.equal(journal.commits, [true], 'the first round of an idle log');
+  journal.writing = true; // its write is in flight
+  rounds.request(b);
+  journal.writing = false;
+  a.finish();
+  await turn();
+  await turn();
+  assert.equal(log, [['a'], ['b']]);
+  assert.equal(journal.commits, [true, false], 'b waited for a journal write');
+  rounds.request(c); // queued after that write returned, while b's round still runs
+  b.finish();
+  await turn();
+  await turn();
+  assert.equal(log, [['a'], ['b'], ['c']]);
+  assert.equal(journal.commits, [true, false, true], 'c waited for no journal write');
+  c.finish();
 });
 
 test.run();

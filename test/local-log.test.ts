@@ -366,6 +366,8 @@ test('bad options, oversized records, commits of foreign partitions and past the
   await rejectsWith(() => createLocalLog({ dir: '' }), 'VALIDATION_FAILED');
   await rejectsWith(() => createLocalLog({ dir: tempDir(), segmentBytes: 10 }), 'VALIDATION_FAILED');
   await rejectsWith(() => createLocalLog({ dir: tempDir(), groupCommitMs: -1 }), 'VALIDATION_FAILED');
+  await rejectsWith(() => createLocalLog({ dir: tempDir(), inlineWriteMaxMicros: -1 }), 'VALIDATION_FAILED');
+  await rejectsWith(() => createLocalLog({ dir: tempDir(), inlineWriteMaxMicros: 0.5 }), 'VALIDATION_FAILED');
   await rejectsWith(() => createLocalLog({ dir: tempDir(), retainUncommittedSegments: 'no' as unknown as boolean }), 'VALIDATION_FAILED');
   const dir = tempDir();
   const log = await filled(dir, 3, { maxRecordBytes: 100 }, 2);

@@ -18,6 +18,8 @@
  * from the completion they waited for the round after: 64 HTTP uplinks in flight took ~20 % more
  * rounds for the same records (each round costs the loop's thread a hand-off to the thread pool,
  * ~25 µs on a small VM, plus one write per partition). A full journal is checkpointed between two rounds.
+ * A round none of whose records waited for a journal write in flight is one of an idle log: the
+ * journal may write it in the loop's thread (RoundJournal.commit).
  */
 import type { Clock, TimerHandle } from '../../engine/kernel/clock.ts';
 import type { RoundJournal } from './RoundJournal.ts';
@@ -33,6 +35,8 @@ export class FlushRounds {
   readonly #journal: RoundJournal | undefined;
   #queued = new Set<RoundMember>();
   #running = false;
+  /** Records were queued while a round's journal write was in flight: the next round is not one of an idle log. */
+  #behindWrite = false;
   #timer: TimerHandle | undefined;
 
   constructor(clock: Clock, lingerMs: number, journal?: RoundJournal) {
@@ -44,6 +48,7 @@ export class FlushRounds {
   /** `member` has records for the next round. */
   request(member: RoundMember): void {
     this.#queued.add(member);
+    if (this.#journal?.writing) this.#behindWrite = true;
     if (this.#running || this.#timer !== undefined) return;
     if (this.#lingerMs > 0) {
       this.#timer = this.#clock.setTimeout(() => this.#start(), this.#lingerMs);
@@ -73,10 +78,14 @@ export class FlushRounds {
 
   #run(): void {
     const members = this.#queued;
+    // None of its records waited for a journal write: the log was idle (RoundJournal.commit may then
+    // write it in the loop's thread).
+    const idle = !this.#behindWrite;
     this.#queued = new Set();
+    this.#behindWrite = false;
     const flushes: Promise<void>[] = [];
     for (const member of members) flushes.push(member.runQueued(this.#journal));
-    void this.#journal?.commit();
+    void this.#journal?.commit(idle);
     void Promise.allSettled(flushes).then(() => {
       this.#running = false;
       if (this.#queued.size > 0) this.#startSoon();

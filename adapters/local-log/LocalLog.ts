@@ -64,7 +64,7 @@ export class LocalLog implements Log {
     this.#lock = lock;
     this.#stats = stats;
     // Before any partition is recovered: the journal writes back what it made durable.
-    this.#journal = options.journalBytes > 0 ? RoundJournal.open(options.dir, options.journalBytes, stats) : undefined;
+    this.#journal = options.journalBytes > 0 ? RoundJournal.open(options.dir, options.journalBytes, stats, options.inlineWriteMaxMicros) : undefined;
     this.#rounds = new FlushRounds(options.clock, options.groupCommitMs, this.#journal);
     this.#catalog = TopicCatalog.load(options.dir);
     this.#offsets = OffsetStore.load(join(options.dir, 'groups'), stats);

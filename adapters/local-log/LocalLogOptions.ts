@@ -65,6 +65,14 @@ export interface LocalLogOptions {
    * partitions it writes; 0 turns it off (one durable write per partition per round). Default 32 MiB.
    */
   journalBytes?: number;
+  /**
+   * A small round (at most 4 KiB) of an idle log writes its journal entry in the event loop's thread,
+   * as long as the disk answers such writes within this many microseconds (the fastest of every 8);
+   * beyond it (a slow disk) they go to the thread pool for the next 10 s. Larger rounds, and rounds
+   * queued behind a write in flight (under load), always go through the thread pool, so the loop goes
+   * on reading while the disk writes. 0: always the thread pool. Default 2000.
+   */
+  inlineWriteMaxMicros?: number;
   /** Largest key + value of one record, in bytes. Default 1 MiB, at most 64 MiB. */
   maxRecordBytes?: number;
   /** Bytes read from a segment per read syscall when consuming. Default 1 MiB, minimum 4 KiB. */
@@ -88,6 +96,7 @@ export const LOCAL_LOG_DEFAULTS = {
   segmentBytes: 16 * 1024 * 1024,
   groupCommitMs: 0,
   journalBytes: 32 * 1024 * 1024,
+  inlineWriteMaxMicros: 2000,
   maxRecordBytes: 1024 * 1024,
   readChunkBytes: 1024 * 1024,
   retainUncommittedSegments: true,
@@ -127,6 +136,7 @@ export function resolveLocalLogOptions(options: LocalLogOptions): ResolvedLocalL
     segmentBytes: integerOption('segmentBytes', options.segmentBytes, d.segmentBytes, 1024, 2 ** 40),
     groupCommitMs: integerOption('groupCommitMs', options.groupCommitMs, d.groupCommitMs, 0, 60_000),
     journalBytes: integerOption('journalBytes', options.journalBytes, d.journalBytes, 0, 2 ** 40),
+    inlineWriteMaxMicros: integerOption('inlineWriteMaxMicros', options.inlineWriteMaxMicros, d.inlineWriteMaxMicros, 0, 1_000_000),
     maxRecordBytes: integerOption('maxRecordBytes', options.maxRecordBytes, d.maxRecordBytes, 1, MAX_RECORD_BYTES_LIMIT),
     readChunkBytes: integerOption('readChunkBytes', options.readChunkBytes, d.readChunkBytes, 4096, 256 * 1024 * 1024),
     retainUncommittedSegments: options.retainUncommittedSegments ?? d.retainUncommittedSegments,

@@ -13,6 +13,8 @@ export interface LocalLogStats {
   fsyncs: number;
   /** Rounds made durable by one journal write (RoundJournal.ts). */
   journalWrites: number;
+  /** Of those, the ones written in the event loop's thread: rounds that started in an idle log (RoundJournal.ts). */
+  inlineWrites: number;
   /** Journal checkpoints: the segments it covered synced, a new epoch started. */
   checkpoints: number;
   bytesWritten: number;
@@ -29,5 +31,5 @@ export interface LocalLogStats {
 }
 
 export function createLocalLogStats(): LocalLogStats {
-  return { appendCalls: 0, appendedRecords: 0, flushes: 0, fsyncs: 0, journalWrites: 0, checkpoints: 0, bytesWritten: 0, segmentsRolled: 0, segmentsDeleted: 0, readsFromMemory: 0, readsFromFile: 0, offsetWrites: 0, corruptions: 0 };
+  return { appendCalls: 0, appendedRecords: 0, flushes: 0, fsyncs: 0, journalWrites: 0, inlineWrites: 0, checkpoints: 0, bytesWritten: 0, segmentsRolled: 0, segmentsDeleted: 0, readsFromMemory: 0, readsFromFile: 0, offsetWrites: 0, corruptions: 0 };
 }
