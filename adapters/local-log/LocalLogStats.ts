@@ -13,7 +13,7 @@ export interface LocalLogStats {
   fsyncs: number;
   /** Rounds made durable by one journal write (RoundJournal.ts). */
   journalWrites: number;
-  /** Of those, the ones written in the event loop's thread: rounds that started in an idle log (RoundJournal.ts). */
+  /** Of those, the ones written in the event loop's thread: small rounds of an idle log (RoundJournal.commit). */
   inlineWrites: number;
   /** Journal checkpoints: the segments it covered synced, a new epoch started. */
   checkpoints: number;

@@ -130,7 +130,7 @@ export class RoundJournal {
    * Replays the journal of `dir` (writing every entry of the current epoch back into its segment
    * and syncing those segments), then starts a new epoch. Call before the partitions are recovered.
    */
-  static open(dir: string, limitBytes: number, stats: JournalStats, inlineMaxMicros = 0): RoundJournal {
+  static open(dir: string, limitBytes: number, stats: JournalStats, inlineMaxMicros: number): RoundJournal {
     const file = join(dir, JOURNAL_FILE);
     const existed = existsSync(file);
     const epoch = existed ? replay(dir, file) : 0;
@@ -189,12 +189,13 @@ export class RoundJournal {
   /**
    * Writes the round's entries in one durable write; resolves (and settles their add()s) when done.
    *
-   * `idle`: none of the round's records waited for a journal write in flight. A small one (at most INLINE_MAX_BYTES) is then written
-   * in the loop's thread, while such writes stay within the allowed time: nothing else waits on the
-   * log, and handing one write to the thread pool costs two thread wake-ups, a pool thread's and then
-   * the loop's (an append to an idle log: p50 0.17–0.32 against 0.22–0.38 ms, bench/local-log.bench.ts). Larger
-   * rounds, and rounds that follow one another under load, go through the pool: the loop reads and
-   * admits the next round's records while the disk writes this one.
+   * `idle`: none of the round's records waited for a journal write in flight. A small round (at most
+   * INLINE_MAX_BYTES) is then written in the loop's thread, while the disk answers within the allowed
+   * time: nothing else waits on the log, and handing one write to the thread pool costs two thread
+   * wake-ups, a pool thread's and then the loop's (an append to an idle log: p50 0.17–0.32 against
+   * 0.22–0.38 ms, bench/local-log.bench.ts). Larger rounds, and rounds queued behind a write in flight
+   * (under load), go through the pool: the loop reads and admits the next round's records while the
+   * disk writes this one.
    */
   async commit(idle = false): Promise<void> {
     const done = this.#roundDone;
