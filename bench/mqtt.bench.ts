@@ -3,7 +3,7 @@
  * run. Not part of the test suite.
  *
  *   npx node bench/mqtt.bench.ts [messages=20000] [clients=100,1000] [commands=200] [limitSeconds=60] [externalConnections|-]
- *     [versions=4,5] [external=on|off] [rssConnections=10000]
+ *     [versions=4,5] [external=on|off] [rssConnections=10000] [qos=0,1]
  *
  * Before the first configuration of each client count is timed, it runs once unmeasured (as many
  * messages per QoS as a measured scenario, both brokers), so the edge runs as a service that has
@@ -12,7 +12,7 @@
  * connected devices read from the registry. Without it the first 1,000-client scenario timed the
  * first uplink of 900 newly connected devices, each waiting for its device's registry read (a
  * PGlite query, ~0.5 ms of the edge's thread): 32 µs per message instead of 7-10, 0.36× Mosquitto.
- * Ingest, for each client count, MQTT version (4 = 3.1.1, 5) and QoS 0 / QoS 1: `clients` MQTT
+ * Ingest, for each client count, MQTT version (4 = 3.1.1, 5) and QoS (`qos`, default 0 and 1): `clients` MQTT
  * connections of that version (to Mosquitto and to the edge alike) publish `messages`
  * asset states in all (`{value}` on `device/<id>/asset/t/state`, one device per connection); at
  * QoS 1 each connection waits for its PUBACK before the next publish (one in flight per client).
@@ -312,6 +312,7 @@ async function main(): Promise<void> {
   const versions = (process.argv[7] ?? '4,5').split(',').map(Number) as (4 | 5)[];
   const withExternal = (process.argv[8] ?? 'on') !== 'off';
   const rssConnections = Number(process.argv[9] ?? 10_000);
+  const qosLevels = (process.argv[10] ?? '0,1').split(',').map(Number) as (0 | 1)[];
   const maxClients = Math.max(...clientCounts);
   const run = `fsbench-${process.pid}-${newId().slice(0, 6)}`;
 
@@ -357,8 +358,8 @@ async function main(): Promise<void> {
     // The first configuration of each client count also runs each QoS once unmeasured, on both
     // brokers, so that the edge's code (and the clients') is compiled and its connected devices are
     // read from the registry before it is timed.
-    const passes: { qos: 0 | 1; measured: boolean }[] = [{ qos: 0, measured: true }, { qos: 1, measured: true }];
-    if (!warmed.has(clients)) passes.unshift({ qos: 0, measured: false }, { qos: 1, measured: false });
+    const passes = qosLevels.map((qos) => ({ qos, measured: true }));
+    if (!warmed.has(clients)) passes.unshift(...qosLevels.map((qos) => ({ qos, measured: false })));
     warmed.add(clients);
     for (const { qos, measured } of passes) {
       let received = 0;
