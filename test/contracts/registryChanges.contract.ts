@@ -157,8 +157,9 @@ export function registryChangesContract(name: string, factory: () => Promise<Reg
     const heardB = record(b);
     await fixture.drop(a);
     // Published by a while its connection is down or being reopened: still delivered here at once.
+    // (On a busy machine the reconnection may already be done, its resync told first.)
     await a.publish({ kind: 'device-deleted', deviceId: DEVICE });
-    assert.equal(heardA, [{ kind: 'device-deleted', deviceId: DEVICE }]);
+    assert.equal(heardA.filter((c) => c.kind !== 'resync'), [{ kind: 'device-deleted', deviceId: DEVICE }]);
     await waitFor(() => heardA.some((c) => c.kind === 'resync'), timeoutMs, 'a to reconnect (resync)');
     await waitFor(() => heardB.some((c) => c.kind === 'device-deleted'), timeoutMs, 'b to hear what a published while away');
     // a listens again: b's next change reaches it.
