@@ -12,8 +12,8 @@
  * connected devices read from the registry. Without it the first 1,000-client scenario timed the
  * first uplink of 900 newly connected devices, each waiting for its device's registry read (a
  * PGlite query, ~0.5 ms of the edge's thread): 32 µs per message instead of 7-10, 0.36× Mosquitto.
- * Ingest, for each client count, MQTT version (4 = 3.1.1, 5) and QoS (`qos`, default 0 and 1): `clients` MQTT
- * connections of that version (to Mosquitto and to the edge alike) publish `messages`
+ * Ingest, for each client count, MQTT version (4 = 3.1.1, 5) and QoS (`qos`, default 0 and 1):
+ * `clients` MQTT connections of that version (to Mosquitto and to the edge alike) publish `messages`
  * asset states in all (`{value}` on `device/<id>/asset/t/state`, one device per connection); at
  * QoS 1 each connection waits for its PUBACK before the next publish (one in flight per client).
  *   - Mosquitto (127.0.0.1:1883, the baseline broker): publish → receipt by a subscriber (four
