@@ -66,7 +66,7 @@ export interface LocalLogOptions {
    */
   journalBytes?: number;
   /**
-   * A small round (at most 4 KiB) of an idle log writes its journal entry in the event loop's thread,
+   * A round of at most 32 KiB of an idle log writes its journal entry in the event loop's thread,
    * as long as the disk answers such writes within this many microseconds (the fastest of every 8);
    * beyond it (a slow disk) they go to the thread pool for the next 10 s. Larger rounds, and rounds
    * queued behind a write in flight (under load), always go through the thread pool, so the loop goes

@@ -55,11 +55,17 @@ const INLINE_BACKOFF_MS = 10_000;
  */
 const INLINE_WINDOW = 8;
 /**
- * Largest round written in the loop's thread: a trickle of appends (a command, a lone uplink). Under
- * load the rounds grow past it and go through the thread pool, which also makes the next rounds
- * follow one another (records arrive while one is in flight), so the loop is not blocked while busy.
+ * Largest round written in the loop's thread: a trickle of appends (a command, a lone uplink), and the
+ * rounds of a hundred connections with one QoS 1 publish in flight each (7–23 KB). Such a write takes
+ * ~0.1–0.2 ms of a disk like this one's; handing it to the pool costs two thread wake-ups, CPU that
+ * a busy machine's other threads are waiting for (bench/mqtt.bench.ts QoS 1, 100 clients: 48.9–62.0k
+ * against 41.0–55.6k msg/s with a 4 KiB bound, other threads 1.2–1.7 against 3.1–5.5 µs per message;
+ * bench/local-log.bench.ts, 64 producers, ~9 KB rounds: 242–249k against 206–227k rec/s). Larger
+ * rounds (1000 producers in flight: ~138 KB) go through the thread pool, which also makes the next
+ * rounds follow one another (records arrive while one is in flight), so the loop reads and admits
+ * while the disk writes.
  */
-const INLINE_MAX_BYTES = 4096;
+const INLINE_MAX_BYTES = 32 * 1024;
 /** Larger than any round can write (a round carries at most a partition's queue per partition). */
 const MAX_BODY_BYTES = 1024 * 1024 * 1024;
 
@@ -191,11 +197,11 @@ export class RoundJournal {
    *
    * `idle`: none of the round's records waited for a journal write in flight. A small round (at most
    * INLINE_MAX_BYTES) is then written in the loop's thread, while the disk answers within the allowed
-   * time: nothing else waits on the log, and handing one write to the thread pool costs two thread
-   * wake-ups, a pool thread's and then the loop's (an append to an idle log: p50 0.17–0.32 against
-   * 0.22–0.38 ms, bench/local-log.bench.ts). Larger rounds, and rounds queued behind a write in flight
-   * (under load), go through the pool: the loop reads and admits the next round's records while the
-   * disk writes this one.
+   * time: handing one write to the thread pool costs two thread wake-ups, a pool thread's and then
+   * the loop's (an append to an idle log: p50 0.17–0.32 against 0.22–0.38 ms, bench/local-log.bench.ts;
+   * see INLINE_MAX_BYTES for rounds under load). Larger rounds, and rounds queued behind a write in
+   * flight, go through the pool: the loop reads and admits the next round's records while the disk
+   * writes this one.
    */
   async commit(idle = false): Promise<void> {
     const done = this.#roundDone;
