@@ -220,11 +220,13 @@ test('a small round in an idle log is written in the loop\'s thread, a large one
   await log.append('i', [{ key: 'a', value: Buffer.from('one small record') }]);
   assert.is(log.stats().journalWrites - before.journalWrites, 1);
   assert.is(log.stats().inlineWrites - before.inlineWrites, 1, 'an idle log, a small round: written in the loop\'s thread');
+  await log.append('i', [{ key: 'a', value: Buffer.alloc(20_000, 1) }]);
+  assert.is(log.stats().inlineWrites - before.inlineWrites, 2, 'a round of 20 KB (under 32 KiB): written in the loop\'s thread');
   await log.append('i', [{ key: 'a', value: Buffer.alloc(40_000, 1) }]);
-  assert.is(log.stats().journalWrites - before.journalWrites, 2);
-  assert.is(log.stats().inlineWrites - before.inlineWrites, 1, 'a round over 32 KiB: through the thread pool');
-  const records = await readAll(log, 'i', 3);
-  assert.equal(records.map((r) => r.value.length), [16, 16, 40_000]);
+  assert.is(log.stats().journalWrites - before.journalWrites, 3);
+  assert.is(log.stats().inlineWrites - before.inlineWrites, 2, 'a round over 32 KiB: through the thread pool');
+  const records = await readAll(log, 'i', 4);
+  assert.equal(records.map((r) => r.value.length), [16, 16, 20_000, 40_000]);
 });
 
 test('writes in the loop\'s thread that take longer than inlineWriteMaxMicros send the next rounds to the thread pool; 0 never writes there', async () => {
