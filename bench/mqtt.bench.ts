@@ -335,16 +335,18 @@ async function rssOf(port: number, count: number, device: (i: number) => Device 
 
 /** A Mosquitto started for the memory figure on FRESH_MOSQUITTO_PORT, or undefined when it cannot start. */
 async function freshMosquitto(): Promise<{ pid: number; stop(): void } | undefined> {
+  const listening = () => new Promise<boolean>((resolve) => {
+    const socket = connect(FRESH_MOSQUITTO_PORT, '127.0.0.1', () => { socket.destroy(); resolve(true); });
+    socket.on('error', () => resolve(false));
+  });
+  // Something else on the port (a broker left by an interrupted run) would be measured in its place.
+  if (await listening()) return undefined;
   const broker = spawn('mosquitto', ['-p', String(FRESH_MOSQUITTO_PORT)], { stdio: 'ignore' });
   broker.on('error', () => undefined);
   for (let i = 0; i < 50; i++) {
     await new Promise((r) => setTimeout(r, 100));
     if (broker.exitCode !== null || broker.pid === undefined) return undefined;
-    const up = await new Promise<boolean>((resolve) => {
-      const socket = connect(FRESH_MOSQUITTO_PORT, '127.0.0.1', () => { socket.destroy(); resolve(true); });
-      socket.on('error', () => resolve(false));
-    });
-    if (up) return { pid: broker.pid, stop: () => broker.kill() };
+    if (await listening()) return { pid: broker.pid, stop: () => broker.kill() };
   }
   broker.kill();
   return undefined;
