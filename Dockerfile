@@ -6,5 +6,5 @@ RUN npm ci --omit=dev --no-audit --no-fund
 COPY . .
 ENV HTTP_HOST=0.0.0.0 DATA_DIR=/data
 EXPOSE 8080
-ENTRYPOINT ["node", "--liftoff-only", "--expose-gc", "bin/fleetstream.ts"]
+ENTRYPOINT ["node", "--liftoff-only", "--expose-gc", "--no-allocation-site-pretenuring", "--external-memory-accounted-in-global-limit", "bin/fleetstream.ts"]
 CMD ["start"]

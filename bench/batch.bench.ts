@@ -7,7 +7,8 @@
  *
  *   npx node bench/batch.bench.ts [requests=3000] [statesPerBatch=100] [concurrency=32] [devices=64]
  *
- * The service runs in a worker thread, the load generator (node:http, keep-alive) in the main one.
+ * The service runs in a worker thread, the load generator (node:http, keep-alive) in the main one,
+ * with the service's start flags (package.json's start script).
  */
 import { Agent, request } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -17,6 +18,7 @@ import { isMainThread, parentPort, Worker, workerData } from 'node:worker_thread
 import { createService } from '../app/createService.ts';
 import { silentLogger } from '../engine/kernel/logger.ts';
 import { defaultConfig } from '../schemas/config.ts';
+import { useStartFlags } from '../test/support/startFlags.ts';
 
 interface Ready { port: number; devices: { id: string; token: string }[] }
 type ToWorker = { type: 'stored' } | { type: 'stop' };
@@ -116,6 +118,8 @@ async function main(): Promise<void> {
   const perBatch = Number(process.argv[3] ?? 100);
   const concurrency = Number(process.argv[4] ?? 32);
   const devices = Number(process.argv[5] ?? 64);
+  // The service's start flags (the garbage collector's among them) for its thread, as `npm start` runs it.
+  useStartFlags();
   const worker = new Worker(new URL(import.meta.url), { workerData: devices });
   const ready = await new Promise<Ready>((resolve, reject) => { worker.once('message', resolve); worker.once('error', reject); });
   const fmt = (n: number) => Math.round(n).toLocaleString('en-US');

@@ -4,7 +4,9 @@
  * append to the local log through the service's intake) against a bare Hono route answering 202 in the same run, on
  * the same server stack. Prints req/s of both and their ratio. Not part of the test suite.
  *
- *   npx node bench/http.bench.ts [requests=20000] [concurrency=64] [devices=64]
+ *   npx node bench/http.bench.ts [requests=20000] [concurrency=64] [devices=64] [sides=both|edge|bare]
+ *
+ * `sides` edge or bare drives one server only (to trace one of them, e.g. with --trace-gc-nvp).
  *
  * Each side is warmed with 5000 requests, then the two alternate for three rounds; the ratio is of
  * their best rounds (the first rounds after warming still ran visibly slower on both sides).
@@ -17,6 +19,9 @@
  * measured round also gives the CPU time per request of the servers' thread, the load generator's
  * and the process's other threads (V8's garbage collection and compilers, libuv's pool): figures
  * far less noisy than req/s on a busy machine.
+ *
+ * The process runs with the service's start flags (package.json's start script; useStartFlags), the
+ * garbage collector's among them, set before the servers' thread starts: both servers run with them.
  */
 import { Agent, request } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -32,6 +37,7 @@ import { systemClock } from '../engine/kernel/clock.ts';
 import { buildIntake } from '../app/buildIntake.ts';
 import { registryCacheTtlMs } from '../app/buildEdges.ts';
 import { InProcessRegistryChanges } from '../adapters/registry-changes/InProcessRegistryChanges.ts';
+import { useStartFlags } from '../test/support/startFlags.ts';
 
 /** Measured rounds per side. */
 const ROUNDS = 3;
@@ -172,26 +178,31 @@ async function main(): Promise<void> {
   const total = Number(process.argv[2] ?? 20_000);
   const concurrency = Number(process.argv[3] ?? 64);
   const devices = Number(process.argv[4] ?? 64);
+  const sides = process.argv[5] ?? 'both';
+  if (!['both', 'edge', 'bare'].includes(sides)) throw new Error(`sides: both, edge or bare, not ${sides}`);
+  useStartFlags();
   const worker = new Worker(new URL(import.meta.url), { workerData: devices });
   const ready = await new Promise<Ready>((resolve, reject) => {
     worker.once('message', resolve);
     worker.once('error', reject);
   });
   const warm = Math.min(5000, total);
-  await load(ready.barePort, ready, warm, concurrency);
-  await load(ready.edgePort, ready, warm, concurrency);
+  const withBare = sides !== 'edge';
+  const withEdge = sides !== 'bare';
+  if (withBare) await load(ready.barePort, ready, warm, concurrency);
+  if (withEdge) await load(ready.edgePort, ready, warm, concurrency);
   // Alternate to even out noise from other processes on the machine.
   const bare: Result[] = [];
   const edge: Result[] = [];
   for (let round = 0; round < ROUNDS; round++) {
-    bare.push(await measured(worker, ready.barePort, ready, total, concurrency));
-    edge.push(await measured(worker, ready.edgePort, ready, total, concurrency));
+    if (withBare) bare.push(await measured(worker, ready.barePort, ready, total, concurrency));
+    if (withEdge) edge.push(await measured(worker, ready.edgePort, ready, total, concurrency));
   }
   console.log(`PUT /device/{id}/state, ${total} requests × ${ROUNDS} rounds, ${concurrency} in flight over ${devices} devices, keep-alive, loopback`);
   bare.forEach((r, i) => show(`bare Hono route → 202 (round ${i + 1})`, r));
   edge.forEach((r, i) => show(`edge: auth+check+durable append (round ${i + 1})`, r));
   const best = (rs: Result[]) => Math.max(...rs.map((r) => r.rps));
-  console.log(`ratio edge / bare (best rounds): ${(best(edge) / best(bare)).toFixed(2)}`);
+  if (withBare && withEdge) console.log(`ratio edge / bare (best rounds): ${(best(edge) / best(bare)).toFixed(2)}`);
   worker.postMessage('stop');
   await new Promise((resolve) => worker.once('message', resolve));
   await worker.terminate();

@@ -16,7 +16,8 @@
  * append of this thread and of the process's other threads (V8's helper threads, libuv's pool), and
  * the young-generation collections (scavenges) of the round: their count and summed pause, from
  * `PerformanceObserver('gc')`. Objects that survive two scavenges are copied to the old generation,
- * so the summed pause grows with what the hot path keeps reachable across them.
+ * so the summed pause grows with what the hot path keeps reachable across them. The process runs
+ * with the service's start flags (package.json's start script).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,7 +27,10 @@ import { createLocalLog } from '../adapters/local-log/LocalLog.ts';
 import { systemClock } from '../engine/kernel/clock.ts';
 import { UplinkIngest } from '../engine/uplink/UplinkIngest.ts';
 import { Topics } from '../schemas/messages.ts';
+import { useStartFlags } from '../test/support/startFlags.ts';
 
+// The service's start flags (the garbage collector's among them), as `npm start` runs the ingest.
+useStartFlags();
 const ROUNDS = 3;
 const total = Number(process.argv[2] ?? 300_000);
 const producers = Number(process.argv[3] ?? 256);

@@ -60,6 +60,7 @@
  *
  * Fleetstream (edge, log, engine) runs in a worker thread; every MQTT client runs in the main thread
  * for both brokers, so the load generator's cost is the same on both sides.
+ * The process runs with the service's start flags (package.json's start script), set before the worker starts.
  */
 import mqtt, { type MqttClient } from 'mqtt';
 import { spawn } from 'node:child_process';
@@ -83,6 +84,7 @@ import { InProcessRegistryChanges } from '../adapters/registry-changes/InProcess
 import { newId } from '../engine/kernel/ids.ts';
 import { buildIntake } from '../app/buildIntake.ts';
 import { Topics } from '../schemas/messages.ts';
+import { useStartFlags } from '../test/support/startFlags.ts';
 
 const MOSQUITTO = 'mqtt://127.0.0.1:1883';
 /** A Mosquitto of its own for the memory figure: the system one holds memory from earlier clients. */
@@ -365,6 +367,8 @@ async function main(): Promise<void> {
   const maxClients = Math.max(...clientCounts);
   const run = `fsbench-${process.pid}-${newId().slice(0, 6)}`;
 
+  // The service's start flags (the garbage collector's among them) for the edge's thread, as `npm start` runs it.
+  useStartFlags();
   const worker = new Worker(new URL(import.meta.url), { workerData: maxClients });
   const waiting = new Map<string, (m: FromWorker) => void>();
   worker.on('message', (m: FromWorker) => { waiting.get(m.type)?.(m); waiting.delete(m.type); });

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --liftoff-only --expose-gc
+#!/usr/bin/env -S node --liftoff-only --expose-gc --no-allocation-site-pretenuring --external-memory-accounted-in-global-limit
 /**
  * fleetstream start [--role all|edge|engine] [--data-dir DIR] [--port N] …   run the service
  * fleetstream admin <command> [args] [--json] [--data-dir DIR] [--init]        registry administration
@@ -10,7 +10,8 @@
  * ~500 MB at its start peak and ~50 MB for good (bench/start.bench.ts); in the baseline tier an
  * uncached registry read takes ~0.5 ms instead of ~0.4 ms, and the edges cache what they read.
  * And with `--expose-gc`, so that the service can collect what starting left behind once it is ready
- * (collectStartupGarbage below).
+ * (collectStartupGarbage below). And with two garbage-collector flags (docs/operations.md, "The
+ * embedded deployment"): `--no-allocation-site-pretenuring`, and `--external-memory-accounted-in-global-limit`.
  */
 import { parseArgs } from 'node:util';
 import { FleetError, toFleetError } from '../engine/kernel/errors.ts';

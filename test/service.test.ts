@@ -7,6 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { loadConfig } from '../app/loadConfig.ts';
 import { startFlags } from './support/startFlags.ts';
@@ -144,6 +145,18 @@ test('states accepted before SIGTERM are stored and readable after a restart', a
   const { items } = await res.json() as { items: Array<{ value: number }> };
   assert.equal(items.map((s) => s.value).sort((a, b) => a - b), Array.from({ length: sent }, (_, i) => i));
   assert.is(await stopService(), 0);
+});
+
+test("bin/fleetstream.ts's first line and the Dockerfile run node with the start script's flags, the garbage collector's among them", () => {
+  // docs/operations.md, "The embedded deployment": both measured at 256 HTTP uplinks in flight.
+  for (const flag of ['--no-allocation-site-pretenuring', '--external-memory-accounted-in-global-limit']) {
+    assert.ok(startFlags.includes(flag), `package.json's start script passes ${flag}`);
+  }
+  const shebang = readFileSync(bin, 'utf8').split('\n')[0];
+  assert.equal(shebang.split(/\s+/).filter((word) => word.startsWith('--')), [...startFlags], 'the shebang names the start flags');
+  const entrypoint = /^ENTRYPOINT (\[.*\])$/m.exec(readFileSync(new URL('../Dockerfile', import.meta.url), 'utf8'));
+  assert.ok(entrypoint, 'the Dockerfile has an exec-form ENTRYPOINT');
+  assert.equal((JSON.parse(entrypoint[1]) as string[]).filter((word) => word.startsWith('--')), [...startFlags], 'the image runs with the start flags');
 });
 
 test('once ready, the service collects what starting left behind: the young generation shrinks to a few MB', async () => {
