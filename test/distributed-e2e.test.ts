@@ -360,7 +360,10 @@ withEnv('distributed-e2e', ['KAFKA_BROKERS', 'CLICKHOUSE_URL', 'DATABASE_URL_TES
       engines.forEach((e, i) => { rssPeak[i] = Math.max(rssPeak[i], e.rssMb() ?? 0); });
       await script('clickhouse.sh', ['start', dir], chEnv);
       const restartedAt = Date.now();
-      for (const e of engines) assert.is(e.child.exitCode, null, `${e.name} is still running`);
+      for (const e of engines) {
+        // Its last log lines say why it stopped, when it did.
+        assert.is(e.child.exitCode, null, `${e.name} is still running${e.child.exitCode === null ? '' : `; its last output:\n${e.output().split('\n').slice(-15).join('\n')}`}`);
+      }
       assert.is(bulkAcked.size, BULK, 'Kafka acknowledged the whole backlog');
       assert.is(committedLate, committedEarly, 'nothing committed while the store was down');
       const backlog = ackedDuringOutage - committedLate;
