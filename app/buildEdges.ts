@@ -22,7 +22,7 @@ import { createMqttEdge, type MqttEdge } from '../adapters/mqtt/createMqttEdge.t
 import type { Config } from '../schemas/config.ts';
 import type { ServiceStore } from './openAdapters.ts';
 
-export type MqttGateway = Pick<MqttEdge, 'commands' | 'publishStates' | 'close' | 'stats'> & { port?: number };
+export type MqttGateway = Pick<MqttEdge, 'commands' | 'publishStates' | 'followsFeeds' | 'close' | 'stats'> & { port?: number };
 
 /**
  * How long edges reuse registry answers (docs/operations.md, "Registry changes"). The setting when

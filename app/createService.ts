@@ -229,7 +229,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
         metrics.watchMqtt(mqtt.stats);
         closers.add('mqtt', () => mqtt.close());
         // Feeds (device/<id>/asset/<name>/feed): states stored by any engine, read from topic `live`.
-        hub.states.add((rows) => mqtt.publishStates(rows));
+        hub.followStates((rows) => mqtt.publishStates(rows), () => mqtt.followsFeeds());
         mqttPort = mqtt.port;
       }
       const commands = buildCommands({

@@ -56,9 +56,14 @@ export type LiveEvent =
   | { kind: 'rejection'; data: LiveRejection }
   | { kind: 'command'; data: LiveCommand };
 
-/** One record of topic `live`: `e` is a list of [kind, data]. Version 1. */
+/**
+ * One record of topic `live`: `e` is a list of [kind, data]. Version 1. `n`, the length of `e`,
+ * comes right after `v` as this service writes it, so an edge with nobody to send the events to can
+ * count them without reading the record (LiveHub); a record without it is read whole.
+ */
 export const LiveRecord = Type.Object({
   v: Type.Literal(1),
+  n: Type.Optional(Type.Integer({ minimum: 0 })),
   e: Type.Array(Type.Tuple([LiveKind, Type.Unknown()])),
 });
 export type LiveRecord = Static<typeof LiveRecord>;

@@ -49,10 +49,11 @@ async function world(ringEvents = 1000) {
   const log = createLocalLog({ dir: tmp.dir });
   await log.ensureTopics([{ name: 'live', partitions: 3 }]);
   const publisher = new LivePublisher({ log, clock: systemClock, topic: 'live', lingerMs: 0 });
-  const hub = new LiveHub({ log, clock: systemClock, topic: 'live', group: 'edge', groundOf: async (id) => GROUNDS[id], ringEvents });
+  const errors: FleetError[] = [];
+  const hub = new LiveHub({ log, clock: systemClock, topic: 'live', group: 'edge', groundOf: async (id) => GROUNDS[id], ringEvents, onError: (error) => errors.push(error) });
   await hub.start();
   return {
-    log, publisher, hub,
+    log, publisher, hub, errors,
     async publishStates(deviceId: string, values: number[]) {
       publisher.publish(stateEvents(values.map((v) => row(deviceId, v))));
       await publisher.flush();
@@ -229,6 +230,105 @@ test('the publisher never waits: past its bound it drops and counts', async () =
   assert.equal(dropped.at(-1), [2, 'UNAVAILABLE']);
   await publisher.close();
   await failing.close();
+});
+
+test('nobody subscribed: records are held unread, and a resume still gets every event after its cursor, by device and by ground', async () => {
+  const w = await world();
+  try {
+    const probe = new Collector();
+    const unsubscribe = w.hub.subscribe(byDevice('d1'), probe);
+    await w.publishStates('d1', [1]);
+    await waitFor(() => probe.events.length === 1, 10_000, 'one');
+    const cursor = probe.events[0].id;
+    unsubscribe();
+    await w.publishStates('d1', [2, 3]);
+    await w.publishStates('d3', [4]);
+    await w.publishStates('d1', [5]);
+    // Another client's record, without the count at its head: read at once, held as events.
+    const foreign = { v: 1, e: [['state', { deviceId: 'd1', asset: 't', value: 6, at: '2026-01-01T00:00:00.006Z', receivedAt: 1, uplinkId: 'u6' }]] };
+    await w.log.append('live', [{ key: 'd1', value: new TextEncoder().encode(JSON.stringify(foreign)) }]);
+    // A record whose head counts one event but whose body is cut: held unread, so reported only when a resume reads it.
+    await w.log.append('live', [{ key: 'd1', value: new TextEncoder().encode('{"v":1,"n":1,"e":[["state",{"deviceId":"d1"') }]);
+    await waitFor(() => w.hub.eventsIn === 7, 10_000, 'seven events in');
+    assert.equal(w.errors, []);
+    const device = new Collector();
+    w.hub.subscribe(byDevice('d1'), device, cursor);
+    assert.equal(device.values(), [2, 3, 5, 6]);
+    assert.is(device.resets, 0);
+    assert.equal(w.errors.map((e) => e.code), ['VALIDATION_FAILED']);
+    const ground = new Collector();
+    w.hub.subscribe({ groundId: 'g2', kinds: ALL_KINDS }, ground, cursor);
+    assert.equal(ground.values(), [4]);
+    assert.equal(JSON.parse(device.events[0].json), { deviceId: 'd1', asset: 't', value: 2, at: '2026-01-01T00:00:00.002Z', receivedAt: 1, uplinkId: 'u2' });
+    // Resumed from a held event's id: exactly what came after it.
+    const again = new Collector();
+    w.hub.subscribe(byDevice('d1'), again, device.events[1].id);
+    assert.equal(again.values(), [5, 6]);
+    // Subscribed again, events are read and fanned out as they come.
+    await w.publishStates('d1', [7]);
+    await waitFor(() => device.events.length === 5, 10_000, 'the live one');
+    assert.equal(device.values(), [2, 3, 5, 6, 7]);
+  } finally {
+    await w.close();
+  }
+});
+
+test('records held unread count their events against the ring: a cursor they pushed out gets reset, a newer one resumes', async () => {
+  const w = await world(5);
+  try {
+    const probe = new Collector();
+    let unsubscribe = w.hub.subscribe(byDevice('d1'), probe);
+    await w.publishStates('d1', [1]);
+    await waitFor(() => probe.events.length === 1, 10_000, 'one');
+    const old = probe.events[0].id;
+    unsubscribe();
+    // One record of six events: more than the ring holds, so nothing before or in it can be resumed.
+    await w.publishStates('d3', [2, 3, 4, 5, 6, 7]);
+    await waitFor(() => w.hub.eventsIn === 7, 10_000, 'seven events in');
+    const late = new Collector();
+    w.hub.subscribe(byDevice('d1'), late, old);
+    assert.is(late.resets, 1);
+    assert.is(late.events.length, 0);
+    unsubscribe = w.hub.subscribe(byDevice('d1'), probe);
+    await w.publishStates('d1', [8]);
+    await waitFor(() => probe.events.length === 2, 10_000, 'two');
+    const recent = probe.events[1].id;
+    unsubscribe();
+    await w.publishStates('d1', [9, 10]);
+    await waitFor(() => w.hub.eventsIn === 10, 10_000, 'ten events in');
+    const resumed = new Collector();
+    w.hub.subscribe(byDevice('d1'), resumed, recent);
+    assert.is(resumed.resets, 0);
+    assert.equal(resumed.values(), [9, 10]);
+  } finally {
+    await w.close();
+  }
+});
+
+test('a states feed gets the stored states of the batches read while it wants them, and only those', async () => {
+  const w = await world();
+  try {
+    let wanted = false;
+    const fed: number[] = [];
+    const stop = w.hub.followStates((rows) => fed.push(...rows.map((r) => r.value as number)), () => wanted);
+    await w.publishStates('d1', [1, 2]);
+    await waitFor(() => w.hub.eventsIn === 2, 10_000, 'two events in');
+    assert.equal(fed, []);
+    wanted = true;
+    await w.publishStates('d1', [3]);
+    await waitFor(() => fed.length === 1, 10_000, 'fed');
+    assert.equal(fed, [3]);
+    // From the start of every partition: the records held unread resume like the others.
+    const probe = new Collector();
+    w.hub.subscribe(byDevice('d1'), probe, '1.0.0~0.0~0.0');
+    assert.equal(probe.values(), [1, 2, 3]);
+    stop();
+    await w.publishStates('d1', [4]);
+    await waitFor(() => w.hub.eventsIn === 4, 10_000, 'four events in');
+    assert.equal(fed, [3]);
+  } finally {
+    await w.close();
+  }
 });
 
 test.run();

@@ -33,9 +33,13 @@ e2e('states on all three topic shapes are stored, and fed back to the device and
   const userFeed: [string, unknown][] = [];
   device.on('message', (topic, payload) => deviceFeed.push([topic, JSON.parse(payload.toString())]));
   user.on('message', (topic, payload) => userFeed.push([topic, JSON.parse(payload.toString())]));
+  // Nobody follows a feed yet (a command subscription is not one): stored states have nobody to go to.
+  await device.subscribeAsync(`device/${dev.deviceId}/asset/+/command`, { qos: 1 });
+  assert.is(s.edge.followsFeeds(), false);
   const granted = await device.subscribeAsync([`device/${dev.deviceId}/asset/+/feed`, `device/${dev.deviceId}/asset/+/command`], { qos: 1 });
   assert.equal(granted.map((g) => g.qos), [1, 1]);
   assert.equal((await user.subscribeAsync(`device/${dev.deviceId}/asset/+/feed`, { qos: 0 }))[0].qos, 0);
+  assert.is(s.edge.followsFeeds(), true);
 
   await device.publishAsync(`asset/${dev.assetIds.temperature}/state`, json({ value: 21.5, at: '2026-01-01T00:00:00Z' }), { qos: 1 });
   assert.is(s.appended.length, 1, 'durable before the PUBACK');
@@ -57,6 +61,10 @@ e2e('states on all three topic shapes are stored, and fed back to the device and
   assert.ok(deviceFeed.some(([t, m]) => t === `device/${dev.deviceId}/asset/temperature/feed`
     && JSON.stringify(m) === JSON.stringify({ value: 21.5, at: '2026-01-01T00:00:00.000Z' })));
   assert.equal(deviceFeed.map(([t]) => t.split('/')[3]).sort(), ['label', 'label', 'on', 'temperature', 'temperature']);
+  await device.unsubscribeAsync(`device/${dev.deviceId}/asset/+/feed`);
+  assert.is(s.edge.followsFeeds(), true, 'the user still follows one');
+  await user.endAsync();
+  await waitFor(() => !s.edge.followsFeeds(), 5000, 'the user session ended with its connection');
 });
 
 e2e('a value of the wrong type is refused by admission and dead-lettered, not stored', async () => {

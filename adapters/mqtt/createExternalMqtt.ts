@@ -47,6 +47,8 @@ export interface ExternalMqtt {
   readonly commands: CommandTransport;
   /** Publishes stored states as `{value, at}` on their feed topics, QoS 0 (UplinkPipeline onStored). */
   publishStates(rows: readonly StateRow[]): void;
+  /** Always true: who follows a feed is the broker's to know. */
+  followsFeeds(): boolean;
   /** Stops taking uplinks, lets those in hand be acknowledged, disconnects. */
   close(): Promise<void>;
 }
@@ -260,6 +262,7 @@ export async function createExternalMqtt(options: ExternalMqttOptions): Promise<
           publisher.publish(feedTopic(row.deviceId, row.asset), payload, { qos: 0 });
         }
       },
+      followsFeeds: () => true,
       async close() {
         if (closing) return;
         closing = true;

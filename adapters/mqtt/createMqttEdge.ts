@@ -42,6 +42,8 @@ export interface MqttEdge {
   readonly commands: CommandTransport;
   /** Publishes stored states as `{value, at}` on their feed topics (UplinkPipeline onStored). */
   publishStates(rows: readonly StateRow[]): void;
+  /** Whether a client follows a feed now: until one does, publishStates has nobody to send to. */
+  followsFeeds(): boolean;
   close(): Promise<void>;
 }
 
@@ -182,6 +184,7 @@ export async function createMqttEdge(options: MqttEdgeOptions): Promise<MqttEdge
     publishStates(rows) {
       for (const row of rows) publishState(sessions, row);
     },
+    followsFeeds: () => sessions.followsFeeds,
     async close() {
       closing = true;
       sweepTimer?.cancel();

@@ -11,10 +11,13 @@
  *
  * Resume (liveCursor.ts): a cursor at or past the oldest event held for every partition replays the
  * held events after it; an older one (or one from another topic layout) gets `reset` first.
+ *
+ * While nobody subscribes and no states feed wants rows, records are held as they came, unread: a
+ * resume reads them then. Decoding every event for nobody cost the embedded service about a sixth
+ * of its uplinks (bench/batch.bench.ts, 100-state batches).
  */
 import type { Clock, TimerHandle } from '../kernel/clock.ts';
 import { toFleetError, type FleetError } from '../kernel/errors.ts';
-import { Listeners } from '../kernel/Listeners.ts';
 import type { Consumer, Log, RecordBatch } from '../ports/log.ts';
 import type { RegistryChange } from '../ports/registryChanges.ts';
 import { LIVE_KINDS, type LiveKind, type LiveState } from '../../schemas/live.ts';
@@ -134,8 +137,66 @@ class HeldEvent implements HubEvent {
   }
 }
 
+/** A record held unread (nobody subscribed when it came): its events are read only for a resume. */
+class HeldRecord {
+  readonly partition: number;
+  readonly offset: number;
+  readonly deviceId: string;
+  readonly groundId: string | undefined;
+  readonly value: Uint8Array;
+  /** Its events, as its publisher counted them. */
+  readonly count: number;
+  readonly size: number;
+  readonly #prefix: string;
+  readonly #suffix: string;
+
+  constructor(partition: number, offset: number, deviceId: string, groundId: string | undefined, value: Uint8Array, count: number, prefix: string, suffix: string) {
+    this.partition = partition;
+    this.offset = offset;
+    this.deviceId = deviceId;
+    this.groundId = groundId;
+    this.value = value;
+    this.count = count;
+    this.size = value.byteLength;
+    this.#prefix = prefix;
+    this.#suffix = suffix;
+  }
+
+  /** Its events, as they would have been held (none when the record is not a live record after all). */
+  events(onError: ((error: FleetError) => void) | undefined): HeldEvent[] {
+    const events = decodeRecord(this.value, onError);
+    if (events === undefined) return [];
+    const size = Math.ceil(this.size / Math.max(events.length, 1));
+    return events.map(([kind, data], index) => new HeldEvent(this.partition, [this.offset, index], kind, this.deviceId, this.groundId, data, size, this.#prefix, this.#suffix));
+  }
+}
+
+type Held = HeldEvent | HeldRecord;
+
 export const ALL_KINDS: ReadonlySet<LiveKind> = new Set(LIVE_KINDS);
 const decoder = new TextDecoder();
+/** The head LivePublisher writes, `{"v":1,"n":<events>,"e":…`: the events of a record counted without reading it. */
+const COUNTED_HEAD = /^\{"v":1,"n":([0-9]{1,9}),"e":/;
+const HEAD_BYTES = 32;
+
+/** A record's events; undefined (reported) when it is not a live record of version 1. */
+function decodeRecord(value: Uint8Array, onError: ((error: FleetError) => void) | undefined): [LiveKind, unknown][] | undefined {
+  try {
+    const parsed = JSON.parse(decoder.decode(value)) as { v?: unknown; e?: unknown };
+    if (parsed.v !== 1 || !Array.isArray(parsed.e)) throw new Error(`not a live record of version 1`);
+    return parsed.e.filter(isEvent);
+  } catch (error) {
+    // A record another writer put on the topic: skipped, the stream goes on.
+    onError?.(toFleetError(error, 'VALIDATION_FAILED'));
+    return undefined;
+  }
+}
+
+/** The event count a record's head gives, or undefined (another writer's record: read it whole). */
+function countedEvents(value: Uint8Array): number | undefined {
+  const match = COUNTED_HEAD.exec(decoder.decode(value.subarray(0, HEAD_BYTES)));
+  return match === null ? undefined : Number(match[1]);
+}
 
 export class LiveHub {
   readonly #o: LiveHubOptions & { ringEvents: number; ringBytes: number; commitIntervalMs: number };
@@ -145,8 +206,10 @@ export class LiveHub {
   readonly #byDevice = new Map<string, Set<Entry>>();
   readonly #byGround = new Map<string, Set<Entry>>();
   /** Oldest first. */
-  #ring: HeldEvent[] = [];
+  #ring: Held[] = [];
   #ringStart = 0;
+  /** Events in the ring (a record held unread counts its events). */
+  #ringEventsHeld = 0;
   /** Per partition: what was fanned out (next position), and the oldest position still held. */
   #next: LivePosition[] = [];
   #floor: LivePosition[] = [];
@@ -156,15 +219,31 @@ export class LiveHub {
   #consumer: Consumer | undefined;
   #commitTimer: TimerHandle | undefined;
   #toCommit = new Map<number, number>();
-  /** Stored states as they arrive (the MQTT feed). */
-  readonly states = new Listeners<readonly StateRow[]>();
+  /** Who wants stored states as they arrive (the MQTT feed), and while what is true. */
+  readonly #feeds = new Set<{ listener: (rows: readonly StateRow[]) => void; wanted: () => boolean }>();
   eventsIn = 0;
   /** Subscriptions that refused an event (overflow) and were dropped. */
   subscribersDropped = 0;
 
   constructor(options: LiveHubOptions) {
     this.#o = { ...options, ringEvents: options.ringEvents ?? 10_000, ringBytes: options.ringBytes ?? 16 * 1024 * 1024, commitIntervalMs: options.commitIntervalMs ?? 1_000 };
-    this.states = new Listeners<readonly StateRow[]>((error) => options.onError?.(toFleetError(error)));
+  }
+
+  /**
+   * Calls `listener` with the stored states of every batch read while `wanted()` is true (the MQTT
+   * feed: while a client follows one). Returns the function that removes it.
+   */
+  followStates(listener: (rows: readonly StateRow[]) => void, wanted: () => boolean = () => true): () => void {
+    const feed = { listener, wanted };
+    this.#feeds.add(feed);
+    return () => { this.#feeds.delete(feed); };
+  }
+
+  /** The feeds that want this batch's states. */
+  #wantingFeeds(): Array<(rows: readonly StateRow[]) => void> {
+    const wanting: Array<(rows: readonly StateRow[]) => void> = [];
+    for (const feed of this.#feeds) if (feed.wanted()) wanting.push(feed.listener);
+    return wanting;
   }
 
   get partitions(): number {
@@ -218,7 +297,7 @@ export class LiveHub {
       if (!resumable) {
         subscriber.reset();
       } else {
-        for (const event of this.#held) {
+        for (const event of this.#heldEvents()) {
           if (before(event.position, cursor[event.partition]) || !matches(filter, event)) continue;
           const kept = subscriber.send(event);
           event.dropFrames();
@@ -285,60 +364,76 @@ export class LiveHub {
 
   async #onBatch(batch: RecordBatch): Promise<void> {
     const p = batch.partition;
-    const decoded: Array<{ offset: number; events: [LiveKind, unknown][]; deviceId: string; bytes: number }> = [];
-    for (const record of batch.records) {
-      try {
-        const parsed = JSON.parse(decoder.decode(record.value)) as { v?: unknown; e?: unknown };
-        if (parsed.v !== 1 || !Array.isArray(parsed.e)) throw new Error(`not a live record of version 1`);
-        decoded.push({ offset: record.offset, events: parsed.e.filter(isEvent), deviceId: record.key, bytes: record.value.byteLength });
-      } catch (error) {
-        // A record another writer put on the topic: skipped, the stream goes on.
-        this.#o.onError?.(toFleetError(error, 'VALIDATION_FAILED'));
-      }
-    }
     const grounds = new Map<string, string | undefined>();
-    for (const { deviceId } of decoded) {
-      if (!grounds.has(deviceId)) {
-        grounds.set(deviceId, await this.#o.groundOf(deviceId).catch(() => undefined));
+    for (const { key } of batch.records) {
+      if (!grounds.has(key)) {
+        grounds.set(key, await this.#o.groundOf(key).catch(() => undefined));
       }
     }
+    // Decided after the lookups: a subscription made while they ran gets this batch's events.
+    const feeds = this.#wantingFeeds();
+    // Nobody to fan out to: the records are held as they came, read only if a resume needs them.
+    const unread = this.#entries.size === 0 && feeds.length === 0;
     // Rows for the MQTT feed only while it listens.
-    const stored: StateRow[] | undefined = this.states.size > 0 ? [] : undefined;
+    const stored: StateRow[] | undefined = feeds.length > 0 ? [] : undefined;
     // The cursor after an event of this batch differs from the others only in partition p's part.
     const parts = this.#parts;
     const prefix = `1.${parts.slice(0, p).map((part) => `${part}~`).join('')}`;
     const suffix = parts.slice(p + 1).map((part) => `~${part}`).join('');
-    for (const { offset, events, deviceId, bytes } of decoded) {
+    for (const { offset, key: deviceId, value } of batch.records) {
+      const count = unread ? countedEvents(value) : undefined;
+      const events = count === undefined ? decodeRecord(value, this.#o.onError) : undefined;
+      if (count === undefined && events === undefined) continue;
       if (!this.#reading[p]) {
         this.#reading[p] = true;
         if (before(this.#floor[p], [offset, 0])) this.#floor[p] = [offset, 0];
       }
       const groundId = grounds.get(deviceId);
-      // The record's bytes shared out: what the ring counts of an event before (or without) its JSON.
-      const size = Math.ceil(bytes / Math.max(events.length, 1));
-      for (let index = 0; index < events.length; index++) {
-        const [kind, data] = events[index];
-        const event = new HeldEvent(p, [offset, index], kind, deviceId, groundId, data, size, prefix, suffix);
-        this.eventsIn++;
-        this.#hold(event);
-        this.#fanOut(event);
-        if (kind === 'state' && stored !== undefined) stored.push(stateRowOf(data as LiveState));
+      if (events === undefined) {
+        this.eventsIn += count!;
+        this.#hold(new HeldRecord(p, offset, deviceId, groundId, value, count!, prefix, suffix));
+      } else {
+        // The record's bytes shared out: what the ring counts of an event before (or without) its JSON.
+        const size = Math.ceil(value.byteLength / Math.max(events.length, 1));
+        for (let index = 0; index < events.length; index++) {
+          const [kind, data] = events[index];
+          const event = new HeldEvent(p, [offset, index], kind, deviceId, groundId, data, size, prefix, suffix);
+          this.eventsIn++;
+          this.#hold(event);
+          this.#fanOut(event);
+          if (kind === 'state' && stored !== undefined) stored.push(stateRowOf(data as LiveState));
+        }
       }
       this.#next[p] = [offset + 1, 0];
       this.#parts[p] = `${(offset + 1).toString(36)}.0`;
     }
-    if (stored !== undefined && stored.length > 0) this.states.emit(stored);
+    if (stored !== undefined && stored.length > 0) {
+      for (const listener of feeds) {
+        try {
+          listener(stored);
+        } catch (error) {
+          this.#o.onError?.(toFleetError(error));
+        }
+      }
+    }
     this.#toCommit.set(p, batch.records[batch.records.length - 1].offset + 1);
     this.#scheduleCommit();
   }
 
-  #hold(event: HeldEvent): void {
-    this.#ring.push(event);
-    this.#ringBytesHeld += event.size;
-    while (this.#ring.length - this.#ringStart > this.#o.ringEvents || this.#ringBytesHeld > this.#o.ringBytes) {
+  #hold(held: Held): void {
+    this.#ring.push(held);
+    this.#ringBytesHeld += held.size;
+    this.#ringEventsHeld += held instanceof HeldRecord ? held.count : 1;
+    while (this.#ringEventsHeld > this.#o.ringEvents || this.#ringBytesHeld > this.#o.ringBytes) {
       const gone = this.#ring[this.#ringStart++];
       this.#ringBytesHeld -= gone.size;
-      this.#floor[gone.partition] = [gone.position[0], gone.position[1] + 1];
+      if (gone instanceof HeldRecord) {
+        this.#ringEventsHeld -= gone.count;
+        this.#floor[gone.partition] = [gone.offset + 1, 0];
+      } else {
+        this.#ringEventsHeld--;
+        this.#floor[gone.partition] = [gone.position[0], gone.position[1] + 1];
+      }
     }
     // Compact now and then rather than shift() on every event.
     if (this.#ringStart >= 1024 && this.#ringStart * 2 >= this.#ring.length) {
@@ -347,8 +442,13 @@ export class LiveHub {
     }
   }
 
-  get #held(): HeldEvent[] {
-    return this.#ringStart === 0 ? this.#ring : this.#ring.slice(this.#ringStart);
+  /** The held events, oldest first; records held unread are read here. */
+  *#heldEvents(): Generator<HeldEvent> {
+    for (let i = this.#ringStart; i < this.#ring.length; i++) {
+      const held = this.#ring[i];
+      if (held instanceof HeldRecord) yield* held.events(this.#o.onError);
+      else yield held;
+    }
   }
 
   #fanOut(event: HeldEvent): void {

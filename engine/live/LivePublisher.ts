@@ -90,6 +90,7 @@ function recordsOf(batches: readonly LiveEvent[][]): ProducerRecord[] {
     }
   }
   const records: ProducerRecord[] = [];
-  for (const [key, e] of byDevice) records.push({ key, value: encoder.encode(JSON.stringify({ v: 1, e } satisfies LiveRecord)) });
+  // `n` right after `v`: a hub with nobody subscribed counts the events from the record's head (LiveHub).
+  for (const [key, e] of byDevice) records.push({ key, value: encoder.encode(JSON.stringify({ v: 1, n: e.length, e } satisfies LiveRecord)) });
   return records;
 }

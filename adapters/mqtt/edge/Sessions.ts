@@ -59,6 +59,8 @@ export class Sessions {
   readonly #o: SessionsOptions;
   readonly #byClientId = new Map<string, Session>();
   readonly #byDevice = new Map<string, Set<{ session: Session; entry: SubscriptionEntry }>>();
+  /** Subscriptions on the channel 'feed' (stored states), connected or not. */
+  #feeds = 0;
 
   constructor(options: SessionsOptions) {
     this.#o = options;
@@ -116,18 +118,25 @@ export class Sessions {
     let set = this.#byDevice.get(entry.deviceId);
     if (set === undefined) this.#byDevice.set(entry.deviceId, (set = new Set()));
     set.add({ session, entry });
+    if (entry.channel === 'feed') this.#feeds++;
   }
 
   unsubscribe(session: Session, filter: string): boolean {
     const entry = session.subscriptions.get(filter);
     if (entry === undefined) return false;
     session.subscriptions.delete(filter);
+    if (entry.channel === 'feed') this.#feeds--;
     const set = this.#byDevice.get(entry.deviceId);
     if (set !== undefined) {
       for (const item of set) if (item.session === session && item.entry === entry) set.delete(item);
       if (set.size === 0) this.#byDevice.delete(entry.deviceId);
     }
     return true;
+  }
+
+  /** Whether any session follows a feed: until one does, stored states need not be published. */
+  get followsFeeds(): boolean {
+    return this.#feeds > 0;
   }
 
   /** Subscriptions about `deviceId` (connected or not). */
@@ -144,6 +153,7 @@ export class Sessions {
     for (const session of this.#byClientId.values()) session.timer?.cancel();
     this.#byClientId.clear();
     this.#byDevice.clear();
+    this.#feeds = 0;
   }
 
   #drop(session: Session): void {
