@@ -10,6 +10,7 @@ import type { LogRecord, RecordBatch, TopicPartition } from '../engine/ports/log
 import { createLocalLog as openLocalLog, type LocalLog } from '../adapters/local-log/LocalLog.ts';
 import type { ConsumerErrorContext, CorruptionReport, LocalLogOptions } from '../adapters/local-log/LocalLogOptions.ts';
 import { FRAME_OVERHEAD, SEGMENT_HEADER_BYTES } from '../adapters/local-log/recordFrame.ts';
+import { Segment, segmentFileName } from '../adapters/local-log/Segment.ts';
 import { logContract, rejectsWith, waitFor } from './contracts/log.contract.ts';
 
 const dirs: string[] = [];
@@ -278,6 +279,36 @@ test('retention deletes segments every committed group has consumed, and only th
   const fresh = await readAll(log, 200 - Math.floor(150 / perSegment) * perSegment);
   assert.is(fresh[0].offset, Math.floor(150 / perSegment) * perSegment);
   await log.close();
+});
+
+test('a segment deleted while a read opens it: the read may fail, the delete completes, and a read that failed opens again', async () => {
+  const dir = tempDir();
+  const bytes = Buffer.from('0123456789');
+  // Retention deleting a segment that a consumer is about to read (once seen under load): the
+  // unlink can win the race with the read's open, and the delete then has a failed open to close.
+  for (let i = 0; i < 20; i++) {
+    writeFileSync(join(dir, segmentFileName(i)), bytes);
+    const segment = new Segment(dir, i, bytes.length, false);
+    const deleting = segment.delete();
+    const reading = segment.read(Buffer.alloc(bytes.length), 0, bytes.length, 0).then(
+      (n) => n,
+      (error: NodeJS.ErrnoException) => error.code,
+    );
+    await deleting;
+    const read = await reading;
+    assert.ok(read === bytes.length || read === 'ENOENT', String(read));
+    assert.not.ok(readdirSync(dir).includes(segmentFileName(i)));
+  }
+  // An open that failed is not kept: once the file is back, the next read opens it.
+  const file = join(dir, segmentFileName(100));
+  const segment = new Segment(dir, 100, bytes.length, false);
+  const target = Buffer.alloc(bytes.length);
+  const missing = await segment.read(target, 0, bytes.length, 0).then(() => 'read', (error: NodeJS.ErrnoException) => error.code);
+  assert.is(missing, 'ENOENT');
+  writeFileSync(file, bytes);
+  assert.is(await segment.read(target, 0, bytes.length, 0), bytes.length);
+  assert.equal(target, bytes);
+  await segment.close();
 });
 
 test('uncommitted topics keep their segments unless retainUncommittedSegments is false', async () => {

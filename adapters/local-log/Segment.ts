@@ -76,11 +76,16 @@ export class Segment {
   }
 
   #keep(opening: Promise<FileHandle>): Promise<FileHandle> {
-    return opening.then((handle) => {
+    const kept: Promise<FileHandle> = opening.then((handle) => {
       // not when close() came first: that closes this handle
       if (this.#handle !== undefined) this.#opened = handle;
       return handle;
+    }, (error: unknown) => {
+      // A failed open is not kept: the next read opens again (the error may not last).
+      if (this.#handle === kept) this.#handle = undefined;
+      throw error;
     });
+    return kept;
   }
 
   /** Reads up to `length` bytes at file `position` into `buf` at `at`; returns the bytes read. */
@@ -183,10 +188,12 @@ export class Segment {
     }
   }
 
+  /** Closes the file if it is open; an open that failed (the file deleted under a read) leaves nothing to close. */
   async close(): Promise<void> {
     const handle = this.#handle;
     this.#handle = undefined;
     this.#opened = undefined;
-    if (handle) await (await handle).close();
+    const opened = await handle?.catch(() => undefined);
+    await opened?.close();
   }
 }
