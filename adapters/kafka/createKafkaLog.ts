@@ -139,14 +139,37 @@ class KafkaLog implements Log {
       if (missing.length > 0) {
         // false means they all exist already (created meanwhile by another process): fine
         await this.#admin.createTopics({
-          waitForLeaders: true,
+          // kafkajs's own wait retries only LEADER_NOT_AVAILABLE; a broker whose metadata does not
+          // have the new topic yet answers UNKNOWN_TOPIC_OR_PARTITION, so the wait is ours (below).
+          waitForLeaders: false,
           topics: missing.map((s) => ({ topic: s.name, numPartitions: s.partitions, replicationFactor: this.#options.replicationFactor })),
         });
+        await this.#waitForLeaders(missing.map((s) => s.name));
       }
     } catch (error) {
+      if (error instanceof FleetError) throw error;
       if (!isAlreadyExists(error)) throw kafkaErrorToFleetError(error, 'ensureTopics');
     }
     for (const s of specs) this.#partitions.delete(s.name); // existing ones keep their count: re-read it
+  }
+
+  /** Until the broker's metadata lists every partition of `topics` with a leader; UNAVAILABLE (retriable) past requestTimeoutMs. */
+  async #waitForLeaders(topics: string[]): Promise<void> {
+    const deadline = Date.now() + (this.#options.requestTimeoutMs ?? 30_000);
+    for (;;) {
+      // All topics in one request, as in #fetchPartitionCount: a topic the broker does not know yet is just absent.
+      const { topics: known } = await this.#admin.fetchTopicMetadata();
+      const led = (name: string) => {
+        const found = known.find((t) => t.name === name);
+        return found !== undefined && found.partitions.length > 0 && found.partitions.every((p) => p.leader >= 0);
+      };
+      const waiting = topics.filter((name) => !led(name));
+      if (waiting.length === 0) return;
+      if (Date.now() >= deadline) {
+        throw new FleetError('UNAVAILABLE', `ensureTopics: no leader yet for ${waiting.join(', ')}`, { retriable: true, detail: { topics: waiting } });
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
   }
 
   partitionCount(topic: string): Promise<number> {
