@@ -10,6 +10,7 @@
 import kafkajs from 'kafkajs';
 import type { Admin, Kafka, Producer, RetryOptions } from 'kafkajs';
 import { systemClock, type Clock } from '../../engine/kernel/clock.ts';
+import { exponentialBackoff } from '../../engine/kernel/backoff.ts';
 import { FleetError } from '../../engine/kernel/errors.ts';
 import type { Consumer, ConsumerOptions, Log, ProducerRecord, RecordPosition, TopicSpec } from '../../engine/ports/log.ts';
 import { KafkaGroupConsumer, type ConsumerErrorContext } from './KafkaGroupConsumer.ts';
@@ -20,6 +21,9 @@ import { validateLogOptions, validateRecords } from './validateInput.ts';
 const { Kafka: KafkaClient, logLevel: kafkaLogLevel, Partitioners } = kafkajs;
 
 export type KafkaLogLevel = 'nothing' | 'error' | 'warn' | 'info' | 'debug';
+
+/** Between looks at the metadata while new topics get their leaders (ensureTopics). */
+const LEADER_WAIT = exponentialBackoff({ initialMs: 50, maxMs: 1000 });
 
 export interface KafkaLogOptions {
   /** Bootstrap brokers as host:port, e.g. ['127.0.0.1:19092']. Required. */
@@ -133,9 +137,10 @@ class KafkaLog implements Log {
     const specs = topics.map((spec) => this.#validTopicSpec(spec));
     if (specs.length === 0) return;
     await this.#connectAdmin();
+    let missing: typeof specs = [];
     try {
       const existing = new Set(await this.#admin.listTopics());
-      const missing = specs.filter((s) => !existing.has(s.name));
+      missing = specs.filter((s) => !existing.has(s.name));
       if (missing.length > 0) {
         // false means they all exist already (created meanwhile by another process): fine
         await this.#admin.createTopics({
@@ -144,31 +149,32 @@ class KafkaLog implements Log {
           waitForLeaders: false,
           topics: missing.map((s) => ({ topic: s.name, numPartitions: s.partitions, replicationFactor: this.#options.replicationFactor })),
         });
-        await this.#waitForLeaders(missing.map((s) => s.name));
       }
     } catch (error) {
-      if (error instanceof FleetError) throw error;
       if (!isAlreadyExists(error)) throw kafkaErrorToFleetError(error, 'ensureTopics');
     }
+    if (missing.length > 0) await this.#waitForLeaders(missing.map((s) => s.name));
     for (const s of specs) this.#partitions.delete(s.name); // existing ones keep their count: re-read it
   }
 
   /** Until the broker's metadata lists every partition of `topics` with a leader; UNAVAILABLE (retriable) past requestTimeoutMs. */
   async #waitForLeaders(topics: string[]): Promise<void> {
-    const deadline = Date.now() + (this.#options.requestTimeoutMs ?? 30_000);
-    for (;;) {
-      // All topics in one request, as in #fetchPartitionCount: a topic the broker does not know yet is just absent.
-      const { topics: known } = await this.#admin.fetchTopicMetadata();
-      const led = (name: string) => {
-        const found = known.find((t) => t.name === name);
-        return found !== undefined && found.partitions.length > 0 && found.partitions.every((p) => p.leader >= 0);
-      };
+    const deadline = this.#clock.now() + (this.#options.requestTimeoutMs ?? 30_000);
+    for (let attempt = 0; ; attempt++) {
+      let known: { name: string; partitions: { leader: number }[] }[];
+      try {
+        // All topics in one request, as in #fetchPartitionCount: a topic the broker does not know yet is just absent.
+        ({ topics: known } = await this.#admin.fetchTopicMetadata());
+      } catch (error) {
+        throw kafkaErrorToFleetError(error, 'ensureTopics');
+      }
+      const led = (name: string) => known.some((t) => t.name === name && t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0));
       const waiting = topics.filter((name) => !led(name));
       if (waiting.length === 0) return;
-      if (Date.now() >= deadline) {
+      if (this.#clock.now() >= deadline) {
         throw new FleetError('UNAVAILABLE', `ensureTopics: no leader yet for ${waiting.join(', ')}`, { retriable: true, detail: { topics: waiting } });
       }
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await new Promise<void>((resolve) => this.#clock.setTimeout(resolve, LEADER_WAIT(attempt)));
     }
   }
 
