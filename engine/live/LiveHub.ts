@@ -18,6 +18,7 @@
  */
 import type { Clock, TimerHandle } from '../kernel/clock.ts';
 import { toFleetError, type FleetError } from '../kernel/errors.ts';
+import { Listeners } from '../kernel/Listeners.ts';
 import type { Consumer, Log, RecordBatch } from '../ports/log.ts';
 import type { RegistryChange } from '../ports/registryChanges.ts';
 import { LIVE_KINDS, type LiveKind, type LiveState } from '../../schemas/live.ts';
@@ -165,10 +166,17 @@ class HeldRecord {
   /** Its events, as they would have been held (none when the record is not a live record after all). */
   events(onError: ((error: FleetError) => void) | undefined): HeldEvent[] {
     const events = decodeRecord(this.value, onError);
-    if (events === undefined) return [];
-    const size = Math.ceil(this.size / Math.max(events.length, 1));
-    return events.map(([kind, data], index) => new HeldEvent(this.partition, [this.offset, index], kind, this.deviceId, this.groundId, data, size, this.#prefix, this.#suffix));
+    return events === undefined ? [] : heldEvents(this.partition, this.offset, this.deviceId, this.groundId, events, this.size, this.#prefix, this.#suffix);
   }
+}
+
+/** A record's events as the ring holds them; each counts its share of the record's bytes (before, or without, its JSON). */
+function heldEvents(
+  partition: number, offset: number, deviceId: string, groundId: string | undefined,
+  events: [LiveKind, unknown][], bytes: number, prefix: string, suffix: string,
+): HeldEvent[] {
+  const size = Math.ceil(bytes / Math.max(events.length, 1));
+  return events.map(([kind, data], index) => new HeldEvent(partition, [offset, index], kind, deviceId, groundId, data, size, prefix, suffix));
 }
 
 type Held = HeldEvent | HeldRecord;
@@ -219,14 +227,17 @@ export class LiveHub {
   #consumer: Consumer | undefined;
   #commitTimer: TimerHandle | undefined;
   #toCommit = new Map<number, number>();
-  /** Who wants stored states as they arrive (the MQTT feed), and while what is true. */
-  readonly #feeds = new Set<{ listener: (rows: readonly StateRow[]) => void; wanted: () => boolean }>();
+  /** Stored states as they arrive (the MQTT feed), to the feeds that want them now. */
+  readonly #states: Listeners<readonly StateRow[]>;
+  /** Whether each feed wants states now: rows are built only while one does. */
+  readonly #statesWanted = new Set<{ wanted: () => boolean }>();
   eventsIn = 0;
   /** Subscriptions that refused an event (overflow) and were dropped. */
   subscribersDropped = 0;
 
   constructor(options: LiveHubOptions) {
     this.#o = { ...options, ringEvents: options.ringEvents ?? 10_000, ringBytes: options.ringBytes ?? 16 * 1024 * 1024, commitIntervalMs: options.commitIntervalMs ?? 1_000 };
+    this.#states = new Listeners<readonly StateRow[]>((error) => options.onError?.(toFleetError(error)));
   }
 
   /**
@@ -234,16 +245,18 @@ export class LiveHub {
    * feed: while a client follows one). Returns the function that removes it.
    */
   followStates(listener: (rows: readonly StateRow[]) => void, wanted: () => boolean = () => true): () => void {
-    const feed = { listener, wanted };
-    this.#feeds.add(feed);
-    return () => { this.#feeds.delete(feed); };
+    const feed = { wanted };
+    this.#statesWanted.add(feed);
+    const remove = this.#states.add((rows) => { if (wanted()) listener(rows); });
+    return () => {
+      this.#statesWanted.delete(feed);
+      remove();
+    };
   }
 
-  /** The feeds that want this batch's states. */
-  #wantingFeeds(): Array<(rows: readonly StateRow[]) => void> {
-    const wanting: Array<(rows: readonly StateRow[]) => void> = [];
-    for (const feed of this.#feeds) if (feed.wanted()) wanting.push(feed.listener);
-    return wanting;
+  #statesWantedNow(): boolean {
+    for (const feed of this.#statesWanted) if (feed.wanted()) return true;
+    return false;
   }
 
   get partitions(): number {
@@ -371,11 +384,11 @@ export class LiveHub {
       }
     }
     // Decided after the lookups: a subscription made while they ran gets this batch's events.
-    const feeds = this.#wantingFeeds();
+    const statesWanted = this.#statesWantedNow();
     // Nobody to fan out to: the records are held as they came, read only if a resume needs them.
-    const unread = this.#entries.size === 0 && feeds.length === 0;
+    const unread = this.#entries.size === 0 && !statesWanted;
     // Rows for the MQTT feed only while it listens.
-    const stored: StateRow[] | undefined = feeds.length > 0 ? [] : undefined;
+    const stored: StateRow[] | undefined = statesWanted ? [] : undefined;
     // The cursor after an event of this batch differs from the others only in partition p's part.
     const parts = this.#parts;
     const prefix = `1.${parts.slice(0, p).map((part) => `${part}~`).join('')}`;
@@ -393,29 +406,20 @@ export class LiveHub {
         this.eventsIn += count!;
         this.#hold(new HeldRecord(p, offset, deviceId, groundId, value, count!, prefix, suffix));
       } else {
-        // The record's bytes shared out: what the ring counts of an event before (or without) its JSON.
-        const size = Math.ceil(value.byteLength / Math.max(events.length, 1));
-        for (let index = 0; index < events.length; index++) {
-          const [kind, data] = events[index];
-          const event = new HeldEvent(p, [offset, index], kind, deviceId, groundId, data, size, prefix, suffix);
+        const held = heldEvents(p, offset, deviceId, groundId, events, value.byteLength, prefix, suffix);
+        for (let index = 0; index < held.length; index++) {
+          const event = held[index];
           this.eventsIn++;
           this.#hold(event);
           this.#fanOut(event);
-          if (kind === 'state' && stored !== undefined) stored.push(stateRowOf(data as LiveState));
+          // From the record's events: the fan-out may have let the event's own data go (HeldEvent.json).
+          if (event.kind === 'state' && stored !== undefined) stored.push(stateRowOf(events[index][1] as LiveState));
         }
       }
       this.#next[p] = [offset + 1, 0];
       this.#parts[p] = `${(offset + 1).toString(36)}.0`;
     }
-    if (stored !== undefined && stored.length > 0) {
-      for (const listener of feeds) {
-        try {
-          listener(stored);
-        } catch (error) {
-          this.#o.onError?.(toFleetError(error));
-        }
-      }
-    }
+    if (stored !== undefined && stored.length > 0) this.#states.emit(stored);
     this.#toCommit.set(p, batch.records[batch.records.length - 1].offset + 1);
     this.#scheduleCommit();
   }
