@@ -8,7 +8,6 @@ import { systemClock, type Clock } from '../engine/kernel/clock.ts';
 import { toFleetError, type FleetError } from '../engine/kernel/errors.ts';
 import type { Logger } from '../engine/kernel/logger.ts';
 import { randomUUID } from 'node:crypto';
-import { commandEvent, rejectionEvents, stateEvents } from '../engine/live/liveEvents.ts';
 import { LiveHub } from '../engine/live/LiveHub.ts';
 import { LivePublisher } from '../engine/live/LivePublisher.ts';
 import { RegistryLookups } from '../engine/access/RegistryLookups.ts';
@@ -145,11 +144,25 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       probesPort = probes.port;
     }
 
+    // This process's reader of topic `live`, when it runs an edge.
+    const usesKafka = config.kafkaBrokers !== undefined && config.kafkaBrokers.length > 0;
+    const hub = runsEdge
+      ? new LiveHub({
+        log, clock, topic: names.live,
+        // Kafka: every edge reads every partition, so each process is its own group. The local log
+        // has one process per data dir: a fixed group lets it drop what was read.
+        group: usesKafka ? `${names.liveGroup}.${randomUUID()}` : names.liveGroup,
+        groundOf: groundLookup(registry, changes, clock, registryCacheTtlMs(config)),
+        onError: (error) => logger.warn('a live record was skipped', { error }),
+      })
+      : undefined;
     // What this process stores, rejects and changes of commands goes on topic `live`; every edge
     // reads it back (docs/live.md), so streams and MQTT feeds show what any engine processed.
     let liveDropped = 0;
     const live = new LivePublisher({
       log: timedLog, clock, topic: names.live,
+      // On the local log this process's hub is the topic's only reader: events are built only while it wants them.
+      wanted: hub !== undefined && !usesKafka ? () => hub.wantsEvents() : undefined,
       onDropped: (count, error) => {
         if (liveDropped === 0 || error !== undefined) logger.warn('live events dropped (streams miss them; the store has them)', { count, error });
         liveDropped += count;
@@ -167,8 +180,8 @@ export async function createService(options: ServiceOptions): Promise<Service> {
         names,
         settings: config.engine,
         atWindow: atWindowOf(config),
-        onStored: (rows) => live.publish(stateEvents(rows)),
-        onDeadLetters: (letters) => live.publish(rejectionEvents(letters)),
+        onStored: (rows) => live.states(rows),
+        onDeadLetters: (letters) => live.rejections(letters),
         onError: (error) => {
           // Also called for a failing onStored listener, which does not stop the pipeline.
           if (engine.pipeline.failure === undefined) {
@@ -201,15 +214,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     let liveHub: LiveHub | undefined;
     let mqttPort: number | undefined;
     let commandActors: CommandActors | undefined;
-    if (runsEdge) {
-      const hub = new LiveHub({
-        log, clock, topic: names.live,
-        // Kafka: every edge reads every partition, so each process is its own group. The local log
-        // has one process per data dir: a fixed group lets it drop what was read.
-        group: config.kafkaBrokers && config.kafkaBrokers.length > 0 ? `${names.liveGroup}.${randomUUID()}` : names.liveGroup,
-        groundOf: groundLookup(registry, changes, clock, registryCacheTtlMs(config)),
-        onError: (error) => logger.warn('a live record was skipped', { error }),
-      });
+    if (hub !== undefined) {
       await hub.start();
       closers.add('live hub', () => hub.stop());
       // Streams of a revoked token, a deleted device or a user who left the ground end at once.
@@ -219,7 +224,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       metrics.watchLive({ publisher: live, hub });
       const edgeIntake = buildIntake({
         log: timedLog, clock, rejections, topics: names, logger, atWindow: atWindowOf(config),
-        onDeadLetters: (letters) => live.publish(rejectionEvents(letters)),
+        onDeadLetters: (letters) => live.rejections(letters),
       });
       intake = edgeIntake;
       closers.add('intake', () => edgeIntake.close());
@@ -237,7 +242,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
         settings: config.commands, transport: mqtt?.commands, applications: lpwanApplications,
         onCommandChanged: (view) => {
           metrics.commandChanged(view);
-          live.publish([commandEvent(view)]);
+          live.command(view);
         },
       });
       await commands.start();

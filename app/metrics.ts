@@ -43,7 +43,7 @@ export interface MqttFigures {
 
 /** The plain counts of engine/live LivePublisher and LiveHub. */
 export interface LiveFigures {
-  publisher: { readonly published: number; readonly dropped: number };
+  publisher: { readonly published: number; readonly dropped: number; readonly unwatched: number };
   hub?: { readonly eventsIn: number; readonly subscribers: number; readonly subscribersDropped: number };
 }
 
@@ -288,6 +288,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Servi
     watchLive({ publisher, hub }) {
       mirroredCounter(registry, 'fleetstream_live_events_published_total', 'Live events (stored states, rejections, command changes) appended to topic live', () => publisher.published);
       mirroredCounter(registry, 'fleetstream_live_events_dropped_total', 'Live events dropped before topic live (publisher full or append failed)', () => publisher.dropped);
+      mirroredCounter(registry, 'fleetstream_live_events_unwatched_total', 'Live events not built: nobody could read them (embedded log, no subscription or feed)', () => publisher.unwatched);
       if (hub === undefined) return;
       mirroredCounter(registry, 'fleetstream_live_events_received_total', 'Live events read from topic live by this edge', () => hub.eventsIn);
       mirroredCounter(registry, 'fleetstream_live_subscribers_dropped_total', 'Live subscriptions dropped for not keeping up (overflow)', () => hub.subscribersDropped);

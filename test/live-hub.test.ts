@@ -2,11 +2,12 @@
  * The live data core on a real local log: the publisher's records, the hub's fan-out by device and
  * by ground, cursors (text form, hostile text), resume from the ring without gaps or repeats, reset
  * when a cursor is older than the ring, a cursor from an edge further ahead, subscribers dropped when
- * they refuse an event, and the publisher dropping (and counting) instead of waiting.
+ * they refuse an event, and the publisher dropping (and counting) instead of waiting; where the hub is
+ * the topic's only reader, events built only while it wants them, and a cursor from before a gap reset.
  */
 import * as assert from 'uvu/assert';
 import { createLocalLog } from '../adapters/local-log/LocalLog.ts';
-import { systemClock } from '../engine/kernel/clock.ts';
+import { SimulatedClock, systemClock } from '../engine/kernel/clock.ts';
 import { FleetError } from '../engine/kernel/errors.ts';
 import { decodeCursor, encodeCursor, MAX_CURSOR_CHARS } from '../engine/live/liveCursor.ts';
 import { commandEvent, rejectionEvents, stateEvents } from '../engine/live/liveEvents.ts';
@@ -328,6 +329,80 @@ test('a states feed gets the stored states of the batches read while it wants th
     assert.equal(fed, [3]);
   } finally {
     await w.close();
+  }
+});
+
+test('the only reader: events are built only while someone may read them, resumes within the window, a cursor from before a gap gets reset', async () => {
+  const tmp = tempDir('live-hub-gap');
+  const log = createLocalLog({ dir: tmp.dir });
+  await log.ensureTopics([{ name: 'live', partitions: 3 }]);
+  const clock = new SimulatedClock(1_000_000);
+  const hub = new LiveHub({ log, clock, topic: 'live', group: 'edge', groundOf: async (id) => GROUNDS[id], resumeWindowMs: 60_000 });
+  const publisher = new LivePublisher({ log, clock: systemClock, topic: 'live', lingerMs: 0, wanted: () => hub.wantsEvents() });
+  await hub.start();
+  const appended = async () => (await log.endOffsets('live')).reduce((a, b) => a + b, 0);
+  const states = async (values: number[]) => {
+    publisher.states(values.map((v) => row('d1', v)));
+    await publisher.flush();
+  };
+  try {
+    // Nobody has subscribed since the start: nothing is built or appended, only counted.
+    assert.is(hub.wantsEvents(), false);
+    await states([1, 2]);
+    publisher.rejections([{ code: 'PROFILE_VIOLATION', reason: 'x', asset: 't', rejectedAt: 5, envelope: { id: 'u5', channel: 'http', contentType: 'json', deviceId: 'd1', receivedAt: 5, body: new Uint8Array() } }]);
+    publisher.command({ id: 'c1', deviceId: 'd1', kind: 'asset', asset: 'light', value: true, at: 'x', issuer: 'user:u', status: 'queued', updatedAt: 6, attempts: 0 });
+    await publisher.flush();
+    assert.is(publisher.unwatched, 4);
+    assert.is(publisher.published, 0);
+    assert.is(await appended(), 0);
+
+    // A subscription: events flow.
+    const first = new Collector();
+    const unsubscribe = hub.subscribe(byDevice('d1'), first);
+    assert.is(hub.wantsEvents(), true);
+    await states([3, 4]);
+    await waitFor(() => first.events.length === 2, 10_000, 'two events');
+    assert.equal(first.values(), [3, 4]);
+    unsubscribe();
+
+    // Within the window after the last subscriber left: still published, and a resume has no gap.
+    clock.advance(59_000);
+    assert.is(hub.wantsEvents(), true);
+    await states([5]);
+    await waitFor(() => hub.eventsIn === 3, 10_000, 'event 5 in');
+    const back = new Collector();
+    const leave = hub.subscribe(byDevice('d1'), back, first.events[1].id);
+    assert.equal([back.resets, back.values()], [0, [5]]);
+    leave();
+
+    // Past the window: not built; the next subscription resets a cursor from before the gap.
+    clock.advance(60_000);
+    assert.is(hub.wantsEvents(), false);
+    await states([6]);
+    assert.is(publisher.unwatched, 5);
+    const late = new Collector();
+    hub.subscribe(byDevice('d1'), late, back.events[0].id);
+    assert.equal([late.resets, late.values()], [1, []]);
+    await states([7]);
+    await waitFor(() => late.events.length === 1, 10_000, 'live after the reset');
+    assert.equal(late.values(), [7]);
+    // A cursor given out after the gap resumes.
+    const again = new Collector();
+    hub.subscribe(byDevice('d1'), again, late.events[0].id);
+    assert.equal([again.resets, again.values()], [0, []]);
+
+    // A states feed that wants rows keeps events wanted with nobody subscribed.
+    const other = new LiveHub({ log, clock, topic: 'live', group: 'edge-2', groundOf: async (id) => GROUNDS[id] });
+    let feeding = false;
+    other.followStates(() => undefined, () => feeding);
+    assert.is(other.wantsEvents(), false);
+    feeding = true;
+    assert.is(other.wantsEvents(), true);
+  } finally {
+    await hub.stop();
+    await publisher.close();
+    await log.close();
+    tmp.remove();
   }
 });
 

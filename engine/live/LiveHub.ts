@@ -15,6 +15,12 @@
  * While nobody subscribes and no states feed wants rows, records are held as they came, unread: a
  * resume reads them then. Decoding every event for nobody cost the embedded service about a sixth
  * of its uplinks (bench/batch.bench.ts, 100-state batches).
+ *
+ * Where this hub is the topic's only reader (the embedded log: one process per data dir), the
+ * publisher asks wantsEvents() before it builds events: while nobody subscribes, no states feed
+ * wants rows and the last subscriber left more than `resumeWindowMs` ago, nothing is published. The
+ * hub remembers that gap; the next subscription first moves the floor past everything held, so a
+ * cursor from before the gap gets `reset` instead of a resume that silently misses events.
  */
 import type { Clock, TimerHandle } from '../kernel/clock.ts';
 import { toFleetError, type FleetError } from '../kernel/errors.ts';
@@ -43,6 +49,11 @@ export interface LiveHubOptions {
   ringBytes?: number;
   /** How often the group's position is committed, ms (lets the local log drop read segments). Default 1 000. */
   commitIntervalMs?: number;
+  /**
+   * After the last subscriber left, how long events are still wanted (wantsEvents()), so a client
+   * that reconnects within it resumes without a gap, ms. Default 60 000.
+   */
+  resumeWindowMs?: number;
   onError?(error: FleetError): void;
 }
 
@@ -207,7 +218,7 @@ function countedEvents(value: Uint8Array): number | undefined {
 }
 
 export class LiveHub {
-  readonly #o: LiveHubOptions & { ringEvents: number; ringBytes: number; commitIntervalMs: number };
+  readonly #o: LiveHubOptions & { ringEvents: number; ringBytes: number; commitIntervalMs: number; resumeWindowMs: number };
   #ringBytesHeld = 0;
   readonly #entries = new Set<Entry>();
   /** The entries of #entries by the device or the ground their filter names. */
@@ -231,12 +242,22 @@ export class LiveHub {
   readonly #states: Listeners<readonly StateRow[]>;
   /** Whether each feed wants states now: rows are built only while one does. */
   readonly #statesWanted = new Set<{ wanted: () => boolean }>();
+  /** When the last subscription ended (clock ms); none yet: nobody to resume. */
+  #lastLeftAt = Number.NEGATIVE_INFINITY;
+  /** wantsEvents() said no since the last subscription: events were not published. */
+  #gap = false;
   eventsIn = 0;
   /** Subscriptions that refused an event (overflow) and were dropped. */
   subscribersDropped = 0;
 
   constructor(options: LiveHubOptions) {
-    this.#o = { ...options, ringEvents: options.ringEvents ?? 10_000, ringBytes: options.ringBytes ?? 16 * 1024 * 1024, commitIntervalMs: options.commitIntervalMs ?? 1_000 };
+    this.#o = {
+      ...options,
+      ringEvents: options.ringEvents ?? 10_000,
+      ringBytes: options.ringBytes ?? 16 * 1024 * 1024,
+      commitIntervalMs: options.commitIntervalMs ?? 1_000,
+      resumeWindowMs: options.resumeWindowMs ?? 60_000,
+    };
     this.#states = new Listeners<readonly StateRow[]>((error) => options.onError?.(toFleetError(error)));
   }
 
@@ -256,6 +277,18 @@ export class LiveHub {
 
   #statesWantedNow(): boolean {
     for (const feed of this.#statesWanted) if (feed.wanted()) return true;
+    return false;
+  }
+
+  /**
+   * Whether events published now could reach anyone through this hub: a subscription, a states feed
+   * that wants rows, or a client that left within `resumeWindowMs` and may resume. Ask it only where
+   * this hub is the topic's only reader: a no is remembered as a gap in what the topic holds.
+   */
+  wantsEvents(): boolean {
+    if (this.#entries.size > 0 || this.#statesWantedNow()) return true;
+    if (this.#o.clock.now() - this.#lastLeftAt < this.#o.resumeWindowMs) return true;
+    this.#gap = true;
     return false;
   }
 
@@ -303,6 +336,7 @@ export class LiveHub {
    * `reset` when it cannot be resumed without a gap. Returns the function that removes it.
    */
   subscribe(filter: LiveFilter, subscriber: LiveSubscriber, lastEventId?: string, owner?: LiveOwner): () => void {
+    if (this.#gap) this.#closeGap();
     const entry: Entry = { filter, owner, subscriber, from: undefined };
     if (lastEventId !== undefined) {
       const cursor = decodeCursor(lastEventId, this.#partitions);
@@ -338,8 +372,23 @@ export class LiveHub {
     set.add(entry);
   }
 
+  /**
+   * Events went unpublished since the last subscription: nothing held can be resumed without missing
+   * them. Everything held is let go and the floor moves to what comes next, so any cursor given out
+   * before gets `reset`; records published before the gap and not read yet are held and fanned out.
+   */
+  #closeGap(): void {
+    this.#gap = false;
+    this.#ring = [];
+    this.#ringStart = 0;
+    this.#ringEventsHeld = 0;
+    this.#ringBytesHeld = 0;
+    this.#floor = this.#next.slice();
+  }
+
   #remove(entry: Entry): void {
     if (!this.#entries.delete(entry)) return;
+    if (this.#entries.size === 0) this.#lastLeftAt = this.#o.clock.now();
     const { deviceId, groundId } = entry.filter;
     const [index, key] = deviceId !== undefined ? [this.#byDevice, deviceId] : [this.#byGround, groundId];
     if (key === undefined) return;
