@@ -5,7 +5,11 @@
  * (202 = admitted and durable in the log) and stored (the engine's count once every state is in
  * chDB), beside the same service taking one state per request in the same run. Not a test.
  *
- *   npx node bench/batch.bench.ts [requests=3000] [statesPerBatch=100] [concurrency=32] [devices=64]
+ *   npx node bench/batch.bench.ts [requests=3000] [statesPerBatch=100] [concurrency=32] [devices=64] [watch=none|ground]
+ *
+ * `watch=ground`: a client follows the ground's states live (`GET /ground/{id}/live?kinds=state`,
+ * as an open console does) during the runs, reading every event; with none, the embedded service
+ * builds no live events at all (docs/live.md).
  *
  * The service runs in a worker thread, the load generator (node:http, keep-alive) in the main one,
  * with the service's start flags (package.json's start script).
@@ -20,7 +24,7 @@ import { silentLogger } from '../engine/kernel/logger.ts';
 import { defaultConfig } from '../schemas/config.ts';
 import { useStartFlags } from '../test/support/startFlags.ts';
 
-interface Ready { port: number; devices: { id: string; token: string }[] }
+interface Ready { port: number; devices: { id: string; token: string }[]; groundId: string; userToken: string }
 type ToWorker = { type: 'stored' } | { type: 'stop' };
 
 async function serviceThread(deviceCount: number): Promise<void> {
@@ -45,7 +49,7 @@ async function serviceThread(deviceCount: number): Promise<void> {
     });
     devices.push({ id: device.id, token });
   }
-  parentPort!.postMessage({ port: service.httpPort!, devices } satisfies Ready);
+  parentPort!.postMessage({ port: service.httpPort!, devices, groundId: ground.id, userToken: user.token } satisfies Ready);
   parentPort!.on('message', async (m: ToWorker) => {
     if (m.type === 'stored') {
       parentPort!.postMessage({ stored: service.pipeline!.stats.stored });
@@ -80,6 +84,28 @@ function batchBody(states: number, minute: number): Buffer {
     items.push({ temperature: { value: 20 + ((minute + i) % 50) / 10, at }, humidity: { value: 40 + ((minute + i) % 20), at } });
   }
   return Buffer.from(JSON.stringify(states === 1 ? items[0] : items));
+}
+
+/** Follows the ground's live states until the returned function is called; counts the events read. */
+function watchGround(ready: Ready): { events: () => number; overflowed: () => boolean; stop: () => void } {
+  let events = 0;
+  let overflowed = false;
+  const req = request({ host: '127.0.0.1', port: ready.port, path: `/ground/${ready.groundId}/live?kinds=state`, headers: { authorization: `Bearer ${ready.userToken}` } }, (res) => {
+    if (res.statusCode !== 200) throw new Error(`live stream answered ${res.statusCode}`);
+    res.setEncoding('utf8');
+    let partial = '';
+    res.on('data', (chunk: string) => {
+      const lines = (partial + chunk).split('\n');
+      partial = lines.pop()!;
+      for (const line of lines) {
+        if (line === 'event: state') events++;
+        else if (line === 'event: overflow') overflowed = true;
+      }
+    });
+  });
+  req.on('error', () => undefined);
+  req.end();
+  return { events: () => events, overflowed: () => overflowed, stop: () => req.destroy() };
 }
 
 async function ask(worker: Worker, m: ToWorker): Promise<any> {
@@ -118,15 +144,20 @@ async function main(): Promise<void> {
   const perBatch = Number(process.argv[3] ?? 100);
   const concurrency = Number(process.argv[4] ?? 32);
   const devices = Number(process.argv[5] ?? 64);
+  const watch = process.argv[6] ?? 'none';
+  if (!['none', 'ground'].includes(watch)) throw new Error(`watch: none or ground, not ${watch}`);
   // The service's start flags (the garbage collector's among them) for its thread, as `npm start` runs it.
   useStartFlags();
   const worker = new Worker(new URL(import.meta.url), { workerData: devices });
   const ready = await new Promise<Ready>((resolve, reject) => { worker.once('message', resolve); worker.once('error', reject); });
   const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+  const watcher = watch === 'ground' ? watchGround(ready) : undefined;
   await run(worker, ready, 200, perBatch, concurrency, 0);
   const single = await run(worker, ready, requests * 4, 1, concurrency, 1_000_000);
   const batch = await run(worker, ready, requests, perBatch, concurrency, 2_000_000);
-  console.log(`PUT /device/{id}/state over ${devices} devices, ${concurrency} in flight, 2 data points per device state, embedded service`);
+  watcher?.stop();
+  const watched = watcher === undefined ? 'nobody watching live' : `a client following the ground live (${fmt(watcher.events())} state events read${watcher.overflowed() ? ', then dropped for not keeping up' : ''})`;
+  console.log(`PUT /device/{id}/state over ${devices} devices, ${concurrency} in flight, 2 data points per device state, embedded service, ${watched}`);
   console.log(`one state per request:   accepted ${fmt(single.accepted)} dp/s   stored ${fmt(single.stored)} dp/s   ${JSON.stringify(single.statuses)}`);
   console.log(`${perBatch} states per request: accepted ${fmt(batch.accepted)} dp/s   stored ${fmt(batch.stored)} dp/s   ${JSON.stringify(batch.statuses)}`);
   console.log(`ratio batch / single (stored): ${(batch.stored / single.stored).toFixed(1)}`);
