@@ -7,14 +7,15 @@
  */
 import * as assert from 'uvu/assert';
 import { createLocalLog } from '../adapters/local-log/LocalLog.ts';
-import { SimulatedClock, systemClock } from '../engine/kernel/clock.ts';
+import { SimulatedClock, systemClock, type Clock } from '../engine/kernel/clock.ts';
 import { FleetError } from '../engine/kernel/errors.ts';
 import { decodeCursor, encodeCursor, MAX_CURSOR_CHARS } from '../engine/live/liveCursor.ts';
 import { commandEvent, rejectionEvents, stateEvents } from '../engine/live/liveEvents.ts';
 import { ALL_KINDS, LiveHub, type HubEvent, type LiveFilter } from '../engine/live/LiveHub.ts';
 import { LivePublisher } from '../engine/live/LivePublisher.ts';
 import type { LiveSubscriber } from '../engine/live/LiveSubscription.ts';
-import type { StateRow } from '../schemas/messages.ts';
+import type { CommandView } from '../schemas/commands.ts';
+import type { DeadLetter, StateRow } from '../schemas/messages.ts';
 import { suite } from './support/suite.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
 
@@ -45,13 +46,17 @@ function row(deviceId: string, value: number): StateRow {
 
 const GROUNDS: Record<string, string> = { d1: 'g1', d2: 'g1', d3: 'g2' };
 
-async function world(ringEvents = 1000) {
+/**
+ * A local log with topic `live`, a publisher and a started hub. `onlyReader`: the hub is the topic's
+ * only reader, so the publisher asks it before building events (the embedded service's wiring).
+ */
+async function world(ringEvents = 1000, options: { clock?: Clock; onlyReader?: boolean } = {}) {
   const tmp = tempDir('live-hub');
   const log = createLocalLog({ dir: tmp.dir });
   await log.ensureTopics([{ name: 'live', partitions: 3 }]);
-  const publisher = new LivePublisher({ log, clock: systemClock, topic: 'live', lingerMs: 0 });
   const errors: FleetError[] = [];
-  const hub = new LiveHub({ log, clock: systemClock, topic: 'live', group: 'edge', groundOf: async (id) => GROUNDS[id], ringEvents, onError: (error) => errors.push(error) });
+  const hub = new LiveHub({ log, clock: options.clock ?? systemClock, topic: 'live', group: 'edge', groundOf: async (id) => GROUNDS[id], ringEvents, onError: (error) => errors.push(error) });
+  const publisher = new LivePublisher({ log, clock: systemClock, topic: 'live', lingerMs: 0, wanted: options.onlyReader ? () => hub.wantsEvents() : undefined });
   await hub.start();
   return {
     log, publisher, hub, errors,
@@ -67,6 +72,9 @@ async function world(ringEvents = 1000) {
     },
   };
 }
+
+const LETTER: DeadLetter = { code: 'PROFILE_VIOLATION', reason: 'too hot', asset: 't', rejectedAt: 5, envelope: { id: 'u5', channel: 'http', contentType: 'json', deviceId: 'd1', receivedAt: 5, body: new Uint8Array() } };
+const VIEW: CommandView = { id: 'c1', deviceId: 'd1', kind: 'asset', asset: 'light', value: true, at: 'x', issuer: 'user:u', status: 'queued', updatedAt: 6, attempts: 0 };
 
 const byDevice = (deviceId: string): LiveFilter => ({ deviceId, kinds: ALL_KINDS });
 
@@ -94,8 +102,8 @@ test('events reach the subscriptions of their device and ground only, in order, 
     w.hub.subscribe({ deviceId: 'd1', kinds: new Set(['state']) }, states);
     await w.publishStates('d1', [1, 2, 3]);
     await w.publishStates('d2', [4]);
-    w.publisher.publish(rejectionEvents([{ code: 'PROFILE_VIOLATION', reason: 'too hot', asset: 't', rejectedAt: 5, envelope: { id: 'u5', channel: 'http', contentType: 'json', deviceId: 'd1', receivedAt: 5, body: new Uint8Array() } }]));
-    w.publisher.publish([commandEvent({ id: 'c1', deviceId: 'd1', kind: 'asset', asset: 'light', value: true, at: 'x', issuer: 'user:u', status: 'queued', updatedAt: 6, attempts: 0 })]);
+    w.publisher.publish(rejectionEvents([LETTER]));
+    w.publisher.publish([commandEvent(VIEW)]);
     await w.publisher.flush();
     await waitFor(() => d1.events.length === 5 && g1.events.length === 6, 10_000, 'events');
     assert.equal(d1.events.map((e) => e.kind), ['state', 'state', 'state', 'rejection', 'command']);
@@ -333,13 +341,9 @@ test('a states feed gets the stored states of the batches read while it wants th
 });
 
 test('the only reader: events are built only while someone may read them, resumes within the window, a cursor from before a gap gets reset', async () => {
-  const tmp = tempDir('live-hub-gap');
-  const log = createLocalLog({ dir: tmp.dir });
-  await log.ensureTopics([{ name: 'live', partitions: 3 }]);
   const clock = new SimulatedClock(1_000_000);
-  const hub = new LiveHub({ log, clock, topic: 'live', group: 'edge', groundOf: async (id) => GROUNDS[id], resumeWindowMs: 60_000 });
-  const publisher = new LivePublisher({ log, clock: systemClock, topic: 'live', lingerMs: 0, wanted: () => hub.wantsEvents() });
-  await hub.start();
+  const w = await world(1000, { clock, onlyReader: true });
+  const { hub, publisher, log } = w;
   const appended = async () => (await log.endOffsets('live')).reduce((a, b) => a + b, 0);
   const states = async (values: number[]) => {
     publisher.states(values.map((v) => row('d1', v)));
@@ -349,8 +353,8 @@ test('the only reader: events are built only while someone may read them, resume
     // Nobody has subscribed since the start: nothing is built or appended, only counted.
     assert.is(hub.wantsEvents(), false);
     await states([1, 2]);
-    publisher.rejections([{ code: 'PROFILE_VIOLATION', reason: 'x', asset: 't', rejectedAt: 5, envelope: { id: 'u5', channel: 'http', contentType: 'json', deviceId: 'd1', receivedAt: 5, body: new Uint8Array() } }]);
-    publisher.command({ id: 'c1', deviceId: 'd1', kind: 'asset', asset: 'light', value: true, at: 'x', issuer: 'user:u', status: 'queued', updatedAt: 6, attempts: 0 });
+    publisher.rejections([LETTER]);
+    publisher.command(VIEW);
     await publisher.flush();
     assert.is(publisher.unwatched, 4);
     assert.is(publisher.published, 0);
@@ -399,10 +403,7 @@ test('the only reader: events are built only while someone may read them, resume
     feeding = true;
     assert.is(other.wantsEvents(), true);
   } finally {
-    await hub.stop();
-    await publisher.close();
-    await log.close();
-    tmp.remove();
+    await w.close();
   }
 });
 
