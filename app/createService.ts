@@ -25,6 +25,7 @@ import { atWindowOf } from './deviceCompiler.ts';
 import { registryCacheTtlMs, serveHttpEdge, startMqttEdge } from './buildEdges.ts';
 import { loadLpwanApplications } from './loadLpwanApplications.ts';
 import { createMetrics, type ServiceMetrics } from './metrics.ts';
+import { serveMetrics } from './serveMetrics.ts';
 import { serveProbes } from './serveProbes.ts';
 import { httpBaseOf } from './startupLines.ts';
 import { dataPaths, logNames, openLog, openRegistry, openStore, type ServiceStore } from './openAdapters.ts';
@@ -65,7 +66,9 @@ export interface Service {
   readonly adminSocketPath: string | undefined;
   /** Prometheus metrics of this process (GET /metrics). */
   readonly metrics: ServiceMetrics;
-  /** The port of /health, /ready and /metrics of a process that runs no HTTP edge (role engine). */
+  /** The bound port of the metrics listener (GET /metrics on `config.metrics.host`); none with port -1. */
+  readonly metricsPort: number | undefined;
+  /** The port of /health and /ready of a process that runs no HTTP edge (role engine). */
   readonly probesPort: number | undefined;
   /** Adapters open and, when the role runs the engine, partitions assigned and no failure (GET /ready). */
   ready(): boolean;
@@ -109,6 +112,13 @@ export async function createService(options: ServiceOptions): Promise<Service> {
   const ready = () => started && (pipeline === undefined || engineReady(pipeline));
 
   try {
+    // First: a metrics port in use fails the start before any adapter opens.
+    const metricsListener = config.metrics.port < 0 ? undefined : await serveMetrics({
+      host: config.metrics.host, port: config.metrics.port, scrape: () => metrics.scrape(),
+    });
+    if (metricsListener !== undefined) closers.add('metrics listener', () => metricsListener.close());
+    // The HTTP port serves /metrics too only to a bearer of the metrics token (schemas/config.ts).
+    const metricsToken = config.metrics.token === undefined ? undefined : { token: config.metrics.token, scrape: () => metrics.scrape() };
     const lpwanApplications = loadLpwanApplications(config.lpwanApplicationsFile);
     // The three open side by side: a new embedded registry is created in a worker thread (seconds),
     // while this thread opens the log and the store.
@@ -138,7 +148,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       // Up before the engine joins its group, so an orchestrator sees /ready 503 until partitions come.
       const probes = await serveProbes({
         port: config.http.port, host: config.http.host,
-        alive: () => pipeline?.failure === undefined, ready, metrics: () => metrics.scrape(),
+        alive: () => pipeline?.failure === undefined, ready, metrics: metricsToken,
       });
       closers.add('probes', () => probes.close());
       probesPort = probes.port;
@@ -250,7 +260,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       commandActors = commands.actors;
       const served = await serveHttpEdge({
         config, registry, changes, store, clock, logger, admission, commands: commands.edge, lpwanApplications,
-        observe: { ready, metrics: () => metrics.scrape(), onRequest: (method, route, status, seconds) => metrics.httpRequest(method, route, status, seconds) },
+        observe: { ready, metrics: metricsToken, onRequest: (method, route, status, seconds) => metrics.httpRequest(method, route, status, seconds) },
         live: hub,
       });
       closers.add('http', () => served.close());
@@ -272,7 +282,8 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     logger.info('fleetstream started', {
       role: config.role,
       http: httpPort !== undefined ? `${config.http.host}:${httpPort}` : undefined,
-      probes: probesPort !== undefined ? `${config.http.host}:${probesPort} (/health, /ready, /metrics)` : undefined,
+      probes: probesPort !== undefined ? `${config.http.host}:${probesPort} (/health, /ready${metricsToken ? ', /metrics with the metrics token' : ''})` : undefined,
+      metrics: metricsListener !== undefined ? `${config.metrics.host}:${metricsListener.port}` : undefined,
       mqtt: config.mqtt.url && runsEdge ? 'external broker' : mqttPort !== undefined ? `${config.mqtt.host}:${mqttPort}` : undefined,
       log: config.kafkaBrokers ? 'kafka' : 'local',
       store: config.clickhouseUrl ? 'clickhouse' : 'chdb',
@@ -284,6 +295,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     let stopping: Promise<void> | undefined;
     return {
       metrics,
+      metricsPort: metricsListener?.port,
       probesPort,
       ready,
       config,

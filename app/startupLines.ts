@@ -10,6 +10,8 @@ export interface StartupFacts {
   httpPort: number | undefined;
   mqttPort: number | undefined;
   probesPort: number | undefined;
+  /** The bound port of the metrics listener; none with --metrics-port -1. */
+  metricsPort?: number;
   /** The data directory, absolute. */
   dataDir: string;
 }
@@ -41,6 +43,7 @@ export function startupLines(facts: StartupFacts): string[] {
   if (config.mqtt.url && config.role !== 'engine') lines.push(`  MQTT      external broker ${redact(config.mqtt.url)}`);
   else if (facts.mqttPort !== undefined) lines.push(`  MQTT      mqtt${config.mqtt.tlsCertFile ? 's' : ''}://${reachable(config.mqtt.host)}:${facts.mqttPort}   (username: a device token)`);
   if (facts.probesPort !== undefined) lines.push(`  Probes    http://${reachable(config.http.host)}:${facts.probesPort}/ready   (engine only: no HTTP API here)`);
+  if (facts.metricsPort !== undefined) lines.push(`  Metrics   http://${reachable(config.metrics.host)}:${facts.metricsPort}/metrics   (Prometheus; --metrics-host, --metrics-port)`);
   if (facts.httpPort !== undefined) {
     // `npm run quickstart` = `fleetstream admin quickstart --demo` (package.json).
     const dataDirFlag = config.dataDir === './data' ? '' : ` -- --data-dir ${facts.dataDir}`;

@@ -35,6 +35,7 @@ async function serviceThread(deviceCount: number): Promise<void> {
       dataDir: dir,
       http: { ...defaultConfig.http, host: '127.0.0.1', port: 0, maxBodyBytes: 1 << 20 },
       mqtt: { ...defaultConfig.mqtt, port: -1 },
+      metrics: { host: '127.0.0.1', port: 0 },
       engine: { ...defaultConfig.engine, partitions: 4, batchRows: 40_000, batchDelayMs: 50, maxInFlight: 30_000 },
     },
     logger: silentLogger,

@@ -55,7 +55,7 @@ async function serverThread({ deviceCount, groundCount }: { deviceCount: number;
   const dir = mkdtempSync(join(tmpdir(), 'fleetstream-live-bench-'));
   const service = await createService({
     logger: silentLogger,
-    config: { ...defaultConfig, dataDir: dir, http: { ...defaultConfig.http, host: '127.0.0.1', port: 0, rateLimitPerSecond: 0 }, mqtt: { host: '127.0.0.1', port: -1 } },
+    config: { ...defaultConfig, dataDir: dir, http: { ...defaultConfig.http, host: '127.0.0.1', port: 0, rateLimitPerSecond: 0 }, mqtt: { host: '127.0.0.1', port: -1 }, metrics: { host: '127.0.0.1', port: 0 } },
   });
   const user = await service.registry.createUser({ name: 'bench' });
   const ground = await service.registry.createGround({ name: 'bench', userId: user.entity.id });

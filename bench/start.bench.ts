@@ -112,7 +112,7 @@ for (let round = 1; round <= rounds; round++) {
   const base = await measure(['-e', BASELINE], {}, '/');
   const dir = mkdtempSync(join(tmpdir(), 'fleetstream-start-bench-'));
   try {
-    const env = { DATA_DIR: dir, MQTT_PORT: String(await freePort()), LOG_FORMAT: 'json' };
+    const env = { DATA_DIR: dir, MQTT_PORT: String(await freePort()), METRICS_PORT: '0', LOG_FORMAT: 'json' };
     const fresh = await measure([...startFlags, join(root, 'bin/fleetstream.ts'), 'start'], env, '/ready');
     const again = await measure([...startFlags, join(root, 'bin/fleetstream.ts'), 'start'], { ...env, MQTT_PORT: String(await freePort()) }, '/ready');
     show(`round ${round}: fresh data dir`, fresh, base);

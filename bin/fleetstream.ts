@@ -71,7 +71,7 @@ async function start(flags: Partial<Record<SettingName, string>>): Promise<void>
   });
   if (failure !== undefined) stop(`engine failed: ${failure.code}`);
   else if (text) {
-    const lines = startupLines({ config, httpPort: service.httpPort, mqttPort: service.mqttPort, probesPort: service.probesPort, dataDir: dataPaths(config.dataDir).root });
+    const lines = startupLines({ config, httpPort: service.httpPort, mqttPort: service.mqttPort, probesPort: service.probesPort, metricsPort: service.metricsPort, dataDir: dataPaths(config.dataDir).root });
     process.stderr.write(`\n${lines.join('\n')}\n\n`);
   }
   process.on('SIGTERM', () => stop('SIGTERM'));

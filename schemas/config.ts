@@ -43,6 +43,22 @@ export const Config = Type.Object({
     /** External broker session expiry, seconds: 0 clean sessions; > 0 the broker keeps this instance's uplinks while it is away (docs/mqtt.md). */
     sessionExpirySeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 4294967295 })),
   }),
+  /**
+   * GET /metrics (Prometheus). Metrics tell who is connected, from where and how much: they are
+   * served on a listener of their own, loopback by default, not on the public API port.
+   */
+  metrics: Type.Object({
+    host: Type.String(),
+    /** Port of the metrics listener; 0 picks a free port; -1 runs no metrics listener. */
+    port: Type.Integer({ minimum: -1, maximum: 65535 }),
+    /**
+     * When set, the HTTP port (the API, or the probes of role engine) serves GET /metrics too, to a
+     * request bearing `Authorization: Bearer <token>`: for a Prometheus that reaches only that port.
+     * An RFC 6750 token of at least 16 characters (`openssl rand -hex 32` makes one). Unset: the
+     * HTTP port answers /metrics 404.
+     */
+    token: Type.Optional(Type.String({ minLength: 16, maxLength: 1024, pattern: '^[A-Za-z0-9._~+/-]+=*$' })),
+  }),
   commands: Type.Object({
     /** A command for a device that stays offline this long expires, ms. */
     expiryMs: Type.Integer({ minimum: 1 }),
@@ -124,6 +140,8 @@ export const defaultConfig: Config = {
   dataDir: './data',
   http: { host: '0.0.0.0', port: 8080, maxBodyBytes: 64 * 1024, rateLimitPerSecond: 0, rateLimitBurst: 100 },
   mqtt: { host: '0.0.0.0', port: 1883 },
+  // 9464: the port OpenTelemetry's Prometheus exporters listen on, free of the common services.
+  metrics: { host: '127.0.0.1', port: 9464 },
   commands: { expiryMs: 3_600_000, maxQueuePerDevice: 100 },
   kafka: {},
   engine: { partitions: 8, passivateAfterMs: 60_000, mailboxCapacity: 256, maxInFlight: 40_000, batchRows: 40_000, batchDelayMs: 100 },

@@ -85,6 +85,7 @@ test('the composed service uses the prefixed topics and group and the named Clic
       ...defaultConfig,
       dataDir: tmp.dir,
       http: { ...defaultConfig.http, host: '127.0.0.1', port: 0 },
+      metrics: { host: '127.0.0.1', port: 0 },
       mqtt: { host: '127.0.0.1', port: -1 },
       engine: { ...defaultConfig.engine, partitions: 2, batchDelayMs: 10 },
       topicPrefix: 'run7.',

@@ -38,9 +38,12 @@ const test = suite('dashboards');
 const tmp = tempDir('dashboards');
 let service: Service;
 let base = '';
+/** The service's metrics listener (Prometheus scrapes it, not the API port). */
+let metricsBase = '';
 
 test.before(async () => {
   ({ service, base } = await startEmbeddedService(tmp.dir));
+  metricsBase = `http://127.0.0.1:${service.metricsPort}`;
   // A short load that touches every part the dashboard shows.
   const device = await createDeviceOverHttp(service, base, [
     { name: 'temperature', is: 'sensor', profile: { type: 'number', maximum: 100 } },
@@ -61,7 +64,7 @@ test.before(async () => {
   assert.is(command.status, 202);
   await mqtt.connectAsync(`mqtt://127.0.0.1:${service.mqttPort}`, { username: 'no-such-token', password: 'x', reconnectPeriod: 0 })
     .then((client) => client.endAsync(), () => undefined);
-  await waitFor(async () => (await fetch(`${base}/metrics`)).ok && (await (await fetch(`${base}/metrics`)).text()).includes('fleetstream_command_transitions_total{status="queued"}'), 15_000, 'command queued');
+  await waitFor(async () => (await fetch(`${metricsBase}/metrics`)).ok && (await (await fetch(`${metricsBase}/metrics`)).text()).includes('fleetstream_command_transitions_total{status="queued"}'), 15_000, 'command queued');
 });
 
 test.after(async () => {
@@ -88,7 +91,7 @@ test('both dashboards are valid: unique ids, every panel has a data source and q
 });
 
 test('every metric the operations dashboard names is exposed by the running service', async () => {
-  const text = await (await fetch(`${base}/metrics`)).text();
+  const text = await (await fetch(`${metricsBase}/metrics`)).text();
   const exposed = new Set([...text.matchAll(/^([a-z_][a-z0-9_]*)(?:\{|\s)/gm)].map((m) => m[1]));
   const missing = expressions.flatMap(({ panel, expr }) => metricNames(expr).filter((name) => !exposed.has(name)).map((name) => `${panel}: ${name}`));
   assert.equal(missing, [], `metrics not exposed:\n${missing.join('\n')}`);
@@ -107,7 +110,7 @@ withEnv('dashboards: Prometheus', ['PROMETHEUS_BIN'], 'bash scripts/prometheus.s
       'global: { scrape_interval: 1s, evaluation_interval: 1s }',
       'scrape_configs:',
       '  - job_name: fleetstream',
-      `    static_configs: [{ targets: ['127.0.0.1:${service.httpPort}'] }]`,
+      `    static_configs: [{ targets: ['127.0.0.1:${service.metricsPort}'] }]`,
       '',
     ].join('\n'));
     prometheus = spawn(PROMETHEUS_BIN, [

@@ -21,7 +21,7 @@ withEnv('engine exit', ['CLICKHOUSE_URL'], 'bash scripts/clickhouse.sh install &
   const tmp = tempDir('engine-exit');
   const database = `fleetstream_exit_${randomBytes(4).toString('hex')}`;
   const env = {
-    ...process.env, DATA_DIR: `${tmp.dir}/data`, LOG_LEVEL: 'info', MQTT_PORT: '-1', DATABASE_URL: '', KAFKA_BROKERS: '',
+    ...process.env, DATA_DIR: `${tmp.dir}/data`, LOG_LEVEL: 'info', MQTT_PORT: '-1', METRICS_PORT: '0', DATABASE_URL: '', KAFKA_BROKERS: '',
     CLICKHOUSE_URL, CLICKHOUSE_DATABASE: database, BATCH_DELAY_MS: '10',
   };
   let child: ChildProcess | undefined;

@@ -87,7 +87,7 @@ const service = suite('activated device through the composition root (embedded d
 service('partner → device type → activation → user activates → device sends states → stored and read back', async () => {
   const tmp = tempDir('activation-service');
   const svc = await createService({
-    config: { ...defaultConfig, dataDir: tmp.dir, http: { ...defaultConfig.http, host: '127.0.0.1', port: 0 }, mqtt: { host: '127.0.0.1', port: 0 }, engine: { ...defaultConfig.engine, partitions: 2, batchDelayMs: 10 } },
+    config: { ...defaultConfig, dataDir: tmp.dir, http: { ...defaultConfig.http, host: '127.0.0.1', port: 0 }, mqtt: { host: '127.0.0.1', port: 0 }, metrics: { host: '127.0.0.1', port: 0 }, engine: { ...defaultConfig.engine, partitions: 2, batchDelayMs: 10 } },
     logger: silentLogger,
   });
   try {

@@ -246,7 +246,7 @@ test('a client that never reads is dropped; memory stays bounded and other clien
     const seen = new Set(states(reader).map((s) => String(s.value).split(':')[0]));
     assert.is(seen.size, sent);
     assert.is(hub.subscribers, before + 1, 'the dropped client is unsubscribed');
-    const metrics = await (await fetch(`${base}/metrics`)).text();
+    const metrics = await (await fetch(`http://127.0.0.1:${service.metricsPort}/metrics`)).text();
     assert.match(metrics, /^fleetstream_live_subscribers_dropped_total [1-9]/m);
     assert.match(metrics, /^fleetstream_live_subscriptions 1$/m);
     const grown = (await settledHeap()) - heapBefore;

@@ -11,6 +11,7 @@ import { createLocalLog } from '../adapters/local-log/LocalLog.ts';
 import { buildEngine } from '../app/buildEngine.ts';
 import { engineReady, type Service } from '../app/createService.ts';
 import { createMetrics } from '../app/metrics.ts';
+import { serveMetrics } from '../app/serveMetrics.ts';
 import { serveProbes } from '../app/serveProbes.ts';
 import { systemClock } from '../engine/kernel/clock.ts';
 import { MemoryDirectory } from '../engine/ports/directory.ts';
@@ -24,8 +25,9 @@ const tmp = tempDir('metrics');
 let service: Service;
 let base = '';
 
+/** GET /metrics on the service's metrics listener. */
 const scrape = async () => {
-  const res = await fetch(`${base}/metrics`);
+  const res = await fetch(`http://127.0.0.1:${service.metricsPort}/metrics`);
   assert.is(res.status, 200);
   assert.match(res.headers.get('content-type') ?? '', /text\/plain/);
   return res.text();
@@ -151,8 +153,10 @@ test('an engine is not ready before it holds partitions; lag shows records a pau
     settings: { batchDelayMs: 5 },
   });
   metrics.watchEngine(engine.pipeline, log, 'fleetstream-engine');
-  const probes = await serveProbes({ port: 0, host: '127.0.0.1', alive: () => true, ready: () => engineReady(engine.pipeline), metrics: () => metrics.scrape() });
+  const probes = await serveProbes({ port: 0, host: '127.0.0.1', alive: () => true, ready: () => engineReady(engine.pipeline) });
   const probe = `http://127.0.0.1:${probes.port}`;
+  const listener = await serveMetrics({ port: 0, host: '127.0.0.1', scrape: () => metrics.scrape() });
+  const metricsBase = `http://127.0.0.1:${listener.port}`;
   try {
     assert.is((await fetch(`${probe}/ready`)).status, 503, 'not ready before joining the group');
     assert.is((await fetch(`${probe}/health`)).status, 200, 'alive meanwhile');
@@ -165,14 +169,14 @@ test('an engine is not ready before it holds partitions; lag shows records a pau
     });
     const positions = await log.append(Topics.uplinks, Array.from({ length: 5 }, (_, i) => ({ key: 'd1', value: envelope(i) })));
     const partition = String(positions[0].partition);
-    const lagOf = async () => sample(await (await fetch(`${probe}/metrics`)).text(), 'fleetstream_consumer_lag', { topic: Topics.uplinks, partition });
+    const lagOf = async () => sample(await (await fetch(`${metricsBase}/metrics`)).text(), 'fleetstream_consumer_lag', { topic: Topics.uplinks, partition });
     await waitFor(async () => (await lagOf()) === 5, 5_000, 'lag of 5 while the store holds the batch');
     await log.append(Topics.uplinks, [{ key: 'd1', value: envelope(5) }]);
     await waitFor(async () => (await lagOf()) === 6, 5_000, 'lag grows with appends');
     release();
     await waitFor(async () => (await lagOf()) === 0, 5_000, 'lag back to 0 once stored');
     assert.is(stored.length, 6);
-    const text = await (await fetch(`${probe}/metrics`)).text();
+    const text = await (await fetch(`${metricsBase}/metrics`)).text();
     assert.is(sample(text, 'fleetstream_actors_created_total'), 1, 'uplinks not admitted at an edge go through a device actor');
     assert.is(sample(text, 'fleetstream_actors'), 1);
     assert.is(sample(text, 'fleetstream_data_points_stored_total'), 6);
@@ -180,6 +184,7 @@ test('an engine is not ready before it holds partitions; lag shows records a pau
     release();
     await engine.stop();
     await probes.close();
+    await listener.close();
     await log.close();
   }
 });

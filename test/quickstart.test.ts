@@ -25,7 +25,7 @@ test.after(() => {
 
 /** Starts the service; resolves with its stderr so far once `ready` matches it. */
 function start(dataDir: string, extra: string[], ready: RegExp): Promise<{ child: ChildProcess; output: () => string }> {
-  const child = spawn(process.execPath, [bin, 'start', '--data-dir', dataDir, '--port', '0', '--mqtt-port', '0', '--host', '127.0.0.1', '--mqtt-host', '127.0.0.1', ...extra], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [bin, 'start', '--data-dir', dataDir, '--port', '0', '--mqtt-port', '0', '--host', '127.0.0.1', '--mqtt-host', '127.0.0.1', '--metrics-port', '0', ...extra], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
   let output = '';
   child.stderr!.on('data', (d) => { output += d; });

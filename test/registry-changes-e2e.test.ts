@@ -103,7 +103,7 @@ withEnv('registry changes between service processes', ['DATABASE_URL_TEST'], 'a 
     for (const service of [a, b]) {
       note('admin CLI revoke → refused', await within(BOUND_MS, `${service.name} refuses the revoked token`, async () => (await http(service, 'GET', `/device/${s.deviceId}`, s.deviceToken)).status === 401));
       assert.is((await http(service, 'GET', `/device/${other.deviceId}`, other.deviceToken)).status, 200, 'other tokens keep working');
-      const metrics = await (await fetch(`http://127.0.0.1:${service.httpPort}/metrics`)).text();
+      const metrics = await (await fetch(`http://127.0.0.1:${service.metricsPort}/metrics`)).text();
       assert.match(metrics, /^fleetstream_registry_changes_total\{kind="token-revoked"\} [1-9]/m);
       assert.match(metrics, /^fleetstream_registry_changes_connected 1$/m);
       assert.match(metrics, /^fleetstream_registry_changes_ignored_total 0$/m);

@@ -24,6 +24,7 @@ test.before(async (context) => {
       ...defaultConfig,
       dataDir: `${tmp.dir}/data`,
       http: { ...defaultConfig.http, host: '127.0.0.1', port: 0 },
+      metrics: { host: '127.0.0.1', port: 0 },
       mqtt: { host: '127.0.0.1', port: -1 },
       engine: { ...defaultConfig.engine, partitions: 1 },
       registryCacheTtlMs: 600_000,

@@ -40,6 +40,7 @@ unless('service-mqtt-external', (await brokerReachable()) ? undefined : `no MQTT
         ...defaultConfig,
         dataDir: tmp.dir,
         http: { ...defaultConfig.http, host: '127.0.0.1', port: 0 },
+        metrics: { host: '127.0.0.1', port: 0 },
         mqtt: { host: '127.0.0.1', port: 0, url: BROKER_URL, shareGroup: `fstest-svc-${process.pid}-${newId().slice(0, 6)}` },
         engine: { ...defaultConfig.engine, partitions: 2, batchDelayMs: 10 },
       },

@@ -15,7 +15,7 @@ unless('service-mqtt TLS', opensslMissing(), () => test('with MQTT_TLS_CERT_FILE
   const certs = tempDir('service-mqtt-tls');
   const pair = selfSignedCertificate(certs.dir);
   if (pair === undefined) throw new Error('openssl made no certificate');
-  const config = loadConfig({ 'data-dir': `${certs.dir}/data`, port: '0', host: '127.0.0.1', 'mqtt-port': '0', 'mqtt-host': '127.0.0.1' }, { MQTT_TLS_CERT_FILE: pair.certFile, MQTT_TLS_KEY_FILE: pair.keyFile });
+  const config = loadConfig({ 'data-dir': `${certs.dir}/data`, port: '0', host: '127.0.0.1', 'mqtt-port': '0', 'mqtt-host': '127.0.0.1', 'metrics-port': '0' }, { MQTT_TLS_CERT_FILE: pair.certFile, MQTT_TLS_KEY_FILE: pair.keyFile });
   const secure = await createService({ logger: silentLogger, config });
   try {
     const user = await secure.registry.createUser({ name: 'u' });

@@ -22,6 +22,7 @@ test.before(async () => {
       ...defaultConfig,
       dataDir: tmp.dir,
       http: { ...defaultConfig.http, host: '127.0.0.1', port: 0 },
+      metrics: { host: '127.0.0.1', port: 0 },
       mqtt: { host: '127.0.0.1', port: 0 },
       engine: { ...defaultConfig.engine, partitions: 2, batchDelayMs: 10 },
     },

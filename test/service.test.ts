@@ -16,7 +16,7 @@ import { tempDir, waitFor } from './support/tmp.ts';
 const run = promisify(execFile);
 const bin = new URL('../bin/fleetstream.ts', import.meta.url).pathname;
 const tmp = tempDir('service');
-const env = { ...process.env, DATA_DIR: `${tmp.dir}/data`, LOG_LEVEL: 'info', MQTT_PORT: '0', MQTT_HOST: '127.0.0.1', DATABASE_URL: '', KAFKA_BROKERS: '', CLICKHOUSE_URL: '' };
+const env = { ...process.env, DATA_DIR: `${tmp.dir}/data`, LOG_LEVEL: 'info', MQTT_PORT: '0', MQTT_HOST: '127.0.0.1', METRICS_PORT: '0', DATABASE_URL: '', KAFKA_BROKERS: '', CLICKHOUSE_URL: '' };
 
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -36,6 +36,8 @@ async function admin(...args: string[]): Promise<Record<string, string>> {
 let child: ChildProcess | undefined;
 let output = '';
 let port = 0;
+/** The metrics listener's port, from the `fleetstream started` log line. */
+let metricsPort = 0;
 
 async function startService(): Promise<void> {
   port = await freePort();
@@ -44,6 +46,8 @@ async function startService(): Promise<void> {
   child.stdout!.on('data', (d) => { output += d; });
   child.stderr!.on('data', (d) => { output += d; });
   await waitFor(() => output.includes('fleetstream started'), 30_000, 'service start');
+  const started = JSON.parse(output.split('\n').find((line) => line.includes('"msg":"fleetstream started"'))!) as { metrics: string };
+  metricsPort = Number(started.metrics.split(':').pop());
 }
 
 async function stopService(): Promise<number | null> {
@@ -163,7 +167,7 @@ test('once ready, the service collects what starting left behind: the young gene
   assert.ok(startFlags.includes('--expose-gc'), "package.json's start script passes --expose-gc");
   await startService();
   const newSpaceMb = async () => {
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
     const line = text.split('\n').find((l) => l.startsWith('fleetstream_nodejs_heap_space_size_total_bytes{space="new"}'));
     assert.ok(line, 'the new space size is exported');
     return Number(line.split(' ')[1]) / 2 ** 20;

@@ -23,6 +23,7 @@ function ties(label: string, clickhouseUrl?: string) {
         ...defaultConfig,
         dataDir: `${ctx.tmp.dir}/data`,
         http: { ...defaultConfig.http, host: '127.0.0.1', port: 0 },
+        metrics: { host: '127.0.0.1', port: 0 },
         mqtt: { host: '127.0.0.1', port: -1 },
         engine: { ...defaultConfig.engine, partitions: 1, batchDelayMs: 10 },
         ...(clickhouseUrl ? { clickhouseUrl, clickhouseDatabase: `fleetstream_ties_${process.pid}` } : {}),

@@ -57,7 +57,7 @@ export interface EdgeDeps {
   commands?: EdgeCommands;
   /** Live streams (liveRoutes.ts, docs/live.md); absent: no /live routes. */
   live?: EdgeLive;
-  /** Readiness, metrics and request timing (app/metrics.ts); absent: no /ready nor /metrics. */
+  /** Readiness, request timing and metrics (app/metrics.ts); absent: no /ready nor /metrics. */
   observe?: EdgeObserver;
   /** The web console at /console (consoleRoutes.ts). Default true; false: no /console routes. */
   console?: boolean;
@@ -66,8 +66,12 @@ export interface EdgeDeps {
 export interface EdgeObserver {
   /** GET /ready answers 200 when true, 503 when not (adapters away, no partitions yet). */
   ready(): boolean;
-  /** GET /metrics: the Prometheus exposition. */
-  metrics(): Promise<{ contentType: string; body: string }>;
+  /**
+   * GET /metrics, the Prometheus exposition, for a request bearing `token` (schemas/config.ts
+   * `metrics.token`). Absent: no /metrics route (404): metrics are the metrics listener's
+   * (app/serveMetrics.ts), not the public API's.
+   */
+  metrics?: { token: string; scrape(): Promise<{ contentType: string; body: string }> };
   /** Every answered request, with its route template (`/device/:id`), `unmatched` for none. */
   onRequest?(method: string, route: string, status: number, seconds: number): void;
 }

@@ -1,7 +1,7 @@
 /**
  * The HTTP edge for devices, assets and states (DESIGN.md §5) as a Hono app: routes described by
  * TypeBox schemas (schemas/edge.ts), the OpenAPI document generated from them at /openapi.json,
- * /health for probes, and every error as application/problem+json with a stable code.
+ * /health and /ready for probes, and every error as application/problem+json with a stable code.
  */
 import { Hono } from 'hono';
 import { routePath } from 'hono/route';
@@ -9,6 +9,7 @@ import { FleetError } from '../../engine/kernel/errors.ts';
 import { Health } from '../../schemas/edge.ts';
 import { activationEdge } from './activationEdge.ts';
 import { assetRoutes } from './assetRoutes.ts';
+import { bearerTokenCheck } from './bearerTokenCheck.ts';
 import { commandRoutes } from './commandRoutes.ts';
 import { consoleRoutes } from './consoleRoutes.ts';
 import { deviceRoutes } from './deviceRoutes.ts';
@@ -88,15 +89,22 @@ export function createEdgeApp(deps: EdgeDeps): Hono {
         503: { description: 'not ready yet', content: { [JSON_TYPE]: Health } },
       },
     }, (c) => (observe.ready() ? c.json({ status: 'ok' }) : c.json({ status: 'starting' }, 503)));
+  }
+  const metrics = observe?.metrics;
+  if (metrics !== undefined) {
+    const authorized = bearerTokenCheck(metrics.token);
     router.publicRoute({
       methods: ['get'],
       path: '/metrics',
       operationId: 'metrics',
       summary: 'Prometheus metrics (text exposition format)',
+      description: 'Authorization: `Bearer <metrics token>` (METRICS_TOKEN), not a Fleetstream token.',
       tags: ['meta'],
       responses: { 200: { description: 'metrics' } },
+      errors: [401],
     }, async (c) => {
-      const { contentType, body } = await observe.metrics();
+      if (!authorized(c.req.header('authorization'))) throw new FleetError('UNAUTHORIZED', 'GET /metrics needs the metrics token (METRICS_TOKEN)');
+      const { contentType, body } = await metrics.scrape();
       return c.body(body, 200, { 'content-type': contentType });
     });
   }

@@ -31,6 +31,7 @@ export async function startEmbeddedService(options: EmbeddedServiceOptions | str
       dataDir: `${o.dir}/data`,
       http: { ...defaultConfig.http, host: '127.0.0.1', port: 0 },
       mqtt: { host: '127.0.0.1', port: 0 },
+      metrics: { host: '127.0.0.1', port: 0 },
       engine: { ...defaultConfig.engine, partitions: 2, batchDelayMs: 10 },
       lpwanApplicationsFile,
     },

@@ -41,6 +41,8 @@ export interface FleetProcess {
   readonly pid: number;
   /** Bound HTTP port (edge roles). */
   readonly httpPort: number | undefined;
+  /** Bound port of the metrics listener (GET /metrics, loopback). */
+  readonly metricsPort: number | undefined;
   /** Everything the process wrote so far (JSON log lines). */
   output(): string;
   /** Resident set size, MB; undefined once the process is gone. */
@@ -54,7 +56,10 @@ export interface FleetProcess {
 export interface StartOptions {
   name: string;
   role: 'edge' | 'engine' | 'all';
-  /** Environment on top of process.env (KAFKA_BROKERS, CLICKHOUSE_URL, DATABASE_URL, …). */
+  /**
+   * Environment on top of process.env (KAFKA_BROKERS, CLICKHOUSE_URL, DATABASE_URL, …). METRICS_PORT
+   * is 0 unless given: processes side by side would all want the default 9464.
+   */
   env: Record<string, string>;
   /** Extra command-line flags. */
   args?: string[];
@@ -65,7 +70,7 @@ export interface StartOptions {
 /** Spawns `fleetstream start` and resolves once it logged "fleetstream started". */
 export async function startFleet(options: StartOptions): Promise<FleetProcess> {
   const child = spawn(process.execPath, [bin, 'start', '--role', options.role, ...(options.args ?? [])], {
-    env: { ...process.env, LOG_LEVEL: 'info', ...options.env },
+    env: { ...process.env, LOG_LEVEL: 'info', METRICS_PORT: '0', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -88,11 +93,13 @@ export async function startFleet(options: StartOptions): Promise<FleetProcess> {
     } else await delay(50);
   }
   const http = typeof started.http === 'string' ? Number(started.http.split(':').pop()) : undefined;
+  const metrics = typeof started.metrics === 'string' ? Number(started.metrics.split(':').pop()) : undefined;
   return {
     name: options.name,
     child,
     pid: child.pid!,
     httpPort: http,
+    metricsPort: metrics,
     output: () => output,
     rssMb: () => (gone ? undefined : rssMbOf(child.pid!)),
     exited,
