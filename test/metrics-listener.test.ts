@@ -6,6 +6,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { readFileSync } from 'node:fs';
 import type { Service } from '../app/createService.ts';
 import { startupLines } from '../app/startupLines.ts';
 import { defaultConfig } from '../schemas/config.ts';
@@ -61,6 +62,19 @@ test('the metrics listener serves the exposition at GET /metrics, and nothing el
   assert.is((await fetch(`${metrics}/device/x`)).status, 404, 'no API there');
   assert.is((await fetch(`${metrics}/console/`)).status, 404, 'no console there');
   assert.is((await fetch(`${metrics}/metrics`, { method: 'POST', body: 'x' })).status, 405);
+});
+
+test('the compose stack: Prometheus scrapes the metrics listener of every process, which is published nowhere', () => {
+  const read = (path: string) => readFileSync(new URL(`../${path}`, import.meta.url), 'utf8');
+  const prometheus = read('deploy/prometheus/prometheus.yml');
+  const port = String(defaultConfig.metrics.port);
+  assert.equal([...prometheus.matchAll(/targets: \[([^\]]*)\]/g)].map((m) => m[1]), [`'edge:${port}'`]);
+  assert.equal([...prometheus.matchAll(/^\s+port: (\d+)$/gm)].map((m) => m[1]), [port], 'the engine replicas');
+  assert.not.match(prometheus, /:8080|port: 8080/, 'not the API port');
+  const compose = read('compose.yaml');
+  // On loopback inside a container the listener is out of Prometheus' reach: the shared environment opens it to the compose network.
+  assert.match(compose, /environment: &fleetstream\n(?: {6}.*\n)* {6}METRICS_HOST: 0\.0\.0\.0\n/);
+  assert.not.match(compose, new RegExp(`"${port}:|:${port}"`), 'the metrics port is not published');
 });
 
 test('a person starting the service at a terminal is told where the metrics are', () => {
