@@ -114,6 +114,30 @@ test('device commands fail with NO_DOWNLINK until a downlink is configured; with
   assert.is(withDownlink.recent('d4')[0].status, 'delivered');
 });
 
+test('an asset command marked via downlink goes to the downlink as the device command {asset: value}, never to MQTT; unmarked ones still go to MQTT', async () => {
+  const clock = new SimulatedClock(0);
+  const t = new FakeTransport();
+  t.online.add('d7');
+  const sent: unknown[] = [];
+  const changes: string[] = [];
+  const actors = new CommandActors({ clock, transport: t, downlink: { send: async (c) => { sent.push([c.commandId, c.assets, c.at]); } }, onChange: (v) => changes.push(`${v.id}:${v.status}`) });
+  const lora = actors.submit(cmd('d7', true, { via: 'downlink' } as never));
+  const mqtt = actors.submit(cmd('d7', false));
+  for (let i = 0; i < 5; i++) await flush();
+  assert.equal(sent, [[lora.id, { led: true }, '2026-01-01T00:00:00.000Z']]);
+  assert.equal(t.delivered.map((d) => d.body.value), [false]);
+  assert.equal(actors.recent('d7').map((v) => [v.id, v.kind, v.asset, v.status]), [[mqtt.id, 'asset', 'led', 'delivered'], [lora.id, 'asset', 'led', 'delivered']]);
+  assert.equal(changes.filter((c) => c.startsWith(`${lora.id}:`)), [`${lora.id}:queued`, `${lora.id}:sent`, `${lora.id}:delivered`]);
+  // Without a downlink it fails as a device command does, whether or not the device is on MQTT.
+  const none = new CommandActors({ clock, transport: t });
+  none.submit(cmd('d7', true, { via: 'downlink' } as never));
+  await flush();
+  assert.equal([none.recent('d7')[0].status, none.recent('d7')[0].code], ['failed', 'NO_DOWNLINK']);
+  assert.is(t.delivered.length, 1, 'nothing went to MQTT');
+  actors.stop();
+  none.stop();
+});
+
 test('the per-device queue is bounded', () => {
   const clock = new SimulatedClock(0);
   const actors = new CommandActors({ clock, transport: new FakeTransport(), maxQueuePerDevice: 2 });

@@ -2,14 +2,15 @@
  * End to end through the composition root (app/createService.ts, embedded adapters: PGlite, local
  * log, chDB): devices activated on `thethingsnetwork` and `loriot` over the HTTP activation routes,
  * webhook uplinks in both formats over real HTTP, states read back over HTTP with the network's
- * time, a decode failure in the device's rejections, and a device command pushed to a local
- * stand-in of The Things Stack's downlink queue.
+ * time, a decode failure in the device's rejections, a device command pushed to a local
+ * stand-in of The Things Stack's downlink queue, and asset commands to LoRaWAN devices going out
+ * the same way, as a device command holding that one asset (spec §4.4).
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Service } from '../app/createService.ts';
 import { Topics } from '../schemas/messages.ts';
-import { startEmbeddedService } from './support/embeddedService.ts';
+import { createDeviceOverHttp, startEmbeddedService } from './support/embeddedService.ts';
 import { FakeTts } from './support/fakeTts.ts';
 import { activateOverHttp, requestJson } from './support/lpwanStack.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
@@ -45,6 +46,31 @@ const valveType = {
       ],
     },
   },
+};
+
+/** The valve alone encodes: the actuate block gives `interval` a default. */
+const relayType = {
+  assets: [
+    { name: 'temperature', is: 'sensor', profile: { type: 'number' } },
+    { name: 'valve', is: 'actuator', profile: { type: 'boolean' } },
+    { name: 'interval', is: 'actuator', profile: { type: 'integer', minimum: 1, maximum: 1000 } },
+  ],
+  payload: {
+    format: 'binary',
+    conversion: {
+      sense: [{ asset: 'temperature', value: { byte: 0, bytelength: 2, signed: true, calculation: 'val / 100' } }],
+      actuate: [
+        { const: 165, field: { byte: 0 } },
+        { asset: 'valve', field: { byte: 1, type: 'boolean' } },
+        { asset: 'interval', field: { byte: 2, bytelength: 2, calculation: 'val / 60' }, default: 10 },
+      ],
+    },
+  },
+};
+
+const cborType = {
+  assets: [{ name: 'temperature', is: 'sensor', profile: { type: 'number' } }, { name: 'interval', is: 'actuator', profile: { type: 'integer', minimum: 1, maximum: 1000 } }],
+  payload: { format: 'cbor' },
 };
 
 const cayenneType = {
@@ -137,6 +163,119 @@ test('a device command on topic commands for a thethingsnetwork device is valida
   }, 10_000, 'refused command recorded');
   assert.equal(refused.filter((r) => r.channel === 'command').map((r) => [r.uplinkId, r.code]), [['cmd-e2e-sensor', 'NOT_ACTUATOR']], 'sensors take no commands');
   assert.is(tts.queued.length, 1, 'nothing was pushed for the refused command');
+});
+
+type Lifecycle = { id: string; kind: string; asset?: string; value: unknown; status: string; code?: string; reason?: string; transitions: { status: string }[] };
+
+async function commandOf(deviceId: string, token: string, id: string): Promise<Lifecycle | undefined> {
+  const list = await requestJson(base, 'GET', `/device/${deviceId}/commands`, { token });
+  return (list.json?.items as Lifecycle[] | undefined)?.find((c) => c.id === id);
+}
+
+async function settledCommand(deviceId: string, token: string, id: string, status: string): Promise<Lifecycle> {
+  let last: Lifecycle | undefined;
+  try {
+    await waitFor(async () => (last = await commandOf(deviceId, token, id))?.status === status, 10_000, `${id} ${status}`);
+  } catch (error) {
+    throw new Error(`${(error as Error).message}; last seen: ${JSON.stringify(last)}`);
+  }
+  return last!;
+}
+
+test('an asset command over HTTP to a thethingsnetwork device goes out as a device command holding that asset, encoded by the actuate block, and its lifecycle reaches delivered', async () => {
+  const device = await activateOverHttp(base, service.registry, relayType, { networkId: 'thethingsnetwork', data: { devEui: '70B3D57ED005E2C3', applicationId: 'greenhouse' } }, 'greenhouse-relay-1');
+  const put = (path: string, json: unknown) => requestJson(base, 'PUT', path, { token: device.userToken, json });
+  const before = tts.queued.length;
+  const issued = await put(`/device/${device.deviceId}/asset/valve/command`, { value: true });
+  assert.is(issued.status, 202, issued.text);
+  const asset = await settledCommand(device.deviceId, device.userToken, issued.json.id, 'delivered');
+  assert.equal([asset.kind, asset.asset, asset.value], ['asset', 'valve', true], 'listed as the asset command it was issued as');
+  assert.equal(asset.transitions.map((t) => t.status), ['queued', 'sent', 'delivered']);
+  assert.is(tts.queued.length, before + 1);
+  assert.equal(tts.queued.at(-1), {
+    applicationId: 'greenhouse', webhookId: 'fleetstream', deviceId: 'eui-70b3d57ed005e2c3', fPort: 15,
+    bytes: [0xa5, 0xff, 0x02, 0x58], frmPayload: 'pf8CWA==', priority: 'NORMAL', correlationIds: [`fleetstream:command:${issued.json.id}`],
+  });
+
+  // The device command with the same value: the same bytes, the same final status.
+  const same = await put(`/device/${device.deviceId}/command`, { valve: true });
+  assert.is(same.status, 202, same.text);
+  const deviceCommand = await settledCommand(device.deviceId, device.userToken, same.json.id, 'delivered');
+  assert.equal(deviceCommand.transitions.map((t) => t.status), asset.transitions.map((t) => t.status));
+  assert.equal(tts.queued.at(-1)!.bytes, [0xa5, 0xff, 0x02, 0x58]);
+
+  // By asset id (spec §4.3 `asset/<AssetID>/command`).
+  const valveId = (await service.registry.getDevice(device.deviceId))!.assets.find((a) => a.name === 'valve')!.id;
+  const byId = await put(`/asset/${valveId}/command`, { value: false });
+  assert.is(byId.status, 202, byId.text);
+  await settledCommand(device.deviceId, device.userToken, byId.json.id, 'delivered');
+  assert.equal(tts.queued.at(-1)!.bytes, [0xa5, 0x00, 0x02, 0x58]);
+  assert.equal(tts.queued.at(-1)!.correlationIds, [`fleetstream:command:${byId.json.id}`]);
+});
+
+test('an asset command to a CBOR thethingsnetwork device goes out as the CBOR map {asset: value}', async () => {
+  const device = await activateOverHttp(base, service.registry, cborType, { networkId: 'thethingsnetwork', data: { devEui: '70B3D57ED005E2D4', applicationId: 'greenhouse' } }, 'greenhouse-cbor-1');
+  const issued = await requestJson(base, 'PUT', `/device/${device.deviceId}/asset/interval/command`, { token: device.userToken, json: { value: 42 } });
+  assert.is(issued.status, 202, issued.text);
+  await settledCommand(device.deviceId, device.userToken, issued.json.id, 'delivered');
+  // a1 (map of 1) 68 "interval" 18 2a (42)
+  assert.equal(tts.queued.at(-1)!.bytes, [0xa1, 0x68, ...Buffer.from('interval'), 0x18, 0x2a]);
+  assert.is(tts.queued.at(-1)!.deviceId, 'eui-70b3d57ed005e2d4');
+});
+
+test('asset commands to LoRaWAN devices that cannot take them are refused at once; nothing reaches the network', async () => {
+  const relay = await activateOverHttp(base, service.registry, relayType, { networkId: 'thethingsnetwork', data: { devEui: '70B3D57ED005E2E5', applicationId: 'greenhouse' } }, 'greenhouse-relay-2');
+  const needsBoth = await activateOverHttp(base, service.registry, valveType, { networkId: 'thethingsnetwork', data: { devEui: '70B3D57ED005E2E6', applicationId: 'greenhouse' } }, 'greenhouse-valve-9');
+  const senseOnly = await activateOverHttp(base, service.registry, { ...relayType, payload: { format: 'binary', conversion: { sense: relayType.payload.conversion.sense } } }, { networkId: 'thethingsnetwork', data: { devEui: '70B3D57ED005E2E7', applicationId: 'greenhouse' } }, 'greenhouse-sense-1');
+  const loriot = await activateOverHttp(base, service.registry, cborType, { networkId: 'loriot', data: { devEui: '0004A30B001C0532' } }, 'loriot-unit-4');
+  const before = tts.requests.length;
+  const cases: [typeof relay, string, unknown, number, string, RegExp][] = [
+    [relay, '/asset/temperature/command', { value: 1 }, 422, 'NOT_ACTUATOR', /sensor/],
+    [relay, '/asset/interval/command', { value: 5000 }, 422, 'PROFILE_VIOLATION', /interval/],
+    [relay, '/asset/interval/command', { value: 'soon' }, 422, 'PROFILE_VIOLATION', /interval/],
+    [relay, '/asset/interval/command', { value: 5 }, 422, 'VALIDATION_FAILED', /holding only "interval".*no value for asset 'valve'/],
+    [needsBoth, '/asset/valve/command', { value: true }, 422, 'VALIDATION_FAILED', /holding only "valve".*no value for asset 'interval'/],
+    [senseOnly, '/asset/valve/command', { value: true }, 422, 'VALIDATION_FAILED', /no actuate block/],
+    [senseOnly, '/command', { valve: true }, 422, 'VALIDATION_FAILED', /no actuate block/],
+    [loriot, '/asset/interval/command', { value: 5 }, 501, 'NO_DOWNLINK', /loriot/],
+    [loriot, '/command', { interval: 5 }, 501, 'NO_DOWNLINK', /loriot/],
+  ];
+  for (const [device, path, json, status, code, reason] of cases) {
+    const r = await requestJson(base, 'PUT', `/device/${device.deviceId}${path}`, { token: device.userToken, json });
+    assert.is(r.status, status, `${path} ${JSON.stringify(json)}: ${r.text}`);
+    assert.is(r.headers.get('content-type'), 'application/problem+json');
+    assert.is(r.json.code, code, path);
+    assert.match(r.json.detail, reason);
+    assert.equal((await requestJson(base, 'GET', `/device/${device.deviceId}/commands`, { token: device.userToken })).json.items, [], 'nothing queued');
+  }
+  assert.is(tts.requests.length, before, 'nothing was pushed');
+});
+
+test('asset commands on topic commands: a thethingsnetwork device\'s goes out as a device command, a LORIOT device\'s fails as a device command does, a device without a network still waits for MQTT', async () => {
+  const relay = await activateOverHttp(base, service.registry, relayType, { networkId: 'thethingsnetwork', data: { devEui: '70B3D57ED005E2F8', applicationId: 'greenhouse' } }, 'greenhouse-relay-3');
+  const loriot = await activateOverHttp(base, service.registry, cborType, { networkId: 'loriot', data: { devEui: '0004A30B001C0533' } }, 'loriot-unit-5');
+  const plain = await createDeviceOverHttp(service, base, [{ name: 'valve', is: 'actuator', profile: { type: 'boolean' } }]);
+  const publish = (deviceId: string, id: string, asset: string, value: unknown) => service.log.append(Topics.commands, [{
+    key: deviceId,
+    value: new TextEncoder().encode(JSON.stringify({ id, deviceId, asset, value, issuer: 'app:e2e', issuedAt: Date.now() })),
+  }]);
+  const before = tts.queued.length;
+  await publish(relay.deviceId, 'cmd-e2e-asset-tts', 'valve', false);
+  await publish(loriot.deviceId, 'cmd-e2e-asset-loriot', 'interval', 20);
+  await publish(plain.id, 'cmd-e2e-asset-mqtt', 'valve', true);
+  await settledCommand(relay.deviceId, relay.userToken, 'cmd-e2e-asset-tts', 'delivered');
+  assert.equal(tts.queued.at(-1)!.bytes, [0xa5, 0x00, 0x02, 0x58], 'valve off, interval at its default');
+  assert.equal(tts.queued.at(-1)!.correlationIds, ['fleetstream:command:cmd-e2e-asset-tts']);
+  const failed = await settledCommand(loriot.deviceId, loriot.userToken, 'cmd-e2e-asset-loriot', 'failed');
+  assert.is(failed.code, 'NO_DOWNLINK');
+  assert.match(failed.reason!, /on loriot/);
+  // A device on no network: MQTT as before, queued until a connection of the device subscribes.
+  await waitFor(async () => (await commandOf(plain.id, plain.userToken, 'cmd-e2e-asset-mqtt'))?.status === 'queued', 10_000, 'MQTT command listed');
+  await new Promise((r) => setTimeout(r, 300));
+  const waiting = await commandOf(plain.id, plain.userToken, 'cmd-e2e-asset-mqtt');
+  assert.is(waiting!.status, 'queued');
+  assert.match(waiting!.reason ?? '', /not connected or not subscribed/);
+  assert.is(tts.queued.length, before + 1, 'only the thethingsnetwork device\'s command was pushed');
 });
 
 test.run();

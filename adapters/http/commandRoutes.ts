@@ -3,9 +3,12 @@
  *   PUT /device/{id}/asset/{name}/command   {value, at?}   asset command (MQTT)
  *   PUT /asset/{assetId}/command            {value, at?}   asset command (MQTT)
  *   PUT /device/{id}/command                {asset: value} device command (LPWAN)
- * The asset must be an actuator (422 NOT_ACTUATOR) and the value fit its profile (422
- * PROFILE_VIOLATION); then the command record is appended to topic `commands` and `202` returns its
- * id. `GET /device/{id}/commands` lists the device's commands from the command history, newest
+ * An asset command to a device on a LoRaWAN network goes out as a device command holding that one
+ * asset (spec §4.4; engine/commands/lpwanNetworkOf.ts). The asset must be an actuator (422
+ * NOT_ACTUATOR) and the value fit its profile (422 PROFILE_VIOLATION); a command to a LoRaWAN device
+ * must also be able to leave: its network takes downlinks (501 NO_DOWNLINK) and its device type
+ * encodes it (422 VALIDATION_FAILED), so that a 202 is not followed by a certain failure. Then the
+ * command record is appended to topic `commands` and `202` returns its id. `GET /device/{id}/commands` lists the device's commands from the command history, newest
  * first, each with its lifecycle (from/to select by the time a command was queued, like state
  * history selects by measurement time).
  */
@@ -13,7 +16,7 @@ import type { Context } from 'hono';
 import Type from 'typebox';
 import { FleetError } from '../../engine/kernel/errors.ts';
 import { newId } from '../../engine/kernel/ids.ts';
-import { validateAssetCommand, validateDeviceCommand } from '../../engine/commands/validateCommand.ts';
+import { checkDownlink, validateAssetCommand, validateDeviceCommand } from '../../engine/commands/validateCommand.ts';
 import type { CommandHistoryQuery } from '../../engine/ports/commandHistory.ts';
 import type { Principal } from '../../engine/ports/registry.ts';
 import { CommandLifecycle, type CommandRecord } from '../../schemas/commands.ts';
@@ -78,13 +81,15 @@ export function commandRoutes(edge: EdgeContext, commands: EdgeCommands): void {
     const at = checkAt(body.at);
     const ok = validateAssetCommand(device, assetName, body.value);
     if (!ok.ok) throw new FleetError(ok.code, ok.reason);
+    const leaves = checkDownlink(device, { [assetName]: body.value }, assetName);
+    if (!leaves.ok) throw new FleetError(leaves.code, leaves.reason);
     return issue(c, principal, { deviceId, asset: assetName, value: body.value, ...(at === undefined ? {} : { at }) });
   };
 
   router.route({
     methods: ['put', 'post'], path: '/device/{id}/asset/{name}/command', operationId: 'putDeviceAssetCommand',
-    summary: 'Asset command (spec §4.3), delivered over MQTT', tags: TAGS, params: DeviceAssetParams,
-    body: { required: true, content: { [JSON_TYPE]: AssetCommandBody } }, responses: accepted, errors: [400, 404, 413, 415, 422, 503],
+    summary: 'Asset command (spec §4.3), delivered over MQTT; to a device on a LoRaWAN network, as a device command over it (spec §4.4)', tags: TAGS, params: DeviceAssetParams,
+    body: { required: true, content: { [JSON_TYPE]: AssetCommandBody } }, responses: accepted, errors: [400, 404, 413, 415, 422, 501, 503],
   }, async (c, { principal, params }) => {
     userOnly(principal);
     return assetCommand(c, principal, params.id, params.name);
@@ -92,8 +97,8 @@ export function commandRoutes(edge: EdgeContext, commands: EdgeCommands): void {
 
   router.route({
     methods: ['put', 'post'], path: '/asset/{assetId}/command', operationId: 'putAssetCommand',
-    summary: 'Asset command by asset id (spec §4.3)', tags: TAGS, params: AssetIdParams,
-    body: { required: true, content: { [JSON_TYPE]: AssetCommandBody } }, responses: accepted, errors: [400, 404, 413, 415, 422, 503],
+    summary: 'Asset command by asset id (spec §4.3), delivered as the one above', tags: TAGS, params: AssetIdParams,
+    body: { required: true, content: { [JSON_TYPE]: AssetCommandBody } }, responses: accepted, errors: [400, 404, 413, 415, 422, 501, 503],
   }, async (c, { principal, params }) => {
     userOnly(principal);
     const { device, asset } = await access.asset(principal, params.assetId, 'write');
@@ -103,7 +108,7 @@ export function commandRoutes(edge: EdgeContext, commands: EdgeCommands): void {
   router.route({
     methods: ['put', 'post'], path: '/device/{id}/command', operationId: 'putDeviceCommand',
     summary: 'Device command (spec §4.4): asset name → value, delivered over LPWAN', tags: TAGS, params: DeviceParams,
-    body: { required: true, content: { [JSON_TYPE]: DeviceCommandBody } }, responses: accepted, errors: [400, 404, 413, 415, 422, 503],
+    body: { required: true, content: { [JSON_TYPE]: DeviceCommandBody } }, responses: accepted, errors: [400, 404, 413, 415, 422, 501, 503],
   }, async (c, { principal, params }) => {
     userOnly(principal);
     const device = await access.device(principal, params.id, 'write');
@@ -111,6 +116,8 @@ export function commandRoutes(edge: EdgeContext, commands: EdgeCommands): void {
     if (!isPlainObject(body)) throw new FleetError('VALIDATION_FAILED', 'a device command is a JSON object: asset name → value');
     const ok = validateDeviceCommand(device, body);
     if (!ok.ok) throw new FleetError(ok.code, ok.reason);
+    const leaves = checkDownlink(device, body);
+    if (!leaves.ok) throw new FleetError(leaves.code, leaves.reason);
     return issue(c, principal, { deviceId: device.id, assets: body });
   });
 

@@ -1,7 +1,8 @@
 /**
  * Command actors (DESIGN.md §4): one per device with commands pending, delivering them strictly in
  * order, one at a time. Asset commands go to the MQTT transport as JSON `{value, at}` (spec §2.3);
- * device commands to the LPWAN downlink port (spec §4.4). A device that is offline keeps its
+ * device commands to the LPWAN downlink port (spec §4.4), and so do asset commands marked `via:
+ * 'downlink'` (for a device on a LoRaWAN network), as a device command holding that one asset. A device that is offline keeps its
  * commands in a bounded queue until it becomes reachable again or each command's expiry (Clock-
  * driven) passes; an unacknowledged delivery is resent after a backoff (at-least-once).
  * Every status change is kept in a bounded per-device history (`recent`) and reported to onChange
@@ -24,7 +25,13 @@ export type AcceptedCommand = {
   /** Epoch ms; default now + expiryMs. */
   expiresAt?: number;
 } & (
-  | { kind: 'asset'; asset: { id: string; name: string }; value: unknown }
+  | {
+    kind: 'asset';
+    asset: { id: string; name: string };
+    value: unknown;
+    /** How it leaves: MQTT (default), or the LPWAN downlink as the device command `{[asset.name]: value}`. */
+    via?: 'mqtt' | 'downlink';
+  }
   | { kind: 'device'; assets: Record<string, unknown> }
 );
 
@@ -196,7 +203,7 @@ export class CommandActors {
   async #attempt(entry: Entry): Promise<{ kind: 'delivered' | 'offline' | 'retry'; reason?: string } | { kind: 'failed'; code: ErrorCode; reason: string }> {
     const c = entry.command;
     try {
-      if (c.kind === 'asset') {
+      if (c.kind === 'asset' && c.via !== 'downlink') {
         if (this.#o.transport === undefined) return { kind: 'failed', code: 'UNAVAILABLE', reason: 'no MQTT transport is configured' };
         const payload = new TextEncoder().encode(JSON.stringify({ value: c.value, at: c.at }));
         const outcome = await this.#o.transport.deliver({ commandId: c.id, deviceId: c.deviceId, asset: c.asset, payload });
@@ -205,7 +212,8 @@ export class CommandActors {
         return { kind: 'retry', reason: 'no acknowledgement from the device' };
       }
       if (this.#o.downlink === undefined) return { kind: 'failed', code: 'NO_DOWNLINK', reason: 'no LPWAN downlink is configured; device commands cannot be delivered' };
-      await this.#o.downlink.send({ commandId: c.id, deviceId: c.deviceId, assets: c.assets, at: c.at });
+      const assets = c.kind === 'device' ? c.assets : { [c.asset.name]: c.value };
+      await this.#o.downlink.send({ commandId: c.id, deviceId: c.deviceId, assets, at: c.at });
       return { kind: 'delivered' };
     } catch (error) {
       const failure = toFleetError(error, 'UNAVAILABLE');

@@ -1,7 +1,8 @@
 /**
  * Topic `commands` → command actors (DESIGN.md §2). Records are JSON CommandRecords
  * (schemas/commands.ts), validated against the schema and the device's asset profiles; refused ones
- * go to onRejected (dead letters) and are not delivered. A record's offset is committed only once
+ * go to onRejected (dead letters) and are not delivered. An asset command for a device on a LoRaWAN
+ * network goes to the actors marked `via: 'downlink'`. A record's offset is committed only once
  * its command is delivered, expired, failed or refused, so a restart replays commands still waiting
  * (at-least-once, like their MQTT delivery).
  */
@@ -14,6 +15,7 @@ import type { CommitRequest, Consumer, Log, RecordBatch } from '../ports/log.ts'
 import { CommandRecord } from '../../schemas/commands.ts';
 import { Topics } from '../../schemas/messages.ts';
 import type { CommandActors } from './CommandActors.ts';
+import { lpwanNetworkOf } from './lpwanNetworkOf.ts';
 import { validateAssetCommand, validateDeviceCommand } from './validateCommand.ts';
 
 const checkRecord = Compile(CommandRecord);
@@ -116,7 +118,9 @@ export class CommandPipeline {
         if (c.asset !== undefined) {
           const ok = validateAssetCommand(device, c.asset, c.value);
           if (!ok.ok) { refuse(ok.code, ok.reason, c.id); continue; }
-          this.#o.actors.submit({ ...base, kind: 'asset', asset: { id: ok.value.id, name: ok.value.name }, value: c.value }, done);
+          // spec §4.4: a device on a LoRaWAN network takes commands only through its network.
+          const via = lpwanNetworkOf(device) === undefined ? 'mqtt' : 'downlink';
+          this.#o.actors.submit({ ...base, kind: 'asset', asset: { id: ok.value.id, name: ok.value.name }, value: c.value, via }, done);
         } else {
           const ok = validateDeviceCommand(device, c.assets!);
           if (!ok.ok) { refuse(ok.code, ok.reason, c.id); continue; }

@@ -13,8 +13,11 @@ export type AssetProfile = Asset['profile'];
 /** What an actor needs of an asset: the registry's Asset (schemas/registry.ts), narrowed. */
 export type AssetInfo = Pick<Asset, 'id' | 'name' | 'is' | 'profile'>;
 
-/** What an actor needs of a device: the registry's Device with its assets, narrowed. */
-export interface DeviceInfo extends Pick<Device, 'id' | 'payload'> {
+/**
+ * What an actor needs of a device: the registry's Device with its assets, narrowed. `network`
+ * decides how its commands leave (engine/commands/lpwanNetworkOf.ts).
+ */
+export interface DeviceInfo extends Pick<Device, 'id' | 'payload' | 'network'> {
   assets: readonly AssetInfo[];
 }
 
