@@ -1,6 +1,7 @@
 /**
  * The web console in real headless Chromium (issue #13) against the whole service on its embedded
- * defaults: signing in, the history chart, a command reaching an MQTT client, a partner's
+ * defaults: signing in, the history chart, a command reaching an MQTT client, a command to a LoRa
+ * actuator reaching (a local stand-in of) The Things Stack's downlink queue, a partner's
  * activation redeemed by a user, the API's problem+json messages shown for bad input, and a
  * phone-width screen. Screenshots are saved under test-artifacts/.
  */
@@ -10,6 +11,8 @@ import mqtt from 'mqtt';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import type { Service } from '../app/createService.ts';
 import { startEmbeddedService } from './support/embeddedService.ts';
+import { FakeTts } from './support/fakeTts.ts';
+import { activateOverHttp } from './support/lpwanStack.ts';
 import { accessibilityProblems, launchChromium, pageErrors, screenshot, withChromium } from './support/browser.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
 
@@ -21,7 +24,10 @@ interface World {
   user: { id: string; token: string };
   partner: { id: string; token: string };
   groundId: string;
+  tts: FakeTts;
 }
+
+const TTS_API_KEY = 'NNSXS.CONSOLEKEY.0123456789ABCDEF';
 
 const test = suite<World>('console in Chromium');
 
@@ -61,7 +67,11 @@ withChromium('console browser tests', (chromiumPath) => {
   test.before(async (w) => {
     const t = tempDir('console');
     w.remove = t.remove;
-    const { service, base } = await startEmbeddedService(t.dir);
+    w.tts = await FakeTts.start(TTS_API_KEY);
+    const { service, base } = await startEmbeddedService({
+      dir: t.dir,
+      applications: [{ networkId: 'thethingsnetwork', applicationId: 'console-farm', secret: 'console-tts-webhook-secret-01', downlink: { baseUrl: w.tts.base, webhookId: 'fleetstream', apiKey: TTS_API_KEY, fPort: 3 } }],
+    });
     Object.assign(w, { service, base });
     const user = await service.registry.createUser({ name: 'Ana' });
     const partner = await service.registry.createPartner({ name: 'Acme' });
@@ -75,6 +85,7 @@ withChromium('console browser tests', (chromiumPath) => {
   test.after(async (w) => {
     await w.browser?.close();
     await w.service?.stop();
+    await w.tts?.close();
     w.remove?.();
   });
 
@@ -197,6 +208,46 @@ withChromium('console browser tests', (chromiumPath) => {
       assert.equal(errors, []);
     } finally {
       await client.endAsync();
+      await context.close();
+    }
+  });
+
+  test('a command from the form to a LoRa actuator reaches The Things Stack as a downlink holding that asset; its lifecycle shows delivered', async (w) => {
+    const relay = {
+      assets: [{ name: 'valve', is: 'actuator', profile: { type: 'boolean' } }, { name: 'moisture', is: 'sensor', profile: { type: 'number' } }],
+      payload: { format: 'binary', conversion: { sense: [{ asset: 'moisture', value: { byte: 0 } }], actuate: [{ const: 0x01, field: { byte: 0 } }, { asset: 'valve', field: { byte: 1, type: 'boolean' } }] } },
+    };
+    const d = await activateOverHttp(w.base, w.service.registry, relay, { networkId: 'thethingsnetwork', data: { devEui: '70B3D57ED00C0501', applicationId: 'console-farm' } }, 'console-relay-1');
+    const context = await w.browser.newContext();
+    try {
+      const { page, errors } = await signIn(w, context, d.userToken);
+      await page.goto(`${w.base}/console/#/device/${d.deviceId}/asset/valve`);
+      await page.getByLabel('Value (on / off)').check();
+      await page.getByRole('button', { name: 'Send' }).click();
+      await waitFor(() => w.tts.queued.length > 0, 10_000, 'the downlink at The Things Stack');
+      const pushed = w.tts.queued.at(-1)!;
+      assert.equal([pushed.applicationId, pushed.deviceId, pushed.fPort, pushed.bytes], ['console-farm', 'eui-70b3d57ed00c0501', 3, [0x01, 0xff]]);
+      await waitFor(async () => (await page.getByTestId('command-status').innerText()) === 'delivered', 15_000, 'delivered shown');
+      const shownId = await page.locator('.lifecycle code').innerText();
+      assert.equal(pushed.correlationIds, [`fleetstream:command:${shownId}`], 'the command the form sent');
+      // The history is written in batches (docs/mqtt.md): it may lag the live stream the page follows.
+      let listed: any;
+      await waitFor(async () => (listed = (await api(w, 'GET', `/device/${d.deviceId}/commands`, d.userToken)).body.items[0])?.status === 'delivered', 10_000, 'delivered listed');
+      assert.equal([listed.id, listed.kind, listed.asset, listed.value, listed.status], [shownId, 'asset', 'valve', true, 'delivered']);
+      await screenshot(page, 'console-command-lora');
+      // On a network that takes no downlinks the form shows the API's refusal; nothing is queued.
+      const loriot = await activateOverHttp(w.base, w.service.registry, relay, { networkId: 'loriot', data: { devEui: '0004A30B00C05020' } }, 'console-relay-2');
+      const direct = await api(w, 'PUT', `/device/${loriot.deviceId}/asset/valve/command`, loriot.userToken, { value: true });
+      assert.equal([direct.status, direct.body.code], [501, 'NO_DOWNLINK']);
+      const other = await signIn(w, context, loriot.userToken);
+      await other.page.goto(`${w.base}/console/#/device/${loriot.deviceId}/asset/valve`);
+      await other.page.getByRole('button', { name: 'Send' }).click();
+      await other.page.getByText(apiMessage(direct.body)).waitFor();
+      assert.match(await other.page.getByRole('alert').innerText(), /NO_DOWNLINK/);
+      assert.equal((await api(w, 'GET', `/device/${loriot.deviceId}/commands`, loriot.userToken)).body.items, []);
+      assert.is(w.tts.queued.length, 1, 'one downlink: the thethingsnetwork device\'s');
+      assert.equal([...errors, ...other.errors], []);
+    } finally {
       await context.close();
     }
   });
