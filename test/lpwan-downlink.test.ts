@@ -10,6 +10,8 @@ import { SimulatedClock } from '../engine/kernel/clock.ts';
 import { CommandActors, type AcceptedCommand } from '../engine/commands/CommandActors.ts';
 import { FleetError } from '../engine/kernel/errors.ts';
 import { encodeDeviceCommand } from '../engine/lpwan/encodeDeviceCommand.ts';
+import { lpwanNetworkOf } from '../engine/commands/lpwanNetworkOf.ts';
+import { checkDownlink } from '../engine/commands/validateCommand.ts';
 import { StaticLpwanApplications } from '../engine/lpwan/StaticLpwanApplications.ts';
 import type { DeviceWithAssets } from '../engine/ports/registry.ts';
 import type { CommandView } from '../schemas/commands.ts';
@@ -93,6 +95,26 @@ test('encodeDeviceCommand: actuate block, Cayenne LPP, CBOR, and what cannot be 
   refused(() => encodeDeviceCommand(binary, { valve: true }), /interval/);
   refused(() => encodeDeviceCommand(binary, { valve: true, interval: 1e9 }), /range|fit/);
   refused(() => encodeDeviceCommand({ format: 'cbor' }, { text: 'x'.repeat(300) }), /at most 242/);
+});
+
+test('asset commands leave through the network for LoRaWAN devices only; what can be known before one is queued', () => {
+  const on = (networkId: string | undefined) => lpwanNetworkOf({ network: networkId === undefined ? undefined : { networkId, data: {} } })?.id;
+  assert.equal(['thethingsnetwork', 'loriot', 'thingpark', 'mythings', 'lattelecom', 'tc'].map(on), ['thethingsnetwork', 'loriot', 'thingpark', 'mythings', 'lattelecom', 'tc']);
+  assert.equal(['tmobilenl', 'orangebe', 'nowhere', undefined].map(on), [undefined, undefined, undefined, undefined], 'cellular, unknown and unbound devices keep MQTT');
+  const check = (id: string, assets: Record<string, unknown>, asset?: string) => {
+    const decision = checkDownlink(devices.get(id)!, assets, asset);
+    return decision.ok ? 'ok' : `${decision.code}: ${decision.reason}`;
+  };
+  assert.is(check('cbor', { LED: true }, 'LED'), 'ok');
+  assert.is(check('binary', { valve: true, interval: 5 }), 'ok');
+  assert.match(check('binary', { valve: true }, 'valve'), /^VALIDATION_FAILED: an asset command to a LoRaWAN device goes out as a device command holding only "valve": .*interval/);
+  assert.match(check('senseonly', { valve: true }), /^VALIDATION_FAILED: .*no actuate block/);
+  assert.match(check('cbor', { text: 'x'.repeat(300) }, 'text'), /^VALIDATION_FAILED: .*at most 242/);
+  assert.match(check('loriot', { digital_out_1: 1 }, 'digital_out_1'), /^NO_DOWNLINK: device loriot is on loriot, which takes no downlinks; LPWAN commands go over thethingsnetwork only/);
+  // Only the network and the type are known here: missing downlink settings fail the command later (NO_DOWNLINK).
+  assert.is(check('nodown', { LED: true }), 'ok');
+  assert.is(checkDownlink({ id: 'mqtt', assets: [] }, { anything: 'x'.repeat(300) }).ok, true, 'a device on no network is not checked here');
+  assert.is(checkDownlink({ id: 'cell', assets: [], network: { networkId: 'tmobilenl', data: {} }, payload: { format: 'binary', conversion: { sense: script.sense } } }, { valve: true }).ok, true);
 });
 
 test('The Things Stack device ids and push URLs', () => {
