@@ -1,10 +1,10 @@
 /**
  * The running service's admin endpoint: HTTP over a unix socket in the data directory, reachable only
- * by local users with access to that directory. The CLI talks to it while the service runs, since
+ * by the service's own user (and root): the socket is 0600, whatever the umask. The CLI talks to it while the service runs, since
  * the embedded registry (PGlite) allows one process per data directory.
  */
 import { createServer, request, type Server } from 'node:http';
-import { rmSync } from 'node:fs';
+import { chmodSync, rmSync } from 'node:fs';
 import { Hono } from 'hono';
 import { getRequestListener } from '@hono/node-server';
 import { FleetError, toFleetError } from '../engine/kernel/errors.ts';
@@ -37,6 +37,9 @@ export async function serveAdminSocket(options: { path: string; registry: Regist
     server.once('error', reject);
     server.listen(options.path, () => resolve());
   });
+  // Connecting takes write permission on the socket. It is created with the umask's mode, which the
+  // entry point sets to 077 (bin/fleetstream.ts), so this only fixes the mode for good.
+  chmodSync(options.path, 0o600);
   return {
     path: options.path,
     close: () => new Promise<void>((resolve) => {

@@ -3,7 +3,6 @@
  * composes the builders — openAdapters (which adapter each port gets), buildEngine, buildIntake,
  * buildCommands, buildEdges — which the test stacks use too.
  */
-import { mkdirSync } from 'node:fs';
 import { systemClock, type Clock } from '../engine/kernel/clock.ts';
 import { toFleetError, type FleetError } from '../engine/kernel/errors.ts';
 import type { Logger } from '../engine/kernel/logger.ts';
@@ -18,6 +17,7 @@ import type { UplinkPipeline } from '../engine/uplink/pipeline/UplinkPipeline.ts
 import type { CommandActors } from '../engine/commands/CommandActors.ts';
 import type { Config } from '../schemas/config.ts';
 import { serveAdminSocket } from './adminSocket.ts';
+import { prepareDataDir } from './prepareDataDir.ts';
 import { buildCommands } from './buildCommands.ts';
 import { buildEngine } from './buildEngine.ts';
 import { buildIntake, type Intake } from './buildIntake.ts';
@@ -101,7 +101,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
   const { config, logger } = options;
   const clock = options.clock ?? systemClock;
   const paths = dataPaths(config.dataDir);
-  mkdirSync(paths.root, { recursive: true });
+  prepareDataDir(paths.root, logger);
   const runsEngine = config.role !== 'edge';
   const runsEdge = config.role !== 'engine';
   const names = logNames(config);

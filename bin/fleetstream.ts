@@ -192,6 +192,11 @@ function describeDatabase(url: string, schema: string | undefined): string {
 }
 
 async function main(): Promise<void> {
+  // Everything the service and the admin CLI create is this user's alone (files 0600, directories
+  // 0700, the admin socket), whatever umask they were started under: the data dir holds tokens' hashes,
+  // raw uplink bodies and a socket that creates users. The umask, not a mode at each open, because
+  // chDB (native ClickHouse) and PGlite create most of the files, with modes this code does not choose.
+  process.umask(0o077);
   const { positionals, values } = parseArgs({
     allowPositionals: true,
     options: { ...settingOptions, user: { type: 'string' }, json: { type: 'boolean' }, init: { type: 'boolean' }, demo: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
