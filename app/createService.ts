@@ -18,6 +18,7 @@ import type { CommandActors } from '../engine/commands/CommandActors.ts';
 import type { Config } from '../schemas/config.ts';
 import { serveAdminSocket } from './adminSocket.ts';
 import { prepareDataDir } from './prepareDataDir.ts';
+import { listening } from './portInUse.ts';
 import { buildCommands } from './buildCommands.ts';
 import { buildEngine } from './buildEngine.ts';
 import { buildIntake, type Intake } from './buildIntake.ts';
@@ -146,10 +147,10 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     let probesPort: number | undefined;
     if (!runsEdge) {
       // Up before the engine joins its group, so an orchestrator sees /ready 503 until partitions come.
-      const probes = await serveProbes({
+      const probes = await listening({ name: 'HTTP (probes)', setting: 'port', host: config.http.host, port: config.http.port }, () => serveProbes({
         port: config.http.port, host: config.http.host,
         alive: () => pipeline?.failure === undefined, ready, metrics: metricsToken,
-      });
+      }));
       closers.add('probes', () => probes.close());
       probesPort = probes.port;
     }
@@ -239,7 +240,8 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       intake = edgeIntake;
       closers.add('intake', () => edgeIntake.close());
       const admission = metrics.admission(edgeIntake.admission);
-      const mqtt = await startMqttEdge({ config, registry, changes, admission, clock, logger });
+      const mqtt = await listening({ name: 'MQTT', setting: 'mqtt-port', host: config.mqtt.host, port: config.mqtt.port, hint: 'or --mqtt-port=-1 to run without the embedded MQTT edge' },
+        () => startMqttEdge({ config, registry, changes, admission, clock, logger }));
       if (mqtt) {
         metrics.watchMqtt(mqtt.stats);
         closers.add('mqtt', () => mqtt.close());
@@ -258,11 +260,11 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       await commands.start();
       closers.add('commands', () => commands.stop());
       commandActors = commands.actors;
-      const served = await serveHttpEdge({
+      const served = await listening({ name: 'HTTP', setting: 'port', host: config.http.host, port: config.http.port }, () => serveHttpEdge({
         config, registry, changes, store, clock, logger, admission, commands: commands.edge, lpwanApplications,
         observe: { ready, metrics: metricsToken, onRequest: (method, route, status, seconds) => metrics.httpRequest(method, route, status, seconds) },
         live: hub,
-      });
+      }));
       closers.add('http', () => served.close());
       // Before the server closes (closers run in reverse): open streams never end by themselves.
       closers.add('live streams', () => hub.stop());

@@ -43,6 +43,8 @@ export const ErrorCodes = {
   TIMEOUT: { status: 503, retriable: true },
   CORRUPT_LOG: { status: 500, retriable: false },
   CLOSED: { status: 503, retriable: false },
+  /** A listener's port is held by another socket: the process does not start (app/portInUse.ts). */
+  PORT_IN_USE: { status: 503, retriable: false },
   INTERNAL: { status: 500, retriable: false },
 } as const satisfies Record<string, { status: number; retriable: boolean }>;
 
