@@ -1,7 +1,7 @@
 /**
  * The running service's admin endpoint: HTTP over a unix socket in the data directory, reachable only
- * by the service's own user (and root): the socket is 0600, whatever the umask. The CLI talks to it while the service runs, since
- * the embedded registry (PGlite) allows one process per data directory.
+ * by the service's own user (and root): the socket is 0600, whatever the umask. The CLI talks to it
+ * while the service runs, since the embedded registry (PGlite) allows one process per data directory.
  */
 import { createServer, request, type Server } from 'node:http';
 import { chmodSync, rmSync } from 'node:fs';
