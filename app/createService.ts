@@ -114,9 +114,10 @@ export async function createService(options: ServiceOptions): Promise<Service> {
 
   try {
     // First: a metrics port in use fails the start before any adapter opens.
-    const metricsListener = config.metrics.port < 0 ? undefined : await serveMetrics({
-      host: config.metrics.host, port: config.metrics.port, scrape: () => metrics.scrape(),
-    });
+    const metricsListener = config.metrics.port < 0 ? undefined : await listening(
+      { name: 'metrics', setting: 'metrics-port', host: config.metrics.host, port: config.metrics.port, hint: 'or --metrics-port=-1 to run without the metrics listener' },
+      () => serveMetrics({ host: config.metrics.host, port: config.metrics.port, scrape: () => metrics.scrape() }),
+    );
     if (metricsListener !== undefined) closers.add('metrics listener', () => metricsListener.close());
     // The HTTP port serves /metrics too only to a bearer of the metrics token (schemas/config.ts).
     const metricsToken = config.metrics.token === undefined ? undefined : { token: config.metrics.token, scrape: () => metrics.scrape() };

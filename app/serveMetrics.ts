@@ -5,7 +5,6 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { FleetError } from '../engine/kernel/errors.ts';
 
 export interface MetricsListenerOptions {
   /** 0: any free port. */
@@ -34,14 +33,8 @@ export function serveMetrics(options: MetricsListenerOptions): Promise<ServedMet
   });
   server.keepAliveTimeout = 5_000;
   return new Promise((resolve, reject) => {
-    server.once('error', (error: NodeJS.ErrnoException) => {
-      const what = error.code === 'EADDRINUSE' ? 'is in use' : 'cannot be listened on';
-      reject(new FleetError('UNAVAILABLE', `metrics listener: ${options.host}:${options.port} ${what} (${error.code ?? error.message}); `
-        + 'change it with --metrics-port / METRICS_PORT (-1: no metrics listener) or --metrics-host / METRICS_HOST', {
-        cause: error,
-        detail: { host: options.host, port: options.port, setting: 'metrics.port' },
-      }));
-    });
+    // The raw listen error: the caller names the setting that moves the port (app/portInUse.ts).
+    server.once('error', reject);
     server.listen(options.port, options.host, () => {
       server.removeAllListeners('error');
       resolve({

@@ -156,7 +156,8 @@ test('a metrics port in use fails the start with a FleetError naming the setting
       config: { ...defaultConfig, dataDir, http: { ...defaultConfig.http, host: '127.0.0.1', port: 0 }, mqtt: { host: '127.0.0.1', port: -1 }, metrics: { host: '127.0.0.1', port: held.port } },
     }).then(() => undefined, (e: unknown) => e);
     assert.instance(error, FleetError);
-    assert.match((error as Error).message, new RegExp(`127\\.0\\.0\\.1:${held.port}.*EADDRINUSE.*--metrics-port / METRICS_PORT`));
+    assert.is((error as FleetError).code, 'PORT_IN_USE');
+    assert.match((error as Error).message, new RegExp(`metrics port ${held.port} is in use \\(wanted on 127\\.0\\.0\\.1\\).*--metrics-port <port> \\(environment variable METRICS_PORT\\)`));
     assert.is(((error as Error).cause as { code?: string }).code, 'EADDRINUSE', 'the listen error is kept as the cause');
 
     const bin = new URL('../bin/fleetstream.ts', import.meta.url).pathname;
