@@ -15,7 +15,8 @@ import type { Principal } from '../../../engine/ports/registry.ts';
 import type { DeviceWithAssets } from '../../../engine/ports/registry.ts';
 import { FrameReader, type FrameRefusal } from './FrameReader.ts';
 import { PINGRESP, encodePublish, encodePuback } from './publishCodec.ts';
-import { Reason } from './reasonCodes.ts';
+import { Reason, type DisconnectReason } from './reasonCodes.ts';
+import { disconnectViolation, subscribeViolation, unsubscribeViolation } from './protocolRules.ts';
 import type { EdgeContext } from './EdgeContext.ts';
 import type { Session, SessionHolder } from './Sessions.ts';
 import { handleConnect } from './handleConnect.ts';
@@ -70,6 +71,10 @@ export class EdgeConnection implements SessionHolder {
   readonly aliases = new Map<number, string>();
   /** Largest packet the client accepts (MQTT 5 Maximum Packet Size), bytes. */
   clientMaxPacket = Number.POSITIVE_INFINITY;
+  /** MQTT 5 Request Problem Information: false when the client asked for no Reason Strings ([MQTT-3.1.2-29]). */
+  problemInfo = true;
+  /** The Session Expiry Interval the MQTT 5 CONNECT asked for, s (0 when absent). */
+  connectExpiry = 0;
   /** QoS 1/2 uplinks awaiting their acknowledgement, in arrival order. */
   readonly acks: AckSlot[] = [];
   /** Uplinks read but not yet handed to admission (a device lookup is under way). */
@@ -96,7 +101,7 @@ export class EdgeConnection implements SessionHolder {
    */
   discardUplinks = false;
   /** Close once these acknowledgements are written (refusal allowance used up). */
-  closeAfterAcks: { reason: number; text: string } | undefined;
+  closeAfterAcks: { reason: DisconnectReason; text: string } | undefined;
 
   constructor(ctx: EdgeContext, socket: Socket) {
     this.ctx = ctx;
@@ -144,6 +149,11 @@ export class EdgeConnection implements SessionHolder {
 
   #dispatch(first: number, body: Buffer): void {
     const type = first >> 4;
+    // [MQTT-2.1.3-1] (3.1.1: [MQTT-2.2.2-2]): reserved flags as listed, 0010 for PUBREL, SUBSCRIBE and
+    // UNSUBSCRIBE ([MQTT-3.6.1-1], [MQTT-3.8.1-1], [MQTT-3.10.1-1]), 0 for the rest; PUBLISH's are its own.
+    if (type !== PUBLISH && (first & 0x0f) !== (type === PUBREL || type === SUBSCRIBE || type === UNSUBSCRIBE ? 2 : 0)) {
+      return this.protocolError(Reason.MALFORMED_PACKET, `reserved flags 0x${(first & 0x0f).toString(16)} in packet type ${type}`);
+    }
     if (this.phase === 'new') {
       // [MQTT-3.1.0-1]: the first packet is CONNECT.
       if (type !== CONNECT) return this.protocolError(Reason.PROTOCOL_ERROR, 'the first packet must be CONNECT');
@@ -153,7 +163,8 @@ export class EdgeConnection implements SessionHolder {
     switch (type) {
       case PUBLISH: return handlePublishFrame(this, first, body);
       case PUBACK: {
-        const id = body.length >= 2 ? body.readUInt16BE(0) : 0;
+        if (body.length < 2) return this.protocolError(Reason.MALFORMED_PACKET, 'PUBACK without packet identifier');
+        const id = body.readUInt16BE(0);
         const acked = this.commandAcks.get(id);
         this.commandAcks.delete(id);
         acked?.();
@@ -162,15 +173,22 @@ export class EdgeConnection implements SessionHolder {
       case PUBREL: {
         // QoS 2 (MQTT 3.1.1 only): the uplink was made durable before PUBREC; PUBCOMP closes the exchange.
         if (body.length < 2) return this.protocolError(Reason.MALFORMED_PACKET, 'PUBREL without packet identifier');
-        this.write(Buffer.from([0x70, 2, body[0], body[1]]));
+        // MQTT 5 has no QoS 2 exchange open here (QoS 2 publishes close the connection): 0x92 Packet Identifier not found.
+        this.write(this.v5 ? Buffer.from([0x70, 3, body[0], body[1], Reason.PACKET_IDENTIFIER_NOT_FOUND]) : Buffer.from([0x70, 2, body[0], body[1]]));
         return;
       }
       case SUBSCRIBE: return this.#controlPacket(first, body, (packet) => handleSubscribe(this, packet as mqttPacket.ISubscribePacket));
       case UNSUBSCRIBE: return this.#controlPacket(first, body, (packet) => handleUnsubscribe(this, packet as mqttPacket.IUnsubscribePacket));
-      case PINGREQ: this.write(PINGRESP); return;
+      case PINGREQ:
+        if (body.length > 0) return this.protocolError(Reason.MALFORMED_PACKET, 'PINGREQ with a body');
+        this.write(PINGRESP);
+        return;
       case DISCONNECT: {
         const packet = this.parse(first, body) as mqttPacket.IDisconnectPacket | undefined;
-        const expiry = packet?.properties?.sessionExpiryInterval;
+        if (packet === undefined) return;
+        const violation = this.v5 ? disconnectViolation(packet, this.connectExpiry) : undefined;
+        if (violation !== undefined) return this.protocolError(violation.reason, violation.text);
+        const expiry = packet.properties?.sessionExpiryInterval;
         // MQTT 5 lets the client shorten (not lengthen from 0, [MQTT-3.14.2-2]) its session expiry on DISCONNECT.
         if (this.session !== undefined && expiry !== undefined && this.session.expiryMs > 0) {
           this.session.expiryMs = Math.min(expiry, this.ctx.limits.maxSessionExpirySeconds) * 1000;
@@ -186,6 +204,8 @@ export class EdgeConnection implements SessionHolder {
   #controlPacket(first: number, body: Buffer, handle: (packet: mqttPacket.Packet) => Promise<void>): void {
     const packet = this.parse(first, body);
     if (packet === undefined) return;
+    const violation = packet.cmd === 'subscribe' ? subscribeViolation(packet, this.v5) : unsubscribeViolation(packet as mqttPacket.IUnsubscribePacket, this.v5);
+    if (violation !== undefined) return this.protocolError(violation.reason, violation.text);
     this.control = this.control.then(() => (this.phase === 'open' ? handle(packet) : undefined)).catch((error: unknown) => {
       this.ctx.logger.error('mqtt: control packet failed', { error: String(error) });
       this.protocolError(Reason.UNSPECIFIED, 'server error');
@@ -234,7 +254,7 @@ export class EdgeConnection implements SessionHolder {
   }
 
   /** A protocol violation: counted, then DISCONNECT (MQTT 5, once connected) and close. */
-  protocolError(reason: number, text: string): void {
+  protocolError(reason: DisconnectReason, text: string): void {
     if (this.phase === 'closed') return;
     this.ctx.stats.protocolErrors++;
     this.ctx.logger.info('mqtt: protocol error; closing', { reason: `0x${reason.toString(16)}`, text, clientId: this.session?.clientId });
@@ -242,13 +262,29 @@ export class EdgeConnection implements SessionHolder {
   }
 
   /** SessionHolder: DISCONNECT with a reason code first when the client speaks MQTT 5 and is connected ([MQTT-4.13.1-1]), then close. */
-  disconnect(reason: number, text: string): void {
+  disconnect(reason: DisconnectReason, text: string): void {
     if (this.phase === 'closed') return;
+    if (this.v5 && this.phase === 'open') this.write(this.withReason({ cmd: 'disconnect', reasonCode: reason }, text, true));
+    this.end();
+  }
+
+  /** Closes once what was written has left, without a DISCONNECT (a refused CONNECT: its CONNACK said why). */
+  end(): void {
     this.discardUplinks = true;
-    if (this.v5 && this.phase === 'open') {
-      this.write(mqttPacket.generate({ cmd: 'disconnect', reasonCode: reason, properties: { reasonString: text.slice(0, 200) } }, { protocolVersion: 5 }));
-    }
     this.#close(true);
+  }
+
+  /**
+   * An MQTT 5 packet with a Reason String, left out when the client asked for no problem information
+   * (a CONNACK or DISCONNECT may still carry it: `always`) ([MQTT-3.1.2-29]) or when it would make the
+   * packet larger than the client's Maximum Packet Size ([MQTT-3.4.2-2], [MQTT-3.9.2-1], [MQTT-3.14.2-3]).
+   */
+  withReason(packet: mqttPacket.Packet, text: string, always = false): Buffer {
+    if (this.problemInfo || always) {
+      const withText = mqttPacket.generate({ ...packet, properties: { reasonString: text.slice(0, 200) } } as mqttPacket.Packet, { protocolVersion: 5 });
+      if (withText.length <= this.clientMaxPacket) return withText;
+    }
+    return mqttPacket.generate(packet, { protocolVersion: 5 });
   }
 
   /** Closes at once, without a word. */

@@ -10,6 +10,7 @@ import { hashToken } from '../../../engine/access/tokens.ts';
 import { toFleetError } from '../../../engine/kernel/errors.ts';
 import type { EdgeConnection } from './EdgeConnection.ts';
 import { Reason, ReturnCode311 } from './reasonCodes.ts';
+import { connectViolation } from './protocolRules.ts';
 
 /** Levels: 3 = MQTT 3.1 (protocol name MQIsdp), 4 = 3.1.1, 5 = 5.0. */
 const NAMES: Record<number, string> = { 3: 'MQIsdp', 4: 'MQTT', 5: 'MQTT' };
@@ -28,18 +29,27 @@ export function handleConnect(conn: EdgeConnection, body: Buffer): void {
     // [MQTT-3.1.2-2]: CONNACK 0x01 (3.1.1 form, which every version reads), then close.
     ctx.stats.connectionsRefused++;
     conn.write(Buffer.from([0x20, 2, 0, ReturnCode311.UNACCEPTABLE_PROTOCOL_VERSION]));
-    conn.disconnect(Reason.UNSUPPORTED_PROTOCOL_VERSION, 'protocol level not supported');
+    conn.end();
     return;
   }
   conn.version = level;
   conn.v5 = level === 5;
   const packet = conn.parse(0x10, body) as mqttPacket.IConnectPacket | undefined;
   if (packet === undefined) return;
+  const violation = conn.v5 ? connectViolation(packet) : undefined;
+  if (violation !== undefined) {
+    // [MQTT-3.1.4-1], [MQTT-4.13.1-1]: refused with the reason code before the token is looked at.
+    conn.ctx.stats.protocolErrors++;
+    ctx.logger.info('mqtt: CONNECT refused', { reason: `0x${violation.reason.toString(16)}`, text: violation.text, clientId: packet.clientId });
+    return refuse(conn, violation.reason, 0);
+  }
   conn.phase = 'authenticating';
   conn.pause('auth');
   conn.keepaliveMs = (packet.keepalive ?? 0) * 1000;
   const props = packet.properties;
   if (props?.maximumPacketSize !== undefined) conn.clientMaxPacket = props.maximumPacketSize;
+  if (props?.requestProblemInformation === false) conn.problemInfo = false;
+  conn.connectExpiry = props?.sessionExpiryInterval ?? 0;
   const token = packet.username;
   ctx.access.principal(token).then((principal) => {
     if (conn.phase !== 'authenticating') return;
@@ -63,7 +73,7 @@ function refuse(conn: EdgeConnection, reason: number, returnCode: number): void 
     ? mqttPacket.generate({ cmd: 'connack', reasonCode: reason, sessionPresent: false }, { protocolVersion: 5 })
     : mqttPacket.generate({ cmd: 'connack', returnCode, sessionPresent: false }, { protocolVersion: 4 });
   conn.write(connack);
-  conn.disconnect(reason, 'connection refused');
+  conn.end();
 }
 
 function accept(conn: EdgeConnection, packet: mqttPacket.IConnectPacket): void {

@@ -51,10 +51,10 @@ export async function handleSubscribe(conn: EdgeConnection, packet: mqttPacket.I
     await recordRefusal(conn, refusal, `subscribe ${filter}`);
   }
   if (conn.phase !== 'open') return;
-  conn.write(mqttPacket.generate({
-    cmd: 'suback', messageId: packet.messageId, granted: codes,
-    ...(conn.v5 && firstRefusal !== undefined ? { properties: { reasonString: `${firstRefusal.code}: ${firstRefusal.reason}`.slice(0, 200) } } : {}),
-  } as mqttPacket.ISubackPacket, { protocolVersion: conn.v5 ? 5 : 4 }));
+  const suback = { cmd: 'suback', messageId: packet.messageId, granted: codes } as mqttPacket.ISubackPacket;
+  conn.write(conn.v5 && firstRefusal !== undefined
+    ? conn.withReason(suback, `${firstRefusal.code}: ${firstRefusal.reason}`)
+    : mqttPacket.generate(suback, { protocolVersion: conn.v5 ? 5 : 4 }));
   if (conn.refusals > ctx.limits.maxRefusals) {
     ctx.stats.disconnected++;
     conn.disconnect(Reason.QUOTA_EXCEEDED, `more than ${ctx.limits.maxRefusals} refusals`);

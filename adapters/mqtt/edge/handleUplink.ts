@@ -37,6 +37,8 @@ export interface PendingUplink {
   refreshed: boolean;
 }
 
+const FAULT_REASON = { malformed: Reason.MALFORMED_PACKET, protocol: Reason.PROTOCOL_ERROR, topic: Reason.TOPIC_NAME_INVALID } as const;
+
 /** Refused packet ids a session remembers for resends. */
 const REMEMBERED_REFUSALS = 32;
 
@@ -48,7 +50,7 @@ export function handlePublishFrame(conn: EdgeConnection, first: number, body: Bu
     return conn.protocolError(Reason.MALFORMED_PACKET, 'PUBLISH properties run past the packet');
   }
   if ('fault' in publish) {
-    return conn.protocolError(publish.fault === 'topic' ? Reason.TOPIC_NAME_INVALID : Reason.MALFORMED_PACKET, publish.reason);
+    return conn.protocolError(FAULT_REASON[publish.fault], publish.reason);
   }
   const { limits } = conn.ctx;
   if (conn.v5) {
@@ -122,7 +124,8 @@ function drain(conn: EdgeConnection): void {
       }, (error: unknown) => {
         conn.uplinkBusy = false;
         conn.ctx.logger.error('mqtt: device lookup failed; closing', { error: toFleetError(error) });
-        conn.disconnect(Reason.SERVER_UNAVAILABLE, 'registry unavailable');
+        // 0x88 Server unavailable is a CONNACK code; DISCONNECT says 0x89 ([MQTT-3.14.2-1]).
+        conn.disconnect(Reason.SERVER_BUSY, 'registry unavailable');
       });
       return;
     }
@@ -246,10 +249,7 @@ function refused(conn: EdgeConnection, pending: PendingUplink, refusal: Refusal)
 function refusalAnswer(conn: EdgeConnection, publish: InboundPublish, refusal: Refusal): Buffer {
   if (publish.qos === 2) return pubrec(publish.packetId);
   if (!conn.v5) return Buffer.from([0x40, 2, publish.packetId >> 8, publish.packetId & 0xff]);
-  return mqttPacket.generate({
-    cmd: 'puback', messageId: publish.packetId, reasonCode: pubackReason(refusal.code),
-    properties: { reasonString: `${refusal.code}: ${refusal.reason}`.slice(0, 200) },
-  } as mqttPacket.IPubackPacket, { protocolVersion: 5 });
+  return conn.withReason({ cmd: 'puback', messageId: publish.packetId, reasonCode: pubackReason(refusal.code) } as mqttPacket.IPubackPacket, `${refusal.code}: ${refusal.reason}`);
 }
 
 /** `packet` undefined: the plain acknowledgement of an accepted publish (PUBACK, or PUBREC at QoS 2). */

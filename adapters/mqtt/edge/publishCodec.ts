@@ -22,8 +22,11 @@ export interface InboundPublish {
   topicAlias?: number;
 }
 
-/** Why a PUBLISH cannot be read: `malformed` closes the connection (MQTT 5 DISCONNECT 0x81), `topic` refuses the topic (0x90). */
-export type PublishFault = { fault: 'malformed' | 'topic'; reason: string };
+/** Why a PUBLISH cannot be read: `malformed` closes the connection (MQTT 5 DISCONNECT 0x81), `protocol` too (0x82), `topic` refuses the topic (0x90). */
+export type PublishFault = { fault: 'malformed' | 'protocol' | 'topic'; reason: string };
+
+/** A bit per PUBLISH property a client may send (User Property, which may repeat, aside): §2.2.2.2, each at most once. */
+const ONCE: Readonly<Record<number, number>> = { 0x01: 1, 0x02: 2, 0x23: 4, 0x03: 8, 0x08: 16, 0x09: 32 };
 
 export function parsePublish(first: number, body: Buffer, v5: boolean): InboundPublish | PublishFault {
   const qos = (first >> 1) & 3;
@@ -62,8 +65,12 @@ export function parsePublish(first: number, body: Buffer, v5: boolean): InboundP
     pos = read.next;
     const propsEnd = pos + read.value;
     if (propsEnd > body.length) return { fault: 'malformed', reason: 'properties run past the packet' };
+    let seen = 0;
     while (pos < propsEnd) {
       const id = body[pos++];
+      const bit = ONCE[id] ?? 0;
+      if ((seen & bit) !== 0) return { fault: 'protocol', reason: `property 0x${id.toString(16)} given more than once` };
+      seen |= bit;
       switch (id) {
         case 0x01: out.payloadFormat = body[pos++]; break;
         case 0x02: pos += 4; break;
@@ -79,12 +86,8 @@ export function parsePublish(first: number, body: Buffer, v5: boolean): InboundP
           for (let k = 0; k < 2 && pos + 2 <= propsEnd; k++) pos += 2 + body.readUInt16BE(pos);
           break;
         }
-        case 0x0b: {
-          const sub = readVarint(body, pos);
-          if (sub === undefined) return { fault: 'malformed', reason: 'subscription identifier malformed' };
-          pos = sub.next;
-          break;
-        }
+        // [MQTT-3.3.4-6]: a Subscription Identifier is the server's to send.
+        case 0x0b: return { fault: 'protocol', reason: 'a PUBLISH from a client carries no Subscription Identifier' };
         default: return { fault: 'malformed', reason: `property 0x${id.toString(16)} not allowed in PUBLISH` };
       }
     }
