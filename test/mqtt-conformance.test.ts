@@ -71,7 +71,7 @@ let s: MqttStack;
 let dev: SeededDevice;
 const stateTopic = () => `device/${dev.deviceId}/asset/t/state`;
 t.before(async () => {
-  s = await MqttStack.start({ edge: { maxRefusals: 1000 } });
+  s = await MqttStack.start({ edge: { maxRefusals: 1000, ackTimeoutMs: 1500 } });
   dev = await s.device('conformance', [{ name: 't', profile: { type: 'number' } }, { name: 'led', is: 'actuator', profile: { type: 'boolean' } }]);
 });
 t.after(async () => s.stop());
@@ -305,6 +305,43 @@ t('MQTT-3.14.2-1: the edge uses DISCONNECT reason codes only: the registry faili
   } finally {
     await edge.close();
   }
+});
+
+t('MQTT-3.3.4-9: the edge sends no more unacknowledged QoS 1 commands than the client\'s Receive Maximum', async () => {
+  const r = await open(s.edge.port, dev.token, 5, { clientId: 'receive-one', properties: { receiveMaximum: 1 } });
+  // Both command topic shapes of the asset: one command goes out on each.
+  r.socket.write(mqttPacket.generate({ cmd: 'subscribe', messageId: 1, subscriptions: [
+    { topic: `device/${dev.deviceId}/asset/led/command`, qos: 1 }, { topic: `asset/${dev.assetIds.led}/command`, qos: 1 },
+  ] } as mqttPacket.ISubscribePacket, { protocolVersion: 5 }));
+  await waitFor(() => r.packets.some((p) => p.cmd === 'suback'), 2000, 'SUBACK');
+  const payload = new TextEncoder().encode('{"value":true}');
+  const outcome = s.edge.commands.deliver({ commandId: 'rm', deviceId: dev.deviceId, asset: { id: dev.assetIds.led, name: 'led' }, payload });
+  await waitFor(() => r.packets.some((p) => p.cmd === 'publish'), 2000, 'a command');
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const publishes = r.packets.filter((p) => p.cmd === 'publish') as mqttPacket.IPublishPacket[];
+  assert.is(publishes.length, 1, 'one in flight at Receive Maximum 1');
+  r.socket.write(mqttPacket.generate({ cmd: 'puback', messageId: publishes[0].messageId! }, { protocolVersion: 5 }));
+  assert.is(await outcome, 'delivered');
+  // The quota is free again: the next command goes out.
+  const next = s.edge.commands.deliver({ commandId: 'rm2', deviceId: dev.deviceId, asset: { id: dev.assetIds.led, name: 'led' }, payload });
+  await waitFor(() => r.packets.filter((p) => p.cmd === 'publish').length === 2, 2000, 'the next command');
+  const second = r.packets.filter((p) => p.cmd === 'publish')[1] as mqttPacket.IPublishPacket;
+  r.socket.write(mqttPacket.generate({ cmd: 'puback', messageId: second.messageId! }, { protocolVersion: 5 }));
+  assert.is(await next, 'delivered');
+  r.socket.destroy();
+});
+
+t('MQTT-3.3.4-9: a device at its Receive Maximum with a command unacknowledged is not "offline": the command is retried, not parked', async () => {
+  const r = await open(s.edge.port, dev.token, 5, { clientId: 'receive-full', properties: { receiveMaximum: 1 } });
+  r.socket.write(mqttPacket.generate({ cmd: 'subscribe', messageId: 1, subscriptions: [{ topic: `device/${dev.deviceId}/asset/led/command`, qos: 1 }] } as mqttPacket.ISubscribePacket, { protocolVersion: 5 }));
+  await waitFor(() => r.packets.some((p) => p.cmd === 'suback'), 2000, 'SUBACK');
+  const payload = new TextEncoder().encode('{"value":true}');
+  const first = s.edge.commands.deliver({ commandId: 'f1', deviceId: dev.deviceId, asset: { id: dev.assetIds.led, name: 'led' }, payload });
+  await waitFor(() => r.packets.some((p) => p.cmd === 'publish'), 2000, 'a command');
+  assert.is(await s.edge.commands.deliver({ commandId: 'f2', deviceId: dev.deviceId, asset: { id: dev.assetIds.led, name: 'led' }, payload }), 'unacknowledged');
+  assert.is(r.packets.filter((p) => p.cmd === 'publish').length, 1);
+  r.socket.destroy();
+  assert.is(await first, 'unacknowledged');
 });
 
 // ---------------------------------------------------------------- DISCONNECT, AUTH, unexpected packets

@@ -2,7 +2,8 @@
  * Asset commands to devices connected to the embedded edge (spec §4.3), on the command topic shapes
  * the device subscribed to, at the QoS it was granted (at most 1). A command counts as delivered when
  * a connection of the device acknowledges it (PUBACK), or — when it only holds QoS 0 subscriptions —
- * once it is written; 'offline' when no connection of the device listens on a command topic of that
+ * once it is written; 'unacknowledged' when the device's connections are at their MQTT 5 Receive
+ * Maximum of commands awaiting PUBACK (the actors retry after a backoff); 'offline' when no connection of the device listens on a command topic of that
  * asset (the command actors keep it and resend when onReachable tells them).
  *
  * The subscriptions are found by device (Sessions.ts), the PUBLISH is encoded by hand and written
@@ -68,14 +69,21 @@ export class EdgeCommandTransport implements CommandTransport {
     };
     let sent = 0;
     let awaitingAck = false;
+    let full = false;
     for (const [conn, topics] of targets) {
       for (const [topic, qos] of topics) {
+        // [MQTT-3.3.4-9]: a connection whose Receive Maximum is used up gets nothing at QoS 1 now.
+        if (qos === 1 && !conn.canSendQos1) {
+          full = true;
+          continue;
+        }
         if (!conn.publish(Buffer.from(topic), delivery.payload, qos, () => finish('delivered'))) continue;
         sent++;
         if (qos === 1) awaitingAck = true;
       }
     }
-    if (sent === 0) return 'offline';
+    // Listening but unable to take it yet: tried again after a backoff, not parked until reachable.
+    if (sent === 0) return full ? 'unacknowledged' : 'offline';
     if (!awaitingAck) return 'delivered';
     this.#waits.add(finish);
     timer = this.#o.clock.setTimeout(() => finish('unacknowledged'), this.#o.ackTimeoutMs);

@@ -71,6 +71,8 @@ export class EdgeConnection implements SessionHolder {
   readonly aliases = new Map<number, string>();
   /** Largest packet the client accepts (MQTT 5 Maximum Packet Size), bytes. */
   clientMaxPacket = Number.POSITIVE_INFINITY;
+  /** MQTT 5 Receive Maximum: QoS 1 PUBLISHes the client takes unacknowledged (3.1.1: no bound). */
+  clientReceiveMaximum = Number.POSITIVE_INFINITY;
   /** MQTT 5 Request Problem Information: false when the client asked for no Reason Strings ([MQTT-3.1.2-29]). */
   problemInfo = true;
   /** The Session Expiry Interval the MQTT 5 CONNECT asked for, s (0 when absent). */
@@ -384,7 +386,12 @@ export class EdgeConnection implements SessionHolder {
     }
   }
 
-  /** Sends a PUBLISH to the client; false when it was not sent (closed, above the client's size, or QoS 0 with the queue full). */
+  /** Room for another QoS 1 PUBLISH under the client's Receive Maximum ([MQTT-3.3.4-9]). */
+  get canSendQos1(): boolean {
+    return this.commandAcks.size < this.clientReceiveMaximum;
+  }
+
+  /** Sends a PUBLISH to the client; false when it was not sent (closed, above the client's size, QoS 1 beyond its Receive Maximum, or QoS 0 with the queue full). */
   publish(topic: Buffer, payload: Uint8Array, qos: 0 | 1, onAck?: () => void): boolean {
     if (this.phase !== 'open') return false;
     if (qos === 0 && this.socket.writableLength > this.ctx.limits.maxOutboundBytes) {
@@ -393,6 +400,7 @@ export class EdgeConnection implements SessionHolder {
     }
     let packetId = 0;
     if (qos === 1) {
+      if (!this.canSendQos1) return false;
       do this.#nextPacketId = (this.#nextPacketId % 65_535) + 1;
       while (this.commandAcks.has(this.#nextPacketId));
       packetId = this.#nextPacketId;

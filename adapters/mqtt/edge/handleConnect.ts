@@ -49,6 +49,7 @@ export function handleConnect(conn: EdgeConnection, body: Buffer): void {
   const props = packet.properties;
   if (props?.maximumPacketSize !== undefined) conn.clientMaxPacket = props.maximumPacketSize;
   if (props?.requestProblemInformation === false) conn.problemInfo = false;
+  if (props?.receiveMaximum !== undefined) conn.clientReceiveMaximum = props.receiveMaximum;
   conn.connectExpiry = props?.sessionExpiryInterval ?? 0;
   const token = packet.username;
   ctx.access.principal(token).then((principal) => {
