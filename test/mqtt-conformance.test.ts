@@ -126,6 +126,32 @@ t('§3.1.2.11: a CONNECT property twice, Receive Maximum 0 or Maximum Packet Siz
   }
 });
 
+t('MQTT-3.1.2-3: a CONNECT whose reserved Connect Flags bit is 1 is malformed: closed without CONNACK', async () => {
+  const packet = Buffer.from(connectPacket(dev.token, 5));
+  // Fixed header (2 bytes), protocol name (6), level (1): the Connect Flags byte.
+  packet[9] |= 1;
+  const r = await raw(s.edge.port, 5);
+  r.socket.write(packet);
+  await withinMs(r.closed, 2000, 'closed');
+  assert.equal(r.packets, []);
+});
+
+t('MQTT-3.1.2-22: no packet for 1.5 × Keep Alive closes the connection (MQTT 5: DISCONNECT 0x8D)', async () => {
+  const r = await open(s.edge.port, dev.token, 5, { keepalive: 1 });
+  const started = Date.now();
+  assert.is(await closedWith(r, 'keep alive'), 0x8d);
+  assert.ok(Date.now() - started >= 1400, 'not before 1.5 × Keep Alive');
+});
+
+t('MQTT-4.12.0-6: a client that named no Authentication Method gets none in CONNACK, and no AUTH', async () => {
+  const r = await open(s.edge.port, dev.token, 5);
+  r.socket.write(frame(0xc0, []));
+  await waitFor(() => r.packets.some((p) => p.cmd === 'pingresp'), 2000, 'PINGRESP');
+  assert.is((r.packets[0] as mqttPacket.IConnackPacket).properties?.authenticationMethod, undefined);
+  assert.ok(!r.packets.some((p) => p.cmd === 'auth'));
+  r.socket.destroy();
+});
+
 // ---------------------------------------------------------------- fixed header flags
 
 t('MQTT-2.1.3-1: a CONNECT whose reserved fixed-header flags are not 0 is malformed: closed without CONNACK', async () => {
@@ -185,6 +211,42 @@ t('MQTT-3.3.4-6: a PUBLISH from a client carrying a Subscription Identifier is a
   assert.is(await closedWith(r, 'PUBLISH with a Subscription Identifier'), 0x82);
   assert.ok(!r.packets.some((p) => p.cmd === 'puback'));
   assert.is(s.appended.length, before);
+});
+
+t('MQTT-3.3.1-4: a PUBLISH with both QoS bits set is malformed: DISCONNECT 0x81, nothing appended', async () => {
+  const before = s.appended.length;
+  const r = await open(s.edge.port, dev.token, 5);
+  const topic = Buffer.from(stateTopic());
+  r.socket.write(frame(0x36, [topic.length >> 8, topic.length & 0xff, ...topic, 0, 1, 0, ...Buffer.from('{"value":5}')]));
+  assert.is(await closedWith(r, 'QoS 3'), 0x81);
+  assert.is(s.appended.length, before);
+});
+
+t('MQTT-3.3.2-2: a Topic Name with a wildcard: DISCONNECT 0x90 (Topic Name invalid), nothing appended', async () => {
+  const before = s.appended.length;
+  for (const name of [`device/${dev.deviceId}/asset/+/state`, `device/${dev.deviceId}/#`]) {
+    const r = await open(s.edge.port, dev.token, 5);
+    r.socket.write(mqttPacket.generate({ cmd: 'publish', topic: name, payload: '{"value":1}', qos: 1, messageId: 1, dup: false, retain: false }, { protocolVersion: 5 }));
+    assert.is(await closedWith(r, name), 0x90);
+  }
+  assert.is(s.appended.length, before);
+});
+
+t('MQTT-3.2.2-17, MQTT-3.3.2-8, MQTT-3.3.2-12: Topic Aliases 1…16 are taken; 0 or above the Topic Alias Maximum: DISCONNECT 0x94; an alias never set: 0x82', async () => {
+  const before = s.appended.length;
+  const r = await open(s.edge.port, dev.token, 5);
+  r.socket.write(mqttPacket.generate({ cmd: 'publish', topic: stateTopic(), payload: '{"value":1}', qos: 1, messageId: 1, dup: false, retain: false, properties: { topicAlias: 16 } }, { protocolVersion: 5 }));
+  r.socket.write(mqttPacket.generate({ cmd: 'publish', topic: '', payload: '{"value":2}', qos: 1, messageId: 2, dup: false, retain: false, properties: { topicAlias: 16 } }, { protocolVersion: 5 }));
+  await waitFor(() => r.packets.filter((p) => p.cmd === 'puback').length === 2, 3000, 'two PUBACKs');
+  assert.is(s.appended.length, before + 2);
+  r.socket.destroy();
+  for (const [alias, topic, reason] of [[17, stateTopic(), 0x94], [0, stateTopic(), 0x94], [5, '', 0x82]] as const) {
+    const c = await open(s.edge.port, dev.token, 5);
+    const t5 = Buffer.from(topic);
+    c.socket.write(frame(0x32, [t5.length >> 8, t5.length & 0xff, ...t5, 0, 1, 3, 0x23, alias >> 8, alias & 0xff, ...Buffer.from('{"value":3}')]));
+    assert.is(await closedWith(c, `alias ${alias}`), reason, `alias ${alias}`);
+  }
+  assert.is(s.appended.length, before + 2);
 });
 
 t('§2.2.2.2: a PUBLISH property given twice is a Protocol Error: DISCONNECT 0x82, nothing appended', async () => {
@@ -286,6 +348,17 @@ t('MQTT-3.4.2-2, MQTT-3.9.2-1, MQTT-3.14.2-3: a Reason String that would exceed 
     assert.ok(mqttPacket.generate(p, { protocolVersion: 5 }).length <= max, `${p.cmd} within ${max} bytes`);
   }
   assert.ok(sizes.every((n) => n <= max * 3), 'nothing large was written');
+});
+
+t('MQTT-3.1.2-24: a command larger than the client\'s Maximum Packet Size is not sent (it stays queued: not counted as delivered)', async () => {
+  const r = await open(s.edge.port, dev.token, 5, { clientId: 'small-commands', properties: { maximumPacketSize: 64 } });
+  r.socket.write(mqttPacket.generate({ cmd: 'subscribe', messageId: 1, subscriptions: [{ topic: `device/${dev.deviceId}/asset/led/command`, qos: 1 }] } as mqttPacket.ISubscribePacket, { protocolVersion: 5 }));
+  await waitFor(() => r.packets.some((p) => p.cmd === 'suback'), 2000, 'SUBACK');
+  const payload = new TextEncoder().encode(JSON.stringify({ value: true, at: '2026-11-28T00:00:00.000Z', pad: 'x'.repeat(40) }));
+  assert.is(await s.edge.commands.deliver({ commandId: 'big', deviceId: dev.deviceId, asset: { id: dev.assetIds.led, name: 'led' }, payload }), 'offline');
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  assert.ok(!r.packets.some((p) => p.cmd === 'publish'));
+  r.socket.destroy();
 });
 
 t('MQTT-3.14.2-1: the edge uses DISCONNECT reason codes only: the registry failing during an uplink gives 0x89 (Server busy), not the CONNACK code 0x88', async () => {
