@@ -152,6 +152,15 @@ t('MQTT-4.12.0-6: a client that named no Authentication Method gets none in CONN
   r.socket.destroy();
 });
 
+t('§2.2.2.2: a property not valid in CONNECT (Topic Alias) is malformed: CONNACK 0x81, closed', async () => {
+  const token = Buffer.from(dev.token);
+  const props = [0x23, 0, 1];
+  const body = [0, 4, ...Buffer.from('MQTT'), 5, 0x82, 0, 0, props.length, ...props, 0, 0, token.length >> 8, token.length & 0xff, ...token];
+  const { r, ack } = await connack(s.edge.port, frame(0x10, body), 5);
+  assert.is(ack.reasonCode, 0x81);
+  await withinMs(r.closed, 2000, 'closed');
+});
+
 // ---------------------------------------------------------------- fixed header flags
 
 t('MQTT-2.1.3-1: a CONNECT whose reserved fixed-header flags are not 0 is malformed: closed without CONNACK', async () => {
