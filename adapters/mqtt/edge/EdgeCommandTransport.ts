@@ -2,9 +2,10 @@
  * Asset commands to devices connected to the embedded edge (spec §4.3), on the command topic shapes
  * the device subscribed to, at the QoS it was granted (at most 1). A command counts as delivered when
  * a connection of the device acknowledges it (PUBACK), or — when it only holds QoS 0 subscriptions —
- * once it is written; 'unacknowledged' when the device's connections are at their MQTT 5 Receive
- * Maximum of commands awaiting PUBACK (the actors retry after a backoff); 'offline' when no connection of the device listens on a command topic of that
- * asset (the command actors keep it and resend when onReachable tells them).
+ * once it is written; 'offline' when no connection of the device listens on a command topic of that
+ * asset (the command actors keep it and resend when onReachable tells them); 'unacknowledged' when
+ * the connections that listen are at their MQTT 5 Receive Maximum of commands awaiting PUBACK (the
+ * actors resend after a backoff).
  *
  * The subscriptions are found by device (Sessions.ts), the PUBLISH is encoded by hand and written
  * at once: no topic matching, no broker queue between the actor and the socket.

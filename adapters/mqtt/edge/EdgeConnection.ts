@@ -191,7 +191,7 @@ export class EdgeConnection implements SessionHolder {
         const violation = this.v5 ? disconnectViolation(packet, this.connectExpiry) : undefined;
         if (violation !== undefined) return this.protocolError(violation.reason, violation.text);
         const expiry = packet.properties?.sessionExpiryInterval;
-        // MQTT 5 lets the client shorten (not lengthen from 0, [MQTT-3.14.2-2]) its session expiry on DISCONNECT.
+        // MQTT 5 lets the client change its session expiry on DISCONNECT, not from 0 (§3.14.2.2.2, checked above).
         if (this.session !== undefined && expiry !== undefined && this.session.expiryMs > 0) {
           this.session.expiryMs = Math.min(expiry, this.ctx.limits.maxSessionExpirySeconds) * 1000;
         }

@@ -14,7 +14,7 @@ export interface MqttEdgeStats {
   accepted: number;
   refused: number;
   disconnected: number;
-  /** Connections refused at CONNECT (unknown or partner token, client id of another principal, registry unavailable). */
+  /** Connections refused at CONNECT (unknown or partner token, client id of another principal, registry unavailable, an MQTT 5 CONNECT asking for what the edge does not offer). */
   connectionsRefused?: number;
   /** Connections closed for a packet above the limit (declared in its fixed header). */
   oversized?: number;

@@ -39,7 +39,7 @@ export function handleConnect(conn: EdgeConnection, body: Buffer): void {
   const violation = conn.v5 ? connectViolation(packet) : undefined;
   if (violation !== undefined) {
     // [MQTT-3.1.4-1], [MQTT-4.13.1-1]: refused with the reason code before the token is looked at.
-    conn.ctx.stats.protocolErrors++;
+    if (violation.reason === Reason.MALFORMED_PACKET || violation.reason === Reason.PROTOCOL_ERROR) ctx.stats.protocolErrors++;
     ctx.logger.info('mqtt: CONNECT refused', { reason: `0x${violation.reason.toString(16)}`, text: violation.text, clientId: packet.clientId });
     return refuse(conn, violation.reason, 0);
   }
