@@ -18,7 +18,7 @@ import { freePort } from './support/fleetCluster.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
 
 const bin = new URL('../bin/fleetstream.ts', import.meta.url).pathname;
-const env = { ...process.env, DATABASE_URL: '', KAFKA_BROKERS: '', CLICKHOUSE_URL: '', DATA_DIR: '', LOG_LEVEL: 'info', LOG_FORMAT: 'json' };
+const env = { ...process.env, DATABASE_URL: '', KAFKA_BROKERS: '', CLICKHOUSE_URL: '', DATA_DIR: '', METRICS_PORT: '0', LOG_LEVEL: 'info', LOG_FORMAT: 'json' };
 
 /** uid and gid of `nobody`, or undefined on a machine without it. */
 function nobody(): { uid: number; gid: number } | undefined {

@@ -13,7 +13,7 @@ import { test } from './support/suite.ts';
 import { tempDir } from './support/tmp.ts';
 
 const bin = new URL('../bin/fleetstream.ts', import.meta.url).pathname;
-const env = { ...process.env, DATABASE_URL: '', KAFKA_BROKERS: '', CLICKHOUSE_URL: '', DATA_DIR: '', HTTP_PORT: '', MQTT_PORT: '', LOG_LEVEL: 'error', LOG_FORMAT: 'json' };
+const env = { ...process.env, DATABASE_URL: '', KAFKA_BROKERS: '', CLICKHOUSE_URL: '', DATA_DIR: '', HTTP_PORT: '', MQTT_PORT: '', METRICS_PORT: '0', LOG_LEVEL: 'error', LOG_FORMAT: 'json' };
 const tmp = tempDir('ports-in-use');
 let held: Server | undefined;
 
