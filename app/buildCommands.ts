@@ -1,7 +1,7 @@
 /**
  * The command side of an edge process: topic `commands` → command actors → MQTT (asset commands)
  * or the LPWAN network server's downlink API (device commands), every lifecycle change recorded in
- * the command history, refused commands in the device's rejections.
+ * the command history, refused command records in the device's rejections (channel `command`).
  */
 import type { Clock } from '../engine/kernel/clock.ts';
 import { toFleetError } from '../engine/kernel/errors.ts';
@@ -40,6 +40,13 @@ export interface CommandsOptions {
   /** Where asset commands reach connected devices (the MQTT edge); absent: none are delivered. */
   transport?: CommandTransport;
   applications: LpwanApplications;
+  /**
+   * This process's command actors read every record of topic `commands` (the local log: one
+   * process per data dir). A command whose device's queue is full is then refused before it is
+   * appended (COMMAND_QUEUE_FULL, HTTP 429). Otherwise (Kafka: the edge consuming the device's
+   * partition may be another process) the edge cannot know: the reader lists it as `failed`.
+   */
+  readsEveryCommand?: boolean;
   /** Every lifecycle change, as it happens (metrics). */
   onCommandChanged?(view: CommandView): void;
 }
@@ -90,7 +97,8 @@ export function buildCommands(options: CommandsOptions): Commands {
     clock,
     topic: names.commands,
     group: names.commandsGroup,
-    // A refused command (not an actuator, value off profile, …) shows in the device's rejections.
+    // A refused command record (not an actuator, value off profile, …) shows in the device's
+    // rejections, apart from its uplink refusals (GET /device/{id}/rejections?channel=command).
     onRejected: (rejected) => {
       options.rejections.append([{
         deviceId: rejected.deviceId,
@@ -108,7 +116,13 @@ export function buildCommands(options: CommandsOptions): Commands {
     actors,
     edge: {
       async append(record) {
-        await options.log.append(names.commands, [{ key: record.deviceId, value: encoder.encode(JSON.stringify(record)) }]);
+        if (options.readsEveryCommand === true) actors.reserve(record.deviceId, record.id);
+        try {
+          await options.log.append(names.commands, [{ key: record.deviceId, value: encoder.encode(JSON.stringify(record)) }]);
+        } catch (error) {
+          actors.release(record.id);
+          throw error;
+        }
       },
       list: (query) => options.history.list(query),
     },

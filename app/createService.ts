@@ -252,7 +252,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       }
       const commands = buildCommands({
         log: timedLog, registry, changes, cacheTtlMs: registryCacheTtlMs(config), history: store.commands, rejections, clock, logger, names,
-        settings: config.commands, transport: mqtt?.commands, applications: lpwanApplications,
+        settings: config.commands, transport: mqtt?.commands, applications: lpwanApplications, readsEveryCommand: !usesKafka,
         onCommandChanged: (view) => {
           metrics.commandChanged(view);
           live.command(view);

@@ -8,7 +8,8 @@
  * Exactly one of `asset` (with `value`) and `assets` is present. `at` is the ISO 8601 time of the
  * command (default: issuedAt). `expiresAt` (epoch ms) bounds how long a command waits for an
  * offline device (default: issuedAt + the engine's configured expiry). Records that do not match
- * are dead-lettered with code VALIDATION_FAILED; values are checked against the asset profiles.
+ * are refused with code VALIDATION_FAILED (the device's rejections, channel `command`); values are
+ * checked against the asset profiles.
  */
 import Type, { type Static } from 'typebox';
 
@@ -67,7 +68,7 @@ export type CommandTransition = Static<typeof CommandTransition>;
 /** A command with its whole lifecycle, as the command history keeps it (`GET /device/{id}/commands`). */
 export const CommandLifecycle = Type.Object({
   ...CommandView.properties,
-  /** Epoch ms the command was first queued. */
+  /** Epoch ms the command was first queued (for one never queued, its device's queue being full: when it failed). */
   queuedAt: Type.Integer(),
   /** Oldest first; the last one is `status`. */
   transitions: Type.Array(CommandTransition),

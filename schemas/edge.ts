@@ -4,6 +4,7 @@
  * `/openapi.json`: TypeBox schemas are JSON Schema, which OpenAPI 3.1 embeds as is.
  */
 import Type, { type Static } from 'typebox';
+import { Channel } from './messages.ts';
 import { Page, PageLimit, pageCursor } from './page.ts';
 import { Asset, AssetKind, AssetName, AssetProfile, Device, DevicePatch, Ground, ID_PATTERN, Id, NewDevice, TokenScope } from './registry.ts';
 
@@ -49,9 +50,16 @@ export const HistoryQuery = Type.Object({
 }, { additionalProperties: false });
 export type HistoryQuery = Static<typeof HistoryQuery>;
 
+/** Where a rejection came from: an uplink channel, or `command` for a refused command record. */
+export const RejectionChannel = Type.Union([...Channel.anyOf, Type.Literal('command')]);
+export type RejectionChannel = Static<typeof RejectionChannel>;
+
 export const RejectionsQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'default 100' })),
   before: Type.Optional(TimeParam),
+  channel: Type.Optional(Type.Union([...RejectionChannel.anyOf], {
+    description: 'refusals of one channel only; `command`: refused command records. Default: uplink refusals of every channel (http, mqtt, lpwan)',
+  })),
 }, { additionalProperties: false });
 export type RejectionsQuery = Static<typeof RejectionsQuery>;
 

@@ -1,12 +1,13 @@
 /**
  * Command actors on a simulated clock with a scripted transport: order per device, offline queue
  * delivered on reconnect, expiry, resend after no acknowledgement, device commands without a
- * downlink, bounded queues.
+ * downlink, bounded queues with reserved places, commands refused for a full queue.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { SimulatedClock } from '../engine/kernel/clock.ts';
 import { CommandActors, type AcceptedCommand } from '../engine/commands/CommandActors.ts';
+import type { FleetError } from '../engine/kernel/errors.ts';
 import type { AssetCommandDelivery, CommandTransport, DeliveryOutcome } from '../engine/ports/commandTransport.ts';
 import { initialTransition, transition } from 'xstate';
 import { commandMachine, initialCommandSnapshot, nextCommandSnapshot, type CommandEvent } from '../engine/commands/commandMachine.ts';
@@ -138,7 +139,7 @@ test('an asset command marked via downlink goes to the downlink as the device co
   none.stop();
 });
 
-test('the per-device queue is bounded', () => {
+test('the per-device queue is bounded: COMMAND_QUEUE_FULL (429, retriable, with a Retry-After hint)', () => {
   const clock = new SimulatedClock(0);
   const actors = new CommandActors({ clock, transport: new FakeTransport(), maxQueuePerDevice: 2 });
   actors.submit(cmd('d5', 1));
@@ -147,9 +148,64 @@ test('the per-device queue is bounded', () => {
     actors.submit(cmd('d5', 3));
     assert.unreachable('must refuse');
   } catch (error) {
-    assert.is((error as { code: string }).code, 'BACKPRESSURE');
+    const e = error as FleetError;
+    assert.equal([e.code, e.status, e.retriable, e.detail], ['COMMAND_QUEUE_FULL', 429, true, { retryAfter: 5 }]);
   }
   actors.submit(cmd('d6', 1));
+  actors.stop();
+});
+
+const refusedCode = (run: () => unknown): string | undefined => {
+  try {
+    run();
+    return undefined;
+  } catch (error) {
+    return (error as FleetError).code;
+  }
+};
+
+test('reserved places count against the queue; the reserved command takes its place, release gives it back', () => {
+  const clock = new SimulatedClock(0);
+  const actors = new CommandActors({ clock, transport: new FakeTransport(), maxQueuePerDevice: 3 });
+  const [a, b, c, d] = [cmd('d7', 1), cmd('d7', 2), cmd('d7', 3), cmd('d7', 4)];
+  actors.reserve('d7', a.id);
+  actors.reserve('d7', b.id);
+  actors.submit(c);
+  assert.is(refusedCode(() => actors.reserve('d7', d.id)), 'COMMAND_QUEUE_FULL', 'two reserved and one waiting fill a queue of three');
+  assert.is(refusedCode(() => actors.submit(d)), 'COMMAND_QUEUE_FULL', 'an unreserved command finds no room either');
+  assert.is(refusedCode(() => actors.submit(a)), undefined, 'a reserved command always fits');
+  assert.is(actors.release(b.id), true);
+  assert.is(actors.release(b.id), false, 'released once');
+  actors.submit(d);
+  assert.is(actors.pending('d7'), 3);
+  assert.is(refusedCode(() => actors.submit(b)), 'COMMAND_QUEUE_FULL', 'its place was given back and taken');
+  actors.reserve('d8', 'other-device');
+  assert.is(refusedCode(() => actors.reserve('d8', 'other-device')), undefined, 'reserving again is a no-op');
+  actors.stop();
+});
+
+test('refuse: a command that is not queued is failed with the refusal\'s code and reason, listed and reported, its place released', () => {
+  const clock = new SimulatedClock(5000);
+  const changes: string[] = [];
+  const actors = new CommandActors({ clock, transport: new FakeTransport(), maxQueuePerDevice: 1, onChange: (v) => changes.push(`${v.id}:${v.status}:${v.code ?? ''}`) });
+  const [a, b] = [cmd('d9', 1), cmd('d9', 2)];
+  actors.submit(a);
+  actors.reserve('d10', b.id);
+  let failure: FleetError | undefined;
+  try {
+    actors.submit({ ...b, deviceId: 'd9' });
+  } catch (error) {
+    failure = error as FleetError;
+  }
+  const view = actors.refuse({ ...b, deviceId: 'd9' }, failure!);
+  assert.equal({ ...view }, {
+    id: b.id, deviceId: 'd9', kind: 'asset', asset: 'led', value: 2, at: b.at, issuer: 'test',
+    status: 'failed', code: 'COMMAND_QUEUE_FULL', reason: failure!.message, updatedAt: 5000, attempts: 0,
+  });
+  assert.equal(changes, [`${a.id}:queued:`, `${a.id}:sent:`, `${b.id}:failed:COMMAND_QUEUE_FULL`]);
+  assert.equal(actors.recent('d9').map((v) => `${v.id}:${v.status}`), [`${b.id}:failed`, `${a.id}:sent`]);
+  assert.is(actors.pending('d9'), 1, 'nothing queued for it');
+  assert.is(actors.release(b.id), false, 'its reservation went with it');
   actors.stop();
 });
 

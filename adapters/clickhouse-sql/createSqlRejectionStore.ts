@@ -4,7 +4,7 @@
  * dead letter folds into the one already stored (ReplacingMergeTree + FINAL).
  */
 import { FleetError } from '../../engine/kernel/errors.ts';
-import type { RejectionRow, RejectionStore } from '../../engine/ports/rejections.ts';
+import type { RejectionQuery, RejectionRow, RejectionStore } from '../../engine/ports/rejections.ts';
 import type { SqlExecutor } from './createSqlStateStore.ts';
 import { tsvField } from './encodeStateRowsTsv.ts';
 import { checkIdentifier, int64Literal, quoteString } from './stateTable.ts';
@@ -55,7 +55,7 @@ ORDER BY (device_id, rejected_at, uplink_id, code, asset)`);
       await executor.insertTsv(`${database}.${table}`, REJECTION_COLUMNS, Buffer.from(payload));
     },
 
-    async recent(deviceId: string, query: { limit?: number; before?: number } = {}) {
+    async recent(deviceId: string, query: RejectionQuery = {}) {
       const limit = query.limit ?? 50;
       if (!Number.isSafeInteger(limit) || limit < 1 || limit > maxLimit) {
         throw new FleetError('VALIDATION_FAILED', `limit must be an integer from 1 to ${maxLimit}`, { detail: { field: 'limit' } });
@@ -63,9 +63,13 @@ ORDER BY (device_id, rejected_at, uplink_id, code, asset)`);
       if (query.before !== undefined && !Number.isSafeInteger(query.before)) {
         throw new FleetError('VALIDATION_FAILED', 'before must be an integer epoch ms', { detail: { field: 'before' } });
       }
+      if (query.channels !== undefined && (!Array.isArray(query.channels) || query.channels.length === 0 || !query.channels.every((c) => typeof c === 'string'))) {
+        throw new FleetError('VALIDATION_FAILED', 'channels must be a non-empty list of channel names', { detail: { field: 'channels' } });
+      }
       const before = query.before === undefined ? '' : ` AND rejected_at < ${int64Literal(query.before)}`;
+      const channels = query.channels === undefined ? '' : ` AND channel IN (${query.channels.map(quoteString).join(', ')})`;
       const rows = await executor.select(`SELECT device_id, rejected_at, uplink_id, code, asset, reason, channel FROM ${qualified} FINAL
-WHERE device_id = ${quoteString(deviceId)}${before}
+WHERE device_id = ${quoteString(deviceId)}${before}${channels}
 ORDER BY rejected_at DESC, uplink_id DESC, code, asset
 LIMIT ${limit}`);
       return rows.map((r) => ({

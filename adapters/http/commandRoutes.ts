@@ -7,8 +7,11 @@
  * asset (spec §4.4; engine/commands/lpwanNetworkOf.ts). The asset must be an actuator (422
  * NOT_ACTUATOR) and the value fit its profile (422 PROFILE_VIOLATION); a command to a LoRaWAN device
  * must also be able to leave: its network takes downlinks (501 NO_DOWNLINK) and its device type
- * encodes it (422 VALIDATION_FAILED), so that a 202 is not followed by a certain failure. Then the
- * command record is appended to topic `commands` and `202` returns its id. `GET /device/{id}/commands` lists the device's commands from the command history, newest
+ * encodes it (422 VALIDATION_FAILED), so that a 202 is not followed by a certain failure. A command
+ * the device's queue has no room for is refused too, 429 COMMAND_QUEUE_FULL with Retry-After, where
+ * the edge can know (embedded: its own actors read every command); where it cannot (Kafka), the
+ * command is listed as `failed` with that code. Then the command record is appended to topic
+ * `commands` and `202` returns its id. `GET /device/{id}/commands` lists the device's commands from the command history, newest
  * first, each with its lifecycle (from/to select by the time a command was queued, like state
  * history selects by measurement time).
  */
@@ -26,7 +29,7 @@ import { isPlainObject } from '../../engine/kernel/isPlainObject.ts';
 import { readJsonBody } from './requestBody.ts';
 
 export interface EdgeCommands {
-  /** Appends the record to topic `commands`; resolves once durable. */
+  /** Appends the record to topic `commands`; resolves once durable. COMMAND_QUEUE_FULL when its device's queue is known to be full. */
   append(record: CommandRecord): Promise<void>;
   /** Commands of a device with their lifecycles, newest first (engine/ports/commandHistory.ts). */
   list(query: CommandHistoryQuery): Promise<CommandLifecycle[]>;
@@ -89,7 +92,7 @@ export function commandRoutes(edge: EdgeContext, commands: EdgeCommands): void {
   router.route({
     methods: ['put', 'post'], path: '/device/{id}/asset/{name}/command', operationId: 'putDeviceAssetCommand',
     summary: 'Asset command (spec §4.3), delivered over MQTT; to a device on a LoRaWAN network, as a device command over it (spec §4.4)', tags: TAGS, params: DeviceAssetParams,
-    body: { required: true, content: { [JSON_TYPE]: AssetCommandBody } }, responses: accepted, errors: [400, 404, 413, 415, 422, 501, 503],
+    body: { required: true, content: { [JSON_TYPE]: AssetCommandBody } }, responses: accepted, errors: [400, 404, 413, 415, 422, 429, 501, 503],
   }, async (c, { principal, params }) => {
     userOnly(principal);
     return assetCommand(c, principal, params.id, params.name);
@@ -98,7 +101,7 @@ export function commandRoutes(edge: EdgeContext, commands: EdgeCommands): void {
   router.route({
     methods: ['put', 'post'], path: '/asset/{assetId}/command', operationId: 'putAssetCommand',
     summary: 'Asset command by asset id (spec §4.3), delivered as the one above', tags: TAGS, params: AssetIdParams,
-    body: { required: true, content: { [JSON_TYPE]: AssetCommandBody } }, responses: accepted, errors: [400, 404, 413, 415, 422, 501, 503],
+    body: { required: true, content: { [JSON_TYPE]: AssetCommandBody } }, responses: accepted, errors: [400, 404, 413, 415, 422, 429, 501, 503],
   }, async (c, { principal, params }) => {
     userOnly(principal);
     const { device, asset } = await access.asset(principal, params.assetId, 'write');
@@ -108,7 +111,7 @@ export function commandRoutes(edge: EdgeContext, commands: EdgeCommands): void {
   router.route({
     methods: ['put', 'post'], path: '/device/{id}/command', operationId: 'putDeviceCommand',
     summary: 'Device command (spec §4.4): asset name → value, delivered over LPWAN', tags: TAGS, params: DeviceParams,
-    body: { required: true, content: { [JSON_TYPE]: DeviceCommandBody } }, responses: accepted, errors: [400, 404, 413, 415, 422, 501, 503],
+    body: { required: true, content: { [JSON_TYPE]: DeviceCommandBody } }, responses: accepted, errors: [400, 404, 413, 415, 422, 429, 501, 503],
   }, async (c, { principal, params }) => {
     userOnly(principal);
     const device = await access.device(principal, params.id, 'write');

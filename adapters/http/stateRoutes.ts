@@ -20,6 +20,7 @@ import {
   RejectionList,
   RejectionsQuery,
 } from '../../schemas/edge.ts';
+import { Channel } from '../../schemas/messages.ts';
 import { assetOf } from './EdgeAccess.ts';
 import type { EdgeContext } from './EdgeDeps.ts';
 import { historyPage } from './historyPage.ts';
@@ -32,6 +33,8 @@ const BUCKET_MS: Record<Resolution, number> = { minute: 60_000, hour: 3_600_000,
 const DEFAULT_SPAN_MS: Record<Resolution, number> = { minute: 3_600_000, hour: 7 * 86_400_000, day: 90 * 86_400_000 };
 const MAX_BUCKETS = 10_000;
 const DEFAULT_LIMIT = 100;
+/** What /rejections lists by default: why a value was dropped, on any uplink channel (not refused commands). */
+const UPLINK_CHANNELS: readonly string[] = Channel.anyOf.map((literal) => literal.const);
 
 function iso(ms: number): string {
   return new Date(ms).toISOString();
@@ -186,6 +189,8 @@ export function stateRoutes(edge: EdgeContext): void {
     path: '/device/{id}/rejections',
     operationId: 'getDeviceRejections',
     summary: 'Recent rejections of a device, newest first: why a value was dropped',
+    description: 'Uplink refusals of every channel by default; `channel=command` lists the refused command records instead, '
+      + 'so that neither pushes the other out of the list.',
     tags: TAGS,
     params: DeviceParams,
     query: RejectionsQuery,
@@ -193,7 +198,9 @@ export function stateRoutes(edge: EdgeContext): void {
     errors: [404],
   }, async (c, { principal, params, query }) => {
     const device = await access.device(principal, params.id, 'read');
-    const rows = await deps.rejections.recent(device.id, { limit: query.limit ?? DEFAULT_LIMIT, before: timeOf(query.before, 'before') });
+    const rows = await deps.rejections.recent(device.id, {
+      limit: query.limit ?? DEFAULT_LIMIT, before: timeOf(query.before, 'before'), channels: query.channel === undefined ? UPLINK_CHANNELS : [query.channel],
+    });
     return c.json({
       items: rows.map((r) => {
         const item: Record<string, unknown> = { at: iso(r.rejectedAt), code: r.code, reason: r.reason, uplinkId: r.uplinkId, channel: r.channel };

@@ -7,6 +7,12 @@
  * driven) passes; an unacknowledged delivery is resent after a backoff (at-least-once).
  * Every status change is kept in a bounded per-device history (`recent`) and reported to onChange
  * (the service persists them in the command history: CommandHistoryRecorder).
+ *
+ * A full queue refuses with COMMAND_QUEUE_FULL (429). A place can be reserved before the command is
+ * on its way (reserve): an edge whose actors read every command record refuses at once instead of
+ * answering 202 for a command that would not fit. A command that arrives for a full queue anyway
+ * (from another edge, or appended to topic `commands` by an application) is recorded as `failed`
+ * with that code (refuse), so the device's command list shows what became of it.
  */
 import { exponentialBackoff, type Backoff } from '../kernel/backoff.ts';
 import type { Clock, TimerHandle } from '../kernel/clock.ts';
@@ -39,7 +45,7 @@ export interface CommandActorsOptions {
   clock: Clock;
   transport?: CommandTransport;
   downlink?: Downlink;
-  /** Commands waiting per device before submit refuses with BACKPRESSURE. Default 100. */
+  /** Commands waiting or reserved per device before submit and reserve refuse with COMMAND_QUEUE_FULL. Default 100. */
   maxQueuePerDevice?: number;
   /** How long a command waits for its device, ms. Default 3 600 000 (one hour). */
   expiryMs?: number;
@@ -74,6 +80,9 @@ export class CommandActors {
   readonly #o: Required<Pick<CommandActorsOptions, 'maxQueuePerDevice' | 'expiryMs' | 'retryBaseMs' | 'retryMaxMs' | 'historyPerDevice'>> & CommandActorsOptions;
   readonly #devices = new Map<string, DeviceQueue>();
   readonly #history = new Map<string, CommandView[]>();
+  /** Reserved places: command id → device id, and the count per device. */
+  readonly #reservations = new Map<string, string>();
+  readonly #reserved = new Map<string, number>();
   readonly #unsubscribe: (() => void) | undefined;
   readonly #backoff: Backoff;
 
@@ -84,21 +93,39 @@ export class CommandActors {
   }
 
   /**
-   * Queues a command; `onSettled` runs once it is delivered, expired or failed. BACKPRESSURE when
-   * the device's queue is full.
+   * Holds a place in the device's queue for a command on its way to submit() (through the log);
+   * COMMAND_QUEUE_FULL when there is none. submit() of that command id takes the place; release()
+   * gives it back when the command will not come (its append failed, or it was refused).
+   */
+  reserve(deviceId: string, commandId: string): void {
+    if (this.#reservations.has(commandId)) return;
+    this.#checkRoom(deviceId);
+    this.#reservations.set(commandId, deviceId);
+    this.#reserved.set(deviceId, (this.#reserved.get(deviceId) ?? 0) + 1);
+  }
+
+  /** Gives a reserved place back; false when the command holds none. */
+  release(commandId: string): boolean {
+    const deviceId = this.#reservations.get(commandId);
+    if (deviceId === undefined) return false;
+    this.#reservations.delete(commandId);
+    const left = this.#reserved.get(deviceId)! - 1;
+    if (left === 0) this.#reserved.delete(deviceId);
+    else this.#reserved.set(deviceId, left);
+    return true;
+  }
+
+  /**
+   * Queues a command; `onSettled` runs once it is delivered, expired or failed. COMMAND_QUEUE_FULL
+   * when the device's queue is full (a command with a reserved place always fits).
    */
   submit(command: AcceptedCommand, onSettled?: () => void): CommandView {
+    if (this.#reservations.get(command.id) === command.deviceId) this.release(command.id);
+    else this.#checkRoom(command.deviceId);
     let device = this.#devices.get(command.deviceId);
     if (device === undefined) this.#devices.set(command.deviceId, (device = { queue: [], busy: false, retry: undefined, resends: 0 }));
-    if (device.queue.length >= this.#o.maxQueuePerDevice) {
-      throw new FleetError('BACKPRESSURE', `device ${command.deviceId} has ${device.queue.length} commands waiting`, { detail: { retryAfter: 5 } });
-    }
     const now = this.#o.clock.now();
-    const view: CommandView = {
-      id: command.id, deviceId: command.deviceId, kind: command.kind, value: command.kind === 'asset' ? command.value : command.assets,
-      at: command.at, issuer: command.issuer, status: 'queued', updatedAt: now, attempts: 0,
-    };
-    if (command.kind === 'asset') view.asset = command.asset.name;
+    const view = this.#view(command, now);
     const expiresIn = (command.expiresAt ?? now + this.#o.expiryMs) - now;
     const entry: Entry = { command, view, snapshot: initialCommandSnapshot(), settled: onSettled ? [onSettled] : [], expiry: undefined as never };
     entry.expiry = this.#o.clock.setTimeout(() => this.#settle(entry, { type: 'EXPIRE' }, 'COMMAND_EXPIRED', 'the device did not take the command before it expired'), Math.max(0, expiresIn));
@@ -109,9 +136,42 @@ export class CommandActors {
     return view;
   }
 
+  /**
+   * Records a command that is not queued (submit refused it: its device's queue is full) as
+   * `failed` with the refusal's code and reason: listed like any other, reported to onChange.
+   */
+  refuse(command: AcceptedCommand, failure: FleetError): CommandView {
+    this.release(command.id);
+    const view = this.#view(command, this.#o.clock.now());
+    view.status = 'failed';
+    view.code = failure.code;
+    view.reason = failure.message;
+    this.#remember(view);
+    this.#o.onChange?.(view);
+    return view;
+  }
+
   /** Newest first. */
   recent(deviceId: string, limit = 50): CommandView[] {
     return (this.#history.get(deviceId) ?? []).slice(-limit).reverse().map((v) => ({ ...v }));
+  }
+
+  #checkRoom(deviceId: string): void {
+    const waiting = this.#devices.get(deviceId)?.queue.length ?? 0;
+    const reserved = this.#reserved.get(deviceId) ?? 0;
+    if (waiting + reserved >= this.#o.maxQueuePerDevice) {
+      const on = reserved > 0 ? ` (${reserved} more on their way)` : '';
+      throw new FleetError('COMMAND_QUEUE_FULL', `device ${deviceId} has ${waiting} commands waiting${on}, the most its queue holds (${this.#o.maxQueuePerDevice}); retry once some are delivered or expire`, { detail: { retryAfter: 5 } });
+    }
+  }
+
+  #view(command: AcceptedCommand, now: number): CommandView {
+    const view: CommandView = {
+      id: command.id, deviceId: command.deviceId, kind: command.kind, value: command.kind === 'asset' ? command.value : command.assets,
+      at: command.at, issuer: command.issuer, status: 'queued', updatedAt: now, attempts: 0,
+    };
+    if (command.kind === 'asset') view.asset = command.asset.name;
+    return view;
   }
 
   /** Commands waiting (queued or sent) for a device. */
@@ -126,6 +186,8 @@ export class CommandActors {
       for (const entry of device.queue) entry.expiry.cancel();
     }
     this.#devices.clear();
+    this.#reservations.clear();
+    this.#reserved.clear();
   }
 
   #remember(view: CommandView): void {

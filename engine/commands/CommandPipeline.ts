@@ -1,20 +1,22 @@
 /**
  * Topic `commands` → command actors (DESIGN.md §2). Records are JSON CommandRecords
  * (schemas/commands.ts), validated against the schema and the device's asset profiles; refused ones
- * go to onRejected (dead letters) and are not delivered. An asset command for a device on a LoRaWAN
- * network goes to the actors marked `via: 'downlink'`. A record's offset is committed only once
- * its command is delivered, expired, failed or refused, so a restart replays commands still waiting
- * (at-least-once, like their MQTT delivery).
+ * go to onRejected (the device's rejections, channel `command`) and are not delivered. An asset
+ * command for a device on a LoRaWAN network goes to the actors marked `via: 'downlink'`. A command
+ * its device's queue has no room for is not refused there: it is listed in the device's commands
+ * as `failed` with COMMAND_QUEUE_FULL (CommandActors.refuse), like every command that was valid. A
+ * record's offset is committed only once its command is delivered, expired, failed or refused, so
+ * a restart replays commands still waiting (at-least-once, like their MQTT delivery).
  */
 import { Compile } from 'typebox/compile';
 import type { Clock, TimerHandle } from '../kernel/clock.ts';
-import type { ErrorCode } from '../kernel/errors.ts';
+import { toFleetError, type ErrorCode } from '../kernel/errors.ts';
 import { OffsetTracker } from '../uplink/pipeline/OffsetTracker.ts';
 import type { DeviceDirectory } from '../ports/directory.ts';
 import type { CommitRequest, Consumer, Log, RecordBatch } from '../ports/log.ts';
 import { CommandRecord } from '../../schemas/commands.ts';
 import { Topics } from '../../schemas/messages.ts';
-import type { CommandActors } from './CommandActors.ts';
+import type { AcceptedCommand, CommandActors } from './CommandActors.ts';
 import { lpwanNetworkOf } from './lpwanNetworkOf.ts';
 import { validateAssetCommand, validateDeviceCommand } from './validateCommand.ts';
 
@@ -83,6 +85,8 @@ export class CommandPipeline {
       const t = tracker;
       const done = () => t.finish(record.offset);
       const refuse = (code: ErrorCode, reason: string, commandId?: string) => {
+        // A place reserved for it by the edge that appended it is free again.
+        if (commandId !== undefined) this.#o.actors.release(commandId);
         this.#o.onRejected?.({ deviceId: record.key, commandId, code, reason });
         done();
       };
@@ -114,20 +118,28 @@ export class CommandPipeline {
         continue;
       }
       const base = { id: c.id, deviceId: c.deviceId, at, issuer: c.issuer, expiresAt: c.expiresAt };
+      let command: AcceptedCommand;
+      if (c.asset !== undefined) {
+        const ok = validateAssetCommand(device, c.asset, c.value);
+        if (!ok.ok) { refuse(ok.code, ok.reason, c.id); continue; }
+        // spec §4.4: a device on a LoRaWAN network takes commands only through its network.
+        const via = lpwanNetworkOf(device) === undefined ? 'mqtt' : 'downlink';
+        command = { ...base, kind: 'asset', asset: { id: ok.value.id, name: ok.value.name }, value: c.value, via };
+      } else {
+        const ok = validateDeviceCommand(device, c.assets!);
+        if (!ok.ok) { refuse(ok.code, ok.reason, c.id); continue; }
+        command = { ...base, kind: 'device', assets: c.assets! };
+      }
       try {
-        if (c.asset !== undefined) {
-          const ok = validateAssetCommand(device, c.asset, c.value);
-          if (!ok.ok) { refuse(ok.code, ok.reason, c.id); continue; }
-          // spec §4.4: a device on a LoRaWAN network takes commands only through its network.
-          const via = lpwanNetworkOf(device) === undefined ? 'mqtt' : 'downlink';
-          this.#o.actors.submit({ ...base, kind: 'asset', asset: { id: ok.value.id, name: ok.value.name }, value: c.value, via }, done);
-        } else {
-          const ok = validateDeviceCommand(device, c.assets!);
-          if (!ok.ok) { refuse(ok.code, ok.reason, c.id); continue; }
-          this.#o.actors.submit({ ...base, kind: 'device', assets: c.assets! }, done);
-        }
+        this.#o.actors.submit(command, done);
       } catch (error) {
-        refuse('BACKPRESSURE', (error as Error).message, c.id);
+        const failure = toFleetError(error);
+        if (failure.code === 'COMMAND_QUEUE_FULL') {
+          this.#o.actors.refuse(command, failure);
+          done();
+        } else {
+          refuse(failure.code, failure.message, c.id);
+        }
       }
     }
   }

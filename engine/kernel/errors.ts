@@ -24,6 +24,8 @@ export const ErrorCodes = {
   NO_DOWNLINK: { status: 501, retriable: false },
   /** The network server refused a downlink for good (4xx other than 408/429): retrying cannot help. */
   DOWNLINK_REFUSED: { status: 502, retriable: false },
+  /** The device already has as many commands waiting as `--command-queue` allows; room comes as they are delivered or expire. */
+  COMMAND_QUEUE_FULL: { status: 429, retriable: true },
   // request level
   BAD_REQUEST: { status: 400, retriable: false },
   UNAUTHORIZED: { status: 401, retriable: false },

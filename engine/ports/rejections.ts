@@ -1,7 +1,8 @@
 /**
  * Recent rejections of a device, so a maker can see why a value was dropped
- * (`GET /device/{id}/rejections`). Fed from the dead letters once they are durable; implemented by
- * the state store adapters (a `rejections` table beside the states).
+ * (`GET /device/{id}/rejections`). Fed from the dead letters once they are durable, and with the
+ * command records the command pipeline refused (channel `command`); implemented by the state store
+ * adapters (a `rejections` table beside the states), which pass test/contracts/rejections.contract.ts.
  */
 export interface RejectionRow {
   deviceId: string;
@@ -12,11 +13,24 @@ export interface RejectionRow {
   /** Empty when the rejection concerns the whole message. */
   asset: string;
   uplinkId: string;
+  /** The uplink's channel (http, mqtt, lpwan), or `command` for a refused command record. */
   channel: string;
+}
+
+export interface RejectionQuery {
+  /** Most rows returned. Default 50. */
+  limit?: number;
+  /** Only rows rejected before this epoch ms (paging). */
+  before?: number;
+  /**
+   * Only rows of these channels. The limit applies after it, so refusals of one channel never
+   * push those of another out of a page. Default: every channel.
+   */
+  channels?: readonly string[];
 }
 
 export interface RejectionStore {
   append(rows: readonly RejectionRow[]): Promise<void>;
   /** Newest first. A rejection appended twice (replay) is listed once. */
-  recent(deviceId: string, options?: { limit?: number; before?: number }): Promise<RejectionRow[]>;
+  recent(deviceId: string, options?: RejectionQuery): Promise<RejectionRow[]>;
 }

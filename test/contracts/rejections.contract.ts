@@ -38,6 +38,20 @@ export function rejectionsContract(name: string, factory: () => Promise<Rejectio
     assert.equal(next.map((x) => x.rejectedAt), [1006, 1005, 1004]);
   });
 
+  s('channels: only the rows of those channels, the limit applied after, so a flood of one never pushes another out', async ({ fixture }) => {
+    const r = fixture.rejections;
+    await r.append([rejection('d1', 1000), rejection('d1', 1001, { channel: 'mqtt' }), rejection('d1', 1002, { channel: 'lpwan', asset: '' })]);
+    await r.append(Array.from({ length: 20 }, (_, i) => rejection('d1', 2000 + i, { channel: 'command', code: 'NOT_ACTUATOR', asset: '', uplinkId: `c${i}` })));
+    const uplinks = await r.recent('d1', { limit: 5, channels: ['http', 'mqtt', 'lpwan'] });
+    assert.equal(uplinks.map((x) => [x.rejectedAt, x.channel]), [[1002, 'lpwan'], [1001, 'mqtt'], [1000, 'http']]);
+    const commands = await r.recent('d1', { limit: 5, channels: ['command'] });
+    assert.equal(commands.map((x) => x.uplinkId), ['c19', 'c18', 'c17', 'c16', 'c15']);
+    const next = await r.recent('d1', { limit: 5, channels: ['command'], before: commands.at(-1)!.rejectedAt });
+    assert.equal(next.map((x) => x.uplinkId), ['c14', 'c13', 'c12', 'c11', 'c10']);
+    assert.equal((await r.recent('d1', { channels: ["mqtt') OR 1=1 --"] })), [], 'a channel is a value, not SQL');
+    assert.is((await r.recent('d1', { limit: 100 })).length, 23, 'no channels: every row');
+  });
+
   s('a replayed rejection is listed once', async ({ fixture }) => {
     const r = fixture.rejections;
     await r.append([rejection('d1', 1000)]);

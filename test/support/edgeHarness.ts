@@ -20,7 +20,7 @@ import type { Registry } from '../../engine/ports/registry.ts';
 import type { RegistryChanges } from '../../engine/ports/registryChanges.ts';
 import { publishingRegistry } from '../../engine/access/publishingRegistry.ts';
 import { InProcessRegistryChanges } from '../../adapters/registry-changes/InProcessRegistryChanges.ts';
-import type { RejectionRow, RejectionStore } from '../../engine/ports/rejections.ts';
+import type { RejectionQuery, RejectionRow, RejectionStore } from '../../engine/ports/rejections.ts';
 import type { StateStore } from '../../engine/ports/store.ts';
 import type { UplinkIngest } from '../../engine/uplink/UplinkIngest.ts';
 import { buildIntake, type Intake } from '../../app/buildIntake.ts';
@@ -84,9 +84,10 @@ export class MemoryRejections implements RejectionStore {
   async append(rows: readonly RejectionRow[]): Promise<void> {
     this.rows.push(...rows);
   }
-  async recent(deviceId: string, options: { limit?: number; before?: number } = {}): Promise<RejectionRow[]> {
+  async recent(deviceId: string, options: RejectionQuery = {}): Promise<RejectionRow[]> {
     return this.rows
       .filter((r) => r.deviceId === deviceId && (options.before === undefined || r.rejectedAt < options.before))
+      .filter((r) => options.channels === undefined || options.channels.includes(r.channel))
       .sort((a, b) => b.rejectedAt - a.rejectedAt)
       .slice(0, options.limit ?? 100);
   }

@@ -6,7 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import { createService, type Service } from '../../app/createService.ts';
 import { createJsonLogger } from '../../engine/kernel/logger.ts';
-import { defaultConfig } from '../../schemas/config.ts';
+import { defaultConfig, type Config } from '../../schemas/config.ts';
 import type { LpwanApplicationConfig } from '../../schemas/lpwan.ts';
 
 export interface EmbeddedServiceOptions {
@@ -15,6 +15,8 @@ export interface EmbeddedServiceOptions {
   applications?: LpwanApplicationConfig[];
   /** Default: log errors only, to nowhere. */
   log?: { level: 'warn' | 'error'; write(line: string): void };
+  /** Command settings over the defaults (`--command-queue`, `--command-expiry-ms`). */
+  commands?: Partial<Config['commands']>;
 }
 
 /** `options` as a string: the directory, with no LPWAN applications. */
@@ -33,6 +35,7 @@ export async function startEmbeddedService(options: EmbeddedServiceOptions | str
       mqtt: { host: '127.0.0.1', port: 0 },
       metrics: { host: '127.0.0.1', port: 0 },
       engine: { ...defaultConfig.engine, partitions: 2, batchDelayMs: 10 },
+      commands: { ...defaultConfig.commands, ...o.commands },
       lpwanApplicationsFile,
     },
     logger: createJsonLogger(o.log ?? { level: 'error', write: () => undefined }),
