@@ -111,6 +111,9 @@ test('server adapter errors: parsed, 18.16 text, sockets, deadline, anything els
   const controller = new AbortController();
   controller.abort();
   assert.is(clickhouseServerError(new Error('The user aborted a request.'), controller.signal).code, 'TIMEOUT');
+  const bodiless = clickhouseServerError(new Error(''));
+  assert.is(bodiless.code, 'UNAVAILABLE', 'an error answer without a body (a server stopping) is retried');
+  assert.is(bodiless.retriable, true);
   const other = clickhouseServerError(new Error('<html>502</html>'));
   assert.is(other.code, 'INTERNAL');
   assert.is(other.retriable, false);

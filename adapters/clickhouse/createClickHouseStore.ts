@@ -133,6 +133,10 @@ export function clickhouseServerError(error: unknown, signal?: AbortSignal): Fle
   if (typeof socketCode === 'string' && TRANSIENT_SOCKET_CODES.has(socketCode)) {
     return new FleetError('UNAVAILABLE', message, { cause: error });
   }
+  // An error answer with no body: the client makes Error('') of it. A server that is stopping
+  // answers so (seen while the server went down under an engine's appends); it names no fault of
+  // the query, so the append is retried like one refused by a closed socket.
+  if (error instanceof Error && error.message.trim() === '') return new FleetError('UNAVAILABLE', `${message}(an error answer without a body: the server may be stopping)`, { cause: error });
   if (error instanceof Error) {
     const code = clickhouseCodeOf(error.message);
     if (code !== undefined) return fleetErrorFromClickHouseCode(code, message, error);
