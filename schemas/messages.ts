@@ -67,6 +67,13 @@ export interface StateRow {
   receivedAt: number;
   value: JsonValue;
   uplinkId: string;
+  /**
+   * Which reading of its uplink this is among those of the same asset and `ts` (0 for the first,
+   * absent means 0): the readings of a batch sent without `at` share the uplink id and the receive
+   * time, and this keeps them apart, in item order (engine/uplink/admission/numberReadings.ts).
+   * The same uplink yields the same numbers every time, so a replay folds into what is stored.
+   */
+  seq?: number;
 }
 
 /** Topic `dead-letters`, key = device id. */

@@ -9,6 +9,7 @@ import { randomDoubles, row, storeContract } from './contracts/store.contract.ts
 import { newUplinkId } from '../engine/kernel/ids.ts';
 import type { JsonValue, StateRow } from '../schemas/messages.ts';
 import { rejectionsContract } from './contracts/rejections.contract.ts';
+import { checkMigrated, earlierStateTable } from './support/earlierStateTables.ts';
 
 function fixture(legacyLayout: boolean, rollups = false) {
   return async () => {
@@ -150,6 +151,20 @@ test('retentionDays drops states older than that many days (TTL, applied as part
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+for (const layout of ['compact', 'legacy'] as const) {
+  test(`a ${layout} states table made before seq is migrated at init: old rows read, a batch's readings at one time kept, replays fold`, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fleetstream-chdb-'));
+    try {
+      const earlier = createChdbStore({ dir });
+      for (const sql of earlierStateTable('fleetstream', layout)) await earlier.query(sql);
+      await earlier.close();
+      await checkMigrated(() => createChdbStore({ dir }), 'fleetstream', layout);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+}
 
 test('bad options are refused before anything opens', () => {
   assert.throws(() => createChdbStore({ dir: '' }), /dir is required/);

@@ -10,6 +10,7 @@ import { FleetError } from '../engine/kernel/errors.ts';
 import type { JsonValue } from '../schemas/messages.ts';
 import { randomDoubles, row, storeContract } from './contracts/store.contract.ts';
 import { rejectionsContract } from './contracts/rejections.contract.ts';
+import { checkMigrated, earlierStateTable } from './support/earlierStateTables.ts';
 
 const url = process.env.CLICKHOUSE_URL;
 
@@ -62,6 +63,15 @@ withEnv('clickhouse-store', ['CLICKHOUSE_URL'], 'scripts/clickhouse.sh start; ex
       },
     };
   }).run();
+
+  test('a states table made before seq (the server\'s layout) is migrated at init: old rows read, a batch\'s readings at one time kept, replays fold', async () => {
+    const database = `fleetstream_test_${process.pid}_${n++}`;
+    databases.push(database);
+    const version = (await adminQuery('SELECT version()')).trim();
+    const layout = compactTypesIn(version) ? 'compact' : 'legacy';
+    for (const sql of earlierStateTable(database, layout)) await adminQuery(sql);
+    await checkMigrated(() => createClickHouseStore({ url, database }), database, layout);
+  });
 
   test('server version is reported', async () => {
     console.log(`clickhouse-store: server version ${(await adminQuery('SELECT version()')).trim()}`);

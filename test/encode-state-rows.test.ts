@@ -70,6 +70,7 @@ function readRows(bytes: Buffer): string[][] {
     row.push(int64(), String(bytes[pos++]));
     const float = bytes.readDoubleLE((pos += 8) - 8);
     row.push(numberText(float), string(), String(bytes[pos++]));
+    row.push(String(bytes.readUInt16LE((pos += 2) - 2)));
     rows.push(row);
   }
   return rows;
@@ -96,8 +97,9 @@ test('RowBinary carries the same fields as TabSeparated, for every value kind an
       receivedAt: t + i,
       value,
       uplinkId: i % 3 === 0 ? newUplinkId(t + i) : `uplink ${i}`,
+      ...(i % 4 === 0 ? {} : { seq: [0, 1, 999, 65_535][i % 4] }),
     }));
-    rows.push({ deviceId: 'd', asset: 'a', ts: -(2 ** 53 - 1), receivedAt: 2 ** 53 - 1, value: 1, uplinkId: newUplinkId(5) });
+    rows.push({ deviceId: 'd', asset: 'a', ts: -(2 ** 53 - 1), receivedAt: 2 ** 53 - 1, value: 1, uplinkId: newUplinkId(5), seq: 258 });
     assert.equal(readRows(encodeCompactStateRowsRowBinary(rows, keepText)), tsvRows(encodeCompactStateRowsTsv(rows, keepText)));
   }
 });
@@ -127,12 +129,13 @@ const stateRow = (() => {
     fc.constant(null),
     fc.json({ depthSize: 'small' }).map((json) => JSON.parse(json) as JsonValue),
   );
-  return fc.record({ deviceId: text, asset: text, ts: time, lag: fc.oneof(fc.constant(0), fc.integer({ min: -(2 ** 40), max: 2 ** 40 })), value, idKind: fc.nat(4), id: text, hex: fc.stringMatching(/^[0-9A-Fa-f]{16}$/) })
-    .map(({ deviceId, asset, ts, lag, value, idKind, id, hex }): StateRow => {
+  const seq = fc.oneof(fc.constant(undefined), fc.constant(0), fc.integer({ min: 0, max: 65_535 }));
+  return fc.record({ deviceId: text, asset: text, ts: time, lag: fc.oneof(fc.constant(0), fc.integer({ min: -(2 ** 40), max: 2 ** 40 })), value, idKind: fc.nat(4), id: text, hex: fc.stringMatching(/^[0-9A-Fa-f]{16}$/), seq })
+    .map(({ deviceId, asset, ts, lag, value, idKind, id, hex, seq }): StateRow => {
       const receivedAt = Number.isSafeInteger(ts + lag) ? ts + lag : ts;
       // Ordered ids of this row's receive time, of another time, hex look-alikes, and plain text.
       const uplinkId = idKind === 0 ? newUplinkId(receivedAt) : idKind === 1 ? newUplinkId(receivedAt + 1) : idKind === 2 ? hex : id;
-      return { deviceId, asset, ts, receivedAt, value, uplinkId };
+      return seq === undefined ? { deviceId, asset, ts, receivedAt, value, uplinkId } : { deviceId, asset, ts, receivedAt, value, uplinkId, seq };
     });
 })();
 

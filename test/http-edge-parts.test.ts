@@ -78,7 +78,7 @@ test('ttl cache: expires by the clock, one load per key at a time, failures and 
   assert.is(small.size, 1);
 });
 
-/** A store of one asset following the port contract: ties on ts by receivedAt, then uplinkId, in the query's direction. */
+/** A store of one asset following the port contract: ties on ts by receivedAt, then uplinkId, then seq, in the query's direction. */
 function memoryHistory(states: StoredState[]) {
   const queries: HistoryQuery[] = [];
   return {
@@ -88,7 +88,7 @@ function memoryHistory(states: StoredState[]) {
       const sign = q.order === 'asc' ? 1 : -1;
       return states
         .filter((s) => (q.from === undefined || s.ts >= q.from) && (q.to === undefined || s.ts < q.to))
-        .sort((a, b) => sign * (a.ts - b.ts || a.receivedAt - b.receivedAt || (a.uplinkId < b.uplinkId ? -1 : 1)))
+        .sort((a, b) => sign * (a.ts - b.ts || a.receivedAt - b.receivedAt || (a.uplinkId < b.uplinkId ? -1 : a.uplinkId > b.uplinkId ? 1 : 0) || a.seq - b.seq))
         .slice(0, q.limit ?? 100);
     },
   };
@@ -98,9 +98,11 @@ test('history paging: every state exactly once across pages, also when many shar
   const states: StoredState[] = [];
   for (let i = 0; i < 40; i++) {
     // 30 states at ts 1000, the rest spread out: a page boundary falls inside the tie more than once.
-    // Within the tie, receive times run against the uplink ids (and repeat), so both tie-breaks count.
+    // Within the tie, receive times run against the uplink ids (and repeat), so both tie-breaks count;
+    // and ten readings of one uplink (a batch without at) tie on all three, kept apart by seq.
     const ts = i < 30 ? 1000 : 1000 + i;
-    states.push({ asset: 'a', ts, receivedAt: ts + 10 - (i % 7), value: i, uplinkId: `u${String(i).padStart(2, '0')}` });
+    const batch = i >= 10 && i < 20;
+    states.push({ asset: 'a', ts, receivedAt: batch ? 1005 : ts + 10 - (i % 7), value: i, uplinkId: batch ? 'u10' : `u${String(i).padStart(2, '0')}`, seq: batch ? i - 10 : 0 });
   }
   for (const order of ['asc', 'desc'] as const) {
     for (const limit of [1, 7, 30, 40, 100]) {
@@ -115,7 +117,7 @@ test('history paging: every state exactly once across pages, also when many shar
         cursor = page.next;
         pages++;
       } while (cursor !== undefined && pages < 100);
-      const expected = [...states].sort((a, b) => (order === 'asc' ? 1 : -1) * (a.ts - b.ts || a.receivedAt - b.receivedAt || (a.uplinkId < b.uplinkId ? -1 : 1))).map((s) => s.value);
+      const expected = [...states].sort((a, b) => (order === 'asc' ? 1 : -1) * (a.ts - b.ts || a.receivedAt - b.receivedAt || (a.uplinkId < b.uplinkId ? -1 : a.uplinkId > b.uplinkId ? 1 : 0) || a.seq - b.seq)).map((s) => s.value);
       assert.equal(seen, expected, `${order} limit ${limit}`);
       assert.is(pages, Math.max(1, Math.ceil(40 / limit)), `${order} limit ${limit}: no empty last page`);
     }
@@ -123,15 +125,18 @@ test('history paging: every state exactly once across pages, also when many shar
 });
 
 test('history paging: range bounds hold with a cursor; a cursor of the other order or a forged one → 422', async () => {
-  const states: StoredState[] = Array.from({ length: 10 }, (_, i) => ({ asset: 'a', ts: i * 10, receivedAt: 0, value: i, uplinkId: `u${i}` }));
+  const states: StoredState[] = Array.from({ length: 10 }, (_, i) => ({ asset: 'a', ts: i * 10, receivedAt: 0, value: i, uplinkId: `u${i}`, seq: 0 }));
   const store = memoryHistory(states);
   const first = await historyPage(store, { deviceId: 'd', asset: 'a', from: 20, to: 70, limit: 2, order: 'asc' });
   assert.equal(first.items.map((s) => s.value), [2, 3]);
   const second = await historyPage(store, { deviceId: 'd', asset: 'a', from: 20, to: 70, limit: 10, order: 'asc', cursor: first.next });
   assert.equal(second.items.map((s) => s.value), [4, 5, 6]);
   assert.is(second.next, undefined);
+  // A cursor of four items (no seq) was made before seq joined the order: it stands for seq 0.
+  const withoutSeq = Buffer.from(JSON.stringify([20, 0, 'u2', 'asc'])).toString('base64url');
+  assert.equal((await historyPage(store, { deviceId: 'd', asset: 'a', from: 20, to: 70, limit: 10, order: 'asc', cursor: withoutSeq })).items.map((s) => s.value), [3, 4, 5, 6]);
   // A cursor of three items (ts, uplinkId, order) was made before the receive time joined the order.
-  for (const cursor of [encodeCursor({ ts: 30, receivedAt: 0, uplinkId: 'u3' }, 'desc'), Buffer.from('[30,"u3","asc"]').toString('base64url'), 'bm9wZQ', Buffer.from('[1.5,"x","asc"]').toString('base64url'), Buffer.from('{"a":1}').toString('base64url')]) {
+  for (const cursor of [encodeCursor({ ts: 30, receivedAt: 0, uplinkId: 'u3', seq: 0 }, 'desc'), Buffer.from('[30,0,"u3",-1,"asc"]').toString('base64url'), Buffer.from('[30,"u3","asc"]').toString('base64url'), 'bm9wZQ', Buffer.from('[1.5,"x","asc"]').toString('base64url'), Buffer.from('{"a":1}').toString('base64url')]) {
     try {
       await historyPage(store, { deviceId: 'd', asset: 'a', limit: 2, order: 'asc', cursor });
       assert.unreachable(cursor);

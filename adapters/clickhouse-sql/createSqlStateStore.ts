@@ -16,7 +16,7 @@ import { checkIdentifier, createDatabaseSql, type StateTableNames } from './stat
 import { compactLayout, createStateTableSql, insertGroups, LEGACY_LAYOUT, tableColumnsSql, type StateLayout } from './stateLayout.ts';
 import { detectCapabilities, type ServerCapabilities } from './serverCapabilities.ts';
 import { retriableWhenReady } from './retriableWhenReady.ts';
-import { latestStatesViewSql, stateRowsViewSql } from './stateViews.ts';
+import { addReadingNumber, createStateViews } from './stateMigrations.ts';
 import { createRollupSql, refreshHoursSql, refreshMinutesSql, rollupAggregateSql, rollupFor, rollupTableName, ROLLUPS, touchedBy } from './stateRollups.ts';
 
 /** What an adapter provides. Every method rejects with a FleetError. */
@@ -149,8 +149,8 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
       // A table made before this server (or this release) had the compact layout keeps its own.
       const columns = (await executor.select(tableColumnsSql(names))).map((c) => c.name);
       layout = columns.includes('uplink_text') ? compactLayout(!capabilities.exactFloatText) : LEGACY_LAYOUT;
-      await executor.command(stateRowsViewSql(names));
-      await executor.command(latestStatesViewSql(names));
+      if (!columns.includes('seq')) await addReadingNumber(executor, names, layout.kind === 'compact');
+      await createStateViews(executor, names);
       rollups = layout.kind === 'compact' && options.rollups === true;
       if (rollups) {
         const existing = (await executor.select(`SELECT name FROM system.tables WHERE database = '${names.database}'`)).map((t) => t.name);

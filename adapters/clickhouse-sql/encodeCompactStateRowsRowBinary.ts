@@ -6,14 +6,14 @@
  */
 import type { JsonValue, StateRow } from '../../schemas/messages.ts';
 import { compactNumber, FLOAT_SCALE, orderedUplinkLow } from './encodeStateRowsTsv.ts';
-import { rowRoom, stringBound, VALUE_KIND, writeInt64, writeString, writeUint32, writeZeros } from './encodeStateRowsRowBinary.ts';
+import { rowRoom, stringBound, VALUE_KIND, writeInt64, writeString, writeUint16, writeUint32, writeZeros } from './encodeStateRowsRowBinary.ts';
 
 /**
  * The most bytes a row takes besides its strings: ts, received_lag, uplink_low (8 + 8 + 4), an
  * empty uplink_text (1), value_kind, value_mantissa, value_scale, value_float, an empty value_string
- * and value_bool (1 + 8 + 1 + 8 + 1 + 1).
+ * and value_bool (1 + 8 + 1 + 8 + 1 + 1), seq (2).
  */
-const FIXED_BOUND = 41;
+const FIXED_BOUND = 43;
 
 /** Rows must have passed engine/checkStateRows. `keepText` as in encodeCompactStateRowsTsv. */
 export function encodeCompactStateRowsRowBinary(rows: readonly StateRow[], keepText: boolean): Buffer {
@@ -41,6 +41,7 @@ export function encodeCompactStateRowsRowBinary(rows: readonly StateRow[], keepT
       buf[pos++] = 0;
     }
     pos = valueColumns(buf, pos, value, text);
+    pos = writeUint16(buf, pos, row.seq ?? 0);
   }
   return buf.subarray(0, pos);
 }

@@ -73,6 +73,12 @@ export function writeInt64(buf: Buffer, pos: number, value: number): number {
   return pos + 8;
 }
 
+export function writeUint16(buf: Buffer, pos: number, value: number): number {
+  buf[pos] = value;
+  buf[pos + 1] = value >>> 8;
+  return pos + 2;
+}
+
 export function writeUint32(buf: Buffer, pos: number, value: number): number {
   buf[pos] = value;
   buf[pos + 1] = value >>> 8;
@@ -110,7 +116,7 @@ export function encodeStateRowsRowBinary(rows: readonly StateRow[]): Buffer {
     const value = row.value;
     const kind = kindOf(value);
     const text = kind === 'string' ? (value as string) : kind === 'json' ? JSON.stringify(value) : '';
-    buf = rowRoom(buf, pos, stringBound(row.deviceId) + stringBound(row.asset) + stringBound(row.uplinkId) + stringBound(text) + 26);
+    buf = rowRoom(buf, pos, stringBound(row.deviceId) + stringBound(row.asset) + stringBound(row.uplinkId) + stringBound(text) + 28);
     pos = writeString(buf, pos, row.deviceId);
     pos = writeString(buf, pos, row.asset);
     pos = writeInt64(buf, pos, row.ts);
@@ -120,6 +126,7 @@ export function encodeStateRowsRowBinary(rows: readonly StateRow[]): Buffer {
     pos = buf.writeDoubleLE(kind === 'number' ? (value as number) : 0, pos);
     pos = writeString(buf, pos, text);
     buf[pos++] = value === true ? 1 : 0;
+    pos = writeUint16(buf, pos, row.seq ?? 0);
   }
   return buf.subarray(0, pos);
 }

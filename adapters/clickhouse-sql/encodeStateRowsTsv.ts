@@ -45,7 +45,7 @@ export function encodeStateRowsTsv(rows: readonly StateRow[]): Buffer {
   const lines = new Array<string>(rows.length);
   for (let i = 0; i < rows.length; i++) {
     const row = rows[i];
-    lines[i] = `${tsvField(row.deviceId)}\t${tsvField(row.asset)}\t${row.ts}\t${tsvField(row.uplinkId)}\t${row.receivedAt}\t${valueFields(row.value)}\n`;
+    lines[i] = `${tsvField(row.deviceId)}\t${tsvField(row.asset)}\t${row.ts}\t${tsvField(row.uplinkId)}\t${row.receivedAt}\t${valueFields(row.value)}\t${row.seq ?? 0}\n`;
   }
   return Buffer.from(lines.join(''), 'utf8');
 }
@@ -61,7 +61,7 @@ export function encodeCompactStateRowsTsv(rows: readonly StateRow[], keepText: b
   const lines = new Array<string>(rows.length);
   for (let i = 0; i < rows.length; i++) {
     const row = rows[i];
-    lines[i] = `${tsvField(row.deviceId)}\t${tsvField(row.asset)}\t${row.ts}\t${row.receivedAt - row.ts}\t${uplinkFields(row.uplinkId, row.receivedAt)}\t${compactValueFields(row.value, keepText)}\n`;
+    lines[i] = `${tsvField(row.deviceId)}\t${tsvField(row.asset)}\t${row.ts}\t${row.receivedAt - row.ts}\t${uplinkFields(row.uplinkId, row.receivedAt)}\t${compactValueFields(row.value, keepText)}\t${row.seq ?? 0}\n`;
   }
   return Buffer.from(lines.join(''), 'utf8');
 }

@@ -20,6 +20,7 @@
  *     made by engine/kernel/ids.ts newUplinkId; any other id goes verbatim to `uplink_text`. Both halves
  *     are in the sorting key, so a replayed uplink (same id, same receive time) folds exactly as on
  *     the legacy table.
+ *   - `seq` last in the sorting key, as on the legacy table (stateTable.ts): almost always 0.
  *   `retentionDays` adds a TTL on `ts`: rows older than that many days are dropped during merges.
  *   Partitioned by day of `ts`: the rollup refresh (stateRollups.ts) reads the touched minutes of
  *   every device, which without partitions means the `ts` column of the whole table on every
@@ -50,7 +51,7 @@ const VALUE_KIND_TYPE = "Enum8('null' = 0, 'number' = 1, 'string' = 2, 'boolean'
 export const LEGACY_LAYOUT: StateLayout = {
   kind: 'legacy',
   columns: STATE_COLUMNS,
-  rowBinaryTypes: ['String', 'String', 'Int64', 'String', 'Int64', VALUE_KIND_TYPE, 'Float64', 'String', 'UInt8'],
+  rowBinaryTypes: ['String', 'String', 'Int64', 'String', 'Int64', VALUE_KIND_TYPE, 'Float64', 'String', 'UInt8', 'UInt16'],
   encode: encodeStateRowsTsv,
   encodeRowBinary: encodeStateRowsRowBinary,
 };
@@ -68,9 +69,10 @@ export const COMPACT_COLUMNS = [
   'value_float',
   'value_string',
   'value_bool',
+  'seq',
 ] as const;
 
-const COMPACT_ROW_BINARY_TYPES = ['String', 'String', 'Int64', 'Int64', 'UInt32', 'String', VALUE_KIND_TYPE, 'Int64', 'UInt8', 'Float64', 'String', 'UInt8'] as const;
+const COMPACT_ROW_BINARY_TYPES = ['String', 'String', 'Int64', 'Int64', 'UInt32', 'String', VALUE_KIND_TYPE, 'Int64', 'UInt8', 'Float64', 'String', 'UInt8', 'UInt16'] as const;
 
 /** `keepText`: keep the decimal text of Float64-stored numbers in value_string (a server that parses floats inexactly). */
 export function compactLayout(keepText: boolean): StateLayout {
@@ -139,10 +141,11 @@ export function createCompactTableSql(names: StateTableNames, options: CompactTa
   value_float Float64 CODEC(Gorilla, ZSTD(1)),
   value_number Float64 ALIAS if(value_scale = ${FLOAT_SCALE}, value_float, value_mantissa / toFloat64(intExp10(value_scale))),
   value_string String CODEC(ZSTD(1)),
-  value_bool UInt8 CODEC(ZSTD(1))
+  value_bool UInt8 CODEC(ZSTD(1)),
+  seq UInt16 CODEC(ZSTD(1))
 ) ENGINE = ReplacingMergeTree()
 PARTITION BY intDiv(ts, 86400000)
-ORDER BY (device_id, asset, ts, received_lag, uplink_low, uplink_text)${ttl}`;
+ORDER BY (device_id, asset, ts, received_lag, uplink_low, uplink_text, seq)${ttl}`;
 }
 
 function retention(days: number): number {

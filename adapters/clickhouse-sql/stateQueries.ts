@@ -20,15 +20,16 @@ type Row = Record<string, unknown>;
 
 /**
  * The one order of an asset's states every read uses (engine/ports/store.ts): ts, then receive
- * time, then uplink id. So the latest of an asset is the same row whether it is read as latest(),
- * as history's newest, or page by page — whatever the order parts were merged in.
+ * time, then uplink id, then seq (readings of one uplink at one time, in item order). So the latest
+ * of an asset is the same row whether it is read as latest(), as history's newest, or page by page
+ * — whatever the order parts were merged in.
  */
-const STATE_ORDER = '(ts, received_at, uplink_id)';
+export const STATE_ORDER = '(ts, received_at, uplink_id, seq)';
 
 /** One entry per asset: the greatest row in STATE_ORDER. Sorted by asset. */
 export function latestSql(names: StateTableNames, deviceId: string): string {
   const by = STATE_ORDER;
-  return `SELECT asset AS a, argMax(ts, ${by}) AS t, argMax(received_at, ${by}) AS r, argMax(uplink_id, ${by}) AS u,
+  return `SELECT asset AS a, argMax(ts, ${by}) AS t, argMax(received_at, ${by}) AS r, argMax(uplink_id, ${by}) AS u, argMax(seq, ${by}) AS q,
   argMax(value_kind, ${by}) AS k, argMax(value_number, ${by}) AS n, argMax(value_string, ${by}) AS s, argMax(value_bool, ${by}) AS b
 FROM ${qualifiedTable(names)} FINAL
 WHERE device_id = ${quoteString(deviceId)}
@@ -45,13 +46,13 @@ export interface HistorySqlInput {
   order: Order;
 }
 
-/** `from` inclusive, `to` exclusive; ties on ts ordered by receive time, then uplink id, in the same direction (STATE_ORDER). */
+/** `from` inclusive, `to` exclusive; ties on ts ordered by receive time, then uplink id, then seq, in the same direction (STATE_ORDER). */
 export function historySql(names: StateTableNames, q: HistorySqlInput): string {
   const dir = q.order === 'asc' ? 'ASC' : 'DESC';
-  return `SELECT asset AS a, ts AS t, received_at AS r, uplink_id AS u, value_kind AS k, value_number AS n, value_string AS s, value_bool AS b
+  return `SELECT asset AS a, ts AS t, received_at AS r, uplink_id AS u, seq AS q, value_kind AS k, value_number AS n, value_string AS s, value_bool AS b
 FROM ${qualifiedTable(names)} FINAL
 WHERE ${keyRange(q.deviceId, q.asset, q.from, q.to)}
-ORDER BY ts ${dir}, received_at ${dir}, uplink_id ${dir}
+ORDER BY ts ${dir}, received_at ${dir}, uplink_id ${dir}, seq ${dir}
 LIMIT ${q.limit}`;
 }
 
@@ -84,6 +85,7 @@ export function decodeStoredState(row: Row): StoredState {
     receivedAt: Number(row.r),
     value: decodeValue(row),
     uplinkId: String(row.u),
+    seq: Number(row.q),
   };
 }
 

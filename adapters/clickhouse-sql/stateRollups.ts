@@ -20,6 +20,7 @@
 import type { Resolution } from '../../engine/ports/store.ts';
 import type { StateRow } from '../../schemas/messages.ts';
 import { int64Literal, quoteString, type StateTableNames } from './stateTable.ts';
+import { STATE_ORDER } from './stateQueries.ts';
 
 export const ROLLUPS = [
   { suffix: 'minute', size: 60_000 },
@@ -110,7 +111,7 @@ const ANY_PARTITIONS = 'SETTINGS max_partitions_per_insert_block = 0';
 
 /** Recomputes the touched minute buckets (every one when `touched` is undefined) from the raw table. */
 export function refreshMinutesSql(names: StateTableNames, touched: Touched | undefined, version: number): string {
-  const by = '(ts, received_at, uplink_id)';
+  const by = STATE_ORDER;
   const isNumber = "value_kind = 'number'";
   return `INSERT INTO ${qualified(names, ROLLUPS[0])} (device_id, asset, bucket, states, numbers, min, max, sum, first, last, version)
 SELECT device_id, asset, ${bucketOf('ts', 60_000)} AS b, count(), countIf(${isNumber}), minIf(value_number, ${isNumber}),

@@ -3,8 +3,9 @@
  * unchanged on ClickHouse 18.16 and on current ClickHouse (DESIGN.md §2): plain MergeTree-family
  * DDL, Int64 epoch-ms timestamps, an Enum8 kind plus one typed column per value kind.
  *
- * Idempotence (DESIGN.md §3): the sorting key ends with the uplink id, so re-appending the rows of
- * an uplink produces rows with an identical key; ReplacingMergeTree folds them during merges and
+ * Idempotence (DESIGN.md §3): the sorting key ends with the uplink id and `seq`, the number of a
+ * reading among its uplink's readings of the same asset and ts (StateRow.seq: a batch sent without
+ * `at` holds many), so re-appending the rows of an uplink produces rows with an identical key; ReplacingMergeTree folds them during merges and
  * every query reads with FINAL, so duplicates are never visible, even before a merge. There is no
  * partition key: ReplacingMergeTree only folds duplicates inside one partition, and a month key
  * would also make an insert spanning >100 months of device-chosen `at` values fail.
@@ -15,6 +16,7 @@
  *   value_string  the string (kind 'string'); the JSON text (kind 'json'); the number's exact
  *                 shortest decimal text (kind 'number', see below); else ''
  *   value_bool    1/0 (kind 'boolean'), else 0
+ *   seq           0, or which reading of its uplink at that asset and ts the row is (item order)
  * ClickHouse 18.16 parses decimal floats inexactly (about one value in ten comes back one ulp off,
  * subnormals become 0), so the decimal text of a number is kept beside the Float64 and reads return
  * the exact value from it; value_number serves aggregates and SQL users.
@@ -51,6 +53,7 @@ export const STATE_COLUMNS = [
   'value_number',
   'value_string',
   'value_bool',
+  'seq',
 ] as const;
 
 export function createDatabaseSql(names: StateTableNames): string {
@@ -67,9 +70,10 @@ export function createTableSql(names: StateTableNames): string {
   value_kind Enum8('null' = 0, 'number' = 1, 'string' = 2, 'boolean' = 3, 'json' = 4),
   value_number Float64,
   value_string String,
-  value_bool UInt8
+  value_bool UInt8,
+  seq UInt16
 ) ENGINE = ReplacingMergeTree()
-ORDER BY (device_id, asset, ts, uplink_id)`;
+ORDER BY (device_id, asset, ts, uplink_id, seq)`;
 }
 
 const LITERAL_ESCAPES: Record<string, string> = {

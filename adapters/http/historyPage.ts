@@ -1,15 +1,17 @@
 /**
  * Keyset pagination of an asset's state history over the StateStore port, which knows only
- * `from`/`to`/`limit`/`order` by `ts`. Pages are ordered by (ts, receivedAt, uplinkId) — unique
- * per asset, since an uplink yields one state per asset and the store hides replayed duplicates —
- * so the order is total and stable while new states arrive, and the same order the latest state is
- * picked by. The cursor is opaque to clients: base64url of the last row's ts, receive time and
- * uplink id.
+ * `from`/`to`/`limit`/`order` by `ts`. Pages are ordered by (ts, receivedAt, uplinkId, seq) —
+ * unique per asset, since the readings of one uplink at one asset and time are numbered (seq) and
+ * the store hides replayed duplicates — so the order is total and stable while new states arrive,
+ * and the same order the latest state is picked by. The cursor is opaque to clients: base64url of
+ * the last row's ts, receive time, uplink id and seq. A cursor without seq (made before it was in
+ * the order) stands for seq 0: the only number rows stored before then have.
  *
- * The store orders ties on ts by receivedAt, then uplinkId, in the query's direction (store
+ * The store orders ties on ts by receivedAt, then uplinkId, then seq, in the query's direction (store
  * contract), which is this order, so a limit cuts a page exactly where it should. What the store cannot do is start inside a
  * ts: the states sharing the cursor's ts are read whole (at most GROUP_MAX of them; no device sends
- * more states of one asset for one millisecond) and those past the cursor kept.
+ * more states of one asset for one millisecond — a batch without `at` puts at most 1000 there) and
+ * those past the cursor kept.
  */
 import { FleetError } from '../../engine/kernel/errors.ts';
 import type { Order, StateStore, StoredState } from '../../engine/ports/store.ts';
@@ -38,10 +40,11 @@ interface Cursor {
   ts: number;
   receivedAt: number;
   uplinkId: string;
+  seq: number;
 }
 
-export function encodeCursor(row: Pick<StoredState, 'ts' | 'receivedAt' | 'uplinkId'>, order: Order): string {
-  return Buffer.from(JSON.stringify([row.ts, row.receivedAt, row.uplinkId, order]), 'utf8').toString('base64url');
+export function encodeCursor(row: Pick<StoredState, 'ts' | 'receivedAt' | 'uplinkId' | 'seq'>, order: Order): string {
+  return Buffer.from(JSON.stringify([row.ts, row.receivedAt, row.uplinkId, row.seq, order]), 'utf8').toString('base64url');
 }
 
 function invalidCursor(message: string): FleetError {
@@ -58,16 +61,20 @@ export function decodeCursor(text: string, order: Order): Cursor {
     throw invalidCursor('not a cursor of this API');
   }
   // Cursors of three items (ts, uplinkId, order) predate the receive time in the order: start again.
-  if (!Array.isArray(parsed) || parsed.length !== 4) throw invalidCursor('not a cursor of this API');
-  const [ts, receivedAt, uplinkId, cursorOrder] = parsed as unknown[];
+  // Four items (no seq) predate seq: seq 0, the number of every row stored before it.
+  if (!Array.isArray(parsed) || (parsed.length !== 4 && parsed.length !== 5)) throw invalidCursor('not a cursor of this API');
+  const [ts, receivedAt, uplinkId] = parsed as unknown[];
+  const seq: unknown = parsed.length === 5 ? parsed[3] : 0;
+  const cursorOrder: unknown = parsed[parsed.length - 1];
   if (!Number.isSafeInteger(ts) || !Number.isSafeInteger(receivedAt) || typeof uplinkId !== 'string' || uplinkId.length > 128) throw invalidCursor('not a cursor of this API');
+  if (!Number.isSafeInteger(seq) || (seq as number) < 0) throw invalidCursor('not a cursor of this API');
   if (cursorOrder !== order) throw invalidCursor(`made for order=${String(cursorOrder)}; pass the same order`);
-  return { ts: ts as number, receivedAt: receivedAt as number, uplinkId };
+  return { ts: ts as number, receivedAt: receivedAt as number, uplinkId, seq: seq as number };
 }
 
 function compare(order: Order): (a: Cursor, b: Cursor) => number {
   const sign = order === 'asc' ? 1 : -1;
-  return (a, b) => sign * (a.ts - b.ts || a.receivedAt - b.receivedAt || (a.uplinkId < b.uplinkId ? -1 : a.uplinkId > b.uplinkId ? 1 : 0));
+  return (a, b) => sign * (a.ts - b.ts || a.receivedAt - b.receivedAt || (a.uplinkId < b.uplinkId ? -1 : a.uplinkId > b.uplinkId ? 1 : 0) || a.seq - b.seq);
 }
 
 export async function historyPage(store: Pick<StateStore, 'history'>, q: HistoryPageQuery): Promise<HistoryPageResult> {

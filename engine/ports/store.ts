@@ -18,8 +18,9 @@ export interface HistoryQuery {
   /** Maximum rows, default 100. */
   limit?: number;
   /**
-   * By `ts`, default 'desc' (newest first); ties on ts by receivedAt, then uplinkId, in the same
-   * direction — the order latest() picks by, so the newest of history is the latest.
+   * By `ts`, default 'desc' (newest first); ties on ts by receivedAt, then uplinkId, then seq (the
+   * readings of one uplink at one time, in the order the uplink held them), in the same direction —
+   * the order latest() picks by, so the newest of history is the latest.
    */
   order?: Order;
 }
@@ -48,6 +49,8 @@ export interface StoredState {
   receivedAt: number;
   value: JsonValue;
   uplinkId: string;
+  /** StateRow.seq (0 when the row had none): which reading of its uplink at this asset and ts. */
+  seq: number;
 }
 
 export interface StateStore {
@@ -55,10 +58,11 @@ export interface StateStore {
   init(): Promise<void>;
   /**
    * Appends rows; resolves when they are durable. Appending rows of an uplink id already stored
-   * must not make any query show them twice.
+   * (same asset, ts and seq) must not make any query show them twice; rows of one uplink that
+   * differ only in seq are distinct readings, all kept.
    */
   append(rows: readonly StateRow[]): Promise<void>;
-  /** Latest state per asset of a device: one entry per asset, the greatest by (ts, receivedAt, uplinkId). */
+  /** Latest state per asset of a device: one entry per asset, the greatest by (ts, receivedAt, uplinkId, seq). */
   latest(deviceId: string): Promise<StoredState[]>;
   history(query: HistoryQuery): Promise<StoredState[]>;
   aggregate(query: AggregateQuery): Promise<Bucket[]>;

@@ -6,8 +6,10 @@
  * The factory returns a fresh, empty, not yet initialised store and a cleanup that closes it and
  * removes what it created. Decisions the port leaves open and this suite fixes:
  * - latest() is sorted by asset; ties on ts go to the greater receivedAt, then the greater uplinkId.
- * - history() ties on ts are ordered by receivedAt, then uplinkId, in the query's direction: the
- *   newest of history() is the entry of latest().
+ * - history() ties on ts are ordered by receivedAt, then uplinkId, then seq, in the query's
+ *   direction: the newest of history() is the entry of latest(). Rows of one uplink that differ only
+ *   in seq (a batch's readings sent without `at`) are all kept; StoredState.seq is 0 for a row
+ *   appended without one.
  * - aggregate() returns only buckets that hold states, oldest first, aligned to the epoch (UTC),
  *   floor also for negative ts. count counts every state; min/max/avg cover numbers only and are
  *   null when a bucket holds none (booleans are not numbers).
@@ -96,8 +98,8 @@ export function storeContract(name: string, factory: () => Promise<StoreFixture>
     await s.append([row('d1', 'temp', T0 + 3000, 22), row('d1', 'temp', T0 + 1000, 20)]);
     await s.append([row('d1', 'hum', T0 + 500, 45)]);
     assert.equal(await s.latest('d1'), [
-      { asset: 'hum', ts: T0 + 1000, receivedAt: T0 + 1005, value: 40, uplinkId: `u-${T0 + 1000}` },
-      { asset: 'temp', ts: T0 + 3000, receivedAt: T0 + 3005, value: 22, uplinkId: `u-${T0 + 3000}` },
+      { asset: 'hum', ts: T0 + 1000, receivedAt: T0 + 1005, value: 40, uplinkId: `u-${T0 + 1000}`, seq: 0 },
+      { asset: 'temp', ts: T0 + 3000, receivedAt: T0 + 3005, value: 22, uplinkId: `u-${T0 + 3000}`, seq: 0 },
     ]);
   });
 
@@ -116,7 +118,7 @@ export function storeContract(name: string, factory: () => Promise<StoreFixture>
     assert.is(states.length, 100);
     assert.is(states[0].value, 149);
     assert.is(states[99].value, 50);
-    assert.equal(states[0], { asset: 'a', ts: T0 + 149_000, receivedAt: T0 + 149_005, value: 149, uplinkId: `u-${T0 + 149_000}` });
+    assert.equal(states[0], { asset: 'a', ts: T0 + 149_000, receivedAt: T0 + 149_005, value: 149, uplinkId: `u-${T0 + 149_000}`, seq: 0 });
   });
 
   test('history: from inclusive, to exclusive, limit and order', async (ctx) => {
@@ -280,6 +282,37 @@ export function storeContract(name: string, factory: () => Promise<StoreFixture>
     ]);
   });
 
+  test('readings of one uplink at one ts are kept apart by seq, read in seq order, and fold on replay', async (ctx) => {
+    const s = store(ctx);
+    const id = newUplinkId(T0 + 5);
+    const readings = [3, 1, 2].map((value, seq): StateRow => ({ ...row('d1', 'a', T0, value, id), ...(seq === 0 ? {} : { seq }) }));
+    await s.append(readings);
+    await s.append([readings[2], readings[0]]);
+    assert.equal((await s.history({ deviceId: 'd1', asset: 'a', order: 'asc' })).map((st) => [st.value, st.seq]), [[3, 0], [1, 1], [2, 2]]);
+    assert.equal(values(await s.history({ deviceId: 'd1', asset: 'a' })), [2, 1, 3]);
+    assert.equal((await s.latest('d1')).map((st) => [st.value, st.seq, st.uplinkId]), [[2, 2, id]]);
+    const [bucket] = await s.aggregate({ deviceId: 'd1', asset: 'a', from: T0, to: T0 + MIN, resolution: 'minute' });
+    assert.equal(bucket, { start: T0, count: 3, min: 1, max: 3, avg: 2 });
+    // A later uplink at the same ts still comes after every reading of the earlier one.
+    await s.append([row('d1', 'a', T0, 'later', newUplinkId(T0 + 6), T0 + 6)]);
+    assert.equal(values(await s.latest('d1')), ['later']);
+  });
+
+  test('1000 readings of one asset in one uplink at one ts (a batch without at): all kept, in order; a replay folds', async (ctx) => {
+    const s = store(ctx);
+    const id = newUplinkId(T0);
+    const rows = Array.from({ length: 1000 }, (_, seq): StateRow => ({ deviceId: 'd1', asset: 'a', ts: T0, receivedAt: T0, value: (seq * 37) % 1000, uplinkId: id, seq }));
+    await s.append(rows);
+    await s.append(rows.slice(500));
+    const asc = await s.history({ deviceId: 'd1', asset: 'a', order: 'asc', limit: 2000 });
+    assert.equal(asc.map((st) => st.value), rows.map((r) => r.value));
+    assert.equal(asc.map((st) => st.seq), rows.map((r) => r.seq));
+    assert.equal(values(await s.history({ deviceId: 'd1', asset: 'a', limit: 2000 })), rows.map((r) => r.value).reverse());
+    assert.equal(values(await s.latest('d1')), [rows[999].value]);
+    const [bucket] = await s.aggregate({ deviceId: 'd1', asset: 'a', from: T0, to: T0 + MIN, resolution: 'minute' });
+    assert.is(bucket.count, 1000);
+  });
+
   test('time-ordered uplink ids round-trip, sort among other ids as strings and fold on replay', async (ctx) => {
     const s = store(ctx);
     const received = T0 + 7;
@@ -333,7 +366,7 @@ export function storeContract(name: string, factory: () => Promise<StoreFixture>
     ];
     await s.append(nasty.flatMap((id, i) => [row(id, id, T0 + i, `dev ${i}`), row('plain', id, T0 + i, `asset ${i}`)]));
     for (const [i, id] of nasty.entries()) {
-      assert.equal(await s.latest(id), [{ asset: id, ts: T0 + i, receivedAt: T0 + i + 5, value: `dev ${i}`, uplinkId: `u-${T0 + i}` }], id);
+      assert.equal(await s.latest(id), [{ asset: id, ts: T0 + i, receivedAt: T0 + i + 5, value: `dev ${i}`, uplinkId: `u-${T0 + i}`, seq: 0 }], id);
       assert.equal(values(await s.history({ deviceId: 'plain', asset: id })), [`asset ${i}`], id);
       assert.equal((await s.aggregate({ deviceId: id, asset: id, from: T0, to: T0 + MIN, resolution: 'minute' }))[0].count, 1, id);
     }
@@ -360,6 +393,9 @@ export function storeContract(name: string, factory: () => Promise<StoreFixture>
       ['numeric device', { ...good, deviceId: 7 }],
       ['empty asset', { ...good, asset: '' }],
       ['no uplink id', { ...good, uplinkId: undefined }],
+      ['negative seq', { ...good, seq: -1 }],
+      ['seq past UInt16', { ...good, seq: 65_536 }],
+      ['fractional seq', { ...good, seq: 1.5 }],
       ['null row', null],
     ];
     for (const [label, badRow] of bad) {

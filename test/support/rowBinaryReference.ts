@@ -61,6 +61,11 @@ class RowBinaryWriter {
     this.buf.writeDoubleLE(value, this.pos);
     this.pos += 8;
   }
+  uint16(value: number): void {
+    this.room(2);
+    this.buf.writeUInt16LE(value, this.pos);
+    this.pos += 2;
+  }
   uint32(value: number): void {
     this.room(4);
     this.buf.writeUInt32LE(value, this.pos);
@@ -110,6 +115,7 @@ export function referenceStateRowsRowBinary(rows: readonly StateRow[]): Buffer {
     w.float64(kind === 'number' ? (value as number) : 0);
     w.string(kind === 'string' ? (value as string) : kind === 'json' ? JSON.stringify(value) : '');
     w.byte(value === true ? 1 : 0);
+    w.uint16(row.seq ?? 0);
   }
   return w.bytes();
 }
@@ -143,6 +149,7 @@ export function referenceCompactStateRowsRowBinary(rows: readonly StateRow[], ke
       w.byte(0);
     }
     valueColumns(w, row.value, keepText);
+    w.uint16(row.seq ?? 0);
   }
   return w.bytes();
 }

@@ -8,10 +8,13 @@ import type { StateRow } from '../../../schemas/messages.ts';
 /** Nesting deeper than this is refused (and it stops a cyclic object from recursing forever). */
 export const MAX_VALUE_DEPTH = 64;
 
+/** Largest StateRow.seq: the store keeps it as UInt16 (a batch holds at most 1000 items). */
+export const MAX_SEQ = 65_535;
+
 /**
  * Throws FleetError INVALID_STATE (not retriable) naming the first offending row and field.
  * Rules: ids are strings (device id and asset non-empty), `ts`/`receivedAt` safe integers (epoch ms),
- * `value` a plain JSON value: null, boolean, finite number, string, array, or plain object. NaN and
+ * `seq` absent or an integer from 0 to 65 535 (a UInt16 column), `value` a plain JSON value: null, boolean, finite number, string, array, or plain object. NaN and
  * ±Infinity, bigint, undefined, byte arrays, Maps and class instances are refused rather than stored
  * as something else.
  */
@@ -25,6 +28,7 @@ export function checkStateRows(rows: readonly StateRow[]): void {
     if (typeof row.uplinkId !== 'string' || row.uplinkId === '') throw invalid('uplinkId must be a non-empty string', i, 'uplinkId');
     if (!Number.isSafeInteger(row.ts)) throw invalid('ts must be an integer epoch ms', i, 'ts');
     if (!Number.isSafeInteger(row.receivedAt)) throw invalid('receivedAt must be an integer epoch ms', i, 'receivedAt');
+    if (row.seq !== undefined && !(Number.isInteger(row.seq) && row.seq >= 0 && row.seq <= MAX_SEQ)) throw invalid(`seq must be an integer from 0 to ${MAX_SEQ}`, i, 'seq');
     const problem = jsonValueProblem(row.value, 0);
     if (problem !== undefined) throw invalid(`value ${problem}`, i, 'value');
   }
