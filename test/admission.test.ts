@@ -10,6 +10,7 @@ import { SimulatedClock } from '../engine/kernel/clock.ts';
 import { FleetError } from '../engine/kernel/errors.ts';
 import { admitUplink, carried, outputOf } from '../engine/uplink/admission/admitUplink.ts';
 import { compileDevice } from '../engine/uplink/admission/compileDevice.ts';
+import { processUplink } from '../engine/uplink/admission/processUplink.ts';
 import { decodeEnvelope, encodeEnvelope } from '../engine/uplink/envelope.ts';
 import { UplinkAdmission } from '../engine/uplink/UplinkAdmission.ts';
 import { UplinkIngest, type UplinkSubmission } from '../engine/uplink/UplinkIngest.ts';
@@ -67,6 +68,49 @@ test('carried on the log: the engine rebuilds exactly the admitted rows and drop
   assert.equal(out.rows, [{ deviceId: 'd1', asset: 't', ts: Date.UTC(2026, 0, 1), receivedAt: RECEIVED, value: 7, uplinkId: 'u9' }]);
   assert.equal(out.rejections.map((r) => [r.asset, r.code]), [['nope', 'UNKNOWN_ASSET']]);
   assert.is(decodeEnvelope(encodeEnvelope(envelope('{}'))).admitted, undefined, 'records without admission stay without');
+});
+
+test('a batch: readings without at are numbered per asset and time in item order, the same by admission and by the engine reading the log', () => {
+  const body = JSON.stringify([
+    { t: { value: 1 }, door: { value: true } },
+    { t: { value: 2 } },
+    { t: { value: 3, at: '2026-01-01T00:00:00Z' }, door: { value: false } },
+    { t: { value: 4 } },
+  ]);
+  const a = admitUplink(envelope(body), device);
+  if (a.verdict !== 'accepted') throw new Error('expected accepted');
+  const numbered = a.rows.map((r) => [r.asset, r.value, r.ts, r.seq ?? 0]);
+  const T = Date.UTC(2026, 0, 1);
+  assert.equal(numbered, [['t', 1, RECEIVED, 0], ['door', true, RECEIVED, 0], ['t', 2, RECEIVED, 1], ['t', 3, T, 0], ['door', false, RECEIVED, 1], ['t', 4, RECEIVED, 2]]);
+  assert.equal(a.dropped, []);
+  const read = decodeEnvelope(encodeEnvelope({ ...envelope(''), admitted: carried(a) }));
+  const out = outputOf(read as UplinkEnvelope & { admitted: NonNullable<UplinkEnvelope['admitted']> });
+  assert.equal(out.rows.map((r) => [r.asset, r.value, r.ts, r.seq ?? 0]), numbered);
+  // A record without the decision: the device actor admits the body itself, to the same rows.
+  const actor = { rows: [] as typeof a.rows, rejections: [] };
+  processUplink(envelope(body), device, actor);
+  assert.equal(actor.rows, a.rows);
+  // Larger batches number through a map: the same numbers.
+  const many = admitUplink(envelope(JSON.stringify(Array.from({ length: 20 }, (_, i) => ({ t: { value: i }, ...(i % 2 ? { door: { value: true } } : {}) })))), device);
+  if (many.verdict !== 'accepted') throw new Error('expected accepted');
+  assert.equal(many.rows.filter((r) => r.asset === 't').map((r) => r.seq ?? 0), Array.from({ length: 20 }, (_, i) => i));
+  assert.equal(many.rows.filter((r) => r.asset === 'door').map((r) => r.seq ?? 0), Array.from({ length: 10 }, (_, i) => i));
+});
+
+test('a batch: an asset at an explicit at an earlier item already holds is refused DUPLICATE_READING with its index; one whole-duplicate batch still stores the first', () => {
+  const body = JSON.stringify([
+    { t: { value: 1, at: '2026-01-01T00:00:00Z' } },
+    { t: { value: 1, at: '2026-01-01T01:00:00+01:00' }, door: { value: true, at: '2026-01-01T00:00:00Z' } },
+    { t: { value: 2, at: '2026-01-01T00:00:00.001Z' } },
+    { t: { value: 3, at: null } },
+  ]);
+  const a = admitUplink(envelope(body), device);
+  if (a.verdict !== 'accepted') throw new Error('expected accepted');
+  assert.equal(a.rows.map((r) => [r.asset, r.value, r.seq ?? 0]), [['t', 1, 0], ['door', true, 0], ['t', 2, 0], ['t', 3, 0]]);
+  assert.equal(a.dropped.map((r) => [r.item, r.asset, r.code]), [[1, 't', 'DUPLICATE_READING']]);
+  assert.match(a.dropped[0].reason, /^item 1: item 0 already holds a reading of asset "t" at 2026-01-01T00:00:00.000Z/);
+  // A state sent once, not in a batch, is never a duplicate; nor is a reading without at.
+  assert.is(admitUplink(envelope('{"t": {"value": 1, "at": "2026-01-01T00:00:00Z"}}'), device).verdict, 'accepted');
 });
 
 test('a forged record whose carried value is not storable is malformed as a whole (a dead letter, never a poisoned insert)', () => {

@@ -6,6 +6,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createHash } from 'node:crypto';
+import { encode as cborEncode } from 'cbor-x';
 import { decodeDeadLetter } from '../engine/uplink/envelope.ts';
 import { Topics } from '../schemas/messages.ts';
 import { LpwanStack, type Activated } from './support/lpwanStack.ts';
@@ -118,6 +119,25 @@ test('a The Things Stack uplink is decoded by the device type script and timed b
   // uplink_message.received_at (Network Server time), fractions beyond ms truncated
   assert.ok(rows.every((x) => x.ts === Date.UTC(2025, 2, 4, 10, 20, 30, 123)));
   assert.ok(rows.every((x) => x.uplinkId === r.json.uplinkId));
+});
+
+test('a CBOR batch over LPWAN: readings without at all kept at the network time, in item order; an asset repeated at one at refused DUPLICATE_READING', async () => {
+  const eui = '70B3D57ED00000C1';
+  const device = await stack.activate({ assets: [{ name: 'level', is: 'sensor', profile: { type: 'number' } }] },
+    { networkId: 'thethingsnetwork', data: { devEui: eui, applicationId: 'fleet-app' } }, 'cbor-unit-1');
+  const at = '2025-03-04T10:00:00Z';
+  const payload = cborEncode([{ level: 1 }, { level: 2 }, { level: { value: 3, at } }, { level: { value: 4, at } }, { level: 5 }]);
+  const r = await stack.webhook('thethingsnetwork', TTS_SECRET, ttsUplink({ devEui: eui, payload: Buffer.from(payload).toString('base64') }));
+  assert.equal([r.status, r.json.status], [202, 'accepted'], r.text);
+  await waitFor(() => rowsOf(device.deviceId).length === 4, 10_000, 'four states');
+  const network = Date.UTC(2025, 2, 4, 10, 20, 30, 123);
+  assert.equal(rowsOf(device.deviceId).map((x) => [x.value, x.ts, x.seq ?? 0, x.uplinkId]), [
+    [1, network, 0, r.json.uplinkId], [2, network, 1, r.json.uplinkId], [3, Date.parse(at), 0, r.json.uplinkId], [5, network, 2, r.json.uplinkId],
+  ]);
+  await waitFor(async () => (await rejectionsOf(device)).length === 1, 10_000, 'the duplicate recorded');
+  const [rejection] = await rejectionsOf(device);
+  assert.equal([rejection.code, rejection.uplinkId], ['DUPLICATE_READING', r.json.uplinkId]);
+  assert.match(rejection.reason, /^item 3: item 2 already holds a reading of asset "level"/);
 });
 
 test('the bare secret (no Bearer) is accepted, as some outputs send the header value as typed', async () => {

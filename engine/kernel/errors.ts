@@ -15,6 +15,8 @@ export const ErrorCodes = {
   UNKNOWN_DEVICE: { status: 404, retriable: false },
   UNKNOWN_ASSET: { status: 404, retriable: false },
   PROFILE_VIOLATION: { status: 422, retriable: false },
+  /** A batch item repeats a reading of an earlier item: the same asset at the same explicit `at`. */
+  DUPLICATE_READING: { status: 422, retriable: false },
   TOO_DEEP: { status: 422, retriable: false },
   DECODE_FAILED: { status: 422, retriable: false },
   PROCESSING_FAILED: { status: 500, retriable: false },

@@ -77,6 +77,7 @@ export function pubackReason(code: ErrorCode): number {
     case 'INVALID_AT':
     case 'INVALID_TEXT':
     case 'PROFILE_VIOLATION':
+    case 'DUPLICATE_READING':
     case 'TOO_DEEP':
     case 'DECODE_FAILED':
       return Reason.PAYLOAD_FORMAT_INVALID;

@@ -16,6 +16,7 @@
  */
 import type { AdmittedUplink, StateRow, UplinkEnvelope } from '../../../schemas/messages.ts';
 import type { CompiledDevice } from './compileDevice.ts';
+import { numberReadings } from './numberReadings.ts';
 import { processUplink, type Rejection, type UplinkOutput } from './processUplink.ts';
 
 export type Admission =
@@ -50,6 +51,8 @@ export function outputOf(envelope: UplinkEnvelope & { admitted: AdmittedUplink }
     const [asset, ts, value] = states[i];
     rows[i] = { deviceId, asset, ts, receivedAt, value: value as StateRow['value'], uplinkId: id };
   }
+  // The states keep admission's order, so they get the numbers admission gave them.
+  numberReadings(rows);
   const rejections: Rejection[] = dropped.map(([asset, code, reason]) => ({ asset, code: code as Rejection['code'], reason }));
   return { rows, rejections };
 }

@@ -28,8 +28,17 @@
  * milliseconds look alike. CBOR senders can use tag 1 (epoch seconds, int or float, RFC 8949
  * §3.4.2), tag 0 (date-time string) or tag 1001 (RFC 9581, keys 1 and one of -3/-6/-9 only).
  *
+ * Batches (an array of device states): items are taken in order, each on its own. Readings without
+ * `at` all get the receive time; they are distinct readings, kept in item order
+ * (numberReadings.ts). An item whose asset state repeats an earlier item's asset at the same
+ * explicit `at` (by instant: "…:00Z" and tag 1 of the same second are one time) is the same
+ * reading sent twice: that asset state is rejected DUPLICATE_READING naming the earlier item, and
+ * the first one is stored. A single device state names each asset once (JSON.parse keeps the last
+ * of repeated keys; CBOR refuses them), and an LPWAN payload decoded by a binary or Cayenne LPP
+ * script is one such map.
+ *
  * Rejections: per asset (the others of the same message still yield rows): UNKNOWN_ASSET,
- * INVALID_AT, PROFILE_VIOLATION, INVALID_TEXT (a string holds a lone surrogate; strings are stored
+ * INVALID_AT, PROFILE_VIOLATION, DUPLICATE_READING (batches), INVALID_TEXT (a string holds a lone surrogate; strings are stored
  * in NFC, canonicalValue.ts), INVALID_STATE (not a storable JSON value: non-finite or out-of-range
  * number, bigint, byte string, unsupported tag, ...). Whole message (one rejection, no rows):
  * MALFORMED_JSON, MALFORMED_CBOR, INVALID_STATE (wrong top-level shape), TOO_DEEP (more than
@@ -44,6 +53,7 @@ import type { AtWindow, CompiledDevice } from './compileDevice.ts';
 import { CborDecodeError, CborMap, CborTag, decodeCbor } from './decodeCbor.ts';
 import { parseTimestamp } from './parseTimestamp.ts';
 import { isPlainObject } from '../../kernel/isPlainObject.ts';
+import { numberReadings } from './numberReadings.ts';
 
 /** Nesting limit of a body: deep enough for any real state, shallow enough for any stack. */
 export const MAX_BODY_DEPTH = 32;
@@ -64,6 +74,24 @@ export interface Rejection {
 export interface UplinkOutput {
   rows: StateRow[];
   rejections: Rejection[];
+}
+
+/**
+ * The readings of a batch with an explicit `at`, by asset and time, and the item that holds each:
+ * a later item with the same asset and time repeats it.
+ */
+class BatchReadings {
+  readonly #items = new Map<string, number>();
+  item = 0;
+
+  /** The earlier item holding this asset at this time, or -1 (the current item holds it from now on). */
+  claim(asset: string, ts: number): number {
+    const key = `${ts} ${asset}`;
+    const earlier = this.#items.get(key);
+    if (earlier !== undefined) return earlier;
+    this.#items.set(key, this.item);
+    return -1;
+  }
 }
 
 /** Whole-message rejection raised deep inside; processUplink drops the message's rows for it. */
@@ -161,7 +189,7 @@ function outsideWindow(env: UplinkEnvelope, ts: number, fromNetwork: boolean, wi
  */
 function emit(
   env: UplinkEnvelope, device: CompiledDevice, out: UplinkOutput, defaultTs: number,
-  name: string, value: unknown, at: unknown, depth: number, cbor: boolean,
+  name: string, value: unknown, at: unknown, depth: number, cbor: boolean, batch?: BatchReadings,
 ): void {
   const problem = checkJsonValue(value, depth, MAX_BODY_DEPTH);
   if (problem !== undefined && problem.code === 'TOO_DEEP') throw new Abort('TOO_DEEP', problem.reason);
@@ -181,6 +209,12 @@ function emit(
   }
   const violation = asset.check(value);
   if (violation !== undefined) return reject(out, 'PROFILE_VIOLATION', violation, name);
+  if (batch !== undefined && at !== undefined && at !== null) {
+    const earlier = batch.claim(name, ts);
+    if (earlier >= 0) {
+      return reject(out, 'DUPLICATE_READING', `item ${earlier} already holds a reading of asset ${quote(name)} at ${iso(ts)}; one reading per asset and time is kept`, name);
+    }
+  }
   out.rows.push({ deviceId: env.deviceId, asset: name, ts, receivedAt: env.receivedAt, value: value as JsonValue, uplinkId: env.id });
 }
 
@@ -220,15 +254,17 @@ function processJson(env: UplinkEnvelope, device: CompiledDevice, out: UplinkOut
   // A batch: an array of device states (readings buffered while offline), each taken on its own.
   if (Array.isArray(doc)) {
     checkBatchSize(doc.length);
+    const batch = new BatchReadings();
     for (let i = 0; i < doc.length; i++) {
       const item = doc[i];
+      batch.item = i;
       batchItem(out, i, () => {
         if (!isPlainObject(item)) {
           const problem = checkJsonValue(item, 1, MAX_BODY_DEPTH, `item ${i}`);
           if (problem !== undefined && problem.code === 'TOO_DEEP') throw new Abort('TOO_DEEP', problem.reason);
           return reject(out, 'INVALID_STATE', 'a batch item must be a device state: a JSON object of asset name → {"value": …, "at"?: …}');
         }
-        jsonDeviceState(env, device, out, defaultTs, item, 1);
+        jsonDeviceState(env, device, out, defaultTs, item, 1, batch);
       });
     }
     return;
@@ -238,14 +274,16 @@ function processJson(env: UplinkEnvelope, device: CompiledDevice, out: UplinkOut
   jsonDeviceState(env, device, out, defaultTs, doc, 0);
 }
 
-/** One device state object; `depth` is how many containers enclose it (1 inside a batch). */
-function jsonDeviceState(env: UplinkEnvelope, device: CompiledDevice, out: UplinkOutput, defaultTs: number, doc: Record<string, unknown>, depth: number): void {
+/** One device state object; `depth` is how many containers enclose it (1 inside a batch, where `batch` is set). */
+function jsonDeviceState(
+  env: UplinkEnvelope, device: CompiledDevice, out: UplinkOutput, defaultTs: number, doc: Record<string, unknown>, depth: number, batch?: BatchReadings,
+): void {
   for (const name in doc) {
     const state = doc[name];
     if (isPlainObject(state)) {
       checkIgnoredDepth(state, depth + 2);
       if (Object.hasOwn(state, 'value')) {
-        emit(env, device, out, defaultTs, name, state.value, state.at, depth + 2, false);
+        emit(env, device, out, defaultTs, name, state.value, state.at, depth + 2, false, batch);
         continue;
       }
     } else {
@@ -296,7 +334,7 @@ function isLocation(g: unknown): boolean {
 
 function emitCbor(
   env: UplinkEnvelope, device: CompiledDevice, out: UplinkOutput, defaultTs: number,
-  name: string, entry: unknown, depth: number,
+  name: string, entry: unknown, depth: number, batch?: BatchReadings,
 ): void {
   if (entry instanceof CborTag && entry.tag === TAG_DATA_POINT) {
     const point = entry.value;
@@ -307,9 +345,9 @@ function emitCbor(
     if (!isLocation(point[2])) {
       return reject(out, 'INVALID_STATE', 'data point (tag 120) location must be tag 103 [latitude, longitude, elevation?, uncertainty?] or null', name);
     }
-    return emit(env, device, out, defaultTs, name, point[0], point[1], depth + 2, true);
+    return emit(env, device, out, defaultTs, name, point[0], point[1], depth + 2, true, batch);
   }
-  if (isFullForm(entry)) return emit(env, device, out, defaultTs, name, entry.value, entry.at, depth + 1, true);
+  if (isFullForm(entry)) return emit(env, device, out, defaultTs, name, entry.value, entry.at, depth + 1, true, batch);
   emit(env, device, out, defaultTs, name, entry, undefined, depth, true);
 }
 
@@ -326,11 +364,13 @@ function processCbor(env: UplinkEnvelope, device: CompiledDevice, out: UplinkOut
   if (Array.isArray(doc)) {
     // A batch: an array of device state maps.
     checkBatchSize(doc.length);
+    const batch = new BatchReadings();
     for (let i = 0; i < doc.length; i++) {
       const item = doc[i];
+      batch.item = i;
       batchItem(out, i, () => {
         if (!isPlainObject(item)) return reject(out, 'INVALID_STATE', 'a batch item must be a device state: a CBOR map of asset name → value or {value, at}');
-        for (const name in item) emitCbor(env, device, out, defaultTs, name, item[name], 2);
+        for (const name in item) emitCbor(env, device, out, defaultTs, name, item[name], 2, batch);
       });
     }
     return;
@@ -365,11 +405,12 @@ export function processUplink(envelope: UplinkEnvelope, device: CompiledDevice, 
       throw new Abort('PROCESSING_FAILED', `uplink for device ${envelope.deviceId} reached the actor of device ${device.info.id}`);
     }
     switch (envelope.contentType) {
-      case 'json': return processJson(envelope, device, out, defaultTs);
-      case 'cbor': return processCbor(envelope, device, out, defaultTs);
-      case 'binary': return processBinary(envelope, device, out, defaultTs);
+      case 'json': processJson(envelope, device, out, defaultTs); break;
+      case 'cbor': processCbor(envelope, device, out, defaultTs); break;
+      case 'binary': processBinary(envelope, device, out, defaultTs); break;
       default: throw new Abort('UNSUPPORTED_CONTENT_TYPE', `content type ${JSON.stringify(envelope.contentType)} is not json, cbor or binary`);
     }
+    numberReadings(out.rows, rowsBefore);
   } catch (error) {
     out.rows.length = rowsBefore;
     out.rejections.length = rejectionsBefore;
