@@ -109,6 +109,20 @@ test('a batch: an asset at an explicit at an earlier item already holds is refus
   assert.equal(a.rows.map((r) => [r.asset, r.value, r.seq ?? 0]), [['t', 1, 0], ['door', true, 0], ['t', 2, 0], ['t', 3, 0]]);
   assert.equal(a.dropped.map((r) => [r.item, r.asset, r.code]), [[1, 't', 'DUPLICATE_READING']]);
   assert.match(a.dropped[0].reason, /^item 1: item 0 already holds a reading of asset "t" at 2026-01-01T00:00:00.000Z/);
+  // Items out of time order: an earlier time comes back after a later one.
+  const at = (minute: number) => new Date(Date.UTC(2026, 0, 1, 0, minute)).toISOString();
+  const late = admitUplink(envelope(JSON.stringify([
+    { t: { value: 1, at: at(5) } }, { t: { value: 2, at: at(1) }, door: { value: true, at: at(5) } }, { t: { value: 3, at: at(5) } }, { t: { value: 4, at: at(1) } }, { door: { value: false, at: at(5) } },
+  ])), device);
+  if (late.verdict !== 'accepted') throw new Error('expected accepted');
+  assert.equal(late.rows.map((r) => r.value), [1, 2, true]);
+  assert.equal(late.dropped.map((r) => [r.item, r.asset, r.code, r.reason.match(/already holds/) ? r.reason.slice(0, 16) : r.reason]), [
+    [2, 't', 'DUPLICATE_READING', 'item 2: item 0 a'], [3, 't', 'DUPLICATE_READING', 'item 3: item 1 a'], [4, 'door', 'DUPLICATE_READING', 'item 4: item 1 a'],
+  ]);
+  // An explicit at equal to the receive time and a reading without at: two readings, numbered.
+  const same = admitUplink(envelope(JSON.stringify([{ t: { value: 1, at: new Date(RECEIVED).toISOString() } }, { t: { value: 2 } }])), device);
+  if (same.verdict !== 'accepted') throw new Error('expected accepted');
+  assert.equal(same.rows.map((r) => [r.value, r.ts, r.seq ?? 0]), [[1, RECEIVED, 0], [2, RECEIVED, 1]]);
   // A state sent once, not in a batch, is never a duplicate; nor is a reading without at.
   assert.is(admitUplink(envelope('{"t": {"value": 1, "at": "2026-01-01T00:00:00Z"}}'), device).verdict, 'accepted');
 });

@@ -51,8 +51,9 @@ export function outputOf(envelope: UplinkEnvelope & { admitted: AdmittedUplink }
     const [asset, ts, value] = states[i];
     rows[i] = { deviceId, asset, ts, receivedAt, value: value as StateRow['value'], uplinkId: id };
   }
-  // The states keep admission's order, so they get the numbers admission gave them.
-  numberReadings(rows);
+  // The states keep admission's order, so they get the numbers admission gave them (the same
+  // default time as processUplink's).
+  numberReadings(rows, envelope.network?.receivedAt ?? receivedAt);
   const rejections: Rejection[] = dropped.map(([asset, code, reason]) => ({ asset, code: code as Rejection['code'], reason }));
   return { rows, rejections };
 }

@@ -29,7 +29,7 @@
  * §3.4.2), tag 0 (date-time string) or tag 1001 (RFC 9581, keys 1 and one of -3/-6/-9 only).
  *
  * Batches (an array of device states): items are taken in order, each on its own. Readings without
- * `at` all get the receive time; they are distinct readings, kept in item order
+ * `at` all get the default time (below); they are distinct readings, kept in item order
  * (numberReadings.ts). An item whose asset state repeats an earlier item's asset at the same
  * explicit `at` (by instant: "…:00Z" and tag 1 of the same second are one time) is the same
  * reading sent twice: that asset state is rejected DUPLICATE_READING naming the earlier item, and
@@ -81,16 +81,46 @@ export interface UplinkOutput {
  * a later item with the same asset and time repeats it.
  */
 class BatchReadings {
-  readonly #items = new Map<string, number>();
+  readonly #ts: number[] = [];
+  readonly #assets: string[] = [];
+  readonly #items: number[] = [];
+  /**
+   * By time, the readings at it; made only once a time comes that is not the latest so far. Until
+   * then (the usual batch: items in time order) the readings at the latest time are the last ones.
+   */
+  #byTs: Map<number, number[]> | undefined;
   item = 0;
 
   /** The earlier item holding this asset at this time, or -1 (the current item holds it from now on). */
   claim(asset: string, ts: number): number {
-    const key = `${ts} ${asset}`;
-    const earlier = this.#items.get(key);
-    if (earlier !== undefined) return earlier;
-    this.#items.set(key, this.item);
+    const times = this.#ts;
+    const n = times.length;
+    if (this.#byTs === undefined && (n === 0 || ts >= times[n - 1])) {
+      for (let j = n - 1; j >= 0 && times[j] === ts; j--) if (this.#assets[j] === asset) return this.#items[j];
+      return this.#add(asset, ts);
+    }
+    if (this.#byTs === undefined) {
+      this.#byTs = new Map();
+      for (let j = 0; j < n; j++) this.#index(j);
+    }
+    const at = this.#byTs.get(ts);
+    if (at !== undefined) for (const j of at) if (this.#assets[j] === asset) return this.#items[j];
+    return this.#add(asset, ts);
+  }
+
+  #add(asset: string, ts: number): -1 {
+    this.#ts.push(ts);
+    this.#assets.push(asset);
+    this.#items.push(this.item);
+    if (this.#byTs !== undefined) this.#index(this.#ts.length - 1);
     return -1;
+  }
+
+  #index(j: number): void {
+    const ts = this.#ts[j];
+    const at = this.#byTs!.get(ts);
+    if (at === undefined) this.#byTs!.set(ts, [j]);
+    else at.push(j);
   }
 }
 
@@ -410,7 +440,7 @@ export function processUplink(envelope: UplinkEnvelope, device: CompiledDevice, 
       case 'binary': processBinary(envelope, device, out, defaultTs); break;
       default: throw new Abort('UNSUPPORTED_CONTENT_TYPE', `content type ${JSON.stringify(envelope.contentType)} is not json, cbor or binary`);
     }
-    numberReadings(out.rows, rowsBefore);
+    numberReadings(out.rows, defaultTs, rowsBefore);
   } catch (error) {
     out.rows.length = rowsBefore;
     out.rejections.length = rejectionsBefore;
