@@ -10,6 +10,7 @@ import { newUplinkId } from '../engine/kernel/ids.ts';
 import type { JsonValue, StateRow } from '../schemas/messages.ts';
 import { rejectionsContract } from './contracts/rejections.contract.ts';
 import { checkMigrated, earlierStateTable } from './support/earlierStateTables.ts';
+import { checkRejectionsMigrated, earlierRejectionsTable } from './support/earlierRejectionsTable.ts';
 
 function fixture(legacyLayout: boolean, rollups = false) {
   return async () => {
@@ -165,6 +166,18 @@ for (const layout of ['compact', 'legacy'] as const) {
     }
   });
 }
+
+test('a rejections table made before item is migrated at init: old rows read, replays fold, refusals in different items of one uplink are each kept', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'fleetstream-chdb-'));
+  try {
+    const earlier = createChdbStore({ dir });
+    for (const sql of earlierRejectionsTable('fleetstream')) await earlier.query(sql);
+    await earlier.close();
+    await checkRejectionsMigrated(() => createChdbStore({ dir }), 'fleetstream');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
 
 test('bad options are refused before anything opens', () => {
   assert.throws(() => createChdbStore({ dir: '' }), /dir is required/);

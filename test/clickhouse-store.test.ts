@@ -11,6 +11,7 @@ import type { JsonValue } from '../schemas/messages.ts';
 import { randomDoubles, row, storeContract } from './contracts/store.contract.ts';
 import { rejectionsContract } from './contracts/rejections.contract.ts';
 import { checkMigrated, earlierStateTable } from './support/earlierStateTables.ts';
+import { checkRejectionsMigrated, earlierRejectionsTable } from './support/earlierRejectionsTable.ts';
 
 const url = process.env.CLICKHOUSE_URL;
 
@@ -71,6 +72,13 @@ withEnv('clickhouse-store', ['CLICKHOUSE_URL'], 'scripts/clickhouse.sh start; ex
     const layout = compactTypesIn(version) ? 'compact' : 'legacy';
     for (const sql of earlierStateTable(database, layout)) await adminQuery(sql);
     await checkMigrated(() => createClickHouseStore({ url, database }), database, layout);
+  });
+
+  test('a rejections table made before item is migrated at init: old rows read, replays fold, refusals in different items of one uplink are each kept', async () => {
+    const database = `fleetstream_test_${process.pid}_${n++}`;
+    databases.push(database);
+    for (const sql of earlierRejectionsTable(database)) await adminQuery(sql);
+    await checkRejectionsMigrated(() => createClickHouseStore({ url, database }), database);
   });
 
   test('server version is reported', async () => {

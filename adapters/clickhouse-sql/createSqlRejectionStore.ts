@@ -2,6 +2,11 @@
  * A device's recent rejections (engine/ports/rejections.ts) in a `rejections` table beside the
  * states, with the same SQL on chDB and ClickHouse 18.16. Keyed like the states table so a replayed
  * dead letter folds into the one already stored (ReplacingMergeTree + FINAL).
+ *
+ * `item`, last in the key, keeps refusals of one code and asset in different items of one batch
+ * apart (two DUPLICATE_READINGs of one asset are two rows). It holds the item's index plus one, 0
+ * for a rejection of no item: the type's default, so rows written before the column read as of no
+ * item and a replay of their dead letters (which carry none) still folds into them.
  */
 import { FleetError } from '../../engine/kernel/errors.ts';
 import type { RejectionQuery, RejectionRow, RejectionStore } from '../../engine/ports/rejections.ts';
@@ -17,7 +22,10 @@ export interface SqlRejectionStoreOptions {
   maxLimit?: number;
 }
 
-export const REJECTION_COLUMNS = ['device_id', 'rejected_at', 'uplink_id', 'code', 'asset', 'reason', 'channel'] as const;
+export const REJECTION_COLUMNS = ['device_id', 'rejected_at', 'uplink_id', 'code', 'asset', 'reason', 'channel', 'item'] as const;
+
+/** Largest batch item index a row holds (UInt16, index plus one). */
+const MAX_ITEM = 65_534;
 
 export interface SqlRejectionStore extends RejectionStore {
   /** Creates the table when missing. */
@@ -30,6 +38,22 @@ export function createSqlRejectionStore(executor: Pick<SqlExecutor, 'command' | 
   const maxLimit = options.maxLimit ?? 1000;
   const qualified = `\`${database}\`.\`${table}\``;
 
+  const columns = () => executor.select(`SELECT name FROM system.columns WHERE database = ${quoteString(database)} AND table = ${quoteString(table)}`)
+    .then((rows) => rows.map((c) => String(c.name)));
+
+  /**
+   * A table made before `item` gets it at init, in one ALTER: a sorting key grows only by columns
+   * the same ALTER adds, and (18.16) only without a default expression. Two processes opening one
+   * server table at once may both try: the one that loses finds the column there and goes on.
+   */
+  async function addItem(): Promise<void> {
+    try {
+      await executor.command(`ALTER TABLE ${qualified} ADD COLUMN item UInt16, MODIFY ORDER BY (device_id, rejected_at, uplink_id, code, asset, item)`);
+    } catch (error) {
+      if (!(await columns()).includes('item')) throw error;
+    }
+  }
+
   return {
     async init() {
       await executor.command(`CREATE DATABASE IF NOT EXISTS \`${database}\``);
@@ -40,9 +64,11 @@ export function createSqlRejectionStore(executor: Pick<SqlExecutor, 'command' | 
   code String,
   asset String,
   reason String,
-  channel String
+  channel String,
+  item UInt16
 ) ENGINE = ReplacingMergeTree()
-ORDER BY (device_id, rejected_at, uplink_id, code, asset)`);
+ORDER BY (device_id, rejected_at, uplink_id, code, asset, item)`);
+      if (!(await columns()).includes('item')) await addItem();
     },
 
     async append(rows: readonly RejectionRow[]) {
@@ -50,7 +76,10 @@ ORDER BY (device_id, rejected_at, uplink_id, code, asset)`);
       let payload = '';
       for (const row of rows) {
         if (!Number.isSafeInteger(row.rejectedAt)) throw new FleetError('INVALID_STATE', 'rejectedAt must be an integer epoch ms');
-        payload += `${tsvField(row.deviceId)}\t${row.rejectedAt}\t${tsvField(row.uplinkId)}\t${tsvField(row.code)}\t${tsvField(row.asset)}\t${tsvField(row.reason)}\t${tsvField(row.channel)}\n`;
+        if (row.item !== undefined && !(Number.isSafeInteger(row.item) && row.item >= 0 && row.item <= MAX_ITEM)) {
+          throw new FleetError('INVALID_STATE', `item must be an integer from 0 to ${MAX_ITEM}`);
+        }
+        payload += `${tsvField(row.deviceId)}\t${row.rejectedAt}\t${tsvField(row.uplinkId)}\t${tsvField(row.code)}\t${tsvField(row.asset)}\t${tsvField(row.reason)}\t${tsvField(row.channel)}\t${row.item === undefined ? 0 : row.item + 1}\n`;
       }
       await executor.insertTsv(`${database}.${table}`, REJECTION_COLUMNS, Buffer.from(payload));
     },
@@ -68,19 +97,24 @@ ORDER BY (device_id, rejected_at, uplink_id, code, asset)`);
       }
       const before = query.before === undefined ? '' : ` AND rejected_at < ${int64Literal(query.before)}`;
       const channels = query.channels === undefined ? '' : ` AND channel IN (${query.channels.map(quoteString).join(', ')})`;
-      const rows = await executor.select(`SELECT device_id, rejected_at, uplink_id, code, asset, reason, channel FROM ${qualified} FINAL
+      const rows = await executor.select(`SELECT device_id, rejected_at, uplink_id, code, asset, reason, channel, item FROM ${qualified} FINAL
 WHERE device_id = ${quoteString(deviceId)}${before}${channels}
-ORDER BY rejected_at DESC, uplink_id DESC, code, asset
+ORDER BY rejected_at DESC, uplink_id DESC, item, code, asset
 LIMIT ${limit}`);
-      return rows.map((r) => ({
-        deviceId: String(r.device_id),
-        rejectedAt: Number(r.rejected_at),
-        uplinkId: String(r.uplink_id),
-        code: String(r.code),
-        asset: String(r.asset),
-        reason: String(r.reason),
-        channel: String(r.channel),
-      }));
+      return rows.map((r) => {
+        const row: RejectionRow = {
+          deviceId: String(r.device_id),
+          rejectedAt: Number(r.rejected_at),
+          uplinkId: String(r.uplink_id),
+          code: String(r.code),
+          asset: String(r.asset),
+          reason: String(r.reason),
+          channel: String(r.channel),
+        };
+        const item = Number(r.item);
+        if (item > 0) row.item = item - 1;
+        return row;
+      });
     },
   };
 }

@@ -13,6 +13,11 @@ export interface RejectionRow {
   /** Empty when the rejection concerns the whole message. */
   asset: string;
   uplinkId: string;
+  /**
+   * The batch item (index in the uplink's array of device states) the rejection concerns; absent
+   * when it concerns none. Refusals of one code and asset in different items are different rows.
+   */
+  item?: number;
   /** The uplink's channel (http, mqtt, lpwan), or `command` for a refused command record. */
   channel: string;
 }
@@ -31,6 +36,10 @@ export interface RejectionQuery {
 
 export interface RejectionStore {
   append(rows: readonly RejectionRow[]): Promise<void>;
-  /** Newest first. A rejection appended twice (replay) is listed once. */
+  /**
+   * Newest first (by rejection time, then uplink id, descending), then a row of no item before
+   * those of items, in item order, then by code and asset. A rejection appended twice (replay) is
+   * listed once.
+   */
   recent(deviceId: string, options?: RejectionQuery): Promise<RejectionRow[]>;
 }

@@ -59,6 +59,21 @@ export function rejectionsContract(name: string, factory: () => Promise<Rejectio
     assert.is((await r.recent('d1')).length, 1);
   });
 
+  s('refusals of one code and asset in different items of one uplink are each listed, in item order; a replay of both folds to two', async ({ fixture }) => {
+    const r = fixture.rejections;
+    const items = [rejection('d1', 1000, { code: 'DUPLICATE_READING', uplinkId: 'u1', item: 2 }), rejection('d1', 1000, { code: 'DUPLICATE_READING', uplinkId: 'u1', item: 0 })];
+    await r.append(items);
+    const whole = rejection('d1', 1000, { code: 'DUPLICATE_READING', uplinkId: 'u1' });
+    await r.append([whole]);
+    const expected = [whole, items[1], items[0]];
+    assert.equal(await r.recent('d1'), expected, 'a row of no item first, then by item; item only where there is one');
+    await r.append(items);
+    await r.append([whole]);
+    assert.equal(await r.recent('d1'), expected);
+    await r.append([rejection('d1', 1000, { code: 'DUPLICATE_READING', uplinkId: 'u1', item: 999 })]);
+    assert.equal((await r.recent('d1')).map((x) => x.item), [undefined, 0, 2, 999]);
+  });
+
   s('text with quotes, tabs, newlines and injection shapes round-trips verbatim', async ({ fixture }) => {
     const r = fixture.rejections;
     const nasty = "x'); DROP TABLE rejections; --\t\\n\nüñï";
