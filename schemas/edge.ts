@@ -204,6 +204,7 @@ export const RejectionList = Type.Object({
     code: Type.String(),
     reason: Type.String(),
     asset: Type.Optional(Type.String()),
+    item: Type.Optional(Type.Integer({ minimum: 0, description: 'the batch item (index in the array of device states) refused; absent when the rejection concerns no item' })),
     uplinkId: Type.String(),
     channel: Type.String(),
   })),

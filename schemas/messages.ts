@@ -23,11 +23,16 @@ export type NetworkMeta = Static<typeof NetworkMeta>;
 
 /**
  * The outcome of admitting an accepted uplink: the states it yields as `[asset, ts, value]` (ts in
- * epoch ms, value a JSON value) and the entries dropped from it as `[asset, code, reason]`.
+ * epoch ms, value a JSON value) and the entries dropped from it as `[asset, code, reason]`, or
+ * `[asset, code, reason, item]` when the entry is in a batch item (its index in the array of
+ * device states), so the item reaches the dead letter.
  */
 export const AdmittedUplink = Type.Object({
   states: Type.Array(Type.Tuple([Type.String(), Type.Integer(), Type.Unknown()])),
-  dropped: Type.Array(Type.Tuple([Type.String(), Type.String(), Type.String()])),
+  dropped: Type.Array(Type.Union([
+    Type.Tuple([Type.String(), Type.String(), Type.String()]),
+    Type.Tuple([Type.String(), Type.String(), Type.String(), Type.Integer({ minimum: 0 })]),
+  ])),
 });
 export type AdmittedUplink = Static<typeof AdmittedUplink>;
 
@@ -82,6 +87,11 @@ export const DeadLetter = Type.Object({
   reason: Type.String(),
   /** The asset the rejection concerns, when it concerns one. */
   asset: Type.Optional(Type.String()),
+  /**
+   * The batch item (index in the array of device states) the rejection concerns, when it concerns
+   * one. Dead letters written before it was carried have none and read as of no item.
+   */
+  item: Type.Optional(Type.Integer({ minimum: 0 })),
   /** Epoch ms of the rejection. */
   rejectedAt: Type.Integer(),
   envelope: UplinkEnvelope,

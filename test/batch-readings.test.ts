@@ -115,11 +115,11 @@ function readings(label: string, clickhouseUrl?: string) {
     await stored(ctx, d.id, 'count', 2);
     assert.equal(await history(ctx, d.id, 'count'), [1, 2]);
     assert.equal(await history(ctx, d.id, 'door'), [true, false]);
-    // Recorded as the device's rejections, as every refused entry is. (The rejections table keys an
-    // entry by uplink, code and asset, so two refusals of one asset in one uplink show as one.)
-    await waitFor(async () => (await requestJson(ctx.base, 'GET', `/device/${d.id}/rejections`, { token: ctx.userToken })).json.items.length > 0, 10_000, 'recorded');
+    // Recorded as the device's rejections, as every refused entry is: each refused item, in item order.
+    await waitFor(async () => (await requestJson(ctx.base, 'GET', `/device/${d.id}/rejections`, { token: ctx.userToken })).json.items.length > 1, 10_000, 'recorded');
     const recorded = (await requestJson(ctx.base, 'GET', `/device/${d.id}/rejections`, { token: ctx.userToken })).json.items;
-    assert.equal(recorded.map((x: { code: string; asset: string; uplinkId: string }) => [x.code, x.asset, x.uplinkId]), [['DUPLICATE_READING', 'count', r.json.uplinkId]]);
+    assert.equal(recorded.map((x: { item?: number; code: string; asset: string; uplinkId: string }) => [x.item, x.code, x.asset, x.uplinkId]),
+      [[2, 'DUPLICATE_READING', 'count', r.json.uplinkId], [3, 'DUPLICATE_READING', 'count', r.json.uplinkId]]);
   });
 
   test(`${MAX_BATCH_STATES} readings of one asset without at: all read back, in order, in both directions`, async (ctx) => {
@@ -190,11 +190,14 @@ function readings(label: string, clickhouseUrl?: string) {
       await stored(ctx, d.id, 'count', values.length);
       assert.equal(await history(ctx, d.id, 'count'), values);
       const at = '2026-01-01T00:00:00Z';
-      await client.publishAsync(`device/${d.id}/state`, JSON.stringify([{ door: { value: true, at } }, { door: { value: false, at } }]), { qos: 1 });
-      await waitFor(async () => (await requestJson(ctx.base, 'GET', `/device/${d.id}/rejections`, { token: ctx.userToken })).json.items.length === 1, 10_000, 'duplicate recorded');
-      const [rejection] = (await requestJson(ctx.base, 'GET', `/device/${d.id}/rejections`, { token: ctx.userToken })).json.items;
-      assert.equal([rejection.code, rejection.asset], ['DUPLICATE_READING', 'door']);
-      assert.match(rejection.reason, /^item 1: /);
+      // MQTT has no answer to list refusals in: the device's rejections are where each one shows.
+      await client.publishAsync(`device/${d.id}/state`, JSON.stringify([{ door: { value: true, at } }, { door: { value: false, at } }, { door: { value: false, at } }]), { qos: 1 });
+      await waitFor(async () => (await requestJson(ctx.base, 'GET', `/device/${d.id}/rejections`, { token: ctx.userToken })).json.items.length === 2, 10_000, 'both duplicates recorded');
+      const recorded = (await requestJson(ctx.base, 'GET', `/device/${d.id}/rejections`, { token: ctx.userToken })).json.items;
+      assert.equal(recorded.map((x: { item?: number; code: string; asset: string; channel: string }) => [x.item, x.code, x.asset, x.channel]),
+        [[1, 'DUPLICATE_READING', 'door', 'mqtt'], [2, 'DUPLICATE_READING', 'door', 'mqtt']]);
+      assert.match(recorded[0].reason, /^item 1: /);
+      assert.match(recorded[1].reason, /^item 2: /);
       assert.equal(await history(ctx, d.id, 'door'), [true]);
     } finally {
       await client.endAsync();

@@ -193,7 +193,10 @@ const envelopeOf = (maxBody: number) => fc.record({
   body: fc.uint8Array({ maxLength: maxBody }),
   admitted: fc.option(fc.record({
     states: fc.array(fc.tuple(fc.string({ unit: 'grapheme', maxLength: 30 }), ts, jsonValue), { maxLength: 30 }),
-    dropped: fc.array(fc.tuple(fc.string(), fc.constantFrom('UNKNOWN_ASSET', 'PROFILE_VIOLATION'), fc.string({ unit: 'grapheme', maxLength: 300 })), { maxLength: 3 }),
+    dropped: fc.array(fc.oneof(
+      fc.tuple(fc.string(), fc.constantFrom('UNKNOWN_ASSET', 'PROFILE_VIOLATION'), fc.string({ unit: 'grapheme', maxLength: 300 })),
+      fc.tuple(fc.string(), fc.constantFrom('DUPLICATE_READING', 'INVALID_STATE'), fc.string({ unit: 'grapheme', maxLength: 300 }), fc.nat({ max: 70_000 })),
+    ), { maxLength: 3 }),
   }), { nil: undefined }),
 }, { requiredKeys: ['id', 'channel', 'contentType', 'deviceId', 'receivedAt', 'body'] }) as fc.Arbitrary<UplinkEnvelope>;
 const writtenEnvelope = envelopeOf(2_000);
@@ -247,7 +250,7 @@ test('property: the direct reader reads every written envelope as cbor-x does', 
 function samples(): Uint8Array[] {
   const admittedFull: UplinkEnvelope = {
     ...full,
-    admitted: { states: [['temperature', 1_714_564_800_000, 21.5], ['door', 5, { open: true, at: [1, -2, 'x', null] }]], dropped: [['humidity', 'PROFILE_VIOLATION', 'value: too high']] },
+    admitted: { states: [['temperature', 1_714_564_800_000, 21.5], ['door', 5, { open: true, at: [1, -2, 'x', null] }]], dropped: [['humidity', 'PROFILE_VIOLATION', 'value: too high'], ['door', 'DUPLICATE_READING', 'item 300: …', 300]] },
   };
   return [full, minimal, admittedFull, { ...minimal, receivedAt: -(2 ** 40), asset: 'é' }].map((e) => writeEnvelope(e)!);
 }
@@ -281,6 +284,8 @@ test('hostile envelopes: truncated, trailing bytes, mutated bytes, huge lengths 
     { ...good, receivedAt: 2 ** 60 }, { ...good, body: 'abc' }, { ...good, network: { networkId: 'n', fPort: 1.5 } },
     { ...good, admitted: { states: [['a', 1.5, 1]], dropped: [] } }, { ...good, admitted: { states: [['a', 1, 1, 1]], dropped: [] } },
     { ...good, admitted: { states: [['a', 1, Number.NaN]], dropped: [] } }, { ...good, admitted: { states: [], dropped: [['a', 'b']] } },
+    ...[-1, 1.5, '1', 2 ** 60, null].map((item) => ({ ...good, admitted: { states: [], dropped: [['a', 'b', 'c', item]] } })),
+    { ...good, admitted: { states: [], dropped: [['a', 'b', 'c', 1, 2]] } },
     { ...noId, id }, { ...good, extra: 1 }, { ...good, asset: 'a', network: { networkId: 'n', format: 'json', devEui: 'e' } },
   ]) assertSameAsGeneric(encoder.encode(v));
   assertSameAsGeneric(hexBytes('ff'));
@@ -335,15 +340,19 @@ test('the hand-written encoder leaves what is not plain JSON to cbor-x, which de
   assert.is(toHex(first), copy);
 });
 
-test('dead letter round trip, with and without asset; garbage throws', () => {
+test('dead letter round trip, with and without asset and item; garbage throws', () => {
   const withAsset: DeadLetter = { code: 'PROFILE_VIOLATION', reason: 'value: must be number', asset: 'temperature', rejectedAt: 1_714_564_800_999, envelope: full };
   const without: DeadLetter = { code: 'MALFORMED_JSON', reason: 'body is not valid JSON', rejectedAt: 5, envelope: minimal };
-  for (const d of [withAsset, without]) assert.equal(decodeDeadLetter(encodeDeadLetter(d)), d);
+  const ofItem: DeadLetter = { code: 'DUPLICATE_READING', reason: 'item 2: …', asset: 'temperature', item: 2, rejectedAt: 7, envelope: minimal };
+  const ofItem0: DeadLetter = { code: 'INVALID_STATE', reason: 'item 0: …', item: 0, rejectedAt: 7, envelope: minimal };
+  for (const d of [withAsset, without, ofItem, ofItem0]) assert.equal(decodeDeadLetter(encodeDeadLetter(d)), d);
+  assert.not.ok('item' in decodeDeadLetter(encodeDeadLetter(without)), 'a dead letter of no item decodes without one');
   const encoder = new Encoder({ useRecords: false, tagUint8Array: false } as ConstructorParameters<typeof Encoder>[0]);
   malformed(encoder.encode({ code: 'X', reason: 'y', rejectedAt: 1 }), decodeDeadLetter);
   malformed(encoder.encode({ code: 'X', reason: 'y', rejectedAt: 1.5, envelope: minimal }), decodeDeadLetter);
   malformed(encoder.encode({ code: 1, reason: 'y', rejectedAt: 1, envelope: minimal }), decodeDeadLetter);
   malformed(encoder.encode({ code: 'X', reason: 'y', rejectedAt: 1, envelope: { ...minimal, body: 'x' } }), decodeDeadLetter);
+  for (const item of [-1, 1.5, '1']) malformed(encoder.encode({ code: 'X', reason: 'y', item, rejectedAt: 1, envelope: minimal }), decodeDeadLetter);
   malformed(encodeEnvelope(full), decodeDeadLetter);
   malformed(hexBytes('a1'), decodeDeadLetter);
 });

@@ -12,6 +12,7 @@ import { FleetError } from '../engine/kernel/errors.ts';
 import { MemoryDirectory } from '../engine/ports/directory.ts';
 import type { Log } from '../engine/ports/log.ts';
 import { UplinkPipeline, type RowSink } from '../engine/uplink/pipeline/UplinkPipeline.ts';
+import { rejectionRowsOf } from '../engine/uplink/pipeline/rejectionRows.ts';
 import { createLocalLog } from '../adapters/local-log/LocalLog.ts';
 import { Topics, type DeadLetter, type StateRow } from '../schemas/messages.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
@@ -110,6 +111,35 @@ test('retriable failures of the dead-letter append and of onDeadLetters are wait
     assert.equal([...recorded].sort(), [...expected].sort(), 'every rejection recorded once the recorder worked');
     const onTopic = new Set((await w.deadLetters()).map((l) => l.envelope.id));
     for (const id of expected) assert.ok(onTopic.has(id), `dead letter of ${id} on the topic`);
+  } finally {
+    await pipeline.stop();
+    await w.log.close();
+    w.tmp.remove();
+  }
+});
+
+test('the refusals of a batch carry their item from the rejection through the dead letter to the rejection rows', async () => {
+  const w = await world('pipeline-dead-letters-items');
+  const letters: DeadLetter[] = [];
+  const pipeline = new UplinkPipeline({
+    log: w.log, rows: new ListSink(), directory: w.directory, clock: systemClock, group: 'engine', commitIntervalMs: 20,
+    onDeadLetters(batch) { letters.push(...batch); },
+  });
+  await pipeline.start();
+  try {
+    const at = '2026-01-01T00:00:00Z';
+    // Items 1 and 2 repeat item 0's reading; a body that is no batch is refused as a whole.
+    const bodies = [[{ t: { value: 1, at } }, { t: { value: 2, at } }, { t: { value: 3, at } }], 'x'];
+    await w.log.append(Topics.uplinks, bodies.map((body, i) => ({
+      key: 'd0', value: encodeEnvelope({ id: `b${i}`, channel: 'mqtt', contentType: 'json', deviceId: 'd0', receivedAt: Date.parse(at), body: json(body) }),
+    })));
+    await waitFor(() => letters.length === 3, 10_000, 'three dead letters');
+    const onTopic = await w.deadLetters();
+    for (const seen of [letters, onTopic]) {
+      assert.equal(seen.map((l) => [l.envelope.id, l.code, l.asset, l.item]), [['b0', 'DUPLICATE_READING', 't', 1], ['b0', 'DUPLICATE_READING', 't', 2], ['b1', 'INVALID_STATE', undefined, undefined]]);
+    }
+    assert.equal(rejectionRowsOf(onTopic).map((r) => [r.uplinkId, r.item]), [['b0', 1], ['b0', 2], ['b1', undefined]]);
+    assert.not.ok('item' in rejectionRowsOf(onTopic)[2], 'a rejection of no item has no item');
   } finally {
     await pipeline.stop();
     await w.log.close();

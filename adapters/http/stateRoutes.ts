@@ -205,6 +205,7 @@ export function stateRoutes(edge: EdgeContext): void {
       items: rows.map((r) => {
         const item: Record<string, unknown> = { at: iso(r.rejectedAt), code: r.code, reason: r.reason, uplinkId: r.uplinkId, channel: r.channel };
         if (r.asset !== '') item.asset = r.asset;
+        if (r.item !== undefined) item.item = r.item;
         return item;
       }),
     });

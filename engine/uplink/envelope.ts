@@ -169,6 +169,7 @@ export function decodeEnvelopeGeneric(bytes: Uint8Array): UplinkEnvelope {
 export function encodeDeadLetter(d: DeadLetter): Uint8Array {
   const out: Record<string, unknown> = { code: d.code, reason: d.reason };
   if (d.asset !== undefined) out.asset = d.asset;
+  if (d.item !== undefined) out.item = d.item;
   out.rejectedAt = wireInt(d.rejectedAt);
   // A dead letter is about the uplink as received; what admission carried for the store stays out.
   out.envelope = wireEnvelope(d.envelope.admitted === undefined ? d.envelope : { ...d.envelope, admitted: undefined });
@@ -190,5 +191,6 @@ export function decodeDeadLetter(bytes: Uint8Array): DeadLetter {
     envelope: readEnvelope(r.envelope, 'dead letter envelope'),
   };
   if (r.asset !== undefined) out.asset = r.asset as string;
+  if (r.item !== undefined) out.item = r.item as number;
   return out;
 }

@@ -270,8 +270,13 @@ function admitted(): AdmittedUplink {
   const droppedCount = length(4);
   const dropped: AdmittedUplink['dropped'] = new Array(droppedCount);
   for (let i = 0; i < droppedCount; i++) {
-    if (length(4) !== 3) throw NOT_PLAIN;
-    dropped[i] = [text(), text(), text()];
+    const n = length(4);
+    if (n === 3) dropped[i] = [text(), text(), text()];
+    else if (n === 4) {
+      const entry: [string, string, string, number] = [text(), text(), text(), integer()];
+      if (entry[3] < 0) throw NOT_PLAIN;
+      dropped[i] = entry;
+    } else throw NOT_PLAIN;
   }
   return { states, dropped };
 }

@@ -203,7 +203,13 @@ function envelope(e: UplinkEnvelope): void {
     head(4, a.dropped.length);
     for (const entry of a.dropped) {
       head(4, entry.length);
-      for (const s of entry) text(s);
+      text(entry[0]);
+      text(entry[1]);
+      text(entry[2]);
+      if (entry.length === 4) {
+        if (entry[3] >>> 0 !== entry[3]) throw NOT_PLAIN;
+        head(0, entry[3]);
+      }
     }
   }
 }

@@ -38,7 +38,7 @@ export function admitUplink(envelope: UplinkEnvelope, device: CompiledDevice): A
 export function carried(admission: Extract<Admission, { verdict: 'accepted' }>): AdmittedUplink {
   return {
     states: admission.rows.map((row) => [row.asset, row.ts, row.value]),
-    dropped: admission.dropped.map((r) => [r.asset ?? '', r.code, r.reason]),
+    dropped: admission.dropped.map((r) => r.item === undefined ? [r.asset ?? '', r.code, r.reason] : [r.asset ?? '', r.code, r.reason, r.item]),
   };
 }
 
@@ -54,6 +54,10 @@ export function outputOf(envelope: UplinkEnvelope & { admitted: AdmittedUplink }
   // The states keep admission's order, so they get the numbers admission gave them (the same
   // default time as processUplink's).
   numberReadings(rows, envelope.network?.receivedAt ?? receivedAt);
-  const rejections: Rejection[] = dropped.map(([asset, code, reason]) => ({ asset, code: code as Rejection['code'], reason }));
+  const rejections: Rejection[] = dropped.map(([asset, code, reason, item]) => {
+    const rejection: Rejection = { asset, code: code as Rejection['code'], reason };
+    if (item !== undefined) rejection.item = item;
+    return rejection;
+  });
   return { rows, rejections };
 }

@@ -65,6 +65,7 @@ export class DeadLetterSink {
     for (const rejection of rejections) {
       const letter: DeadLetter = { code: rejection.code, reason: rejection.reason, rejectedAt, envelope };
       if (rejection.asset !== undefined) letter.asset = rejection.asset;
+      if (rejection.item !== undefined) letter.item = rejection.item;
       add.letters.push(letter);
       add.records.push({ key: envelope.deviceId, value: encodeDeadLetter(letter), timestamp: rejectedAt });
     }

@@ -10,7 +10,7 @@ export function rejectionRowsOf(letters: readonly DeadLetter[]): RejectionRow[] 
   const rows: RejectionRow[] = [];
   for (const l of letters) {
     if (l.envelope.deviceId === '') continue;
-    rows.push({
+    const row: RejectionRow = {
       deviceId: l.envelope.deviceId,
       rejectedAt: l.rejectedAt,
       code: l.code,
@@ -18,7 +18,9 @@ export function rejectionRowsOf(letters: readonly DeadLetter[]): RejectionRow[] 
       asset: l.asset ?? '',
       uplinkId: l.envelope.id,
       channel: l.envelope.channel,
-    });
+    };
+    if (l.item !== undefined) row.item = l.item;
+    rows.push(row);
   }
   return rows;
 }
