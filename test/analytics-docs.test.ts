@@ -63,6 +63,15 @@ async function answers(store: SqlStateStore, database: string, withRollups: bool
   const all = rows();
   await store.append(all);
   await store.append(all.filter((_, i) => i % 4 === 0)); // a replay must not show
+  // The rejections block reads what admission refused: one whole uplink, two items of one batch.
+  const refused = newUplinkId(T0 + 5_000);
+  const rejections = [
+    { deviceId: 'device-1', rejectedAt: T0 + 1_000, uplinkId: newUplinkId(T0 + 1_000), code: 'MALFORMED_JSON', reason: 'body is not valid JSON', asset: '', channel: 'http' },
+    { deviceId: 'device-1', rejectedAt: T0 + 5_000, uplinkId: refused, code: 'DUPLICATE_READING', reason: 'item 1: …', asset: 'temperature', channel: 'mqtt', item: 1 },
+    { deviceId: 'device-1', rejectedAt: T0 + 5_000, uplinkId: refused, code: 'DUPLICATE_READING', reason: 'item 2: …', asset: 'temperature', channel: 'mqtt', item: 2 },
+  ];
+  await store.rejections.append(rejections);
+  await store.rejections.append(rejections); // a replay must not show
   const out = new Map<string, unknown[]>();
   for (const block of blocks) {
     if (block.rollups && !withRollups) continue;
