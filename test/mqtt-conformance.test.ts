@@ -7,34 +7,13 @@
  */
 import { suite } from './support/suite.ts';
 import * as assert from 'uvu/assert';
-import { connect as tcpConnect, type Socket } from 'node:net';
 import mqttPacket from 'mqtt-packet';
 import { createMqttEdge, type MqttEdge } from '../adapters/mqtt/createMqttEdge.ts';
 import { varintBytes } from '../adapters/mqtt/edge/FrameReader.ts';
 import { systemClock } from '../engine/kernel/clock.ts';
 import { MqttStack, type SeededDevice } from './support/mqttStack.ts';
 import { waitFor } from './support/tmp.ts';
-
-interface Raw {
-  socket: Socket;
-  packets: mqttPacket.Packet[];
-  closed: Promise<void>;
-  isClosed(): boolean;
-}
-
-async function raw(port: number, version: 4 | 5): Promise<Raw> {
-  const socket = tcpConnect(port, '127.0.0.1');
-  socket.on('error', () => undefined);
-  const packets: mqttPacket.Packet[] = [];
-  const parser = mqttPacket.parser({ protocolVersion: version });
-  parser.on('packet', (p) => packets.push(p));
-  parser.on('error', () => undefined);
-  socket.on('data', (chunk) => parser.parse(chunk));
-  let isClosed = false;
-  const closed = new Promise<void>((resolve) => socket.once('close', () => { isClosed = true; resolve(); }));
-  await new Promise<void>((resolve, reject) => { socket.once('connect', resolve); socket.once('error', reject); });
-  return { socket, packets, closed, isClosed: () => isClosed };
-}
+import { raw, type Raw } from './support/rawMqtt.ts';
 
 /** A packet from its first byte and body (the Remaining Length is computed). */
 const frame = (first: number, body: number[] | Buffer) => Buffer.concat([Buffer.from([first, ...varintBytes(body.length)]), Buffer.from(body)]);

@@ -14,35 +14,14 @@
 import { suite } from './support/suite.ts';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
-import { connect as tcpConnect, type Socket } from 'node:net';
 import mqttPacket from 'mqtt-packet';
 import { MqttStack, type SeededDevice } from './support/mqttStack.ts';
 import { waitFor } from './support/tmp.ts';
+import { raw, type Raw } from './support/rawMqtt.ts';
 
 const MB = 1024 * 1024;
 /** The largest Remaining Length MQTT can declare: 268 435 455 bytes (256 MB). */
 const MAX_VARINT = [0xff, 0xff, 0xff, 0x7f];
-
-interface Raw {
-  socket: Socket;
-  packets: mqttPacket.Packet[];
-  closed: Promise<void>;
-  isClosed(): boolean;
-}
-
-async function raw(port: number, version: 4 | 5 = 4): Promise<Raw> {
-  const socket = tcpConnect(port, '127.0.0.1');
-  socket.on('error', () => undefined);
-  const packets: mqttPacket.Packet[] = [];
-  const parser = mqttPacket.parser({ protocolVersion: version });
-  parser.on('packet', (p) => packets.push(p));
-  parser.on('error', () => undefined);
-  socket.on('data', (chunk) => parser.parse(chunk));
-  let isClosed = false;
-  const closed = new Promise<void>((resolve) => socket.once('close', () => { isClosed = true; resolve(); }));
-  await new Promise<void>((resolve, reject) => { socket.once('connect', resolve); socket.once('error', reject); });
-  return { socket, packets, closed, isClosed: () => isClosed };
-}
 
 const connectPacket = (token: string, version: 4 | 5, clientId = '') =>
   mqttPacket.generate({ cmd: 'connect', protocolId: 'MQTT', protocolVersion: version, clientId, clean: true, keepalive: 0, username: token } as mqttPacket.IConnectPacket);
