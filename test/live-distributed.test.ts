@@ -7,7 +7,7 @@
  * Runs when KAFKA_BROKERS, CLICKHOUSE_URL and DATABASE_URL_TEST are set; its own topic prefix,
  * ClickHouse database and PostgreSQL schema are removed afterwards.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as assert from 'uvu/assert';
@@ -16,10 +16,9 @@ import mqtt from 'mqtt';
 import { createPostgresRegistry } from '../adapters/postgres/createPostgresRegistry.ts';
 import { partitionFor } from '../engine/ports/log.ts';
 import { suite, withEnv } from './support/suite.ts';
-import { clickhouse, delay, freePort, startFleet, type FleetProcess } from './support/fleetCluster.ts';
+import { delay, freePort, removeFleetData, startFleet, type FleetProcess } from './support/fleetCluster.ts';
 import { openSse, openWs, type SseStream } from './support/liveClients.ts';
 import { waitFor } from './support/tmp.ts';
-import { dropSchema } from './support/postgresSchema.ts';
 
 const PARTITIONS = 4;
 const DEVICES = 8;
@@ -114,18 +113,7 @@ withEnv('live-distributed', ['KAFKA_BROKERS', 'CLICKHOUSE_URL', 'DATABASE_URL_TE
     } finally {
       for (const c of clients) c.close();
       await Promise.all(processes.map((p) => p.stop(10_000)));
-      try {
-        const topics = (await admin.listTopics()).filter((t) => t.startsWith(prefix));
-        if (topics.length > 0) await admin.deleteTopics({ topics, timeout: 10_000 });
-        const groups = (await admin.listGroups()).groups.map((g) => g.groupId).filter((g) => g.startsWith(prefix));
-        await admin.deleteGroups(groups).catch(() => undefined);
-      } catch (error) {
-        console.log(`live-distributed: could not delete the topics of ${id}: ${String(error)}`);
-      }
-      await admin.disconnect();
-      await clickhouse(env.CLICKHOUSE_URL, `DROP DATABASE IF EXISTS \`${id}\``).catch(() => undefined);
-      await dropSchema(env.DATABASE_URL_TEST, id);
-      rmSync(dir, { recursive: true, force: true });
+      await removeFleetData({ admin, prefix, id, clickhouseUrl: env.CLICKHOUSE_URL, databaseUrl: env.DATABASE_URL_TEST, dir, label: 'live-distributed' });
     }
   });
 

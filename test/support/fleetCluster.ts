@@ -7,13 +7,15 @@
  * the stored rows tell which uplink they came from and what they must hold.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { createServer } from 'node:net';
+import type { Admin } from 'kafkajs';
 import { createKafkaLog } from '../../adapters/kafka/index.ts';
 import { systemClock } from '../../engine/kernel/clock.ts';
 import type { Registry } from '../../engine/ports/registry.ts';
 import { UplinkIngest } from '../../engine/uplink/UplinkIngest.ts';
+import { dropSchema } from './postgresSchema.ts';
 
 const bin = new URL('../../bin/fleetstream.ts', import.meta.url).pathname;
 
@@ -407,4 +409,35 @@ export function exactlyOnceProblems(stored: StoredCount, load: { acked: Readonly
   if (partial > 0) problems.push(`${partial} unacknowledged uplinks are stored in part or more than once`);
   if (stored.wrongValues > 0) problems.push(`${stored.wrongValues} data points hold the wrong value`);
   return problems;
+}
+
+export interface FleetData {
+  /** Connected; disconnected here. */
+  admin: Admin;
+  /** Topic and consumer-group prefix of the fleet (`<id>.`). */
+  prefix: string;
+  /** The fleet's ClickHouse database and PostgreSQL schema. */
+  id: string;
+  clickhouseUrl: string;
+  databaseUrl: string;
+  /** The processes' data dirs. */
+  dir: string;
+  /** Names the test in what it logs. */
+  label: string;
+}
+
+/** Removes what a fleet of processes left on the shared servers: topics, groups, database, schema, data dirs. */
+export async function removeFleetData(d: FleetData): Promise<void> {
+  try {
+    const topics = (await d.admin.listTopics()).filter((t) => t.startsWith(d.prefix));
+    if (topics.length > 0) await d.admin.deleteTopics({ topics, timeout: 10_000 });
+    const groups = (await d.admin.listGroups()).groups.map((g) => g.groupId).filter((g) => g.startsWith(d.prefix));
+    await d.admin.deleteGroups(groups).catch(() => undefined);
+  } catch (error) {
+    console.log(`${d.label}: could not delete the topics of ${d.id}: ${String(error)}`);
+  }
+  await d.admin.disconnect();
+  await clickhouse(d.clickhouseUrl, `DROP DATABASE IF EXISTS \`${d.id}\``).catch(() => undefined);
+  await dropSchema(d.databaseUrl, d.id);
+  rmSync(d.dir, { recursive: true, force: true });
 }
