@@ -145,6 +145,21 @@ function openToOthers(dataDir: string): string[] {
 const childrenOpen = (dataDir: string) => readdirSync(dataDir).map((name) => join(dataDir, name))
   .filter((path) => !lstatSync(path).isSymbolicLink() && (lstatSync(path).mode & 0o077) !== 0).map((path) => `${path} ${modeOf(path)}`);
 
+/**
+ * Sends a state (so a log segment exists), then checks as another user that neither the admin
+ * socket nor a segment opens; returns both paths for the callers' mode checks.
+ */
+async function closedToOthers(dataDir: string, port: number): Promise<{ socket: string; segments: string[] }> {
+  await sendState(dataDir, port);
+  const socket = join(dataDir, 'admin.sock');
+  const segments = segmentsUnder(dataDir);
+  assert.ok(segments.length > 0, 'a log segment was written');
+  const tried = asOtherUser(socket, segments[0]);
+  assert.is(tried.admin, 'EACCES', `another user on admin.sock: ${tried.admin}`);
+  assert.is(tried.segment, 'EACCES', `another user reading ${segments[0]}: ${tried.segment}`);
+  return { socket, segments };
+}
+
 unless('local files against another Unix user', whyNot, () => {
   const test = suite('local files (another user)');
   const tmp = tempDir('local-files');
@@ -160,14 +175,7 @@ unless('local files against another Unix user', whyNot, () => {
   test('started under umask 000: the data dir is 0700, admin.sock 0600, nothing under it open to others; another user can neither use the socket nor read a segment', async () => {
     const dataDir = join(tmp.dir, 'fresh', 'data');
     running = await startUnderUmask('000', dataDir);
-    await sendState(dataDir, running.port);
-    const socket = join(dataDir, 'admin.sock');
-    const segments = segmentsUnder(dataDir);
-    assert.ok(segments.length > 0, 'a log segment was written');
-
-    const tried = asOtherUser(socket, segments[0]);
-    assert.is(tried.admin, 'EACCES', `another user on admin.sock: ${tried.admin}`);
-    assert.is(tried.segment, 'EACCES', `another user reading ${segments[0]}: ${tried.segment}`);
+    const { socket, segments } = await closedToOthers(dataDir, running.port);
 
     assert.is(modeOf(dataDir), '0700');
     assert.ok(lstatSync(socket).isSocket());
@@ -182,14 +190,7 @@ unless('local files against another Unix user', whyNot, () => {
     mkdirSync(dataDir);
     chmodSync(dataDir, 0o755);
     running = await startUnderUmask('000', dataDir);
-    await sendState(dataDir, running.port);
-    const socket = join(dataDir, 'admin.sock');
-    const segments = segmentsUnder(dataDir);
-    assert.ok(segments.length > 0, 'a log segment was written');
-
-    const tried = asOtherUser(socket, segments[0]);
-    assert.is(tried.admin, 'EACCES', `another user on admin.sock: ${tried.admin}`);
-    assert.is(tried.segment, 'EACCES', `another user reading ${segments[0]}: ${tried.segment}`);
+    const { socket, segments } = await closedToOthers(dataDir, running.port);
 
     assert.is(modeOf(dataDir), '0755', 'the operator\'s mode is left as it was');
     assert.is(modeOf(socket), '0600');
