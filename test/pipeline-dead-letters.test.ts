@@ -9,34 +9,18 @@ import * as assert from 'uvu/assert';
 import { systemClock } from '../engine/kernel/clock.ts';
 import { decodeDeadLetter, encodeEnvelope } from '../engine/uplink/envelope.ts';
 import { FleetError } from '../engine/kernel/errors.ts';
-import { MemoryDirectory } from '../engine/ports/directory.ts';
 import type { Log } from '../engine/ports/log.ts';
-import { UplinkPipeline, type RowSink } from '../engine/uplink/pipeline/UplinkPipeline.ts';
+import { UplinkPipeline } from '../engine/uplink/pipeline/UplinkPipeline.ts';
 import { rejectionRowsOf } from '../engine/uplink/pipeline/rejectionRows.ts';
-import { createLocalLog } from '../adapters/local-log/LocalLog.ts';
-import { Topics, type DeadLetter, type StateRow } from '../schemas/messages.ts';
-import { tempDir, waitFor } from './support/tmp.ts';
+import { Topics, type DeadLetter } from '../schemas/messages.ts';
+import { waitFor } from './support/tmp.ts';
+import { jsonBytes, ListSink, logWith, uplinkPipelineWorld } from './support/uplinkPipelineWorld.ts';
 
 const PARTITIONS = 2;
-const json = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
-
-class ListSink implements RowSink {
-  rows: StateRow[] = [];
-  async append(rows: readonly StateRow[]): Promise<void> {
-    this.rows.push(...rows);
-  }
-  async flush(): Promise<void> {}
-}
 
 /** The local log whose appends to `dead-letters` first throw the queued errors, one per call. */
 function failingDeadLetterAppends(log: Log, failures: FleetError[]): Log {
-  return {
-    ensureTopics: (t) => log.ensureTopics(t),
-    partitionCount: (t) => log.partitionCount(t),
-    consumer: (o) => log.consumer(o),
-    committed: (g, t, p) => log.committed(g, t, p),
-    endOffsets: (t) => log.endOffsets(t),
-    close: () => log.close(),
+  return logWith(log, {
     async append(topic, records) {
       if (topic === Topics.deadLetters) {
         const failure = failures.shift();
@@ -44,40 +28,31 @@ function failingDeadLetterAppends(log: Log, failures: FleetError[]): Log {
       }
       return log.append(topic, records);
     },
-  };
+  });
 }
 
 async function world(name: string) {
-  const tmp = tempDir(name);
-  const log = createLocalLog({ dir: `${tmp.dir}/log` });
-  await log.ensureTopics([{ name: Topics.uplinks, partitions: PARTITIONS }, { name: Topics.deadLetters, partitions: 1 }]);
-  const directory = new MemoryDirectory();
-  for (let d = 0; d < 4; d++) directory.put({ id: `d${d}`, assets: [{ id: `a${d}`, name: 't', is: 'sensor', profile: { type: 'number' } }] });
+  const w = await uplinkPipelineWorld({ name, partitions: PARTITIONS, devices: 4 });
   /** Uplink i: a good state of t, and a value of an asset the device does not have (rejected). */
   const appendUplinks = async (from: number, count: number) => {
     const ends = new Array<number>(PARTITIONS).fill(0);
     const records = Array.from({ length: count }, (_, j) => {
       const i = from + j;
-      const envelope = { id: `u${i}`, channel: 'http' as const, contentType: 'json' as const, deviceId: `d${i % 4}`, receivedAt: 1_000 + i, body: json({ t: { value: i }, nosuch: { value: 1 } }) };
+      const envelope = { id: `u${i}`, channel: 'http' as const, contentType: 'json' as const, deviceId: `d${i % 4}`, receivedAt: 1_000 + i, body: jsonBytes({ t: { value: i }, nosuch: { value: 1 } }) };
       return { key: envelope.deviceId, value: encodeEnvelope(envelope) };
     });
-    for (const p of await log.append(Topics.uplinks, records)) ends[p.partition] = Math.max(ends[p.partition], p.offset + 1);
+    for (const p of await w.log.append(Topics.uplinks, records)) ends[p.partition] = Math.max(ends[p.partition], p.offset + 1);
     return ends;
-  };
-  const committed = async (): Promise<number[]> => {
-    const out: number[] = [];
-    for (let p = 0; p < PARTITIONS; p++) out.push(await log.committed('engine', Topics.uplinks, p));
-    return out;
   };
   const deadLetters = async (): Promise<DeadLetter[]> => {
     const letters: DeadLetter[] = [];
-    const consumer = log.consumer({ group: `read-${Math.random()}`, topics: [Topics.deadLetters], onBatch: async (b) => { letters.push(...b.records.map((r) => decodeDeadLetter(r.value))); } });
+    const consumer = w.log.consumer({ group: `read-${Math.random()}`, topics: [Topics.deadLetters], onBatch: async (b) => { letters.push(...b.records.map((r) => decodeDeadLetter(r.value))); } });
     await consumer.start();
     await new Promise((resolve) => setTimeout(resolve, 200));
     await consumer.stop();
     return letters;
   };
-  return { tmp, log, directory, appendUplinks, committed, deadLetters };
+  return { ...w, appendUplinks, deadLetters };
 }
 
 test('retriable failures of the dead-letter append and of onDeadLetters are waited out; commits follow', async () => {
@@ -98,8 +73,7 @@ test('retriable failures of the dead-letter append and of onDeadLetters are wait
       for (const l of letters) recorded.add(l.envelope.id);
     },
   });
-  await pipeline.start();
-  try {
+  await w.running(pipeline, async () => {
     const ends = await w.appendUplinks(0, 40);
     await waitFor(async () => (await w.committed()).join() === ends.join(), 15_000, 'every uplink committed after the failures');
     assert.is(pipeline.failure, undefined);
@@ -111,11 +85,7 @@ test('retriable failures of the dead-letter append and of onDeadLetters are wait
     assert.equal([...recorded].sort(), [...expected].sort(), 'every rejection recorded once the recorder worked');
     const onTopic = new Set((await w.deadLetters()).map((l) => l.envelope.id));
     for (const id of expected) assert.ok(onTopic.has(id), `dead letter of ${id} on the topic`);
-  } finally {
-    await pipeline.stop();
-    await w.log.close();
-    w.tmp.remove();
-  }
+  });
 });
 
 test('the refusals of a batch carry their item from the rejection through the dead letter to the rejection rows', async () => {
@@ -125,13 +95,12 @@ test('the refusals of a batch carry their item from the rejection through the de
     log: w.log, rows: new ListSink(), directory: w.directory, clock: systemClock, group: 'engine', commitIntervalMs: 20,
     onDeadLetters(batch) { letters.push(...batch); },
   });
-  await pipeline.start();
-  try {
+  await w.running(pipeline, async () => {
     const at = '2026-01-01T00:00:00Z';
     // Items 1 and 2 repeat item 0's reading; a body that is no batch is refused as a whole.
     const bodies = [[{ t: { value: 1, at } }, { t: { value: 2, at } }, { t: { value: 3, at } }], 'x'];
     await w.log.append(Topics.uplinks, bodies.map((body, i) => ({
-      key: 'd0', value: encodeEnvelope({ id: `b${i}`, channel: 'mqtt', contentType: 'json', deviceId: 'd0', receivedAt: Date.parse(at), body: json(body) }),
+      key: 'd0', value: encodeEnvelope({ id: `b${i}`, channel: 'mqtt', contentType: 'json', deviceId: 'd0', receivedAt: Date.parse(at), body: jsonBytes(body) }),
     })));
     await waitFor(() => letters.length === 3, 10_000, 'three dead letters');
     const onTopic = await w.deadLetters();
@@ -140,11 +109,7 @@ test('the refusals of a batch carry their item from the rejection through the de
     }
     assert.equal(rejectionRowsOf(onTopic).map((r) => [r.uplinkId, r.item]), [['b0', 1], ['b0', 2], ['b1', undefined]]);
     assert.not.ok('item' in rejectionRowsOf(onTopic)[2], 'a rejection of no item has no item');
-  } finally {
-    await pipeline.stop();
-    await w.log.close();
-    w.tmp.remove();
-  }
+  });
 });
 
 test('a dead-letter failure that is not transient stops progress and is reported', async () => {
@@ -154,17 +119,12 @@ test('a dead-letter failure that is not transient stops progress and is reported
     log: failingDeadLetterAppends(w.log, [new FleetError('PAYLOAD_TOO_LARGE', 'record too large')]), rows: new ListSink(),
     directory: w.directory, clock: systemClock, group: 'engine', commitIntervalMs: 20, onError: (e) => errors.push(e),
   });
-  await pipeline.start();
-  try {
+  await w.running(pipeline, async () => {
     await w.appendUplinks(0, 1);
     await waitFor(() => errors.length === 1, 5000, 'the failure reported');
     assert.is(pipeline.failure?.code, 'PAYLOAD_TOO_LARGE');
     assert.equal(await w.committed(), [0, 0]);
-  } finally {
-    await pipeline.stop();
-    await w.log.close();
-    w.tmp.remove();
-  }
+  });
 });
 
 test.run();
