@@ -4,24 +4,13 @@
  * the code becomes used exactly once (also under 50 racing redemptions), and list / read / change
  * / delete / look up by hardware id follow the lifecycle. Runs once per registry adapter.
  */
-import { suite } from './support/suite.ts';
 import * as assert from 'uvu/assert';
 import { ACTIVATION_KEYS, activationBody, activationWorld, assertProblem, LORA, trackerDraft } from './support/activationWorld.ts';
-import { EdgeHarness, suitePerRegistry, type RegistryFactory } from './support/edgeHarness.ts';
+import { suitePerRegistry, type RegistryFactory } from './support/edgeHarness.ts';
+import { harnessSuite } from './support/harnessSuite.ts';
 
 function activateSuite(factory: RegistryFactory) {
-  const test = suite<{ h: EdgeHarness; dispose(): Promise<void> }>(`http activate (${factory.name})`);
-
-  test.before(async (ctx) => {
-    const { registry, dispose } = await factory.create();
-    ctx.h = await EdgeHarness.start({ registry });
-    ctx.dispose = dispose;
-  });
-
-  test.after(async (ctx) => {
-    await ctx.h.close();
-    await ctx.dispose();
-  });
+  const test = harnessSuite('http activate', factory);
 
   test('activate: 201 with the device from the option (hardware id as name, type assets, payload, network) and its token; the code is used', async ({ h }) => {
     const w = await activationWorld(h);

@@ -4,10 +4,10 @@
  * cannot read, change or use partner B's activations or device types; only user tokens redeem
  * codes. Refusals change nothing.
  */
-import { suite } from './support/suite.ts';
 import * as assert from 'uvu/assert';
 import { activationBody, activationWorld, type ActivationWorld } from './support/activationWorld.ts';
 import { EdgeHarness, suitePerRegistry, type RegistryFactory } from './support/edgeHarness.ts';
+import { harnessSuite } from './support/harnessSuite.ts';
 
 interface Target {
   code: string;
@@ -37,18 +37,7 @@ const routes: Route[] = [
 ];
 
 function authSuite(factory: RegistryFactory) {
-  const test = suite<{ h: EdgeHarness; dispose(): Promise<void> }>(`http activation auth (${factory.name})`);
-
-  test.before(async (ctx) => {
-    const { registry, dispose } = await factory.create();
-    ctx.h = await EdgeHarness.start({ registry });
-    ctx.dispose = dispose;
-  });
-
-  test.after(async (ctx) => {
-    await ctx.h.close();
-    await ctx.dispose();
-  });
+  const test = harnessSuite('http activation auth', factory);
 
   async function snapshot(h: EdgeHarness, w: ActivationWorld) {
     const t = { token: w.partner.token };

@@ -4,26 +4,15 @@
  * hardware id under races. Runs once per registry adapter (PGlite; PostgreSQL when
  * DATABASE_URL_TEST is set).
  */
-import { suite } from './support/suite.ts';
 import * as assert from 'uvu/assert';
 import {
   ACTIVATION_KEYS, activationBody, activationWorld, assertProblem, CODE_RE, ID_RE, LORA, OPTION_KEYS, trackerDraft,
 } from './support/activationWorld.ts';
-import { EdgeHarness, suitePerRegistry, type RegistryFactory } from './support/edgeHarness.ts';
+import { suitePerRegistry, type RegistryFactory } from './support/edgeHarness.ts';
+import { harnessSuite } from './support/harnessSuite.ts';
 
 function activationSuite(factory: RegistryFactory) {
-  const test = suite<{ h: EdgeHarness; dispose(): Promise<void> }>(`http activation (${factory.name})`);
-
-  test.before(async (ctx) => {
-    const { registry, dispose } = await factory.create();
-    ctx.h = await EdgeHarness.start({ registry });
-    ctx.dispose = dispose;
-  });
-
-  test.after(async (ctx) => {
-    await ctx.h.close();
-    await ctx.dispose();
-  });
+  const test = harnessSuite('http activation', factory);
 
   test('device types: PUT creates then replaces the draft, POST …/versions publishes 1, 2, …, GET lists them', async ({ h }) => {
     const w = await activationWorld(h);

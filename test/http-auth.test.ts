@@ -2,9 +2,9 @@
  * Auth matrix of the HTTP edge: every route × every principal that must not reach it → 401/403
  * with a problem+json body and no device data, and nothing appended to the log.
  */
-import { suite } from './support/suite.ts';
 import * as assert from 'uvu/assert';
-import { EdgeHarness, suitePerRegistry, type RegistryFactory, type Seeded } from './support/edgeHarness.ts';
+import { suitePerRegistry, type RegistryFactory, type Seeded } from './support/edgeHarness.ts';
+import { harnessSuite } from './support/harnessSuite.ts';
 
 interface Route {
   method: string;
@@ -42,18 +42,7 @@ const routes: Route[] = [
 const PROBLEM_KEYS = ['code', 'detail', 'instance', 'status', 'title', 'type'];
 
 function authSuite(factory: RegistryFactory) {
-  const test = suite<{ h: EdgeHarness; dispose(): Promise<void> }>(`http auth (${factory.name})`);
-
-  test.before(async (ctx) => {
-    const { registry, dispose } = await factory.create();
-    ctx.h = await EdgeHarness.start({ registry });
-    ctx.dispose = dispose;
-  });
-
-  test.after(async (ctx) => {
-    await ctx.h.close();
-    await ctx.dispose();
-  });
+  const test = harnessSuite('http auth', factory);
 
   test('every route refuses missing, malformed, unknown and revoked tokens, other devices, outsiders and partners', async ({ h }) => {
     const s = await h.seed([{ name: 'temperature' }]);

@@ -13,7 +13,8 @@ import { createChdbStore } from '../adapters/chdb/createChdbStore.ts';
 import { decodeEnvelope } from '../engine/uplink/envelope.ts';
 import type { LogRecord } from '../engine/ports/log.ts';
 import type { StateRow } from '../schemas/messages.ts';
-import { EdgeHarness, suitePerRegistry, type RegistryFactory, type Seeded } from './support/edgeHarness.ts';
+import { suitePerRegistry, type RegistryFactory, type Seeded } from './support/edgeHarness.ts';
+import { harnessSuite } from './support/harnessSuite.ts';
 
 const chdbDir = mkdtempSync(join(tmpdir(), 'fleetstream-edge-chdb-'));
 const store = createChdbStore({ dir: chdbDir });
@@ -27,18 +28,7 @@ function bytes(text: string): Uint8Array {
 }
 
 function edgeSuite(factory: RegistryFactory) {
-  const test = suite<{ h: EdgeHarness; dispose(): Promise<void> }>(`http edge (${factory.name})`);
-
-  test.before(async (ctx) => {
-    const { registry, dispose } = await factory.create();
-    ctx.h = await EdgeHarness.start({ registry, store });
-    ctx.dispose = dispose;
-  });
-
-  test.after(async (ctx) => {
-    await ctx.h.close();
-    await ctx.dispose();
-  });
+  const test = harnessSuite('http edge', factory, { store });
 
   test('GET /health answers for probes; /openapi.json describes every route from the same schemas', async ({ h }) => {
     const health = await h.request('GET', '/health');
