@@ -11,8 +11,9 @@ import { Session } from 'chdb';
 import { createService, kafkaTimeouts, logNames } from '../app/createService.ts';
 import { loadConfig } from '../app/loadConfig.ts';
 import { silentLogger } from '../engine/kernel/logger.ts';
-import { defaultConfig } from '../schemas/config.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
+import { loopbackConfig } from './support/loopbackConfig.ts';
+import { sendJson } from './support/sendJson.ts';
 
 test('flags and environment set the prefix, the ClickHouse database and the PostgreSQL schema', () => {
   const unset = loadConfig({}, {});
@@ -81,16 +82,7 @@ test('the composed service uses the prefixed topics and group and the named Clic
   const tmp = tempDir('config-names');
   const service = await createService({
     logger: silentLogger,
-    config: {
-      ...defaultConfig,
-      dataDir: tmp.dir,
-      http: { ...defaultConfig.http, host: '127.0.0.1', port: 0 },
-      metrics: { host: '127.0.0.1', port: 0 },
-      mqtt: { host: '127.0.0.1', port: -1 },
-      engine: { ...defaultConfig.engine, partitions: 2, batchDelayMs: 10 },
-      topicPrefix: 'run7.',
-      clickhouseDatabase: 'fleet_run7',
-    },
+    config: loopbackConfig(tmp.dir, { mqtt: { host: '127.0.0.1', port: -1 }, topicPrefix: 'run7.', clickhouseDatabase: 'fleet_run7' }),
   });
   let stopped = false;
   try {
@@ -101,18 +93,10 @@ test('the composed service uses the prefixed topics and group and the named Clic
     const user = await service.registry.createUser({ name: 'u' });
     const ground = await service.registry.createGround({ name: 'g', userId: user.entity.id });
     const base = `http://127.0.0.1:${service.httpPort}`;
-    const created = await fetch(`${base}/ground/${ground.id}/devices`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'thermo', assets: [{ name: 't', is: 'sensor', profile: { type: 'number' } }] }),
-    });
+    const created = await sendJson(`${base}/ground/${ground.id}/devices`, 'POST', user.token, { name: 'thermo', assets: [{ name: 't', is: 'sensor', profile: { type: 'number' } }] });
     assert.is(created.status, 201);
     const device = await created.json() as { id: string; token: string };
-    const put = await fetch(`${base}/device/${device.id}/state`, {
-      method: 'PUT',
-      headers: { authorization: `Bearer ${device.token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ t: { value: 4.5 }, nosuchasset: { value: 1 } }),
-    });
+    const put = await sendJson(`${base}/device/${device.id}/state`, 'PUT', device.token, { t: { value: 4.5 }, nosuchasset: { value: 1 } });
     assert.is(put.status, 202);
     const committed = async () => {
       let sum = 0;

@@ -12,6 +12,7 @@ import { promisify } from 'node:util';
 import { suite, withEnv } from './support/suite.ts';
 import { freePort } from './support/fleetCluster.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
+import { sendJson } from './support/sendJson.ts';
 
 const run = promisify(execFile);
 const bin = new URL('../bin/fleetstream.ts', import.meta.url).pathname;
@@ -50,20 +51,12 @@ withEnv('engine exit', ['CLICKHOUSE_URL'], 'bash scripts/clickhouse.sh install &
     const user = await admin('create-user', 'alice');
     const ground = await admin('create-ground', 'home', '--user', user.id);
     const base = `http://127.0.0.1:${port}`;
-    const created = await fetch(`${base}/ground/${ground.id}/devices`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'thermo', assets: [{ name: 'temperature', is: 'sensor', profile: { type: 'number' } }] }),
-    });
+    const created = await sendJson(`${base}/ground/${ground.id}/devices`, 'POST', user.token, { name: 'thermo', assets: [{ name: 'temperature', is: 'sensor', profile: { type: 'number' } }] });
     assert.is(created.status, 201);
     const device = await created.json() as { id: string; token: string };
 
     await clickhouse(`ALTER TABLE ${database}.states DROP COLUMN value_string`);
-    const put = await fetch(`${base}/device/${device.id}/asset/temperature/state`, {
-      method: 'PUT',
-      headers: { authorization: `Bearer ${device.token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ value: 21.5, at: '2026-11-01T10:00:00Z' }),
-    });
+    const put = await sendJson(`${base}/device/${device.id}/asset/temperature/state`, 'PUT', device.token, { value: 21.5, at: '2026-11-01T10:00:00Z' });
     assert.is(put.status, 202, 'accepted: durable in the log, stored on the next start');
 
     const code = await Promise.race([exited, new Promise<'running'>((resolve) => setTimeout(() => resolve('running'), 30_000))]);

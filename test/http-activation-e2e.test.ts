@@ -13,11 +13,11 @@ import { systemClock } from '../engine/kernel/clock.ts';
 import { silentLogger } from '../engine/kernel/logger.ts';
 import { registryDirectory } from '../engine/ports/registry.ts';
 import { buildEngine, type Engine } from '../app/buildEngine.ts';
-import { defaultConfig } from '../schemas/config.ts';
 import { Topics, type DeadLetter, type StateRow } from '../schemas/messages.ts';
 import { activationBody, activationWorld, assertProblem, trackerDraft } from './support/activationWorld.ts';
 import { EdgeHarness, suitePerRegistry, type RegistryFactory } from './support/edgeHarness.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
+import { loopbackConfig } from './support/loopbackConfig.ts';
 
 // Before the harness clock's receive time (2025-01-01): an `at` more than a day ahead of it is refused.
 const AT = '2024-12-31T10:00:00.000Z';
@@ -87,7 +87,7 @@ const service = suite('activated device through the composition root (embedded d
 service('partner → device type → activation → user activates → device sends states → stored and read back', async () => {
   const tmp = tempDir('activation-service');
   const svc = await createService({
-    config: { ...defaultConfig, dataDir: tmp.dir, http: { ...defaultConfig.http, host: '127.0.0.1', port: 0 }, mqtt: { host: '127.0.0.1', port: 0 }, metrics: { host: '127.0.0.1', port: 0 }, engine: { ...defaultConfig.engine, partitions: 2, batchDelayMs: 10 } },
+    config: loopbackConfig(tmp.dir),
     logger: silentLogger,
   });
   try {

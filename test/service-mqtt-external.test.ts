@@ -11,9 +11,9 @@ import { createService, type Service } from '../app/createService.ts';
 import { loadConfig } from '../app/loadConfig.ts';
 import { newId } from '../engine/kernel/ids.ts';
 import { silentLogger } from '../engine/kernel/logger.ts';
-import { defaultConfig } from '../schemas/config.ts';
 import { BROKER_URL, brokerReachable } from './support/externalMqttStack.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
+import { loopbackConfig } from './support/loopbackConfig.ts';
 
 test('MQTT_URL / --mqtt-url, MQTT_SHARE_GROUP, MQTT_CLIENT_ID, MQTT_SESSION_EXPIRY_SECONDS; bad values are refused', () => {
   assert.is(loadConfig({}, {}).mqtt.url, undefined);
@@ -36,14 +36,7 @@ unless('service-mqtt-external', (await brokerReachable()) ? undefined : `no MQTT
   test.before(async () => {
     service = await createService({
       logger: silentLogger,
-      config: {
-        ...defaultConfig,
-        dataDir: tmp.dir,
-        http: { ...defaultConfig.http, host: '127.0.0.1', port: 0 },
-        metrics: { host: '127.0.0.1', port: 0 },
-        mqtt: { host: '127.0.0.1', port: 0, url: BROKER_URL, shareGroup: `fstest-svc-${process.pid}-${newId().slice(0, 6)}` },
-        engine: { ...defaultConfig.engine, partitions: 2, batchDelayMs: 10 },
-      },
+      config: loopbackConfig(tmp.dir, { mqtt: { host: '127.0.0.1', port: 0, url: BROKER_URL, shareGroup: `fstest-svc-${process.pid}-${newId().slice(0, 6)}` } }),
     });
     base = `http://127.0.0.1:${service.httpPort}`;
   });

@@ -8,8 +8,9 @@ import * as assert from 'uvu/assert';
 import mqtt from 'mqtt';
 import { createService, type Service } from '../app/createService.ts';
 import { silentLogger } from '../engine/kernel/logger.ts';
-import { defaultConfig } from '../schemas/config.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
+import { loopbackConfig } from './support/loopbackConfig.ts';
+import { sendJson } from './support/sendJson.ts';
 
 const tmp = tempDir('service-mqtt');
 let service: Service;
@@ -18,14 +19,7 @@ let base = '';
 test.before(async () => {
   service = await createService({
     logger: silentLogger,
-    config: {
-      ...defaultConfig,
-      dataDir: tmp.dir,
-      http: { ...defaultConfig.http, host: '127.0.0.1', port: 0 },
-      metrics: { host: '127.0.0.1', port: 0 },
-      mqtt: { host: '127.0.0.1', port: 0 },
-      engine: { ...defaultConfig.engine, partitions: 2, batchDelayMs: 10 },
-    },
+    config: loopbackConfig(tmp.dir),
   });
   base = `http://127.0.0.1:${service.httpPort}`;
 });
@@ -38,14 +32,10 @@ test.after(async () => {
 test('MQTT states are stored, commands issued over HTTP reach the device over MQTT, feeds follow', async () => {
   const user = await service.registry.createUser({ name: 'u' });
   const ground = await service.registry.createGround({ name: 'g', userId: user.entity.id });
-  const created = await fetch(`${base}/ground/${ground.id}/devices`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'lamp', assets: [
-      { name: 'temperature', is: 'sensor', profile: { type: 'number' } },
-      { name: 'light', is: 'actuator', profile: { type: 'boolean' } },
-    ] }),
-  });
+  const created = await sendJson(`${base}/ground/${ground.id}/devices`, 'POST', user.token, { name: 'lamp', assets: [
+    { name: 'temperature', is: 'sensor', profile: { type: 'number' } },
+    { name: 'light', is: 'actuator', profile: { type: 'boolean' } },
+  ] });
   assert.is(created.status, 201);
   const device = await created.json() as { id: string; token: string; assets: Array<{ id: string; name: string }> };
 
@@ -63,11 +53,7 @@ test('MQTT states are stored, commands issued over HTTP reach the device over MQ
     await waitFor(() => received.some((m) => m.topic === `device/${device.id}/asset/temperature/feed`), 10_000, 'feed of the stored state');
     assert.equal(received.find((m) => m.topic.endsWith('/feed'))!.body, { value: 19.25, at: '2026-11-01T08:00:00.000Z' });
 
-    const command = await fetch(`${base}/device/${device.id}/asset/light/command`, {
-      method: 'PUT',
-      headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ value: true }),
-    });
+    const command = await sendJson(`${base}/device/${device.id}/asset/light/command`, 'PUT', user.token, { value: true });
     assert.is(command.status, 202);
     await waitFor(() => received.some((m) => m.topic === `device/${device.id}/asset/light/command`), 10_000, 'command over MQTT');
     const delivered = received.find((m) => m.topic === `device/${device.id}/asset/light/command`)!.body as { value: unknown; at: string };
@@ -88,25 +74,13 @@ test('MQTT states are stored, commands issued over HTTP reach the device over MQ
     const rows = await service.store.commands.list({ deviceId: device.id });
     assert.is(rows[0].status, 'delivered', 'read from the store, not from memory');
 
-    const refused = await fetch(`${base}/device/${device.id}/asset/temperature/command`, {
-      method: 'PUT',
-      headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ value: 3 }),
-    });
+    const refused = await sendJson(`${base}/device/${device.id}/asset/temperature/command`, 'PUT', user.token, { value: 3 });
     assert.is(refused.status, 422, 'a sensor takes no commands');
 
     // The command side looks devices up through cached lookups: a profile change reaches it at once.
-    const changed = await fetch(`${base}/device/${device.id}/asset/light`, {
-      method: 'PUT',
-      headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ is: 'actuator', profile: { type: 'integer', minimum: 0, maximum: 100 } }),
-    });
+    const changed = await sendJson(`${base}/device/${device.id}/asset/light`, 'PUT', user.token, { is: 'actuator', profile: { type: 'integer', minimum: 0, maximum: 100 } });
     assert.is(changed.status, 200);
-    const dimmed = await fetch(`${base}/device/${device.id}/asset/light/command`, {
-      method: 'PUT',
-      headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ value: 42 }),
-    });
+    const dimmed = await sendJson(`${base}/device/${device.id}/asset/light/command`, 'PUT', user.token, { value: 42 });
     assert.is(dimmed.status, 202, 'the edge checks the new profile');
     await waitFor(() => received.some((m) => m.topic === `device/${device.id}/asset/light/command` && (m.body as { value: unknown }).value === 42), 10_000, 'command under the new profile delivered');
     assert.equal((await service.store.rejections.recent(device.id)).filter((r) => r.channel === 'command'), [], 'the command side did not refuse it under the old profile');

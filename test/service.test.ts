@@ -12,6 +12,7 @@ import { createServer } from 'node:net';
 import { loadConfig } from '../app/loadConfig.ts';
 import { startFlags } from './support/startFlags.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
+import { sendJson } from './support/sendJson.ts';
 
 const run = promisify(execFile);
 const bin = new URL('../bin/fleetstream.ts', import.meta.url).pathname;
@@ -95,18 +96,10 @@ test('admin works before the service runs (direct registry) and while it runs (a
 
   // A first session: create a device, send a state with its token, read it back.
   const base = `http://127.0.0.1:${port}`;
-  const created = await fetch(`${base}/ground/${ground.id}/devices`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'thermo', assets: [{ name: 'temperature', is: 'sensor', profile: { type: 'number' } }] }),
-  });
+  const created = await sendJson(`${base}/ground/${ground.id}/devices`, 'POST', user.token, { name: 'thermo', assets: [{ name: 'temperature', is: 'sensor', profile: { type: 'number' } }] });
   assert.is(created.status, 201);
   const device = await created.json() as { id: string; token: string };
-  const put = await fetch(`${base}/device/${device.id}/state`, {
-    method: 'PUT',
-    headers: { authorization: `Bearer ${device.token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ temperature: { value: 21.5, at: '2026-11-01T10:00:00Z' } }),
-  });
+  const put = await sendJson(`${base}/device/${device.id}/state`, 'PUT', device.token, { temperature: { value: 21.5, at: '2026-11-01T10:00:00Z' } });
   assert.is(put.status, 202);
   let state: { state?: { value: unknown; at: string } } = {};
   await waitFor(async () => {
@@ -127,19 +120,11 @@ test('states accepted before SIGTERM are stored and readable after a restart', a
   const user = await admin('create-user', 'bob');
   const ground = await admin('create-ground', 'lab', '--user', user.id);
   const base = `http://127.0.0.1:${port}`;
-  const created = await fetch(`${base}/ground/${ground.id}/devices`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'counter', assets: [{ name: 'n', is: 'sensor', profile: { type: 'integer' } }] }),
-  });
+  const created = await sendJson(`${base}/ground/${ground.id}/devices`, 'POST', user.token, { name: 'counter', assets: [{ name: 'n', is: 'sensor', profile: { type: 'integer' } }] });
   const device = await created.json() as { id: string; token: string };
   const sent = 50;
   for (let i = 0; i < sent; i++) {
-    const res = await fetch(`${base}/device/${device.id}/asset/n/state`, {
-      method: 'PUT',
-      headers: { authorization: `Bearer ${device.token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ value: i, at: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString() }),
-    });
+    const res = await sendJson(`${base}/device/${device.id}/asset/n/state`, 'PUT', device.token, { value: i, at: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString() });
     assert.is(res.status, 202);
   }
   assert.is(await stopService(), 0);
