@@ -6,12 +6,12 @@ import { test, withEnv } from './support/suite.ts';
 import * as assert from 'uvu/assert';
 import { createClickHouseStore } from '../adapters/clickhouse/createClickHouseStore.ts';
 import { compactTypesIn } from '../adapters/clickhouse-sql/serverCapabilities.ts';
-import { FleetError } from '../engine/kernel/errors.ts';
 import type { JsonValue } from '../schemas/messages.ts';
 import { randomDoubles, row, storeContract } from './contracts/store.contract.ts';
 import { rejectionsContract } from './contracts/rejections.contract.ts';
 import { checkMigrated, earlierStateTable } from './support/earlierStateTables.ts';
 import { checkRejectionsMigrated, earlierRejectionsTable } from './support/earlierRejectionsTable.ts';
+import { rejection } from './support/fleetErrors.ts';
 
 const url = process.env.CLICKHOUSE_URL;
 
@@ -20,16 +20,6 @@ async function adminQuery(sql: string): Promise<string> {
   const text = await response.text();
   if (!response.ok) throw new Error(text);
   return text;
-}
-
-async function rejection(promise: Promise<unknown>): Promise<FleetError> {
-  try {
-    await promise;
-  } catch (error) {
-    assert.instance(error, FleetError);
-    return error as FleetError;
-  }
-  throw new Error('expected a rejection');
 }
 
 withEnv('clickhouse-store', ['CLICKHOUSE_URL'], 'scripts/clickhouse.sh start; export CLICKHOUSE_URL=$(scripts/clickhouse.sh url)', ({ CLICKHOUSE_URL: url }) => {

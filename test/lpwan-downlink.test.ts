@@ -17,6 +17,7 @@ import type { DeviceWithAssets } from '../engine/ports/registry.ts';
 import type { CommandView } from '../schemas/commands.ts';
 import { FakeTts } from './support/fakeTts.ts';
 import { waitFor } from './support/tmp.ts';
+import { thrownBy } from './support/fleetErrors.ts';
 
 const API_KEY = 'NNSXS.TESTKEY0123456789.ABCDEFGHIJKLMNOPQRSTUVWXYZ';
 
@@ -82,14 +83,9 @@ test('encodeDeviceCommand: actuate block, Cayenne LPP, CBOR, and what cannot be 
   assert.equal([...encodeDeviceCommand(undefined, { LED: true })], [0xa1, 0x63, 0x4c, 0x45, 0x44, 0xf5], 'no format: CBOR');
   assert.equal([...encodeDeviceCommand({ format: 'json' }, { LED: true })], [0xa1, 0x63, 0x4c, 0x45, 0x44, 0xf5], 'json uplinks: CBOR downlinks');
   const refused = (f: () => unknown, pattern: RegExp) => {
-    try {
-      f();
-      assert.unreachable('should throw');
-    } catch (error) {
-      assert.instance(error, FleetError);
-      assert.is((error as FleetError).code, 'VALIDATION_FAILED');
-      assert.match((error as Error).message, pattern);
-    }
+    const error = thrownBy(f);
+    assert.is(error.code, 'VALIDATION_FAILED');
+    assert.match(error.message, pattern);
   };
   refused(() => encodeDeviceCommand(devices.get('senseonly')!.payload, { valve: true }), /no actuate block/);
   refused(() => encodeDeviceCommand(binary, { valve: true }), /interval/);

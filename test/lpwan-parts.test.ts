@@ -20,20 +20,16 @@ import { UplinkAdmission } from '../engine/uplink/UplinkAdmission.ts';
 import { compileDevice } from '../engine/uplink/admission/compileDevice.ts';
 import type { UplinkEnvelope } from '../schemas/messages.ts';
 import { fakeIngest } from './support/fakeIngest.ts';
+import { thrownBy } from './support/fleetErrors.ts';
 
 const fixture = (name: string): unknown => JSON.parse(readFileSync(new URL(`./fixtures/lpwan/${name}`, import.meta.url), 'utf8'));
 
 const SECRET = 'a-webhook-secret-of-some-length';
 
 function failsWith(f: () => unknown, field: RegExp): void {
-  try {
-    f();
-    assert.unreachable('should throw');
-  } catch (error) {
-    assert.instance(error, FleetError);
-    assert.is((error as FleetError).code, 'VALIDATION_FAILED');
-    assert.match((error as Error).message, field);
-  }
+  const error = thrownBy(f);
+  assert.is(error.code, 'VALIDATION_FAILED');
+  assert.match(error.message, field);
 }
 
 test('applications: secrets in the clear or as SHA-256, per network, never confused', async () => {

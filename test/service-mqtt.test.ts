@@ -17,10 +17,7 @@ let service: Service;
 let base = '';
 
 test.before(async () => {
-  service = await createService({
-    logger: silentLogger,
-    config: loopbackConfig(tmp.dir),
-  });
+  service = await createService({ logger: silentLogger, config: loopbackConfig(tmp.dir) });
   base = `http://127.0.0.1:${service.httpPort}`;
 });
 

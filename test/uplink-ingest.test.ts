@@ -5,6 +5,7 @@ import { decodeEnvelope } from '../engine/uplink/envelope.ts';
 import { FleetError } from '../engine/kernel/errors.ts';
 import type { ProducerRecord, RecordPosition } from '../engine/ports/log.ts';
 import { UplinkIngest, type UplinkSubmission } from '../engine/uplink/UplinkIngest.ts';
+import { rejection } from './support/fleetErrors.ts';
 
 /** A log whose appends settle when the test says so. */
 class ManualLog {
@@ -20,16 +21,6 @@ const tick = () => new Promise((r) => setImmediate(r));
 
 function submission(deviceId: string, text = '{"a":{"value":1}}'): UplinkSubmission {
   return { channel: 'http', contentType: 'json', deviceId, body: new TextEncoder().encode(text) };
-}
-
-async function rejection(promise: Promise<unknown>): Promise<FleetError> {
-  try {
-    await promise;
-  } catch (error) {
-    assert.instance(error, FleetError);
-    return error as FleetError;
-  }
-  throw new Error('expected a rejection');
 }
 
 test('stamps id and receive time, encodes the envelope, keys it by device, resolves only once durable', async () => {
