@@ -12,19 +12,21 @@ import { rejectionsContract } from './contracts/rejections.contract.ts';
 import { checkMigrated, earlierStateTable } from './support/earlierStateTables.ts';
 import { checkRejectionsMigrated, earlierRejectionsTable } from './support/earlierRejectionsTable.ts';
 import { rejection } from './support/fleetErrors.ts';
+import { clickhouseQuery, serverStoreIn } from './support/clickhouseServer.ts';
 
 const url = process.env.CLICKHOUSE_URL;
-
-async function adminQuery(sql: string): Promise<string> {
-  const response = await fetch(`${url}/?query=${encodeURIComponent(sql)}`, { method: 'POST' });
-  const text = await response.text();
-  if (!response.ok) throw new Error(text);
-  return text;
-}
+const adminQuery = (sql: string) => clickhouseQuery(url!, sql);
 
 withEnv('clickhouse-store', ['CLICKHOUSE_URL'], 'scripts/clickhouse.sh start; export CLICKHOUSE_URL=$(scripts/clickhouse.sh url)', ({ CLICKHOUSE_URL: url }) => {
   let n = 0;
   const databases: string[] = [];
+  /** A store over `database`, initialised; the database is dropped after the suite. */
+  const initialisedIn = async (database: string) => {
+    databases.push(database);
+    const store = createClickHouseStore({ url, database });
+    await store.init();
+    return { database, store };
+  };
   // The store sends every append as RowBinary to the server; textInsert keeps its TabSeparated path
   // (the benches' baseline) under the same contract.
   for (const textInsert of [false, true]) {
@@ -43,16 +45,8 @@ withEnv('clickhouse-store', ['CLICKHOUSE_URL'], 'scripts/clickhouse.sh start; ex
   }
 
   rejectionsContract(`clickhouse server ${url}`, async () => {
-    const database = `fleetstream_test_${process.pid}_${n++}`;
-    const store = createClickHouseStore({ url, database });
-    await store.init();
-    return {
-      rejections: store.rejections,
-      async cleanup() {
-        await store.close();
-        await adminQuery(`DROP DATABASE IF EXISTS ${database}`);
-      },
-    };
+    const { store, cleanup } = await serverStoreIn(url, `fleetstream_test_${process.pid}_${n++}`);
+    return { rejections: store.rejections, cleanup };
   }).run();
 
   test('a states table made before seq (the server\'s layout) is migrated at init: old rows read, a batch\'s readings at one time kept, replays fold', async () => {
@@ -93,10 +87,7 @@ withEnv('clickhouse-store', ['CLICKHOUSE_URL'], 'scripts/clickhouse.sh start; ex
   });
 
   test('a table that goes away after init (a server being stopped) fails UNAVAILABLE, retriable', async () => {
-    const database = `fleetstream_gone_${process.pid}`;
-    databases.push(database);
-    const store = createClickHouseStore({ url, database });
-    await store.init();
+    const { database, store } = await initialisedIn(`fleetstream_gone_${process.pid}`);
     await adminQuery(`DROP TABLE ${database}.states`);
     const table = await rejection(store.append([row('d1', 'a', 1, 1)]));
     assert.is(table.code, 'UNAVAILABLE');
@@ -110,10 +101,7 @@ withEnv('clickhouse-store', ['CLICKHOUSE_URL'], 'scripts/clickhouse.sh start; ex
   });
 
   test('a batch as RowBinary keeps every double bit for bit, and every value kind', async () => {
-    const database = `fleetstream_binary_${process.pid}`;
-    databases.push(database);
-    const store = createClickHouseStore({ url, database });
-    await store.init();
+    const { store } = await initialisedIn(`fleetstream_binary_${process.pid}`);
     const values: JsonValue[] = randomDoubles(6000, 99);
     values.push(-0, 'tab\tand é 😀', true, false, null, { nested: [1, 'x'] }, '');
     await store.append(values.map((value, i) => row('d1', 'a', i, value, `u-${i}`)));
@@ -124,10 +112,7 @@ withEnv('clickhouse-store', ['CLICKHOUSE_URL'], 'scripts/clickhouse.sh start; ex
   });
 
   test('the server version picks the layout: 18.16 keeps its own', async () => {
-    const database = `fleetstream_layout_${process.pid}`;
-    databases.push(database);
-    const store = createClickHouseStore({ url, database });
-    await store.init();
+    const { store } = await initialisedIn(`fleetstream_layout_${process.pid}`);
     const version = (await adminQuery('SELECT version()')).trim();
     assert.is(store.layout.capabilities?.version, version);
     assert.is(store.layout.kind, compactTypesIn(version) ? 'compact' : 'legacy');
@@ -147,10 +132,7 @@ withEnv('clickhouse-store', ['CLICKHOUSE_URL'], 'scripts/clickhouse.sh start; ex
     const unreachable = await rejection(nowhere.append([row('d1', 'a', 1, 1)]));
     assert.equal([unreachable.code, unreachable.retriable], ['UNAVAILABLE', true]);
     await nowhere.close();
-    const database = `fleetstream_append_errors_${process.pid}`;
-    databases.push(database);
-    const store = createClickHouseStore({ url, database });
-    await store.init();
+    const { database, store } = await initialisedIn(`fleetstream_append_errors_${process.pid}`);
     await store.close();
     const stranger = createClickHouseStore({ url, database, username: 'nobody', password: 'wrong' });
     const credentials = await rejection(stranger.append([row('d1', 'a', 1, 1)]));

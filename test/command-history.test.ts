@@ -3,8 +3,8 @@
  * (CI: Debian's 18.16 from scripts/clickhouse.sh).
  */
 import { createChdbStore } from '../adapters/chdb/createChdbStore.ts';
-import { createClickHouseStore } from '../adapters/clickhouse/createClickHouseStore.ts';
 import { commandHistoryContract } from './contracts/commandHistory.contract.ts';
+import { serverStoreIn } from './support/clickhouseServer.ts';
 import { withEnv } from './support/suite.ts';
 import { tempDir } from './support/tmp.ts';
 
@@ -24,16 +24,7 @@ commandHistoryContract('chdb', async () => {
 withEnv('command-history', ['CLICKHOUSE_URL'], 'scripts/clickhouse.sh start; export CLICKHOUSE_URL=$(scripts/clickhouse.sh url)', ({ CLICKHOUSE_URL: url }) => {
   let n = 0;
   commandHistoryContract(`clickhouse server ${url}`, async () => {
-    const database = `fleetstream_cmd_test_${process.pid}_${n++}`;
-    const store = createClickHouseStore({ url, database });
-    await store.init();
-    return {
-      history: store.commands,
-      async cleanup() {
-        await store.close();
-        const response = await fetch(`${url}/?query=${encodeURIComponent(`DROP DATABASE IF EXISTS ${database}`)}`, { method: 'POST' });
-        if (!response.ok) throw new Error(await response.text());
-      },
-    };
+    const { store, cleanup } = await serverStoreIn(url, `fleetstream_cmd_test_${process.pid}_${n++}`);
+    return { history: store.commands, cleanup };
   }).run();
 });
