@@ -15,6 +15,7 @@ import { chmodSync, lstatSync, mkdirSync, readdirSync, type Dirent } from 'node:
 import { dirname, join } from 'node:path';
 import { suite, unless } from './support/suite.ts';
 import { freePort } from './support/fleetCluster.ts';
+import { startUntilExit } from './support/startUntilExit.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
 
 const bin = new URL('../bin/fleetstream.ts', import.meta.url).pathname;
@@ -213,16 +214,7 @@ refusal('a data dir other users can write (world- or group-writable) is refused:
     mkdirSync(dataDir);
     chmodSync(dataDir, mode);
     const port = await freePort();
-    const child = spawn(process.execPath, [bin, 'start', '--data-dir', dataDir, '--port', String(port), '--host', '127.0.0.1', '--mqtt-port=-1'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stderr = '';
-    child.stdout!.on('data', (d) => { stderr += d; });
-    child.stderr!.on('data', (d) => { stderr += d; });
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
-    const code = await Promise.race([exited, new Promise<'running'>((resolve) => setTimeout(() => resolve('running'), 20_000))]);
-    if (code === 'running') {
-      child.kill('SIGKILL');
-      await exited;
-    }
+    const { code, output: stderr } = await startUntilExit({ args: ['--data-dir', dataDir, '--port', String(port), '--host', '127.0.0.1', '--mqtt-port=-1'], env, timeoutMs: 20_000 });
     assert.is(code, 2, stderr);
     assert.ok(stderr.includes(`data dir ${dataDir} is writable by other users (mode 0${mode.toString(8)})`), stderr);
     assert.ok(stderr.includes(`chmod go-w ${dataDir}`), stderr);

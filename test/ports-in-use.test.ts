@@ -6,13 +6,12 @@
  * test process, so the message must name this process.
  */
 import * as assert from 'uvu/assert';
-import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { join } from 'node:path';
 import { test } from './support/suite.ts';
+import { startUntilExit } from './support/startUntilExit.ts';
 import { tempDir } from './support/tmp.ts';
 
-const bin = new URL('../bin/fleetstream.ts', import.meta.url).pathname;
 const env = { ...process.env, DATABASE_URL: '', KAFKA_BROKERS: '', CLICKHOUSE_URL: '', DATA_DIR: '', HTTP_PORT: '', MQTT_PORT: '', METRICS_PORT: '0', LOG_LEVEL: 'error', LOG_FORMAT: 'json' };
 const tmp = tempDir('ports-in-use');
 let held: Server | undefined;
@@ -25,18 +24,8 @@ async function holdPort(): Promise<number> {
 }
 
 /** `fleetstream start` with `args`; its exit code and everything it wrote (killed if still running after 60 s). */
-async function start(name: string, args: string[]): Promise<{ code: number | null | 'running'; output: string }> {
-  const child = spawn(process.execPath, [bin, 'start', '--data-dir', join(tmp.dir, name), '--host', '127.0.0.1', '--mqtt-host', '127.0.0.1', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout!.on('data', (d) => { output += d; });
-  child.stderr!.on('data', (d) => { output += d; });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const code = await Promise.race([exited, new Promise<'running'>((resolve) => setTimeout(() => resolve('running'), 60_000))]);
-  if (code === 'running') {
-    child.kill('SIGKILL');
-    await exited;
-  }
-  return { code, output };
+function start(name: string, args: string[]): Promise<{ code: number | null | 'running'; output: string }> {
+  return startUntilExit({ args: ['--data-dir', join(tmp.dir, name), '--host', '127.0.0.1', '--mqtt-host', '127.0.0.1', ...args], env, timeoutMs: 60_000 });
 }
 
 test.after.each(() => new Promise<void>((resolve) => (held === undefined ? resolve() : held.close(() => resolve()))));
