@@ -1,7 +1,7 @@
 /**
  * Contract of the CommandHistory port (engine/ports/commandHistory.ts): every adapter passes it.
  */
-import { suite } from '../support/suite.ts';
+import { fixtureSuite } from '../support/fixtureSuite.ts';
 import * as assert from 'uvu/assert';
 import type { CommandHistory } from '../../engine/ports/commandHistory.ts';
 import type { CommandStatus, CommandView } from '../../schemas/commands.ts';
@@ -30,9 +30,7 @@ function resent(id: string, t: number, fields: Partial<CommandView> = {}): Comma
 }
 
 export function commandHistoryContract(name: string, factory: () => Promise<CommandHistoryFixture>) {
-  const s = suite<{ fixture: CommandHistoryFixture }>(`command history contract: ${name}`, {} as { fixture: CommandHistoryFixture });
-  s.before.each(async (ctx) => { ctx.fixture = await factory(); });
-  s.after.each(async (ctx) => { await ctx.fixture.cleanup(); });
+  const s = fixtureSuite(`command history contract: ${name}`, factory);
 
   s('a lifecycle is listed with every transition in order, whatever order they were appended in', async ({ fixture }) => {
     const h = fixture.history;

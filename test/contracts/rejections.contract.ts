@@ -1,7 +1,7 @@
 /**
  * Contract of the RejectionStore port (engine/ports/rejections.ts): every adapter passes it.
  */
-import { suite } from '../support/suite.ts';
+import { fixtureSuite } from '../support/fixtureSuite.ts';
 import * as assert from 'uvu/assert';
 import type { RejectionRow, RejectionStore } from '../../engine/ports/rejections.ts';
 
@@ -15,9 +15,7 @@ function rejection(deviceId: string, rejectedAt: number, fields: Partial<Rejecti
 }
 
 export function rejectionsContract(name: string, factory: () => Promise<RejectionStoreFixture>) {
-  const s = suite<{ fixture: RejectionStoreFixture }>(`rejection store contract: ${name}`, {} as { fixture: RejectionStoreFixture });
-  s.before.each(async (ctx) => { ctx.fixture = await factory(); });
-  s.after.each(async (ctx) => { await ctx.fixture.cleanup(); });
+  const s = fixtureSuite(`rejection store contract: ${name}`, factory);
 
   s('recent lists a device\'s rejections newest first, with every field', async ({ fixture }) => {
     const r = fixture.rejections;
