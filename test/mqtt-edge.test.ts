@@ -8,6 +8,7 @@ import * as assert from 'uvu/assert';
 import { encode as cborEncode } from 'cbor-x';
 import mqtt from 'mqtt';
 import { MqttStack, subackCodes, type SeededDevice } from './support/mqttStack.ts';
+import { THERMO_ASSETS } from './support/mqttEdgeWorlds.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
 
 const json = (v: unknown) => Buffer.from(JSON.stringify(v));
@@ -18,11 +19,7 @@ let s: MqttStack;
 let dev: SeededDevice;
 e2e.before(async () => {
   s = await MqttStack.start({ pipeline: true });
-  dev = await s.device('thermo', [
-    { name: 'temperature', profile: { type: 'number' } },
-    { name: 'on', profile: { type: 'boolean' } },
-    { name: 'label', profile: { type: 'string' } },
-  ]);
+  dev = await s.device('thermo', THERMO_ASSETS);
 });
 e2e.after(async () => s.stop());
 

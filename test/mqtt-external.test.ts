@@ -17,6 +17,7 @@ import { InProcessRegistryChanges } from '../adapters/registry-changes/InProcess
 import { Topics } from '../schemas/messages.ts';
 import { BROKER_URL, brokerReachable, ExternalStack } from './support/externalMqttStack.ts';
 import type { SeededDevice } from './support/mqttStack.ts';
+import { THERMO_ASSETS } from './support/mqttEdgeWorlds.ts';
 import { waitFor } from './support/tmp.ts';
 
 const json = (v: unknown) => Buffer.from(JSON.stringify(v));
@@ -29,11 +30,7 @@ unless('mqtt-external', (await brokerReachable()) ? undefined : `no MQTT broker 
   up.before(async () => {
     s = await ExternalStack.start();
     await s.instance();
-    dev = await s.device('thermo', [
-      { name: 'temperature', profile: { type: 'number' } },
-      { name: 'on', profile: { type: 'boolean' } },
-      { name: 'label', profile: { type: 'string' } },
-    ]);
+    dev = await s.device('thermo', THERMO_ASSETS);
   });
   up.after(async () => s.stop());
 

@@ -16,7 +16,7 @@ import { encode as cborEncode } from 'cbor-x';
 import * as assert from 'uvu/assert';
 import { spawn, spawnSync } from 'node:child_process';
 import { suite, unless } from '../support/suite.ts';
-import type { MqttEdgeWorld } from '../support/mqttEdgeWorlds.ts';
+import { THERMO_ASSETS, type MqttEdgeWorld } from '../support/mqttEdgeWorlds.ts';
 import { waitFor } from '../support/tmp.ts';
 
 const json = (v: unknown) => Buffer.from(JSON.stringify(v));
@@ -44,11 +44,7 @@ export function mqttEdgeContract(name: string, start: () => Promise<MqttEdgeWorl
   s.before(async () => { w = await start(); });
   s.after(async () => w.stop());
 
-  const thermo = () => w.device('thermo', [
-    { name: 'temperature', profile: { type: 'number' } },
-    { name: 'on', profile: { type: 'boolean' } },
-    { name: 'label', profile: { type: 'string' } },
-  ]);
+  const thermo = () => w.device('thermo', THERMO_ASSETS);
 
   s('states on every topic shape, JSON and CBOR, are admitted and stored, for every protocol version', async () => {
     for (const protocolVersion of w.protocolVersions) {

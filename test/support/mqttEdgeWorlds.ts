@@ -21,6 +21,13 @@ import { MqttStack, type SeededDevice } from './mqttStack.ts';
 
 export type AssetSpec = { name: string; is?: 'sensor' | 'actuator'; profile?: Record<string, unknown> };
 
+/** The sensors of device `thermo` in the MQTT edge suites: one of each value type a topic shape carries. */
+export const THERMO_ASSETS: AssetSpec[] = [
+  { name: 'temperature', profile: { type: 'number' } },
+  { name: 'on', profile: { type: 'boolean' } },
+  { name: 'label', profile: { type: 'string' } },
+];
+
 export interface MqttEdgeWorld {
   readonly registry: Registry;
   readonly store: StateStore;
