@@ -65,6 +65,19 @@ function value(i: number): Buffer {
 /** Frame size of the records the tests write: key "k" and value(i). */
 const FRAME = FRAME_OVERHEAD + 1 + value(0).length;
 
+/** Appends the records of values 0…count-1 (key k) to T in one call. */
+function appendValues(log: LocalLog, count: number) {
+  return log.append(T, Array.from({ length: count }, (_, i) => ({ key: 'k', value: value(i) })));
+}
+
+/** A log in a fresh directory with segments of 1 KiB, holding values 0…count-1 appended in one call. */
+async function inSmallSegments(count: number): Promise<{ dir: string; log: LocalLog }> {
+  const dir = tempDir();
+  const log = await filled(dir, 0, { segmentBytes: 1024 });
+  await appendValues(log, count);
+  return { dir, log };
+}
+
 async function filled(dir: string, count: number, options: Partial<LocalLogOptions> = {}, partitions = 1): Promise<LocalLog> {
   const log = createLocalLog({ dir, ...options });
   await log.ensureTopics([{ name: T, partitions }]);
@@ -224,7 +237,7 @@ test('group commit: concurrent appends share fsyncs; sequential appends get one 
   assert.is(concurrent.flushes, concurrent.fsyncs);
   for (let i = 0; i < 20; i++) await log.append(T, [{ key: 'k', value: value(i) }]);
   assert.is(log.stats().fsyncs - concurrent.fsyncs, 20);
-  await log.append(T, Array.from({ length: 1000 }, (_, i) => ({ key: 'k', value: value(i) })));
+  await appendValues(log, 1000);
   assert.is(log.stats().fsyncs - concurrent.fsyncs, 21);
   assert.is(log.stats().appendedRecords, 1520);
   await log.close();
@@ -253,9 +266,7 @@ test('groupCommitMs lingers on the injected clock; nothing is visible to consume
 });
 
 test('retention deletes segments every committed group has consumed, and only those', async () => {
-  const dir = tempDir();
-  const log = await filled(dir, 0, { segmentBytes: 1024 });
-  await log.append(T, Array.from({ length: 200 }, (_, i) => ({ key: 'k', value: value(i) })));
+  const { dir, log } = await inSmallSegments(200);
   const before = segmentFiles(dir).length;
   assert.ok(before >= 8, `${before} segments`);
   const perSegment = Math.floor((1024 - SEGMENT_HEADER_BYTES) / FRAME);
@@ -312,15 +323,13 @@ test('a segment deleted while a read opens it: the read may fail, the delete com
 });
 
 test('uncommitted topics keep their segments unless retainUncommittedSegments is false', async () => {
-  const dir = tempDir();
-  const keep = await filled(dir, 0, { segmentBytes: 1024 });
-  await keep.append(T, Array.from({ length: 100 }, (_, i) => ({ key: 'k', value: value(i) })));
+  const { dir, log: keep } = await inSmallSegments(100);
   const count = segmentFiles(dir).length;
   assert.ok(count >= 4);
   await keep.close();
   const drop = createLocalLog({ dir, segmentBytes: 1024, retainUncommittedSegments: false });
   await waitFor(() => segmentFiles(dir).length === 1, 5000, 'only the active segment left');
-  await drop.append(T, Array.from({ length: 100 }, (_, i) => ({ key: 'k', value: value(i) })));
+  await appendValues(drop, 100);
   await waitFor(() => segmentFiles(dir).length === 1, 5000, 'rolled segments dropped');
   assert.equal(await drop.append(T, [{ key: 'k', value: value(0) }]), [{ partition: 0, offset: 200 }]);
   await drop.close();
@@ -448,7 +457,7 @@ test('reading through many sealed segments does not keep a descriptor per segmen
   const openFds = (): number => readdirSync('/proc/self/fd').length;
   const before = openFds();
   let log = await filled(dir, 0, { segmentBytes: 1024 });
-  await log.append(T, Array.from({ length: 2000 }, (_, i) => ({ key: 'k', value: value(i) })));
+  await appendValues(log, 2000);
   const segments = segmentFiles(dir).length;
   assert.ok(segments > 50, `${segments} segments`);
   assert.ok(openFds() - before < 10, `${openFds() - before} more descriptors after writing ${segments} segments`);

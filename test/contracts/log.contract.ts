@@ -134,6 +134,19 @@ export function logContract(name: string, factory: () => Promise<LogFixture>, op
 
   const until = (predicate: () => boolean, what: string): Promise<void> => waitFor(predicate, timeoutMs, what);
 
+  /** The records a consumer of `group` on `log` is handed once it has at least `count`; it is stopped then. */
+  const readAtLeast = async (log: Log, group: string, topic: string, count: number, what: string): Promise<LogRecord[]> => {
+    const recorder = new Recorder();
+    const c = log.consumer({ group, topics: [topic], onBatch: recorder.onBatch });
+    try {
+      await c.start();
+      await until(() => recorder.records.length >= count, what);
+      return recorder.records;
+    } finally {
+      await c.stop();
+    }
+  };
+
   test('ensureTopics creates topics, is idempotent and keeps existing partition counts', withLog(async ({ log }) => {
     const a = uniqueName('topic-a');
     const b = uniqueName('topic-b');
@@ -308,16 +321,9 @@ export function logContract(name: string, factory: () => Promise<LogFixture>, op
     if (!fx.reopen) return;
     const log = await fx.reopen();
     assert.is(await log.committed(group, topic, 0), 12);
-    const third = new Recorder();
-    const c3 = log.consumer({ group, topics: [topic], onBatch: third.onBatch });
-    try {
-      await c3.start();
-      await until(() => third.records.length >= 8, 'records 12..19 after reopen');
-      assert.is(third.records[0].offset, 12);
-      assert.is(Buffer.from(third.records[0].value).toString(), 'v12');
-    } finally {
-      await c3.stop();
-    }
+    const third = await readAtLeast(log, group, topic, 8, 'records 12..19 after reopen');
+    assert.is(third[0].offset, 12);
+    assert.is(Buffer.from(third[0].value).toString(), 'v12');
   }));
 
   test('records processed but not committed are delivered again after a restart', withLog(async (fx, consumer) => {
@@ -347,15 +353,8 @@ export function logContract(name: string, factory: () => Promise<LogFixture>, op
     assert.equal(again.records.map((r) => r.offset), [5, 6, 7, 8, 9]);
     if (!fx.reopen) return;
     const log = await fx.reopen();
-    const afterReopen = new Recorder();
-    const c3 = log.consumer({ group, topics: [topic], onBatch: afterReopen.onBatch });
-    try {
-      await c3.start();
-      await until(() => afterReopen.records.length >= 5, 'records 5..9 after reopen');
-      assert.is(afterReopen.records[0].offset, 5);
-    } finally {
-      await c3.stop();
-    }
+    const afterReopen = await readAtLeast(log, group, topic, 5, 'records 5..9 after reopen');
+    assert.is(afterReopen[0].offset, 5);
   }));
 
   test('onAssign precedes the first batch of a partition; stop revokes every assigned partition', withLog(async ({ log }, consumer) => {
