@@ -13,7 +13,8 @@
  */
 import { suite } from './support/suite.ts';
 import * as assert from 'uvu/assert';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import type { Readable, Writable } from 'node:stream';
 import mqttPacket from 'mqtt-packet';
 import { MqttStack, type SeededDevice } from './support/mqttStack.ts';
 import { waitFor } from './support/tmp.ts';
@@ -34,6 +35,15 @@ async function authenticated(port: number, token: string, version: 4 | 5): Promi
 }
 
 const withinMs = (p: Promise<void>, ms: number, what: string) => Promise.race([p, new Promise<void>((_, reject) => setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms))]);
+
+/** The first line a child process writes to stdout (its report); rejects if it exits first. */
+function firstLine(child: ChildProcessByStdio<Writable | null, Readable, null>): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (d) => { out += d; if (out.includes('\n')) resolve(out); });
+    child.once('exit', (code) => reject(new Error(`child exited ${code}`)));
+  });
+}
 
 const t = suite('mqtt edge hostile input');
 let s: MqttStack;
@@ -120,11 +130,7 @@ async function fastOversizedFlood(budgetMb?: number): Promise<void> {
     })();`;
   const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
   try {
-    const line = await new Promise<string>((resolve, reject) => {
-      let out = '';
-      child.stdout.on('data', (d) => { out += d; if (out.includes('\n')) resolve(out); });
-      child.once('exit', (code) => reject(new Error(`child exited ${code}`)));
-    });
+    const line = await firstLine(child);
     const report = JSON.parse(line) as { closed: number; disconnect95: number };
     clearInterval(sampler);
     assert.is(report.closed, rounds * perRound, 'every oversized sender was closed');
@@ -290,11 +296,7 @@ t('10 000 idle unauthenticated sockets: at most maxUnauthenticated are held, mem
     })();`;
   const child = spawn(process.execPath, ['-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
   try {
-    const line = await new Promise<string>((resolve, reject) => {
-      let out = '';
-      child.stdout.on('data', (d) => { out += d; if (out.includes('\n')) resolve(out); });
-      child.once('exit', (code) => reject(new Error(`child exited ${code}`)));
-    });
+    const line = await firstLine(child);
     const report = JSON.parse(line) as { open: number; closed: number };
     assert.is(report.open, 10_000, 'every socket was accepted by the kernel');
     // Meanwhile a device connects and publishes.
