@@ -48,7 +48,12 @@ function setup(options: Partial<StateBatcherOptions> = {}) {
   const clock = new SimulatedClock(1_000);
   const store = new FakeStore(clock);
   const batcher = new StateBatcher({ store, clock, maxRows: 5, maxDelayMs: 50, ...options });
-  return { clock, store, batcher };
+  /** Moves the clock on by `ms`, then lets what that set off run. */
+  const advance = async (ms: number) => {
+    clock.advance(ms);
+    await settle();
+  };
+  return { clock, store, batcher, advance };
 }
 
 test('empty appends resolve at once', async () => {
@@ -96,15 +101,13 @@ test('flushes at once when maxRows rows are buffered, and resolves when the stor
 });
 
 test('flushes maxDelayMs after the oldest row arrived', async () => {
-  const { clock, store, batcher } = setup();
+  const { clock, store, batcher, advance } = setup();
   const a = track(batcher.append(rows(1, 'a')));
   clock.advance(30);
   const b = track(batcher.append(rows(1, 'b')));
-  clock.advance(19);
-  await settle();
+  await advance(19);
   assert.is(store.calls.length, 0);
-  clock.advance(1);
-  await settle();
+  await advance(1);
   assert.is(store.calls.length, 1);
   assert.is(store.calls[0].at, 1_050);
   assert.equal(store.calls[0].rows.map((r) => r.uplinkId), ['a0', 'b0']);
@@ -115,12 +118,11 @@ test('flushes maxDelayMs after the oldest row arrived', async () => {
 });
 
 test('one batch in flight at a time; rows arriving meanwhile go in the next batch, in order', async () => {
-  const { clock, store, batcher } = setup({ maxPendingRows: 100 });
+  const { store, batcher, advance } = setup({ maxPendingRows: 100 });
   batcher.append(rows(5, 'a'));
   await settle();
   batcher.append(rows(2, 'b'));
-  clock.advance(50); // b is overdue but the first batch has not landed
-  await settle();
+  await advance(50); // b is overdue but the first batch has not landed
   assert.is(store.calls.length, 1);
   store.calls[0].resolve();
   await settle();
@@ -176,26 +178,22 @@ test('an append larger than maxPendingRows is accepted alone rather than never',
 });
 
 test('retriable store errors are retried with exponential backoff on the clock', async () => {
-  const { clock, store, batcher } = setup({ retryInitialMs: 100, retryMaxMs: 250 });
+  const { store, batcher, advance } = setup({ retryInitialMs: 100, retryMaxMs: 250 });
   const a = track(batcher.append(rows(5)));
   await settle();
   store.last.reject(new FleetError('UNAVAILABLE', 'down'));
   await settle();
-  clock.advance(99);
-  await settle();
+  await advance(99);
   assert.is(store.calls.length, 1);
-  clock.advance(1);
-  await settle();
+  await advance(1);
   assert.is(store.calls.length, 2);
   store.last.reject(new FleetError('TIMEOUT', 'slow'));
   await settle();
-  clock.advance(200);
-  await settle();
+  await advance(200);
   assert.is(store.calls.length, 3);
   store.last.reject(new FleetError('UNAVAILABLE', 'still down'));
   await settle();
-  clock.advance(250); // 400 capped at retryMaxMs
-  await settle();
+  await advance(250); // 400 capped at retryMaxMs
   assert.is(store.calls.length, 4);
   assert.equal(store.calls.map((c) => c.at - 1_000), [0, 100, 300, 550]);
   assert.is(a.status, 'pending');
@@ -220,13 +218,12 @@ test('non-retriable errors reject that batch only; the next batch goes through',
 });
 
 test('errors that are not FleetErrors reject as INTERNAL without retry', async () => {
-  const { clock, store, batcher } = setup();
+  const { store, batcher, advance } = setup();
   const a = track(batcher.append(rows(5)));
   await settle();
   store.last.reject(new Error('boom'));
   await settle();
-  clock.advance(10_000);
-  await settle();
+  await advance(10_000);
   assert.is(store.calls.length, 1);
   assert.is(a.error?.code, 'INTERNAL');
   assert.is(a.error?.retriable, false);
