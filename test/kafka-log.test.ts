@@ -8,7 +8,6 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { suite, unless, withEnv } from './support/suite.ts';
@@ -18,6 +17,7 @@ import { createKafkaLog, type KafkaLogOptions } from '../adapters/kafka/index.ts
 import type { FlushInfo } from '../adapters/kafka/LingerProducer.ts';
 import { FleetError, isFleetError } from '../engine/kernel/errors.ts';
 import type { Consumer, Log, LogRecord, ProducerRecord, RecordPosition, TopicPartition } from '../engine/ports/log.ts';
+import { freePort } from './support/fleetCluster.ts';
 import { TEST_SESSION_TIMEOUT_MS } from './support/kafkaSession.ts';
 import { logContract, rejectsWith, uniqueName, waitFor } from './contracts/log.contract.ts';
 
@@ -439,17 +439,6 @@ withEnv('kafka-log', ['KAFKA_BROKERS'], 'scripts/kafka.sh fetch && scripts/kafka
     outage.run();
   });
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
 
 function script(command: 'start' | 'stop', env: Record<string, string>): Promise<void> {
   return new Promise((resolve, reject) => {
