@@ -13,6 +13,7 @@ import { Topics } from '../schemas/messages.ts';
 import { createDeviceOverHttp, startEmbeddedService } from './support/embeddedService.ts';
 import { FakeTts } from './support/fakeTts.ts';
 import { activateOverHttp, requestJson } from './support/lpwanStack.ts';
+import { greenhouseSensorType, valveActuate, valveActuators } from './support/lpwanDeviceTypes.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
 
 const TTS_SECRET = 'e2e-tts-webhook-secret-0001';
@@ -26,46 +27,14 @@ let base = '';
 const logs: string[] = [];
 
 const valveType = {
-  assets: [
-    { name: 'temperature', is: 'sensor', profile: { type: 'number' } },
-    { name: 'humidity', is: 'sensor', profile: { type: 'number' } },
-    { name: 'valve', is: 'actuator', profile: { type: 'boolean' } },
-    { name: 'interval', is: 'actuator', profile: { type: 'integer', minimum: 1, maximum: 1000 } },
-  ],
-  payload: {
-    format: 'binary',
-    conversion: {
-      sense: [
-        { asset: 'temperature', value: { byte: 0, bytelength: 2, signed: true, calculation: 'val / 100' } },
-        { asset: 'humidity', value: { byte: 2, calculation: 'val / 2' } },
-      ],
-      actuate: [
-        { const: 165, field: { byte: 0 } },
-        { asset: 'valve', field: { byte: 1, type: 'boolean' } },
-        { asset: 'interval', field: { byte: 2, bytelength: 2, calculation: 'val / 60' } },
-      ],
-    },
-  },
+  assets: [...greenhouseSensorType.assets, ...valveActuators],
+  payload: { format: 'binary', conversion: { ...greenhouseSensorType.payload.conversion, actuate: valveActuate() } },
 };
 
 /** The valve alone encodes: the actuate block gives `interval` a default. */
 const relayType = {
-  assets: [
-    { name: 'temperature', is: 'sensor', profile: { type: 'number' } },
-    { name: 'valve', is: 'actuator', profile: { type: 'boolean' } },
-    { name: 'interval', is: 'actuator', profile: { type: 'integer', minimum: 1, maximum: 1000 } },
-  ],
-  payload: {
-    format: 'binary',
-    conversion: {
-      sense: [{ asset: 'temperature', value: { byte: 0, bytelength: 2, signed: true, calculation: 'val / 100' } }],
-      actuate: [
-        { const: 165, field: { byte: 0 } },
-        { asset: 'valve', field: { byte: 1, type: 'boolean' } },
-        { asset: 'interval', field: { byte: 2, bytelength: 2, calculation: 'val / 60' }, default: 10 },
-      ],
-    },
-  },
+  assets: [greenhouseSensorType.assets[0], ...valveActuators],
+  payload: { format: 'binary', conversion: { sense: [greenhouseSensorType.payload.conversion.sense[0]], actuate: valveActuate(10) } },
 };
 
 const cborType = {

@@ -10,6 +10,7 @@ import { encode as cborEncode } from 'cbor-x';
 import { decodeDeadLetter } from '../engine/uplink/envelope.ts';
 import { Topics } from '../schemas/messages.ts';
 import { LpwanStack, type Activated } from './support/lpwanStack.ts';
+import { greenhouseSensorType } from './support/lpwanDeviceTypes.ts';
 import { waitFor } from './support/tmp.ts';
 
 const TTS_SECRET = 'tts-webhook-secret-0123456789';
@@ -18,22 +19,6 @@ const LORIOT_SECRET = 'loriot-output-secret-987654321';
 
 const TTS_EUI = '70B3D57ED0000001';
 const LORIOT_EUI = '0004A30B001C0530';
-
-const binaryType = {
-  assets: [
-    { name: 'temperature', is: 'sensor', profile: { type: 'number' } },
-    { name: 'humidity', is: 'sensor', profile: { type: 'number' } },
-  ],
-  payload: {
-    format: 'binary',
-    conversion: {
-      sense: [
-        { asset: 'temperature', value: { byte: 0, bytelength: 2, signed: true, calculation: 'val / 100' } },
-        { asset: 'humidity', value: { byte: 2, calculation: 'val / 2' } },
-      ],
-    },
-  },
-};
 
 const cayenneType = {
   assets: [
@@ -97,7 +82,7 @@ test.before(async () => {
       { networkId: 'loriot', applicationId: 'BE7A0000', secretSha256: createHash('sha256').update(LORIOT_SECRET).digest('hex') },
     ],
   });
-  tts = await stack.activate(binaryType, { networkId: 'net1', data: { devEui: '70-B3-D5-7E-D0-00-00-01', applicationId: 'fleet-app' } }, 'tts-unit-1');
+  tts = await stack.activate(greenhouseSensorType, { networkId: 'net1', data: { devEui: '70-B3-D5-7E-D0-00-00-01', applicationId: 'fleet-app' } }, 'tts-unit-1');
   loriot = await stack.activate(cayenneType, { networkId: 'loriot', data: { devEui: LORIOT_EUI.toLowerCase() } }, 'loriot-unit-1');
 });
 
