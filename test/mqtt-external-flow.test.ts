@@ -79,12 +79,17 @@ unless('mqtt-external-flow', mosquittoMissing(), () => {
     return c;
   };
 
-  flow('a burst larger than the broker\'s queue reaches Fleetstream whole; every PUBACK waits for durability', async () => {
+  /** One connection of share group `shareGroup` into an admission that holds what it takes, and a device of the broker. */
+  const heldOver = async (receiveMaximum: number, shareGroup: string) => {
     const admission = new HeldAdmission();
     const logger = recordingLogger();
-    const m = await createExternalMqtt({ url: broker.url, registry, admission, clock: systemClock, connections: 1, receiveMaximum: 300, shareGroup: 'flow1', logger });
+    const m = await createExternalMqtt({ url: broker.url, registry, admission, clock: systemClock, connections: 1, receiveMaximum, shareGroup, logger });
     opened.push(m);
-    const d = await device();
+    return { admission, logger, m, d: await device() };
+  };
+
+  flow('a burst larger than the broker\'s queue reaches Fleetstream whole; every PUBACK waits for durability', async () => {
+    const { admission, logger, m, d } = await heldOver(300, 'flow1');
     const burst = 250;
     for (let i = 0; i < burst; i++) await d.publishAsync(`device/${DEVICE.id}/asset/t/state`, `{"value":${i}}`, { qos: 1 });
     // One connection, nothing durable yet: all 250 are in Fleetstream's hands, none acknowledged.
@@ -102,11 +107,7 @@ unless('mqtt-external-flow', mosquittoMissing(), () => {
   });
 
   flow('past Receive Maximum the broker holds back; when its queue overflows the drop is logged and counted', async () => {
-    const admission = new HeldAdmission();
-    const logger = recordingLogger();
-    const m = await createExternalMqtt({ url: broker.url, registry, admission, clock: systemClock, connections: 1, receiveMaximum: 10, shareGroup: 'flow2', logger });
-    opened.push(m);
-    const d = await device();
+    const { admission, logger, m, d } = await heldOver(10, 'flow2');
     for (let i = 0; i < 100; i++) await d.publishAsync(`device/${DEVICE.id}/asset/t/state`, `{"value":${i}}`, { qos: 1 });
     await new Promise((r) => setTimeout(r, 300));
     assert.is(admission.admitted.length, 10, 'no more than Receive Maximum unacknowledged at once');
