@@ -18,6 +18,9 @@ export class ListSink implements RowSink {
 }
 
 const LOG_METHODS = ['ensureTopics', 'partitionCount', 'append', 'consumer', 'committed', 'endOffsets', 'close'] as const satisfies readonly (keyof Log)[];
+/** Fails to compile when the Log port gains a method LOG_METHODS does not forward. */
+const everyLogMethod: [Exclude<keyof Log, (typeof LOG_METHODS)[number]>] extends [never] ? true : never = true;
+void everyLogMethod;
 
 /** `log` with some of its methods replaced; every other call goes to `log` itself. */
 export function logWith(log: Log, replaced: Partial<Log>): Log {
