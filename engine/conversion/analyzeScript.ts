@@ -4,8 +4,8 @@
  * compileScript turns into closures. Semantics: engine/conversion/README.md.
  */
 import { FleetError } from '../kernel/errors.ts';
-import type { ScriptIssue } from './checkScript.ts';
-import { isPlainObject, looksLikeSelector, resolveSelector, type FieldSpec } from './fieldSpec.ts';
+import { isPlainObject, looksLikeSelector, resolveSelector } from './fieldSpec.ts';
+import type { FieldSpec, ScriptIssue } from './types.ts';
 import { makeWriter } from './writers.ts';
 
 export type ValueIR =

@@ -4,12 +4,9 @@
  * Never throws, whatever the input.
  */
 import { analyzeScript } from './analyzeScript.ts';
+import type { ScriptIssue } from './types.ts';
 
-export interface ScriptIssue {
-  /** Where in the script, e.g. `sense[0].on[1].do[2].value.bytelength`; '' for the script itself. */
-  path: string;
-  message: string;
-}
+export type { ScriptIssue };
 
 export function checkScript(script: unknown): ScriptIssue[] {
   try {

@@ -7,7 +7,7 @@
 import type { ActuationIR } from './analyzeScript.ts';
 import { inverseSteps, type InverseStep } from './calculation.ts';
 import { internalize } from './codec.ts';
-import type { FieldSpec } from './fieldSpec.ts';
+import type { FieldSpec } from './types.ts';
 import { booleanToken as bool, numberToken as num, type SourceBuilder } from './SourceBuilder.ts';
 
 function step(y: string, s: InverseStep): string {

@@ -6,7 +6,7 @@
  * which take every parameter as an argument and so stay monomorphic in a fleet of device types.
  */
 import { affineForm, fold, type CalcNode } from './calculation.ts';
-import type { FieldSpec } from './fieldSpec.ts';
+import type { FieldSpec } from './types.ts';
 import { booleanToken as bool, numberToken as num, type SourceBuilder } from './SourceBuilder.ts';
 
 function startOf(spec: FieldSpec): string {

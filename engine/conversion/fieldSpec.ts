@@ -4,31 +4,10 @@
  * the issues; compileScript builds readers and writers from the spec (engine/conversion/README.md).
  */
 import { calculationProblem, CalculationError, invertCalculation, parseCalculation, type CalcNode } from './calculation.ts';
-import type { ScriptIssue } from './checkScript.ts';
+import type { FieldKind, FieldSpec, ScriptIssue } from './types.ts';
 import { isPlainObject } from '../kernel/isPlainObject.ts';
 
 export { isPlainObject };
-
-export type FieldKind = 'uint' | 'int' | 'float' | 'bool' | 'string' | 'hex';
-
-export interface FieldSpec {
-  /** `start`: `byte` from the start; `end`: `endbyte` alone, counted from the end; `range`: from `byte` to `endbyte`. */
-  readonly anchor: 'start' | 'end' | 'range';
-  /** `byte` (start, range) or `endbyte` (end). */
-  readonly offset: number;
-  /** `endbyte` of a range (≤ 0, exclusive end counted from the end). */
-  readonly endOffset: number;
-  /** `bytelength`; 0 for a range, whose length depends on the payload. */
-  readonly length: number;
-  readonly little: boolean;
-  readonly kind: FieldKind;
-  /** Bit field: first bit (0 = least significant bit of the `bytelength`-wide integer) and width. */
-  readonly bit: number | undefined;
-  readonly bitlength: number;
-  readonly calc: CalcNode | undefined;
-  /** Shortest payload the selector can be read from. */
-  readonly minLength: number;
-}
 
 /** Payloads and offsets beyond this are a script mistake, not a device format. */
 export const MAX_PAYLOAD = 65_536;
@@ -53,20 +32,11 @@ function isInt(value: unknown): value is number {
   return typeof value === 'number' && Number.isInteger(value);
 }
 
-/**
- * Checks a selector, pushing issues named by `path`; returns the spec when the selector is valid.
- * `use` restricts what the place allows (actuate fields need a fixed position and an invertible
- * calculation).
- */
-export function resolveSelector(raw: unknown, path: string, issues: ScriptIssue[], use: SelectorUse): FieldSpec | undefined {
-  const before = issues.length;
-  const issue = (where: string, message: string) => { issues.push({ path: where ? `${path}.${where}` : path, message }); };
-  if (!isPlainObject(raw)) { issue('', 'a selector must be an object'); return undefined; }
-  for (const key of Object.keys(raw)) {
-    if (key === 'json') issue(key, 'json selectors read JSON payloads; a binary script selects bytes with byte or endbyte');
-    else if (!SELECTOR_KEYS.has(key)) issue(key, `unknown selector field '${key}'`);
-  }
+type Issue = (where: string, message: string) => void;
+type Anchor = FieldSpec['anchor'];
 
+/** `byte`, `endbyte` and `bytelength`: where the field is and how many bytes it spans. */
+function position(raw: Record<string, unknown>, issue: Issue, use: SelectorUse): { anchor: Anchor; length: number } {
   const hasByte = raw.byte !== undefined;
   const hasEnd = raw.endbyte !== undefined;
   if (hasByte && (!isInt(raw.byte) || raw.byte < 0 || raw.byte >= MAX_PAYLOAD)) issue('byte', `must be an integer from 0 to ${MAX_PAYLOAD - 1}`);
@@ -79,96 +49,118 @@ export function resolveSelector(raw: unknown, path: string, issues: ScriptIssue[
     if (anchor === 'range') issue('bytelength', 'not allowed with both byte and endbyte: the range sets the length');
     else if (!isInt(raw.bytelength) || raw.bytelength < 1 || raw.bytelength > MAX_PAYLOAD) issue('bytelength', `must be an integer from 1 to ${MAX_PAYLOAD}`);
   }
-  const length = anchor === 'range' ? 0 : isInt(raw.bytelength) ? raw.bytelength : 1;
+  return { anchor, length: anchor === 'range' ? 0 : isInt(raw.bytelength) ? raw.bytelength : 1 };
+}
 
-  if (raw.byteorder !== undefined && raw.byteorder !== 'big' && raw.byteorder !== 'little' && raw.byteorder !== 'small') {
-    issue('byteorder', "must be 'big' or 'little'");
-  }
-  const little = raw.byteorder === 'little' || raw.byteorder === 'small';
-
+/** `type` and `signed`: how the bytes are read. */
+function fieldKind(raw: Record<string, unknown>, issue: Issue, anchor: Anchor, length: number): FieldKind {
   let signed: boolean | undefined;
   if (raw.signed !== undefined) {
     if (raw.signed === true || raw.signed === 'true') signed = true;
     else if (raw.signed === false || raw.signed === 'false') signed = false;
     else issue('signed', 'must be true or false');
   }
-
   const type = raw.type ?? 'integer';
-  let kind: FieldKind = 'uint';
   if (typeof type !== 'string' || !TYPES.has(type)) {
     issue('type', 'must be one of integer, number, boolean, string, hexstring (or int, uint, float, hex)');
-  } else if (type === 'integer') {
-    kind = signed ? 'int' : 'uint';
-  } else if (type === 'int') {
-    kind = signed === false ? 'uint' : 'int';
-  } else if (type === 'uint') {
-    if (signed === true) issue('signed', 'uint is unsigned: use int or integer for signed values');
-    kind = 'uint';
-  } else if (type === 'number') {
-    // `number` is an IEEE-754 float when it spans 4 or 8 bytes; published scripts also use it for
-    // 1- and 2-byte integers, which read as integers (README.md).
-    if (anchor === 'range') issue('type', "number needs a fixed bytelength: use float or integer with byte and endbyte");
-    kind = raw.bit === undefined && (length === 4 || length === 8) ? 'float' : signed ? 'int' : 'uint';
-  } else if (type === 'float') {
-    kind = 'float';
-    if (anchor !== 'range' && length !== 2 && length !== 4 && length !== 8) issue('bytelength', 'float needs bytelength 2, 4 or 8');
-  } else if (type === 'boolean') {
-    kind = 'bool';
-  } else if (type === 'string') {
-    kind = 'string';
-  } else {
-    kind = 'hex';
+    return 'uint';
   }
   // `signed` means nothing for floats, booleans, strings and hex, and published scripts carry it
   // there (`"type": "hexstring", "signed": "false"`): it is ignored, not an error.
-
-  let bit: number | undefined;
-  let bitlength = 1;
-  if (raw.bit !== undefined || raw.bitlength !== undefined) {
-    if (raw.bit === undefined) issue('bitlength', 'bitlength needs bit');
-    else if (kind !== 'uint' && kind !== 'int' && kind !== 'bool') issue('bit', `bit fields hold integers or booleans, not ${String(type)}`);
-    else if (anchor === 'range') issue('bit', 'bit fields need a fixed bytelength');
-    else if (length > MAX_BIT_BYTES) issue('bit', `bit fields span at most ${MAX_BIT_BYTES} bytes`);
-    else if (!isInt(raw.bit) || raw.bit < 0 || raw.bit >= length * 8) issue('bit', `must be an integer from 0 to ${length * 8 - 1} (bit 0 is the least significant bit)`);
-    else {
-      bit = raw.bit;
-      if (raw.bitlength !== undefined) {
-        if (!isInt(raw.bitlength) || raw.bitlength < 1 || bit + raw.bitlength > length * 8) issue('bitlength', `must be an integer from 1 to ${length * 8 - bit} (bit + bitlength ≤ 8 × bytelength)`);
-        else bitlength = raw.bitlength;
-      }
-    }
+  switch (type) {
+    case 'integer': return signed ? 'int' : 'uint';
+    case 'int': return signed === false ? 'uint' : 'int';
+    case 'uint':
+      if (signed === true) issue('signed', 'uint is unsigned: use int or integer for signed values');
+      return 'uint';
+    case 'number':
+      // `number` is an IEEE-754 float when it spans 4 or 8 bytes; published scripts also use it for
+      // 1- and 2-byte integers, which read as integers (README.md).
+      if (anchor === 'range') issue('type', "number needs a fixed bytelength: use float or integer with byte and endbyte");
+      return raw.bit === undefined && (length === 4 || length === 8) ? 'float' : signed ? 'int' : 'uint';
+    case 'float':
+      if (anchor !== 'range' && length !== 2 && length !== 4 && length !== 8) issue('bytelength', 'float needs bytelength 2, 4 or 8');
+      return 'float';
+    case 'boolean': return 'bool';
+    case 'string': return 'string';
+    default: return 'hex';
   }
+}
 
-  let calc: CalcNode | undefined;
-  if (raw.calculation !== undefined) {
-    if (typeof raw.calculation !== 'string') issue('calculation', 'must be a string');
-    else if (kind !== 'uint' && kind !== 'int' && kind !== 'float') issue('calculation', `calculation needs a numeric type, not ${String(type)}`);
-    else {
-      try {
-        calc = parseCalculation(raw.calculation);
-        const problem = calculationProblem(calc);
-        if (problem) issue('calculation', problem);
-        else if (use === 'actuate' && !invertCalculation(calc)) {
-          issue('calculation', 'cannot be inverted to encode a command: use val once, with + - * / and constants');
-        }
-      } catch (error) {
-        issue('calculation', error instanceof CalculationError ? error.message : String(error));
-      }
-    }
+/** `bit` and `bitlength`: a bit field within an integer of `length` bytes. */
+function bitField(raw: Record<string, unknown>, issue: Issue, kind: FieldKind, anchor: Anchor, length: number): { bit: number | undefined; bitlength: number } {
+  const none = { bit: undefined, bitlength: 1 };
+  if (raw.bit === undefined && raw.bitlength === undefined) return none;
+  if (raw.bit === undefined) issue('bitlength', 'bitlength needs bit');
+  else if (kind !== 'uint' && kind !== 'int' && kind !== 'bool') issue('bit', `bit fields hold integers or booleans, not ${String(raw.type)}`);
+  else if (anchor === 'range') issue('bit', 'bit fields need a fixed bytelength');
+  else if (length > MAX_BIT_BYTES) issue('bit', `bit fields span at most ${MAX_BIT_BYTES} bytes`);
+  else if (!isInt(raw.bit) || raw.bit < 0 || raw.bit >= length * 8) issue('bit', `must be an integer from 0 to ${length * 8 - 1} (bit 0 is the least significant bit)`);
+  else {
+    const bit = raw.bit;
+    if (raw.bitlength === undefined) return { bit, bitlength: 1 };
+    if (isInt(raw.bitlength) && raw.bitlength >= 1 && bit + raw.bitlength <= length * 8) return { bit, bitlength: raw.bitlength };
+    issue('bitlength', `must be an integer from 1 to ${length * 8 - bit} (bit + bitlength ≤ 8 × bytelength)`);
+    return { bit, bitlength: 1 };
   }
+  return none;
+}
+
+/** `calculation`: parsed, checked, and for actuate fields invertible. */
+function calculation(raw: Record<string, unknown>, issue: Issue, kind: FieldKind, use: SelectorUse): CalcNode | undefined {
+  if (raw.calculation === undefined) return undefined;
+  if (typeof raw.calculation !== 'string') { issue('calculation', 'must be a string'); return undefined; }
+  if (kind !== 'uint' && kind !== 'int' && kind !== 'float') { issue('calculation', `calculation needs a numeric type, not ${String(raw.type)}`); return undefined; }
+  try {
+    const calc = parseCalculation(raw.calculation);
+    const problem = calculationProblem(calc);
+    if (problem) issue('calculation', problem);
+    else if (use === 'actuate' && !invertCalculation(calc)) {
+      issue('calculation', 'cannot be inverted to encode a command: use val once, with + - * / and constants');
+    }
+    return calc;
+  } catch (error) {
+    issue('calculation', error instanceof CalculationError ? error.message : String(error));
+    return undefined;
+  }
+}
+
+/** The shortest payload a valid position can be read from. */
+function minimumLength(issue: Issue, anchor: Anchor, offset: number, endOffset: number, length: number): number {
+  let minLength: number;
+  if (anchor === 'start') minLength = offset + length;
+  else if (anchor === 'end') {
+    if (offset === 0) issue('endbyte', 'endbyte alone counts back from the end and must be negative');
+    else if (length > -offset) issue('bytelength', `${length} bytes from endbyte ${offset} run past the end of the payload`);
+    minLength = -offset;
+  } else minLength = offset - endOffset;
+  if (minLength > MAX_PAYLOAD) issue('', `reaches beyond ${MAX_PAYLOAD} bytes`);
+  return minLength;
+}
+
+/**
+ * Checks a selector, pushing issues named by `path`; returns the spec when the selector is valid.
+ * `use` restricts what the place allows (actuate fields need a fixed position and an invertible
+ * calculation).
+ */
+export function resolveSelector(raw: unknown, path: string, issues: ScriptIssue[], use: SelectorUse): FieldSpec | undefined {
+  const before = issues.length;
+  const issue: Issue = (where, message) => { issues.push({ path: where ? `${path}.${where}` : path, message }); };
+  if (!isPlainObject(raw)) { issue('', 'a selector must be an object'); return undefined; }
+  for (const key of Object.keys(raw)) {
+    if (key === 'json') issue(key, 'json selectors read JSON payloads; a binary script selects bytes with byte or endbyte');
+    else if (!SELECTOR_KEYS.has(key)) issue(key, `unknown selector field '${key}'`);
+  }
+  const { anchor, length } = position(raw, issue, use);
+  const little = raw.byteorder === 'little' || raw.byteorder === 'small';
+  if (raw.byteorder !== undefined && raw.byteorder !== 'big' && !little) issue('byteorder', "must be 'big' or 'little'");
+  const kind = fieldKind(raw, issue, anchor, length);
+  const { bit, bitlength } = bitField(raw, issue, kind, anchor, length);
+  const calc = calculation(raw, issue, kind, use);
 
   const offset = anchor === 'end' ? (raw.endbyte as number) : (raw.byte as number);
   const endOffset = anchor === 'range' ? (raw.endbyte as number) : 0;
-  let minLength = 0;
-  if (issues.length === before) {
-    if (anchor === 'start') minLength = offset + length;
-    else if (anchor === 'end') {
-      if (offset === 0) issue('endbyte', 'endbyte alone counts back from the end and must be negative');
-      else if (length > -offset) issue('bytelength', `${length} bytes from endbyte ${offset} run past the end of the payload`);
-      minLength = -offset;
-    } else minLength = offset - endOffset;
-    if (minLength > MAX_PAYLOAD) issue('', `reaches beyond ${MAX_PAYLOAD} bytes`);
-  }
+  const minLength = issues.length === before ? minimumLength(issue, anchor, offset, endOffset, length) : 0;
   if (issues.length !== before) return undefined;
   return { anchor, offset, endOffset, length, little, kind, bit, bitlength, calc, minLength };
 }

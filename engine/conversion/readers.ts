@@ -4,7 +4,7 @@
  */
 import { FleetError } from '../kernel/errors.ts';
 import { affineForm, compileCalculation } from './calculation.ts';
-import type { FieldSpec } from './fieldSpec.ts';
+import type { FieldSpec } from './types.ts';
 
 export type Reader = (b: Uint8Array) => unknown;
 type NumReader = (b: Uint8Array) => number;

@@ -5,7 +5,7 @@
  */
 import { FleetError } from '../kernel/errors.ts';
 import { invertCalculation } from './calculation.ts';
-import type { FieldSpec } from './fieldSpec.ts';
+import type { FieldSpec } from './types.ts';
 import { readUint } from './readers.ts';
 
 export type Writer = (buf: Uint8Array, value: unknown) => void;
