@@ -4,7 +4,7 @@
  *   npx node bench/conversion.bench.ts [--fuzz=2000000] [--rounds=15] [--types=100]
  *
  * Every figure is a ratio against a baseline measured in the same run: a hand-written decoder of
- * the same 12-byte, 6-field layout, and the closure compiler (compileScript.ts, the reference the
+ * the same 12-byte, 6-field layout, and the closure compiler (test/support/reference, the reference the
  * generated code replaced in codecFor).
  * 1. One device type: generated code, closures and hand-written, with benny and as interleaved
  *    rounds timed in CPU time, whose median ratio is robust to other load on the machine
@@ -21,12 +21,13 @@ import b from 'benny';
 import fc from 'fast-check';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { cayenneCodec, cayenneReference } from '../engine/conversion/cayenne.ts';
+import { cayenneCodec } from '../engine/conversion/cayenne.ts';
+import { cayenneReference } from '../test/support/reference/cayenneReference.ts';
 import { cborCodec } from '../engine/conversion/cborCodec.ts';
 import type { Codec, DecodeMeta } from '../engine/conversion/codec.ts';
 import { compiledTypeStats } from '../engine/conversion/codecCache.ts';
 import { codecFor } from '../engine/conversion/codecFor.ts';
-import { compileScript } from '../engine/conversion/compileScript.ts';
+import { compileScript } from '../test/support/reference/compileScript.ts';
 import { FleetError } from '../engine/kernel/errors.ts';
 import type { ConversionScript } from '../schemas/conversion.ts';
 import { layoutArbitrary } from '../test/support/conversionArbitraries.ts';

@@ -1,6 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { compileCalculation, invertCalculation, parseCalculation, CalculationError } from '../engine/conversion/calculation.ts';
+import { invertCalculation, parseCalculation, CalculationError } from '../engine/conversion/calculation.ts';
+import { compileCalculation } from './support/reference/closureReaders.ts';
 import { checkScript, type ScriptIssue } from '../engine/conversion/checkScript.ts';
 
 const sel = (extra: Record<string, unknown>) => ({ sense: [{ asset: 'a', value: { byte: 0, ...extra } }] });

@@ -1,15 +1,16 @@
 /**
  * Differential tests of the generated codecs (generateCodec.ts) against the reference closure
- * compiler (compileScript.ts): the same values (-0 ≠ 0), the same errors with the same codes and
+ * compiler (support/reference/compileScript.ts): the same values (-0 ≠ 0), the same errors with the same codes and
  * messages, on every golden fixture and ≥ 100,000 generated cases (counted at the end). Random
  * bytes into any generated decoder throw nothing but DECODE_FAILED.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
-import { cayenneCodec, cayenneReference, cayenneTypes } from '../engine/conversion/cayenne.ts';
+import { cayenneCodec, cayenneTypes } from '../engine/conversion/cayenne.ts';
+import { cayenneReference } from './support/reference/cayenneReference.ts';
 import { checkScript } from '../engine/conversion/checkScript.ts';
-import { compileScript } from '../engine/conversion/compileScript.ts';
+import { compileScript } from './support/reference/compileScript.ts';
 import { generateCodec } from '../engine/conversion/generateCodec.ts';
 import { decodeOrReject, layoutArbitrary } from './support/conversionArbitraries.ts';
 import { fromHex, loadConversionFixtures } from './support/conversionFixtures.ts';

@@ -4,7 +4,7 @@ import { Compile } from 'typebox/compile';
 import { ConversionScript } from '../schemas/conversion.ts';
 import { checkScript } from '../engine/conversion/checkScript.ts';
 import { codecFor } from '../engine/conversion/codecFor.ts';
-import { compileScript } from '../engine/conversion/compileScript.ts';
+import { compileScript } from './support/reference/compileScript.ts';
 import { FleetError } from '../engine/kernel/errors.ts';
 import { difference, fromHex, loadConversionFixtures, toHex } from './support/conversionFixtures.ts';
 

@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert';
 import fc from 'fast-check';
 import { checkedProgram } from '../engine/conversion/analyzeScript.ts';
 import { checkScript } from '../engine/conversion/checkScript.ts';
-import { compileScript } from '../engine/conversion/compileScript.ts';
+import { compileScript } from './support/reference/compileScript.ts';
 import { checkSource, emitProgram, generateCodec } from '../engine/conversion/generateCodec.ts';
 import { FleetError } from '../engine/kernel/errors.ts';
 import { sameDecode, sameEncode } from './support/conversionScripts.ts';

@@ -9,7 +9,7 @@ import { Encoder } from 'cbor-x';
 import { cayenneCodec, cayenneTypes } from '../engine/conversion/cayenne.ts';
 import { cborCodec } from '../engine/conversion/cborCodec.ts';
 import { checkScript } from '../engine/conversion/checkScript.ts';
-import { compileScript } from '../engine/conversion/compileScript.ts';
+import { compileScript } from './support/reference/compileScript.ts';
 import { loadConversionFixtures } from './support/conversionFixtures.ts';
 import { decodeOrReject, layoutArbitrary } from './support/conversionArbitraries.ts';
 import { mutate } from './support/conversionScripts.ts';

@@ -211,52 +211,6 @@ export function affineForm(tree: CalcNode): Affine | undefined {
   return undefined;
 }
 
-/** Compiles a calculation into `(val) => number`; common shapes get dedicated closures. */
-export function compileCalculation(tree: CalcNode): (val: number) => number {
-  const node = fold(tree);
-  if (node.k === 'val') return (v) => v;
-  if (node.k === 'num') { const c = node.v; return () => c; }
-  if (node.k === 'bin' && node.a.k === 'val' && node.b.k === 'num') {
-    const c = node.b.v;
-    switch (node.op) {
-      case '+': return (v) => v + c;
-      case '-': return (v) => v - c;
-      case '*': return (v) => v * c;
-      case '/': return (v) => v / c;
-      default: return (v) => v % c;
-    }
-  }
-  if (node.k === 'bin' && node.b.k === 'num' && node.a.k === 'bin' && node.a.a.k === 'val' && node.a.b.k === 'num'
-      && (node.a.op === '*' || node.a.op === '/') && (node.op === '+' || node.op === '-')) {
-    // scale then offset: `val * 0.5 - 40`
-    const s = node.a.op === '*' ? node.a.b.v : 1 / node.a.b.v;
-    const exact = node.a.op === '*';
-    const d = node.a.b.v;
-    const o = node.op === '+' ? node.b.v : -node.b.v;
-    return exact ? (v) => v * s + o : (v) => v / d + o;
-  }
-  return build(node);
-}
-
-function build(node: CalcNode): (val: number) => number {
-  switch (node.k) {
-    case 'num': { const c = node.v; return () => c; }
-    case 'val': return (v) => v;
-    case 'neg': { const a = build(node.a); return (v) => -a(v); }
-    case 'bin': {
-      const a = build(node.a);
-      const b = build(node.b);
-      switch (node.op) {
-        case '+': return (v) => a(v) + b(v);
-        case '-': return (v) => a(v) - b(v);
-        case '*': return (v) => a(v) * b(v);
-        case '/': return (v) => a(v) / b(v);
-        default: return (v) => a(v) % b(v);
-      }
-    }
-  }
-}
-
 /**
  * One step of an inverse calculation, applied to `y`: `y - c`, `y + c`, `c - y`, `y / c`, `y * c`,
  * `c / y` or `-y`.

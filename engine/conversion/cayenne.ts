@@ -8,45 +8,11 @@
  * power, distance, energy, direction, unix time, colour, switch).
  */
 import { FleetError } from '../kernel/errors.ts';
-import { BY_ID, BY_NAME, cayenneTypes, lppCutOff, lppKey, lppShort, lppUnknown, type LppField } from './cayenneTable.ts';
-import { guardDecode, guardEncode, type Codec } from './codec.ts';
+import { BY_NAME, cayenneTypes, type LppField } from './cayenneTable.ts';
+import { guardEncode, type Codec } from './codec.ts';
 import { generatedCayenneDecoder } from './emitCayenne.ts';
-import { readUint } from './readers.ts';
 
 export { cayenneTypes };
-
-function readField(b: Uint8Array, o: number, f: LppField): number {
-  let v = readUint(b, o, f.bytes, false);
-  if (f.signed && v >= 2 ** (f.bytes * 8 - 1)) v -= 2 ** (f.bytes * 8);
-  return v / f.scale;
-}
-
-/** The reference decoder, a loop over the table; cayenneCodec runs the code emitCayenne.ts generates from it. */
-function decodeCayenne(b: Uint8Array): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  let i = 0;
-  while (i < b.length) {
-    if (i + 2 > b.length) throw lppCutOff(i);
-    const channel = b[i];
-    const type = BY_ID.get(b[i + 1]);
-    if (!type) throw lppUnknown(b[i + 1], i + 1);
-    i += 2;
-    if (i + type.size > b.length) throw lppShort(type, channel, b.length - i);
-    let value: unknown;
-    if (type.fields.length === 1) {
-      value = readField(b, i, type.fields[0]);
-    } else {
-      const o: Record<string, number> = {};
-      let at = i;
-      for (const f of type.fields) { o[f.key] = readField(b, at, f); at += f.bytes; }
-      value = o;
-    }
-    // A repeated channel and type overwrites the earlier item: the later one is the newer reading.
-    out[lppKey(type, channel)] = value;
-    i += type.size;
-  }
-  return out;
-}
 
 function invalid(message: string): FleetError {
   return new FleetError('VALIDATION_FAILED', `Cayenne LPP: ${message}`);
@@ -91,6 +57,3 @@ function encode(command: Record<string, unknown>): Uint8Array {
 const encodeCayenne = guardEncode('Cayenne LPP', encode);
 
 export const cayenneCodec: Codec = { decode: generatedCayenneDecoder(), encode: encodeCayenne };
-
-/** The table loop, kept as the reference the generated decoder is tested against. */
-export const cayenneReference: Codec = { decode: guardDecode('Cayenne LPP', decodeCayenne), encode: encodeCayenne };

@@ -1,7 +1,8 @@
 /**
  * The Cayenne LPP type table (IPSO-based standard set plus the common extended types), shared by
- * the reference decoder and encoder in cayenne.ts and the generated decoder of emitCayenne.ts,
- * with the messages both give for malformed frames.
+ * the encoder in cayenne.ts, the generated decoder of emitCayenne.ts and the table loop the tests
+ * hold it to (test/support/reference/cayenneReference.ts), with the messages they give for
+ * malformed frames.
  */
 import { internalize } from './codec.ts';
 import { decodeFailed } from './readers.ts';

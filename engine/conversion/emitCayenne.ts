@@ -1,8 +1,8 @@
 /**
  * Cayenne LPP's decoder as generated code: the type table (cayenneTable.ts) unrolled into one
  * `switch` on the type byte, each case reading its fields inline at their resolution. It gives
- * what the table loop of cayenne.ts (the reference) gives, values and errors alike; the
- * generator's rules and checks are those of generateCodec.ts. Asset keys (`temperature_3`) depend
+ * what the table loop of test/support/reference/cayenneReference.ts gives, values and errors
+ * alike; the generator's rules and checks are those of generateCodec.ts. Asset keys (`temperature_3`) depend
  * on the payload, so the result's stores stay keyed by data, as in the reference.
  */
 import { BY_ID, type LppField } from './cayenneTable.ts';
@@ -10,7 +10,7 @@ import type { Codec } from './codec.ts';
 import { instantiate } from './generateCodec.ts';
 import { numberToken as num, SourceBuilder } from './SourceBuilder.ts';
 
-/** A big-endian integer of `n` ≤ 4 bytes at `i + at`, as readUint and the sign rule of cayenne.ts read it. */
+/** A big-endian integer of `n` ≤ 4 bytes at `i + at`, as readUint and the LPP sign rule read it. */
 function integer(at: number, f: LppField): string {
   const byte = (k: number) => `b[i + ${num(at + k)}]`;
   const n = f.bytes;

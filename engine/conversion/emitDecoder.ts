@@ -1,6 +1,6 @@
 /**
  * The source of a device type's decoder: the checked `sense` program as straight-line JavaScript.
- * It gives what compileScript.ts (the closure compiler, kept as the reference) gives for the same
+ * It gives what the closure compiler (test/support/reference/compileScript.ts) gives for the same
  * program, values and errors alike. Every mapping is its own store site in code that belongs to
  * this device type alone, so V8 keeps each site monomorphic however many types a process runs;
  * the closures of the reference share their sites across types and turn megamorphic.

@@ -1,6 +1,6 @@
 /**
  * The source of a device type's encoder: the checked `actuate` program as straight-line
- * JavaScript that gives what compileScript.ts (the reference) gives, bytes and errors alike. Each
+ * JavaScript that gives what the closure compiler (test/support/reference) gives, bytes and errors alike. Each
  * field is one call of a writers.ts primitive with its position as literals; an integer field's
  * inverse calculation is inlined, operation for operation as calculation.ts applies it.
  */

@@ -1,7 +1,7 @@
 /**
  * A payload selector of the conversion language, checked and resolved into a FieldSpec: where its
  * bytes are, how to read them, and the shortest payload it can be read from. checkScript reports
- * the issues; compileScript builds readers and writers from the spec (engine/conversion/README.md).
+ * the issues; generateCodec emits readers and writers from the spec (engine/conversion/README.md).
  */
 import { calculationProblem, CalculationError, invertCalculation, parseCalculation, type CalcNode } from './calculation.ts';
 import type { FieldKind, FieldSpec, ScriptIssue } from './types.ts';

@@ -1,7 +1,8 @@
 /**
  * Compiles a checked conversion program into JavaScript source of its own (DESIGN.md §7), so each
  * device type runs code that is monomorphic for it however many types share the process. The
- * closure compiler (compileScript.ts) stays the reference the generated code is tested against.
+ * closure compiler (test/support/reference/compileScript.ts) is the reference the generated code is
+ * tested against.
  *
  * Security review: why no byte of a user script can reach the emitted source.
  *

@@ -1,19 +1,20 @@
 /**
  * Compiles a conversion script into a plain decoder (and, with an `actuate` block, an encoder): a
  * tree of closures built from the checked program. Nothing of the script is evaluated as
- * JavaScript (DESIGN.md §7). This is the reference implementation: codecFor runs the code
- * generateCodec.ts generates per device type, which test/conversion-generated.test.ts holds to
- * the values and errors of these closures. The closures' call and store sites are shared by every
+ * JavaScript (DESIGN.md §7). This is the reference implementation, kept for tests only: codecFor
+ * runs the code engine/conversion/generateCodec.ts generates per device type, which
+ * test/conversion-generated.test.ts holds to the values and errors of these closures. The closures' call and store sites are shared by every
  * script in the process, so with many device types they turn megamorphic.
  */
-import type { ConversionScript } from '../../schemas/conversion.ts';
-import { FleetError } from '../kernel/errors.ts';
-import { checkedProgram, type ActuationIR, type StatementIR, type ValueIR } from './analyzeScript.ts';
-import { defineValue, getPath, guardDecode, guardEncode, internalize, setPath, type Codec, type DecodeMeta } from './codec.ts';
-import { decodeFailed, makeReader, type Reader } from './readers.ts';
-import { makeWriter } from './writers.ts';
+import type { ConversionScript } from '../../../schemas/conversion.ts';
+import { FleetError } from '../../../engine/kernel/errors.ts';
+import { checkedProgram, type ActuationIR, type StatementIR, type ValueIR } from '../../../engine/conversion/analyzeScript.ts';
+import { defineValue, getPath, guardDecode, guardEncode, internalize, setPath, type Codec, type DecodeMeta } from '../../../engine/conversion/codec.ts';
+import { decodeFailed } from '../../../engine/conversion/readers.ts';
+import { makeWriter } from '../../../engine/conversion/writers.ts';
+import { makeReader, type Reader } from './closureReaders.ts';
 
-export type { Codec, DecodeMeta } from './codec.ts';
+export type { Codec, DecodeMeta } from '../../../engine/conversion/codec.ts';
 
 /** Writes a block's assets into `out` (blocks that mix mappings and switches). */
 type Into = (b: Uint8Array, out: Record<string, unknown>, meta: DecodeMeta | undefined) => void;
