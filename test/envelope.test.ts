@@ -294,7 +294,7 @@ test('hostile envelopes: truncated, trailing bytes, mutated bytes, huge lengths 
   // Nesting deeper than stored values may be, in the direct reader's reach: refused as before.
   let deep: unknown = 1;
   for (let i = 0; i < 40; i++) deep = [deep];
-  const tooDeep = writeEnvelope({ ...minimal, admitted: { states: [['a', 1, deep]], dropped: [] } })!;
+  const tooDeep = encodeEnvelope({ ...minimal, admitted: { states: [['a', 1, deep]], dropped: [] } });
   assert.match((assertSameAsGeneric(tooDeep) as { error: string }).error, /deeper/);
 });
 

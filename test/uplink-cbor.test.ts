@@ -3,7 +3,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Encoder } from 'cbor-x';
 import { CborDecodeError, CborMap, CborSimple, CborTag, decodeCbor } from '../engine/uplink/admission/decodeCbor.ts';
-import { MAX_BODY_DEPTH } from '../engine/uplink/admission/processUplink.ts';
+import { MAX_JSON_DEPTH } from '../engine/uplink/admission/checkJsonValue.ts';
 import { RECEIVED_AT, codes, envelope, hexBytes, run } from './support/uplink.ts';
 
 interface StateCase {
@@ -18,7 +18,7 @@ const fixture = (name: string) => JSON.parse(readFileSync(new URL(`./fixtures/${
 const stateCases: StateCase[] = fixture('cbor-device-states.json').cases;
 const appendixA: Array<{ hex: string; json: unknown }> = fixture('rfc8949-appendix-a.json').cases;
 
-function decodeError(hex: string | Uint8Array, depth = MAX_BODY_DEPTH): CborDecodeError {
+function decodeError(hex: string | Uint8Array, depth = MAX_JSON_DEPTH): CborDecodeError {
   try {
     decodeCbor(typeof hex === 'string' ? hexBytes(hex) : hex, depth);
   } catch (error) {
@@ -84,11 +84,11 @@ test('cbor at: time tags and their limits', () => {
 // ---- the decoder on RFC 8949 Appendix A ----
 
 test('decodeCbor reads the RFC 8949 Appendix A examples', () => {
-  for (const { hex, json } of appendixA) assert.equal(decodeCbor(hexBytes(hex), MAX_BODY_DEPTH), json, hex);
+  for (const { hex, json } of appendixA) assert.equal(decodeCbor(hexBytes(hex), MAX_JSON_DEPTH), json, hex);
 });
 
 test('decodeCbor: values JSON cannot hold come back as markers', () => {
-  const d = (hex: string) => decodeCbor(hexBytes(hex), MAX_BODY_DEPTH);
+  const d = (hex: string) => decodeCbor(hexBytes(hex), MAX_JSON_DEPTH);
   assert.is(d('1bffffffffffffffff'), 18446744073709551615n);
   assert.is(d('3bffffffffffffffff'), -18446744073709551616n);
   assert.is(d('1b0020000000000000'), 2n ** 53n);
@@ -115,7 +115,7 @@ test('decodeCbor: values JSON cannot hold come back as markers', () => {
 });
 
 test('decodeCbor: a "__proto__" key is an own data property', () => {
-  const v = decodeCbor(hexBytes('a1 695f5f70726f746f5f5f a1 6178 01'), MAX_BODY_DEPTH) as Record<string, unknown>;
+  const v = decodeCbor(hexBytes('a1 695f5f70726f746f5f5f a1 6178 01'), MAX_JSON_DEPTH) as Record<string, unknown>;
   assert.is(Object.getPrototypeOf(v), Object.prototype);
   assert.ok(Object.hasOwn(v, '__proto__'));
   assert.equal(Object.getOwnPropertyDescriptor(v, '__proto__')?.value, { x: 1 });
@@ -134,7 +134,7 @@ test('decodeCbor: long and non-ASCII text strings', () => {
 
 test('decodeCbor: every truncation of a valid body is MALFORMED_CBOR', () => {
   const full = hexBytes('a3 6b74656d7065726174757265 fb4035800000000000 64646f6f72 d878 82 f5 c1 1a59682f00 656c6162656c 7f 6161 6162 ff');
-  assert.equal(Object.keys(decodeCbor(full, MAX_BODY_DEPTH) as object), ['temperature', 'door', 'label']);
+  assert.equal(Object.keys(decodeCbor(full, MAX_JSON_DEPTH) as object), ['temperature', 'door', 'label']);
   for (let n = 0; n < full.length; n++) {
     const e = decodeError(full.subarray(0, n));
     assert.is(e.code, 'MALFORMED_CBOR', `prefix of ${n} bytes`);
@@ -183,7 +183,7 @@ test('cbor body 100k deep is one TOO_DEEP rejection', () => {
 test('decoder state is clean after an error', () => {
   decodeError(new Uint8Array(1000).fill(0x81));
   decodeError('a2 64646f6f72 f5 6b74656d70');
-  assert.equal(decodeCbor(hexBytes('a1 64646f6f72 f5'), MAX_BODY_DEPTH), { door: true });
+  assert.equal(decodeCbor(hexBytes('a1 64646f6f72 f5'), MAX_JSON_DEPTH), { door: true });
 });
 
 // ---- agreement with a general-purpose encoder ----
@@ -198,7 +198,7 @@ test('bodies written by cbor-x (as a third-party device library would) decode th
     label: 'Zürich 水 — a longer label to leave the short-string path behind',
     anything: { nested: [1, -2, 3.5, null, 'x', { deep: [4294967296, -4294967297] }] },
   };
-  assert.equal(decodeCbor(encoder.encode(state), MAX_BODY_DEPTH), state);
+  assert.equal(decodeCbor(encoder.encode(state), MAX_JSON_DEPTH), state);
   const out = run(envelope(encoder.encode(state), 'cbor'));
   assert.equal(out.rejections, []);
   assert.equal(out.rows.map((r) => r.asset), ['temperature', 'humidity', 'door', 'location', 'label', 'anything']);

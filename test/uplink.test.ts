@@ -1,6 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { processUplink, MAX_BODY_DEPTH, type UplinkOutput } from '../engine/uplink/admission/processUplink.ts';
+import { processUplink, type UplinkOutput } from '../engine/uplink/admission/processUplink.ts';
+import { MAX_JSON_DEPTH } from '../engine/uplink/admission/checkJsonValue.ts';
 import { compileDevice } from '../engine/uplink/admission/compileDevice.ts';
 import { RECEIVED_AT, codes, envelope, run, runJson, testDevice, testDeviceInfo } from './support/uplink.ts';
 
@@ -219,10 +220,10 @@ test('json: 100k-deep arrays and objects are TOO_DEEP without blowing the stack'
 test('json: depth limit is exact — 32 levels pass, 33 fail', () => {
   // device state object (1) + asset state (2) + value containers
   const nest = (levels: number) => '['.repeat(levels) + ']'.repeat(levels);
-  const ok = runJson(`{"anything": {"value": ${nest(MAX_BODY_DEPTH - 2)}}}`);
+  const ok = runJson(`{"anything": {"value": ${nest(MAX_JSON_DEPTH - 2)}}}`);
   assert.equal(ok.rejections, []);
   assert.is(ok.rows.length, 1);
-  assert.equal(codes(runJson(`{"anything": {"value": ${nest(MAX_BODY_DEPTH - 1)}}}`)), [['TOO_DEEP', undefined]]);
+  assert.equal(codes(runJson(`{"anything": {"value": ${nest(MAX_JSON_DEPTH - 1)}}}`)), [['TOO_DEEP', undefined]]);
 });
 
 test('TOO_DEEP drops rows already produced for the same message', () => {

@@ -92,22 +92,3 @@ export function describeTextProblem(problem: TextProblem, at: string | undefined
     ? `holds a lone surrogate (${at}), which is not a character: send well-formed UTF-8/UTF-16`
     : `holds an invisible or control character (${at}) that would make a look-alike of another name`;
 }
-
-/** Whether any string inside a JSON-like value (keys included) holds a lone surrogate. */
-export function firstLoneSurrogate(value: unknown, depth = 0): string | undefined {
-  if (typeof value === 'string') return value.isWellFormed() ? undefined : codePoint(value, loneSurrogateIndex(value));
-  if (typeof value !== 'object' || value === null || depth > 64) return undefined;
-  if (Array.isArray(value)) {
-    for (const item of value) {
-      const found = firstLoneSurrogate(item, depth + 1);
-      if (found !== undefined) return found;
-    }
-    return undefined;
-  }
-  for (const key in value) {
-    if (!key.isWellFormed()) return codePoint(key, loneSurrogateIndex(key));
-    const found = firstLoneSurrogate((value as Record<string, unknown>)[key], depth + 1);
-    if (found !== undefined) return found;
-  }
-  return undefined;
-}

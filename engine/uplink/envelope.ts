@@ -13,7 +13,6 @@ import { DeadLetter, UplinkEnvelope, type AdmittedUplink, type NetworkMeta } fro
 import { checkJsonValue } from './admission/checkJsonValue.ts';
 import { readEnvelope as readWrittenEnvelope } from './envelopeReader.ts';
 import { writeEnvelope } from './envelopeWriter.ts';
-import { MAX_BODY_DEPTH } from './admission/processUplink.ts';
 
 const codec = new Encoder({
   useRecords: false,
@@ -77,7 +76,7 @@ function readAdmitted(raw: Record<string, unknown>, what: string): AdmittedUplin
   for (let i = 0; i < states.length; i++) {
     const [, ts, value] = states[i];
     if (!Number.isSafeInteger(ts)) throw new FleetError('MALFORMED_PAYLOAD', `${what}: /admitted/states/${i} ts must be epoch ms`);
-    const problem = checkJsonValue(value, 0, MAX_BODY_DEPTH);
+    const problem = checkJsonValue(value, 0);
     if (problem !== undefined) throw new FleetError('MALFORMED_PAYLOAD', `${what}: /admitted/states/${i} ${problem.reason}`);
   }
   return { states, dropped: raw.dropped as AdmittedUplink['dropped'] };

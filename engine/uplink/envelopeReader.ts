@@ -12,7 +12,7 @@
  * compares the two on random and on hostile input).
  */
 import type { AdmittedUplink, NetworkMeta, UplinkEnvelope } from '../../schemas/messages.ts';
-import { MAX_BODY_DEPTH } from './admission/processUplink.ts';
+import { MAX_JSON_DEPTH } from './admission/checkJsonValue.ts';
 
 /** Thrown (and caught below) when the input leaves the envelope's shape. */
 const NOT_PLAIN = Symbol('not plain');
@@ -196,14 +196,14 @@ function json(depth: number): unknown {
     case 3:
       return text();
     case 4: {
-      if (depth >= MAX_BODY_DEPTH) throw NOT_PLAIN;
+      if (depth >= MAX_JSON_DEPTH) throw NOT_PLAIN;
       const n = length(4);
       const out = new Array(n);
       for (let i = 0; i < n; i++) out[i] = json(depth + 1);
       return out;
     }
     case 5: {
-      if (depth >= MAX_BODY_DEPTH) throw NOT_PLAIN;
+      if (depth >= MAX_JSON_DEPTH) throw NOT_PLAIN;
       const n = length(5);
       const out: Record<string, unknown> = {};
       for (let i = 0; i < n; i++) {

@@ -13,6 +13,7 @@
  * safe integer): the caller then encodes with cbor-x, which decides what such input becomes.
  */
 import type { UplinkEnvelope } from '../../schemas/messages.ts';
+import { MAX_JSON_DEPTH } from './admission/checkJsonValue.ts';
 
 const TWO_32 = 0x1_0000_0000;
 
@@ -116,12 +117,13 @@ function json(v: unknown, depth: number): void {
       out[pos++] = v ? 0xf5 : 0xf4;
       return;
     case 'object': {
-      if (depth > 64) throw NOT_PLAIN;
       if (v === null) {
         room(1);
         out[pos++] = 0xf6;
         return;
       }
+      // Deeper than a stored value may be (envelopeReader.ts refuses it too): cbor-x decides.
+      if (depth >= MAX_JSON_DEPTH) throw NOT_PLAIN;
       if (Array.isArray(v)) {
         head(4, v.length);
         for (let i = 0; i < v.length; i++) json(v[i], depth + 1);
@@ -197,7 +199,7 @@ function envelope(e: UplinkEnvelope): void {
       head(4, 3);
       text(asset);
       time(ts);
-      json(value, 2);
+      json(value, 0);
     }
     text('dropped');
     head(4, a.dropped.length);

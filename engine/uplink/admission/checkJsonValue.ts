@@ -1,10 +1,18 @@
 /**
- * Guards what reaches a StateRow: plain JSON values only (schemas/messages.ts JsonValue), with
- * finite numbers, nested no deeper than the body limit. Values come from JSON.parse (1e400 parses
- * to Infinity), from the CBOR decoder (markers for what JSON cannot hold) and from binary
- * decoders (any JavaScript value), so nothing else is trusted to have produced clean data.
+ * What a storable JSON value is, in one place: plain JSON values only (schemas/messages.ts
+ * JsonValue), with finite numbers, nested no deeper than MAX_JSON_DEPTH. Admission checks every
+ * state with it, the envelope codec every state a record carries, and the state stores every row
+ * (pipeline/checkStateRows.ts). Values come from JSON.parse (1e400 parses to Infinity), from the
+ * CBOR decoder (markers for what JSON cannot hold), from binary decoders (any JavaScript value) and
+ * from records on the log, so nothing else is trusted to have produced clean data.
  */
 import { CborMap, CborSimple, CborTag } from './decodeCbor.ts';
+
+/**
+ * The one nesting limit: of a body (JSON and CBOR alike) and so of any value it carries, deep
+ * enough for any real state, shallow enough for any stack (and it stops a cyclic object).
+ */
+export const MAX_JSON_DEPTH = 32;
 
 export interface ValueProblem {
   code: 'TOO_DEEP' | 'INVALID_STATE';
@@ -43,7 +51,11 @@ function describe(value: unknown): string | undefined {
   return `a ${(value as object).constructor?.name ?? 'prototype-less'} object is not a JSON value`;
 }
 
-function walk(value: unknown, depth: number, maxDepth: number): Found | undefined {
+function tooDeep(): Found {
+  return { code: 'TOO_DEEP', what: `nesting deeper than ${MAX_JSON_DEPTH} levels`, path: [] };
+}
+
+function walk(value: unknown, depth: number): Found | undefined {
   switch (typeof value) {
     case 'string':
     case 'boolean':
@@ -53,9 +65,9 @@ function walk(value: unknown, depth: number, maxDepth: number): Found | undefine
     case 'object': {
       if (value === null) return undefined;
       if (Array.isArray(value)) {
-        if (depth >= maxDepth) return { code: 'TOO_DEEP', what: `nesting deeper than ${maxDepth} levels`, path: [] };
+        if (depth >= MAX_JSON_DEPTH) return tooDeep();
         for (let i = 0; i < value.length; i++) {
-          const found = walk(value[i], depth + 1, maxDepth);
+          const found = walk(value[i], depth + 1);
           if (found !== undefined) {
             found.path.unshift(i);
             return found;
@@ -65,9 +77,9 @@ function walk(value: unknown, depth: number, maxDepth: number): Found | undefine
       }
       const proto = Object.getPrototypeOf(value);
       if (proto !== Object.prototype && proto !== null) break;
-      if (depth >= maxDepth) return { code: 'TOO_DEEP', what: `nesting deeper than ${maxDepth} levels`, path: [] };
+      if (depth >= MAX_JSON_DEPTH) return tooDeep();
       for (const key in value) {
-        const found = walk((value as Record<string, unknown>)[key], depth + 1, maxDepth);
+        const found = walk((value as Record<string, unknown>)[key], depth + 1);
         if (found !== undefined) {
           found.path.unshift(key);
           return found;
@@ -86,8 +98,8 @@ function walk(value: unknown, depth: number, maxDepth: number): Found | undefine
  * path under `label` (e.g. "value/location/latitude: number Infinity is not finite …").
  * `depth` is how many containers already enclose `value` in its message.
  */
-export function checkJsonValue(value: unknown, depth: number, maxDepth: number, label = 'value'): ValueProblem | undefined {
-  const found = walk(value, depth, maxDepth);
+export function checkJsonValue(value: unknown, depth: number, label = 'value'): ValueProblem | undefined {
+  const found = walk(value, depth);
   if (found === undefined) return undefined;
   const path = found.path.length === 0 ? label : `${label}/${found.path.join('/')}`;
   return { code: found.code, reason: `${path}: ${found.what}` };

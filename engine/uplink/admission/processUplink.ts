@@ -42,21 +42,18 @@
  * in NFC, canonicalValue.ts), INVALID_STATE (not a storable JSON value: non-finite or out-of-range
  * number, bigint, byte string, unsupported tag, ...). Whole message (one rejection, no rows):
  * MALFORMED_JSON, MALFORMED_CBOR, INVALID_STATE (wrong top-level shape), TOO_DEEP (more than
- * MAX_BODY_DEPTH nested arrays/objects — and, in CBOR, tags), DECODE_FAILED,
+ * MAX_JSON_DEPTH nested arrays/objects — and, in CBOR, tags), DECODE_FAILED,
  * UNSUPPORTED_CONTENT_TYPE, PROCESSING_FAILED.
  */
 import type { ErrorCode } from '../../kernel/errors.ts';
 import type { JsonValue, StateRow, UplinkEnvelope } from '../../../schemas/messages.ts';
 import { canonicalValue, needsCanonicalForm } from './canonicalValue.ts';
-import { checkJsonValue } from './checkJsonValue.ts';
+import { checkJsonValue, MAX_JSON_DEPTH } from './checkJsonValue.ts';
 import type { AtWindow, CompiledDevice } from './compileDevice.ts';
 import { CborDecodeError, CborMap, CborTag, decodeCbor } from './decodeCbor.ts';
 import { parseTimestamp } from './parseTimestamp.ts';
 import { isPlainObject } from '../../kernel/isPlainObject.ts';
 import { numberReadings } from './numberReadings.ts';
-
-/** Nesting limit of a body: deep enough for any real state, shallow enough for any stack. */
-export const MAX_BODY_DEPTH = 32;
 
 /** Device states one batch may hold (a device's buffered readings, sent as one message). */
 export const MAX_BATCH_STATES = 1000;
@@ -221,7 +218,7 @@ function emit(
   env: UplinkEnvelope, device: CompiledDevice, out: UplinkOutput, defaultTs: number,
   name: string, value: unknown, at: unknown, depth: number, cbor: boolean, batch?: BatchReadings,
 ): void {
-  const problem = checkJsonValue(value, depth, MAX_BODY_DEPTH);
+  const problem = checkJsonValue(value, depth);
   if (problem !== undefined && problem.code === 'TOO_DEEP') throw new Abort('TOO_DEEP', problem.reason);
   const asset = device.assets.get(name);
   if (asset === undefined) return reject(out, 'UNKNOWN_ASSET', `device ${env.deviceId} has no asset ${quote(name)}`, name);
@@ -253,7 +250,7 @@ function checkIgnoredDepth(state: Record<string, unknown>, depth: number): void 
   for (const key in state) {
     const v = state[key];
     if (key !== 'value' && typeof v === 'object' && v !== null) {
-      const problem = checkJsonValue(v, depth, MAX_BODY_DEPTH, key);
+      const problem = checkJsonValue(v, depth, key);
       if (problem !== undefined && problem.code === 'TOO_DEEP') throw new Abort('TOO_DEEP', problem.reason);
     }
   }
@@ -261,7 +258,7 @@ function checkIgnoredDepth(state: Record<string, unknown>, depth: number): void 
 
 /** A top-level JSON value of the wrong shape; a too deeply nested one is reported as such. */
 function badShape(doc: unknown, reason: string): Abort {
-  const problem = checkJsonValue(doc, 0, MAX_BODY_DEPTH, 'body');
+  const problem = checkJsonValue(doc, 0, 'body');
   return problem !== undefined && problem.code === 'TOO_DEEP' ? new Abort('TOO_DEEP', problem.reason) : new Abort('INVALID_STATE', reason);
 }
 
@@ -270,7 +267,7 @@ function processJson(env: UplinkEnvelope, device: CompiledDevice, out: UplinkOut
   try {
     doc = JSON.parse(utf8.decode(env.body));
   } catch (error) {
-    if (error instanceof RangeError) throw new Abort('TOO_DEEP', `body nests too deeply to parse (limit ${MAX_BODY_DEPTH} levels)`);
+    if (error instanceof RangeError) throw new Abort('TOO_DEEP', `body nests too deeply to parse (limit ${MAX_JSON_DEPTH} levels)`);
     const why = error instanceof TypeError ? 'is not valid UTF-8' : `is not valid JSON: ${(error as Error).message}`;
     throw new Abort('MALFORMED_JSON', `body ${why}`);
   }
@@ -290,7 +287,7 @@ function processJson(env: UplinkEnvelope, device: CompiledDevice, out: UplinkOut
       batch.item = i;
       batchItem(out, i, () => {
         if (!isPlainObject(item)) {
-          const problem = checkJsonValue(item, 1, MAX_BODY_DEPTH, `item ${i}`);
+          const problem = checkJsonValue(item, 1, `item ${i}`);
           if (problem !== undefined && problem.code === 'TOO_DEEP') throw new Abort('TOO_DEEP', problem.reason);
           return reject(out, 'INVALID_STATE', 'a batch item must be a device state: a JSON object of asset name → {"value": …, "at"?: …}');
         }
@@ -317,7 +314,7 @@ function jsonDeviceState(
         continue;
       }
     } else {
-      const problem = checkJsonValue(state, depth + 1, MAX_BODY_DEPTH, name);
+      const problem = checkJsonValue(state, depth + 1, name);
       if (problem !== undefined && problem.code === 'TOO_DEEP') throw new Abort('TOO_DEEP', problem.reason);
     }
     reject(out, 'INVALID_STATE', `state of asset ${quote(name)} must be an object with "value" (and optional "at")`, name);
@@ -384,7 +381,7 @@ function emitCbor(
 function processCbor(env: UplinkEnvelope, device: CompiledDevice, out: UplinkOutput, defaultTs: number): void {
   let doc: unknown;
   try {
-    doc = decodeCbor(env.body, MAX_BODY_DEPTH);
+    doc = decodeCbor(env.body, MAX_JSON_DEPTH);
   } catch (error) {
     if (error instanceof CborDecodeError) throw new Abort(error.code, `body ${error.code === 'TOO_DEEP' ? 'nests too deeply' : 'is not valid CBOR'}: ${error.message}`);
     if (error instanceof RangeError) throw new Abort('TOO_DEEP', 'body nests too deeply to decode');

@@ -4,9 +4,7 @@
  */
 import { FleetError } from '../../kernel/errors.ts';
 import type { StateRow } from '../../../schemas/messages.ts';
-
-/** Nesting deeper than this is refused (and it stops a cyclic object from recursing forever). */
-export const MAX_VALUE_DEPTH = 64;
+import { checkJsonValue } from '../admission/checkJsonValue.ts';
 
 /** Largest StateRow.seq: the store keeps it as UInt16 (a batch holds at most 1000 items). */
 export const MAX_SEQ = 65_535;
@@ -14,9 +12,9 @@ export const MAX_SEQ = 65_535;
 /**
  * Throws FleetError INVALID_STATE (not retriable) naming the first offending row and field.
  * Rules: ids are strings (device id and asset non-empty), `ts`/`receivedAt` safe integers (epoch ms),
- * `seq` absent or an integer from 0 to 65 535 (a UInt16 column), `value` a plain JSON value: null, boolean, finite number, string, array, or plain object. NaN and
- * ±Infinity, bigint, undefined, byte arrays, Maps and class instances are refused rather than stored
- * as something else.
+ * `seq` absent or an integer from 0 to 65 535 (a UInt16 column), `value` a storable JSON value
+ * (checkJsonValue.ts): NaN and ±Infinity, bigint, undefined, byte arrays, Maps, class instances and
+ * nesting beyond the one limit are refused rather than stored as something else.
  */
 export function checkStateRows(rows: readonly StateRow[]): void {
   if (!Array.isArray(rows)) throw invalid('rows must be an array', -1, 'rows');
@@ -29,38 +27,8 @@ export function checkStateRows(rows: readonly StateRow[]): void {
     if (!Number.isSafeInteger(row.ts)) throw invalid('ts must be an integer epoch ms', i, 'ts');
     if (!Number.isSafeInteger(row.receivedAt)) throw invalid('receivedAt must be an integer epoch ms', i, 'receivedAt');
     if (row.seq !== undefined && !(Number.isInteger(row.seq) && row.seq >= 0 && row.seq <= MAX_SEQ)) throw invalid(`seq must be an integer from 0 to ${MAX_SEQ}`, i, 'seq');
-    const problem = jsonValueProblem(row.value, 0);
-    if (problem !== undefined) throw invalid(`value ${problem}`, i, 'value');
-  }
-}
-
-function jsonValueProblem(value: unknown, depth: number): string | undefined {
-  switch (typeof value) {
-    case 'string':
-    case 'boolean':
-      return undefined;
-    case 'number':
-      return Number.isFinite(value) ? undefined : 'holds a non-finite number';
-    case 'object': {
-      if (value === null) return undefined;
-      if (depth >= MAX_VALUE_DEPTH) return `is nested deeper than ${MAX_VALUE_DEPTH} levels`;
-      if (Array.isArray(value)) {
-        for (const item of value) {
-          const problem = jsonValueProblem(item, depth + 1);
-          if (problem !== undefined) return problem;
-        }
-        return undefined;
-      }
-      const proto = Object.getPrototypeOf(value);
-      if (proto !== Object.prototype && proto !== null) return 'holds a non-JSON object';
-      for (const key in value) {
-        const problem = jsonValueProblem((value as Record<string, unknown>)[key], depth + 1);
-        if (problem !== undefined) return problem;
-      }
-      return undefined;
-    }
-    default:
-      return `holds a ${typeof value}`;
+    const problem = checkJsonValue(row.value, 0);
+    if (problem !== undefined) throw invalid(problem.reason, i, 'value');
   }
 }
 
