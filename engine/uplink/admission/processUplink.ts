@@ -49,11 +49,12 @@ import type { ErrorCode } from '../../kernel/errors.ts';
 import type { JsonValue, StateRow, UplinkEnvelope } from '../../../schemas/messages.ts';
 import { canonicalValue, needsCanonicalForm } from './canonicalValue.ts';
 import { checkJsonValue, MAX_JSON_DEPTH } from './checkJsonValue.ts';
-import type { AtWindow, CompiledDevice } from './compileDevice.ts';
+import type { CompiledDevice } from './compileDevice.ts';
 import { CborDecodeError, CborMap, CborTag, decodeCbor } from './decodeCbor.ts';
-import { parseTimestamp } from './parseTimestamp.ts';
 import { isPlainObject } from '../../kernel/isPlainObject.ts';
 import { numberReadings } from './numberReadings.ts';
+import { BatchReadings } from './BatchReadings.ts';
+import { describeAt, iso, outsideWindow, resolveAt } from './stateTime.ts';
 
 /** Device states one batch may hold (a device's buffered readings, sent as one message). */
 export const MAX_BATCH_STATES = 1000;
@@ -73,54 +74,6 @@ export interface UplinkOutput {
   rejections: Rejection[];
 }
 
-/**
- * The readings of a batch with an explicit `at`, by asset and time, and the item that holds each:
- * a later item with the same asset and time repeats it.
- */
-class BatchReadings {
-  readonly #ts: number[] = [];
-  readonly #assets: string[] = [];
-  readonly #items: number[] = [];
-  /**
-   * By time, the readings at it; made only once a time comes that is not the latest so far. Until
-   * then (the usual batch: items in time order) the readings at the latest time are the last ones.
-   */
-  #byTs: Map<number, number[]> | undefined;
-  item = 0;
-
-  /** The earlier item holding this asset at this time, or -1 (the current item holds it from now on). */
-  claim(asset: string, ts: number): number {
-    const times = this.#ts;
-    const n = times.length;
-    if (this.#byTs === undefined && (n === 0 || ts >= times[n - 1])) {
-      for (let j = n - 1; j >= 0 && times[j] === ts; j--) if (this.#assets[j] === asset) return this.#items[j];
-      return this.#add(asset, ts);
-    }
-    if (this.#byTs === undefined) {
-      this.#byTs = new Map();
-      for (let j = 0; j < n; j++) this.#index(j);
-    }
-    const at = this.#byTs.get(ts);
-    if (at !== undefined) for (const j of at) if (this.#assets[j] === asset) return this.#items[j];
-    return this.#add(asset, ts);
-  }
-
-  #add(asset: string, ts: number): -1 {
-    this.#ts.push(ts);
-    this.#assets.push(asset);
-    this.#items.push(this.item);
-    if (this.#byTs !== undefined) this.#index(this.#ts.length - 1);
-    return -1;
-  }
-
-  #index(j: number): void {
-    const ts = this.#ts[j];
-    const at = this.#byTs!.get(ts);
-    if (at === undefined) this.#byTs!.set(ts, [j]);
-    else at.push(j);
-  }
-}
-
 /** Whole-message rejection raised deep inside; processUplink drops the message's rows for it. */
 class Abort {
   readonly rejection: Rejection;
@@ -131,9 +84,6 @@ class Abort {
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-const TAG_DATE_TIME = 0;
-const TAG_EPOCH = 1;
-const TAG_EXTENDED_TIME = 1001;
 const TAG_GEO = 103;
 const TAG_DATA_POINT = 120;
 
@@ -144,70 +94,6 @@ function quote(name: string): string {
 
 function reject(out: UplinkOutput, code: ErrorCode, reason: string, asset?: string): void {
   out.rejections.push(asset === undefined ? { code, reason } : { code, reason, asset });
-}
-
-function epochSeconds(s: unknown): number {
-  if (typeof s !== 'number') return NaN;
-  const ms = Math.round(s * 1000);
-  return Number.isSafeInteger(ms) ? ms : NaN;
-}
-
-/** RFC 9581 extended time, the subset: {1: seconds} plus at most one of -3 / -6 / -9 (ms/µs/ns). */
-function extendedTime(content: unknown): number {
-  if (!(content instanceof CborMap)) return NaN;
-  let seconds: unknown;
-  let fraction = 0;
-  let fractions = 0;
-  for (const [k, v] of content.entries) {
-    if (k === 1) seconds = v;
-    else if ((k === -3 || k === -6 || k === -9) && Number.isSafeInteger(v) && (v as number) >= 0) {
-      fraction = (v as number) / 10 ** (-k - 3);
-      fractions++;
-    } else return NaN;
-  }
-  if (fractions > 1 || (fractions === 1 && !Number.isSafeInteger(seconds)) || fraction >= 1000) return NaN;
-  const ms = epochSeconds(seconds);
-  return Number.isNaN(ms) ? NaN : ms + Math.floor(fraction);
-}
-
-/** Epoch ms of an `at`, the default when absent or null, NaN when malformed. */
-function resolveAt(at: unknown, defaultTs: number, cbor: boolean): number {
-  if (at === undefined || at === null) return defaultTs;
-  if (typeof at === 'string') return parseTimestamp(at);
-  if (cbor && at instanceof CborTag) {
-    if (at.tag === TAG_DATE_TIME) return typeof at.value === 'string' ? parseTimestamp(at.value) : NaN;
-    if (at.tag === TAG_EPOCH) return epochSeconds(at.value);
-    if (at.tag === TAG_EXTENDED_TIME) return extendedTime(at.value);
-  }
-  return NaN;
-}
-
-function describeAt(at: unknown, cbor: boolean): string {
-  const hint = 'e.g. "2024-05-01T12:00:00Z"';
-  if (typeof at === 'string') {
-    const shown = at.length > 64 ? `${JSON.stringify(at.slice(0, 61))}...` : JSON.stringify(at);
-    return `at ${shown} is not an ISO 8601 timestamp with date and time (${hint})`;
-  }
-  if (at instanceof CborTag) {
-    if (at.tag === TAG_DATE_TIME && typeof at.value === 'string') return `at (tag 0) ${describeAt(at.value, cbor).slice(3)}`;
-    return `at: CBOR tag ${at.tag} does not hold a time this service reads (tag 0 date-time string, tag 1 epoch seconds, tag 1001 {1: seconds, one of -3|-6|-9: fraction})`;
-  }
-  if (typeof at === 'number') {
-    return `at must be an ISO 8601 timestamp string (${hint}), not a number${cbor ? '; CBOR senders may tag epoch seconds with tag 1' : ''}`;
-  }
-  return `at must be an ISO 8601 timestamp string (${hint})`;
-}
-
-function iso(ms: number): string {
-  const d = new Date(ms);
-  return Number.isNaN(d.getTime()) ? `${ms} ms` : d.toISOString();
-}
-
-/** Why a parsed time is outside the window; `fromNetwork`: the state had no `at`, the network's receive time stood in. */
-function outsideWindow(env: UplinkEnvelope, ts: number, fromNetwork: boolean, window: AtWindow): string {
-  const what = fromNetwork ? `the receive time the network reported (${iso(ts)}), which stands in for a missing at,` : `at ${iso(ts)}`;
-  if (ts < window.minAt) return `${what} is before ${iso(window.minAt)}, the earliest measurement time accepted`;
-  return `${what} is more than ${window.maxAheadMs} ms ahead of the receive time ${iso(env.receivedAt)}: a clock that is not set, or the wrong unit`;
 }
 
 /**
