@@ -56,6 +56,14 @@ export const UplinkEnvelope = Type.Object({
    * the device actor then admits the body itself.
    */
   admitted: Type.Optional(AdmittedUplink),
+  /**
+   * The envelope format's version. Absent means 1, the format every release so far has written and
+   * still writes: the writer leaves the key out, so the bytes on the log stay as they were. A later
+   * format writes its number here, and a reader that does not know it refuses the record
+   * (MALFORMED_PAYLOAD, a dead letter) instead of misreading it, as it would by ignoring an unknown
+   * key. Read, it is not carried: 1 and absent mean the same.
+   */
+  version: Type.Optional(Type.Literal(1)),
 });
 export type UplinkEnvelope = Static<typeof UplinkEnvelope>;
 

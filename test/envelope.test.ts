@@ -83,6 +83,14 @@ test('undefined optional fields and unknown fields are not carried', () => {
   assert.equal(extra, { ...minimal, network: { networkId: 'n' } });
 });
 
+test('format version: absent or 1 is the format written, any other is refused, not misread', () => {
+  assert.not.ok(Object.keys(decodeCbor(encodeEnvelope({ ...minimal, version: 1 }), 8) as object).includes('version'));
+  const encoder = new Encoder({ useRecords: false, tagUint8Array: false } as ConstructorParameters<typeof Encoder>[0]);
+  assert.equal(decodeEnvelope(encoder.encode({ ...minimal, version: 1 })), minimal);
+  for (const version of [2, 0, '1', null]) assert.match(malformed(encoder.encode({ ...minimal, version })).message, /\/version/);
+  assert.match(malformed(encoder.encode({ code: 'X', reason: 'y', rejectedAt: 1, envelope: { ...minimal, version: 2 } }), decodeDeadLetter).message, /\/version/);
+});
+
 test('decoded body is a copy: reusing the input buffer does not change it', () => {
   const bytes = encodeEnvelope(full);
   const copy = Uint8Array.from(bytes);
