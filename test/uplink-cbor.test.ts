@@ -3,7 +3,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Encoder } from 'cbor-x';
 import { CborDecodeError, CborMap, CborSimple, CborTag, decodeCbor } from '../engine/uplink/admission/decodeCbor.ts';
-import { MAX_JSON_DEPTH } from '../engine/uplink/admission/checkJsonValue.ts';
+import { MAX_JSON_DEPTH } from '../engine/kernel/checkJsonValue.ts';
 import { RECEIVED_AT, codes, envelope, hexBytes, run } from './support/uplink.ts';
 
 interface StateCase {

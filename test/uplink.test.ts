@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { processUplink, type UplinkOutput } from '../engine/uplink/admission/processUplink.ts';
-import { MAX_JSON_DEPTH } from '../engine/uplink/admission/checkJsonValue.ts';
+import { MAX_JSON_DEPTH } from '../engine/kernel/checkJsonValue.ts';
 import { compileDevice } from '../engine/uplink/admission/compileDevice.ts';
 import { RECEIVED_AT, codes, envelope, run, runJson, testDevice, testDeviceInfo } from './support/uplink.ts';
 

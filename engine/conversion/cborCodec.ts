@@ -6,12 +6,10 @@
  * no cbor-x extensions (no records, minimal map headers), so `{"LED": true}` is `A1 63 4C 45 44 F5`.
  */
 import { Decoder, Encoder } from 'cbor-x';
+import { MAX_JSON_DEPTH } from '../kernel/checkJsonValue.ts';
 import { FleetError } from '../kernel/errors.ts';
 import { defineValue, guardDecode, guardEncode, type Codec } from './codec.ts';
 import { decodeFailed } from './readers.ts';
-
-/** Nesting beyond this is not a device state. */
-const MAX_DEPTH = 32;
 
 const decoder = new Decoder({ mapsAsObjects: false, useRecords: false } as ConstructorParameters<typeof Decoder>[0]);
 const encoder = new Encoder({ mapsAsObjects: true, useRecords: false, variableMapSize: true, tagUint8Array: false } as ConstructorParameters<typeof Encoder>[0]);
@@ -27,7 +25,7 @@ function toJson(value: unknown, path: string, depth: number): unknown {
     if (!Number.isSafeInteger(n)) throw decodeFailed(`CBOR: ${path} is an integer beyond ±2^53`);
     return n;
   }
-  if (depth >= MAX_DEPTH) throw decodeFailed(`CBOR: nested deeper than ${MAX_DEPTH}`);
+  if (depth >= MAX_JSON_DEPTH) throw decodeFailed(`CBOR: nested deeper than ${MAX_JSON_DEPTH}`);
   if (value instanceof Date) {
     if (Number.isNaN(value.getTime())) throw decodeFailed(`CBOR: ${path} is an invalid date`);
     return value.toISOString();
@@ -58,7 +56,7 @@ function checkCommand(value: unknown, path: string, depth: number): void {
     if (!Number.isFinite(value)) throw new FleetError('VALIDATION_FAILED', `CBOR: ${path} is not a finite number`);
     return;
   }
-  if (depth >= MAX_DEPTH) throw new FleetError('VALIDATION_FAILED', `CBOR: nested deeper than ${MAX_DEPTH}`);
+  if (depth >= MAX_JSON_DEPTH) throw new FleetError('VALIDATION_FAILED', `CBOR: nested deeper than ${MAX_JSON_DEPTH}`);
   if (Array.isArray(value)) { value.forEach((v, i) => checkCommand(v, `${path}[${i}]`, depth + 1)); return; }
   if (typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
     for (const [k, v] of Object.entries(value)) checkCommand(v, `${path}.${k}`, depth + 1);

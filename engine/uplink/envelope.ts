@@ -10,7 +10,7 @@ import { Encoder } from 'cbor-x';
 import { Compile } from 'typebox/compile';
 import { FleetError } from '../kernel/errors.ts';
 import { DeadLetter, UplinkEnvelope, type AdmittedUplink, type NetworkMeta } from '../../schemas/messages.ts';
-import { checkJsonValue } from './admission/checkJsonValue.ts';
+import { checkJsonValue } from '../kernel/checkJsonValue.ts';
 import { readEnvelope as readWrittenEnvelope } from './envelopeReader.ts';
 import { writeEnvelope } from './envelopeWriter.ts';
 

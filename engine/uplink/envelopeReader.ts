@@ -12,7 +12,7 @@
  * compares the two on random and on hostile input).
  */
 import type { AdmittedUplink, NetworkMeta, UplinkEnvelope } from '../../schemas/messages.ts';
-import { MAX_JSON_DEPTH } from './admission/checkJsonValue.ts';
+import { MAX_JSON_DEPTH } from '../kernel/checkJsonValue.ts';
 
 /** Thrown (and caught below) when the input leaves the envelope's shape. */
 const NOT_PLAIN = Symbol('not plain');

@@ -13,7 +13,7 @@
  * safe integer): the caller then encodes with cbor-x, which decides what such input becomes.
  */
 import type { UplinkEnvelope } from '../../schemas/messages.ts';
-import { MAX_JSON_DEPTH } from './admission/checkJsonValue.ts';
+import { MAX_JSON_DEPTH } from '../kernel/checkJsonValue.ts';
 
 const TWO_32 = 0x1_0000_0000;
 

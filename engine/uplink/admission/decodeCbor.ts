@@ -15,6 +15,7 @@
  * break, trailing bytes), invalid UTF-8, duplicate map keys (code MALFORMED_CBOR), and nesting
  * deeper than `maxDepth` arrays, maps and tags (code TOO_DEEP).
  */
+import { notJson } from '../../kernel/checkJsonValue.ts';
 
 export class CborTag {
   readonly tag: number;
@@ -22,6 +23,12 @@ export class CborTag {
   constructor(tag: number, value: unknown) {
     this.tag = tag;
     this.value = value;
+  }
+
+  get [notJson](): string {
+    return this.tag === 2 || this.tag === 3
+      ? `bignum (CBOR tag ${this.tag}) is outside ±(2^53−1) and cannot be stored exactly`
+      : `CBOR tag ${this.tag} is not supported here`;
   }
 }
 
@@ -31,6 +38,10 @@ export class CborMap {
   constructor(entries: Array<[unknown, unknown]>) {
     this.entries = entries;
   }
+
+  get [notJson](): string {
+    return 'a map with keys other than text strings is not a JSON object';
+  }
 }
 
 /** A simple value other than false, true, null and undefined. */
@@ -38,6 +49,10 @@ export class CborSimple {
   readonly value: number;
   constructor(value: number) {
     this.value = value;
+  }
+
+  get [notJson](): string {
+    return `CBOR simple value ${this.value} is not a JSON value`;
   }
 }
 

@@ -48,7 +48,7 @@
 import type { ErrorCode } from '../../kernel/errors.ts';
 import type { JsonValue, StateRow, UplinkEnvelope } from '../../../schemas/messages.ts';
 import { canonicalValue, needsCanonicalForm } from './canonicalValue.ts';
-import { checkJsonValue, MAX_JSON_DEPTH } from './checkJsonValue.ts';
+import { checkJsonValue, MAX_JSON_DEPTH } from '../../kernel/checkJsonValue.ts';
 import type { CompiledDevice } from './compileDevice.ts';
 import { CborDecodeError, CborMap, CborTag, decodeCbor } from './decodeCbor.ts';
 import { isPlainObject } from '../../kernel/isPlainObject.ts';

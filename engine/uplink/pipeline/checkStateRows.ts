@@ -4,7 +4,7 @@
  */
 import { FleetError } from '../../kernel/errors.ts';
 import type { StateRow } from '../../../schemas/messages.ts';
-import { checkJsonValue } from '../admission/checkJsonValue.ts';
+import { checkJsonValue } from '../../kernel/checkJsonValue.ts';
 
 /** Largest StateRow.seq: the store keeps it as UInt16 (a batch holds at most 1000 items). */
 export const MAX_SEQ = 65_535;

@@ -2,11 +2,17 @@
  * What a storable JSON value is, in one place: plain JSON values only (schemas/messages.ts
  * JsonValue), with finite numbers, nested no deeper than MAX_JSON_DEPTH. Admission checks every
  * state with it, the envelope codec every state a record carries, and the state stores every row
- * (pipeline/checkStateRows.ts). Values come from JSON.parse (1e400 parses to Infinity), from the
+ * (engine/uplink/pipeline/checkStateRows.ts); the envelope's writer and reader and the conversion
+ * CBOR codec nest no deeper either. Values come from JSON.parse (1e400 parses to Infinity), from the
  * CBOR decoder (markers for what JSON cannot hold), from binary decoders (any JavaScript value) and
  * from records on the log, so nothing else is trusted to have produced clean data.
  */
-import { CborMap, CborSimple, CborTag } from './decodeCbor.ts';
+
+/**
+ * A value that is no JSON value but knows why (the CBOR decoder's markers for a tag, a map with
+ * other than text keys, a simple value) holds the reason under this key.
+ */
+export const notJson: unique symbol = Symbol('why this is not a JSON value');
 
 /**
  * The one nesting limit: of a body (JSON and CBOR alike) and so of any value it carries, deep
@@ -41,13 +47,8 @@ function describe(value: unknown): string | undefined {
       break;
   }
   if (value instanceof Uint8Array) return 'a byte string is not a JSON value';
-  if (value instanceof CborTag) {
-    return value.tag === 2 || value.tag === 3
-      ? `bignum (CBOR tag ${value.tag}) is outside ±(2^53−1) and cannot be stored exactly`
-      : `CBOR tag ${value.tag} is not supported here`;
-  }
-  if (value instanceof CborMap) return 'a map with keys other than text strings is not a JSON object';
-  if (value instanceof CborSimple) return `CBOR simple value ${value.value} is not a JSON value`;
+  const why = (value as { [notJson]?: unknown })[notJson];
+  if (typeof why === 'string') return why;
   return `a ${(value as object).constructor?.name ?? 'prototype-less'} object is not a JSON value`;
 }
 
