@@ -9,24 +9,9 @@
  * partition's batch at a time, so with 1 000 subscribers and 8 partitions read in the same turn
  * that is 1 000 writes instead of 8 000 (or, one per event, tens of thousands).
  */
-import type { HubEvent } from './LiveHub.ts';
+import type { HubEvent, LiveCloseReason, LiveFrame, LiveSubscriber } from './liveTypes.ts';
 
-export interface LiveSubscriber {
-  /** false: the subscriber is gone (overflowed or closed) and must not be called again. */
-  send(event: HubEvent): boolean;
-  /** The resume point is gone: the client reloads from the REST API, live events follow. */
-  reset(): void;
-  /** The server ends the stream: shutting down, or access withdrawn. */
-  close(reason: LiveCloseReason): void;
-}
-
-export type LiveCloseReason = 'overflow' | 'closing' | 'forbidden';
-
-/**
- * A frame as written: text (SSE joins frames into one string), or the bytes of a WebSocket text
- * message, encoded once per event rather than once per subscriber.
- */
-export type LiveFrame = string | Uint8Array;
+export type { LiveCloseReason, LiveFrame, LiveSubscriber } from './liveTypes.ts';
 
 /** How frames reach one connection (SSE response, WebSocket). */
 export interface LiveTransport<F extends LiveFrame = string> {
