@@ -87,6 +87,7 @@ export function kindsOf(list: readonly unknown[] | undefined, where: string): Se
 
 export function liveRoutes(edge: EdgeContext, live: EdgeLive, connections: LiveConnections): void {
   const { router, access, deps } = edge;
+  const streamDeps: StreamDeps = { live, connections, clock: deps.clock };
   const responses = {
     200: { description: 'the event stream (docs/live.md): `id`, `event` (state | rejection | command | overflow | reset), `data` (one-line JSON)', content: { [SSE_TYPE]: Type.String() } },
   };
@@ -109,7 +110,7 @@ export function liveRoutes(edge: EdgeContext, live: EdgeLive, connections: LiveC
   }, async (c, { principal, token, params, query }) => {
     const kinds = kindsOf(query.kinds?.split(','), 'query.kinds');
     const device = await access.device(principal, params.id, 'read');
-    return stream(c, { deviceId: device.id, kinds }, { subjectId: principal.subjectId, tokenHash: hashToken(token), groundId: device.groundId });
+    return stream(c, { deviceId: device.id, kinds }, { subjectId: principal.subjectId, tokenHash: hashToken(token), groundId: device.groundId }, streamDeps);
   });
 
   router.route({
@@ -127,51 +128,62 @@ export function liveRoutes(edge: EdgeContext, live: EdgeLive, connections: LiveC
   }, async (c, { principal, token, params, query }) => {
     const kinds = kindsOf(query.kinds?.split(','), 'query.kinds');
     const ground = await access.ground(principal, params.groundId);
-    return stream(c, { groundId: ground.id, kinds }, { subjectId: principal.subjectId, tokenHash: hashToken(token), groundId: ground.id });
+    return stream(c, { groundId: ground.id, kinds }, { subjectId: principal.subjectId, tokenHash: hashToken(token), groundId: ground.id }, streamDeps);
   });
+}
 
-  function stream(c: Context, filter: LiveFilter, owner: LiveOwner): Response {
-    const env = c.env as { incoming?: IncomingMessage; outgoing?: ServerResponse } | undefined;
-    const res = env?.outgoing;
-    if (res === undefined) throw new FleetError('INTERNAL', 'live streams are served by the Node HTTP server only');
-    const release = connections.take();
-    res.writeHead(200, {
-      'content-type': `${SSE_TYPE}; charset=utf-8`,
-      'cache-control': 'no-store',
-      // Reverse proxies (nginx) would buffer the stream otherwise.
-      'x-accel-buffering': 'no',
-    });
-    res.write(': connected\n\n');
-    const subscription = new LiveSubscription({
-      maxBufferedBytes: live.maxBufferedBytes,
-      format: SSE_FORMAT,
-      transport: {
-        // A text stream: the frames of a turn are one chunk.
-        write: (frames) => { res.write(frames.length === 1 ? frames[0] : frames.join('')); },
-        buffered: () => res.writableLength,
-        end: (reason) => {
-          res.end();
-          // A client that reads slowly still gets `overflow`; one that does not read at all is cut
-          // after a grace, so the bytes it left unread are not kept.
-          if (reason === 'overflow') {
-            const cut = deps.clock.setTimeout(() => res.destroy(), OVERFLOW_GRACE_MS);
-            res.once('close', () => cut.cancel());
-          }
-        },
+interface StreamDeps {
+  live: EdgeLive;
+  connections: LiveConnections;
+  clock: Clock;
+}
+
+/**
+ * Serves one Server-Sent Events stream on the Node response under Hono: the subscription writes to
+ * the response, whose send buffer is its bounded queue; keep-alive comments keep proxies from
+ * closing an idle stream.
+ */
+function stream(c: Context, filter: LiveFilter, owner: LiveOwner, { live, connections, clock }: StreamDeps): Response {
+  const env = c.env as { incoming?: IncomingMessage; outgoing?: ServerResponse } | undefined;
+  const res = env?.outgoing;
+  if (res === undefined) throw new FleetError('INTERNAL', 'live streams are served by the Node HTTP server only');
+  const release = connections.take();
+  res.writeHead(200, {
+    'content-type': `${SSE_TYPE}; charset=utf-8`,
+    'cache-control': 'no-store',
+    // Reverse proxies (nginx) would buffer the stream otherwise.
+    'x-accel-buffering': 'no',
+  });
+  res.write(': connected\n\n');
+  const subscription = new LiveSubscription({
+    maxBufferedBytes: live.maxBufferedBytes,
+    format: SSE_FORMAT,
+    transport: {
+      // A text stream: the frames of a turn are one chunk.
+      write: (frames) => { res.write(frames.length === 1 ? frames[0] : frames.join('')); },
+      buffered: () => res.writableLength,
+      end: (reason) => {
+        res.end();
+        // A client that reads slowly still gets `overflow`; one that does not read at all is cut
+        // after a grace, so the bytes it left unread are not kept.
+        if (reason === 'overflow') {
+          const cut = clock.setTimeout(() => res.destroy(), OVERFLOW_GRACE_MS);
+          res.once('close', () => cut.cancel());
+        }
       },
-    });
-    const unsubscribe = live.hub.subscribe(filter, subscription, c.req.header('last-event-id'), owner);
-    const keepAlive = repeat(deps.clock, live.keepAliveMs ?? 15_000, () => {
-      if (subscription.open && res.writableLength < (live.maxBufferedBytes ?? 1024 * 1024)) res.write(': keep-alive\n\n');
-    });
-    res.on('close', () => {
-      subscription.detach();
-      unsubscribe();
-      keepAlive.cancel();
-      release();
-    });
-    return RESPONSE_ALREADY_SENT;
-  }
+    },
+  });
+  const unsubscribe = live.hub.subscribe(filter, subscription, c.req.header('last-event-id'), owner);
+  const keepAlive = repeat(clock, live.keepAliveMs ?? 15_000, () => {
+    if (subscription.open && res.writableLength < (live.maxBufferedBytes ?? 1024 * 1024)) res.write(': keep-alive\n\n');
+  });
+  res.on('close', () => {
+    subscription.detach();
+    unsubscribe();
+    keepAlive.cancel();
+    release();
+  });
+  return RESPONSE_ALREADY_SENT;
 }
 
 /** Runs `fn` every `ms` on the clock until cancelled. */
