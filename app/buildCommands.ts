@@ -22,15 +22,18 @@ import type { EdgeCommands } from '../adapters/http/commandRoutes.ts';
 import { TtsDownlink } from '../adapters/lpwan/TtsDownlink.ts';
 import type { CommandView } from '../schemas/commands.ts';
 import type { Config } from '../schemas/config.ts';
-import type { LogNames } from './openAdapters.ts';
+import type { LogNames } from './openPorts.ts';
+import type { Role } from './Role.ts';
 
 export interface CommandsOptions {
   log: Log;
   registry: Registry;
   /** Registry changes, which keep the devices looked up per command current. */
-  changes: Pick<RegistryChanges, 'subscribe'>;
+  changes?: Pick<RegistryChanges, 'subscribe'>;
   /** How long a device looked up for a command is reused, ms (a change drops it at once). Default 2000. */
   cacheTtlMs?: number;
+  /** The process's registry lookups, kept current by their owner (then `changes` is not subscribed). Absent: the commands' own. */
+  lookups?: RegistryLookups;
   history: CommandHistory;
   rejections: Pick<RejectionStore, 'append'>;
   clock: Clock;
@@ -51,12 +54,10 @@ export interface CommandsOptions {
   onCommandChanged?(view: CommandView): void;
 }
 
-export interface Commands {
+export interface Commands extends Role {
   readonly actors: CommandActors;
   /** What the HTTP command routes append to and read from. */
   readonly edge: EdgeCommands;
-  start(): Promise<void>;
-  stop(): Promise<void>;
 }
 
 /**
@@ -64,10 +65,11 @@ export interface Commands {
  * the edges use, kept current by registry changes: a registry query per command would be most of a
  * command's way to the device (about 1–2 ms on the embedded registry).
  */
-export function commandDirectory(options: Pick<CommandsOptions, 'registry' | 'changes' | 'clock' | 'cacheTtlMs'>): { directory: DeviceDirectory; close(): void } {
-  const lookups = new RegistryLookups({ registry: options.registry, clock: options.clock, cacheTtlMs: options.cacheTtlMs ?? 2000 });
-  const unsubscribe = options.changes.subscribe((change) => lookups.apply(change));
-  return { directory: { getDevice: (deviceId) => lookups.device(deviceId) }, close: unsubscribe };
+export function commandDirectory(options: Pick<CommandsOptions, 'registry' | 'changes' | 'lookups' | 'clock' | 'cacheTtlMs'>): { directory: DeviceDirectory; close(): void } {
+  const shared = options.lookups;
+  const lookups = shared ?? new RegistryLookups({ registry: options.registry, clock: options.clock, cacheTtlMs: options.cacheTtlMs ?? 2000 });
+  const unsubscribe = shared === undefined ? options.changes?.subscribe((change) => lookups.apply(change)) : undefined;
+  return { directory: { getDevice: (deviceId) => lookups.device(deviceId) }, close: () => unsubscribe?.() };
 }
 
 export function buildCommands(options: CommandsOptions): Commands {
@@ -112,6 +114,7 @@ export function buildCommands(options: CommandsOptions): Commands {
     },
   });
   const encoder = new TextEncoder();
+  let started = false;
   return {
     actors,
     edge: {
@@ -126,7 +129,11 @@ export function buildCommands(options: CommandsOptions): Commands {
       },
       list: (query) => options.history.list(query),
     },
-    start: () => pipeline.start(),
+    async start() {
+      await pipeline.start();
+      started = true;
+    },
+    ready: () => started,
     async stop() {
       await pipeline.stop();
       devices.close();

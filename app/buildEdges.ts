@@ -9,7 +9,8 @@ import type { Logger } from '../engine/kernel/logger.ts';
 import { LpwanUplinkIntake } from '../engine/lpwan/LpwanUplinkIntake.ts';
 import type { StaticLpwanApplications } from '../engine/lpwan/StaticLpwanApplications.ts';
 import type { Registry } from '../engine/ports/registry.ts';
-import type { RegistryChanges } from '../engine/ports/registryChanges.ts';
+import type { RegistryLookups } from '../engine/access/RegistryLookups.ts';
+import type { RegistryChangeFanOut } from './RegistryChangeFanOut.ts';
 import type { UplinkAdmissionPort } from '../engine/ports/uplinkAdmission.ts';
 import type { EdgeCommands } from '../adapters/http/commandRoutes.ts';
 import { createEdgeApp, type EdgeObserver } from '../adapters/http/createEdgeApp.ts';
@@ -20,42 +21,32 @@ import { createLiveSocket } from '../adapters/http/liveSocket.ts';
 import { createExternalMqtt } from '../adapters/mqtt/createExternalMqtt.ts';
 import { createMqttEdge, type MqttEdge } from '../adapters/mqtt/createMqttEdge.ts';
 import type { Config } from '../schemas/config.ts';
-import type { ServiceStore } from './openAdapters.ts';
+import { registryCacheTtlMs, type ServiceStore } from './openPorts.ts';
 
-export type MqttGateway = Pick<MqttEdge, 'commands' | 'publishStates' | 'followsFeeds' | 'close' | 'stats'> & { port?: number };
+export type MqttGateway = Pick<MqttEdge, 'commands' | 'publishStates' | 'followsFeeds' | 'close' | 'stats'> & Partial<Pick<MqttEdge, 'port' | 'apply'>>;
 
-/**
- * How long edges reuse registry answers (docs/operations.md, "Registry changes"). The setting when
- * given; otherwise 2 s against PostgreSQL, where the TTL bounds a change another process committed
- * but never announced (it died in between), and 10 minutes on the embedded registry, where every
- * change is made in this process and reaches its caches before the request that made it is
- * answered, so nothing can go unannounced and the TTL only ages out devices that went quiet.
- */
-export function registryCacheTtlMs(config: Pick<Config, 'registryCacheTtlMs' | 'databaseUrl'>): number {
-  return config.registryCacheTtlMs ?? (config.databaseUrl ? 2000 : EMBEDDED_REGISTRY_CACHE_TTL_MS);
-}
-const EMBEDDED_REGISTRY_CACHE_TTL_MS = 600_000;
+export { registryCacheTtlMs } from './openPorts.ts';
 
 /** The MQTT edge the configuration asks for: an external broker (MQTT_URL), the embedded one, or none (port < 0). */
 export async function startMqttEdge(options: {
-  config: Config; registry: Registry; changes: RegistryChanges; admission: UplinkAdmissionPort; clock: Clock; logger: Logger;
+  config: Config; registry: Registry; lookups: RegistryLookups; admission: UplinkAdmissionPort; clock: Clock; logger: Logger;
 }): Promise<MqttGateway | undefined> {
-  const { config, registry, changes, admission, clock, logger } = options;
+  const { config, registry, lookups, admission, clock, logger } = options;
   if (config.mqtt.url) {
     return createExternalMqtt({
       url: config.mqtt.url, shareGroup: config.mqtt.shareGroup, clientIdPrefix: config.mqtt.clientId, sessionExpirySeconds: config.mqtt.sessionExpirySeconds,
-      registry, changes, admission, clock, logger, cacheTtlMs: registryCacheTtlMs(config),
+      registry, lookups, admission, clock, logger, cacheTtlMs: registryCacheTtlMs(config),
     });
   }
   if (config.mqtt.port < 0) return undefined;
   const tls = config.mqtt.tlsCertFile && config.mqtt.tlsKeyFile
     ? { cert: readFileSync(config.mqtt.tlsCertFile), key: readFileSync(config.mqtt.tlsKeyFile) }
     : undefined;
-  return createMqttEdge({ registry, changes, cacheTtlMs: registryCacheTtlMs(config), admission, clock, port: config.mqtt.port, host: config.mqtt.host, tls, logger });
+  return createMqttEdge({ registry, lookups, cacheTtlMs: registryCacheTtlMs(config), admission, clock, port: config.mqtt.port, host: config.mqtt.host, tls, logger });
 }
 
 export async function serveHttpEdge(options: {
-  config: Config; registry: Registry; changes: RegistryChanges; store: ServiceStore; clock: Clock; logger: Logger; admission: UplinkAdmissionPort;
+  config: Config; registry: Registry; lookups: RegistryLookups; registryChanges: RegistryChangeFanOut; store: ServiceStore; clock: Clock; logger: Logger; admission: UplinkAdmissionPort;
   commands: EdgeCommands; lpwanApplications: StaticLpwanApplications;
   observe?: EdgeObserver;
   /** Live streams (SSE routes and the /live WebSocket); absent: none. */
@@ -63,11 +54,10 @@ export async function serveHttpEdge(options: {
 }): Promise<ServedEdge> {
   const { config, registry, store, clock, logger, admission } = options;
   const connections = new LiveConnections(10_000);
-  const liveAccess = new EdgeAccess({ registry, clock, cacheTtlMs: registryCacheTtlMs(config) });
-  // The process has no lifetime of its own for these listeners: they go when the changes are closed.
-  options.changes.subscribe((change) => liveAccess.apply(change));
+  const { lookups } = options;
+  const liveAccess = new EdgeAccess({ registry, clock, cacheTtlMs: registryCacheTtlMs(config), lookups });
   const lpwanIntake = new LpwanUplinkIntake({ devices: registry, admission, clock, atWindow: atWindowOf(config), cacheTtlMs: registryCacheTtlMs(config) });
-  options.changes.subscribe((change) => lpwanIntake.apply(change));
+  const stopLpwanChanges = options.registryChanges.add((change) => lpwanIntake.apply(change));
   const liveSocket = options.live === undefined ? undefined : createLiveSocket({
     hub: options.live,
     access: liveAccess,
@@ -80,7 +70,7 @@ export async function serveHttpEdge(options: {
     store,
     rejections: store.rejections,
     clock,
-    changes: options.changes,
+    lookups,
     cacheTtlMs: registryCacheTtlMs(config),
     limits: {
       maxBodyBytes: config.http.maxBodyBytes,
@@ -99,6 +89,7 @@ export async function serveHttpEdge(options: {
       // Live connections first: the server waits for open responses, and a stream never ends by itself.
       await liveSocket?.close();
       await served.close();
+      stopLpwanChanges();
     },
   };
 }

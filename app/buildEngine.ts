@@ -15,7 +15,13 @@ import { UplinkPipeline } from '../engine/uplink/pipeline/UplinkPipeline.ts';
 import { defaultConfig, type Config } from '../schemas/config.ts';
 import { Topics, type DeadLetter, type StateRow } from '../schemas/messages.ts';
 import type { AtWindow } from '../engine/uplink/admission/compileDevice.ts';
-import { serviceCompiler } from './deviceCompiler.ts';
+import { atWindowOf, serviceCompiler } from './deviceCompiler.ts';
+import { registryDirectory } from '../engine/ports/registry.ts';
+import type { Role } from './Role.ts';
+import type { Wiring } from './wiring.ts';
+
+/** How long a stopping process that runs edge and engine waits for the engine to store what its edges accepted. */
+const DRAIN_TIMEOUT_MS = 10_000;
 
 export interface EngineOptions {
   log: Log;
@@ -86,5 +92,66 @@ export function buildEngine(options: EngineOptions): Engine {
       await pipeline.stop();
       await batcher.close();
     },
+  };
+}
+
+/** An engine is ready once it holds partitions of `uplinks` and has not stopped for good. */
+export function engineReady(pipeline: Pick<UplinkPipeline, 'positions' | 'failure'>): boolean {
+  return pipeline.failure === undefined && pipeline.positions().size > 0;
+}
+
+export interface EngineRoleOptions {
+  /** The engine stopped for good (a store or log failure it cannot wait out). */
+  onFailed?(error: FleetError): void;
+  /** Where this process's edges appended to `uplinks`: a stopping engine first stores up to there. */
+  accepted?(): ReadonlyMap<number, number> | undefined;
+}
+
+/** The engine of a service process, on its ports: stored states and refusals go on topic `live` too. */
+export function engineRole(w: Wiring, options: EngineRoleOptions = {}): Role & { readonly pipeline: UplinkPipeline } {
+  const { config, ports, logger } = w;
+  const engine = buildEngine({
+    log: w.log,
+    store: w.metrics.store(ports.store),
+    rejections: w.rejections,
+    directory: registryDirectory(ports.registry),
+    clock: w.clock,
+    names: ports.names,
+    settings: config.engine,
+    atWindow: atWindowOf(config),
+    onStored: (rows) => w.live.states(rows),
+    onDeadLetters: (letters) => w.live.rejections(letters),
+    onError: (error) => {
+      // Also called for a failing onStored listener, which does not stop the pipeline.
+      if (engine.pipeline.failure === undefined) {
+        logger.warn('a stored-states hook failed', { error });
+        return;
+      }
+      logger.error('uplink pipeline stopped making progress; restart to replay from the last commit', { error });
+      options.onFailed?.(error);
+    },
+  });
+  const { pipeline } = engine;
+  w.metrics.watchEngine(pipeline, ports.log, ports.names.engineGroup);
+  let stopListening = () => undefined as unknown;
+  return {
+    pipeline,
+    async start() {
+      // Profiles changed on any edge, or by the admin CLI, reach this engine's device actors.
+      stopListening = ports.registryChanges.add((change) => {
+        if (change.kind === 'device-changed' || change.kind === 'device-deleted') pipeline.actors.invalidate(change.deviceId);
+        else if (change.kind === 'resync') pipeline.actors.invalidateAll();
+      });
+      await engine.start();
+    },
+    async stop() {
+      const accepted = options.accepted?.();
+      if (accepted !== undefined && !(await pipeline.caughtUp(accepted, DRAIN_TIMEOUT_MS))) {
+        logger.warn('stopping before every accepted uplink was stored; the next start stores the rest', { timeoutMs: DRAIN_TIMEOUT_MS });
+      }
+      stopListening();
+      await engine.stop();
+    },
+    ready: () => engineReady(pipeline),
   };
 }

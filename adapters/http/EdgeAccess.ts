@@ -34,6 +34,8 @@ export interface EdgeAccessOptions {
   clock: Clock;
   /** How long a token's principal, a device and a membership are reused, ms. 0: always ask the registry. */
   cacheTtlMs: number;
+  /** The process's registry lookups, kept current by their owner; absent: lookups of this access alone. */
+  lookups?: RegistryLookups;
 }
 
 export class EdgeAccess {
@@ -42,7 +44,7 @@ export class EdgeAccess {
 
   constructor(options: EdgeAccessOptions) {
     this.#registry = options.registry;
-    this.#lookups = new RegistryLookups({ registry: options.registry, clock: options.clock, cacheTtlMs: options.cacheTtlMs });
+    this.#lookups = options.lookups ?? new RegistryLookups({ registry: options.registry, clock: options.clock, cacheTtlMs: options.cacheTtlMs });
   }
 
   /** Drops what is cached about a device; when it was deleted, its tokens' principals too. */

@@ -3,6 +3,7 @@
  * route modules share.
  */
 import type { Clock } from '../../engine/kernel/clock.ts';
+import type { RegistryLookups } from '../../engine/access/RegistryLookups.ts';
 import type { Registry } from '../../engine/ports/registry.ts';
 import type { RegistryChanges } from '../../engine/ports/registryChanges.ts';
 import type { RejectionStore } from '../../engine/ports/rejections.ts';
@@ -49,6 +50,11 @@ export interface EdgeDeps {
    * and those `changes` carries, apply at once; this bounds how long any other change takes.
    */
   cacheTtlMs?: number;
+  /**
+   * The process's registry lookups, shared with its other edges and kept current by their owner
+   * (then `changes` is left out). Absent: the edge caches its own, for `cacheTtlMs`.
+   */
+  lookups?: RegistryLookups;
   /** Internal errors (500) are logged here; the client sees only "internal error". */
   logger?: EdgeLogger;
   /** LPWAN network-server webhooks (lpwanRoutes.ts); absent: no /lpwan routes. */

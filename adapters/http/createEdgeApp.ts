@@ -42,7 +42,7 @@ export function createEdgeApp(deps: EdgeDeps): Hono {
   const logInternal = (error: unknown, where: Record<string, unknown>) => {
     deps.logger?.error('http edge internal error', { ...where, error: error instanceof Error ? error : String(error) });
   };
-  const access = new EdgeAccess({ registry: deps.registry, clock: deps.clock, cacheTtlMs: deps.cacheTtlMs ?? 2000 });
+  const access = new EdgeAccess({ registry: deps.registry, clock: deps.clock, cacheTtlMs: deps.cacheTtlMs ?? 2000, lookups: deps.lookups });
   const router = new EdgeRouter({ app, access, limiter, onInternal: (error, where) => logInternal(error, where) });
   const edge: EdgeContext = {
     deps,

@@ -4,6 +4,7 @@
  */
 import type { Clock } from '../../engine/kernel/clock.ts';
 import type { Logger } from '../../engine/kernel/logger.ts';
+import type { RegistryLookups } from '../../engine/access/RegistryLookups.ts';
 import type { Registry } from '../../engine/ports/registry.ts';
 import type { RegistryChanges } from '../../engine/ports/registryChanges.ts';
 import type { UplinkAdmissionPort } from '../../engine/ports/uplinkAdmission.ts';
@@ -51,6 +52,8 @@ export interface ExternalMqttOptions {
   maxPayloadBytes?: number;
   /** How long a device with its assets is reused, ms. Default 2000. */
   cacheTtlMs?: number;
+  /** The process's registry lookups, shared with its other edges and kept current by their owner (then `changes` is left out). Absent: its own. */
+  lookups?: RegistryLookups;
   /** QoS 0 uplinks being appended at once before a connection waits for them. Default 1024. */
   maxQos0InFlight?: number;
   /** How long a command publish waits for the broker's PUBACK, ms. Default 10 000. */

@@ -4,6 +4,7 @@
  */
 import type { Clock } from '../../engine/kernel/clock.ts';
 import type { Logger } from '../../engine/kernel/logger.ts';
+import type { RegistryLookups } from '../../engine/access/RegistryLookups.ts';
 import type { Registry } from '../../engine/ports/registry.ts';
 import type { RegistryChanges } from '../../engine/ports/registryChanges.ts';
 import type { UplinkAdmissionPort } from '../../engine/ports/uplinkAdmission.ts';
@@ -55,6 +56,11 @@ export interface MqttEdgeOptions {
    * deleted device, or of a user who left the ground are closed; resync re-checks every connection.
    */
   changes?: Pick<RegistryChanges, 'subscribe'>;
+  /**
+   * The process's registry lookups, shared with its other edges and kept current by their owner,
+   * who hands every change to the edge's apply() instead of `changes`. Absent: the edge's own.
+   */
+  lookups?: RegistryLookups;
   logger?: Logger;
 }
 

@@ -68,7 +68,7 @@ export async function createExternalMqtt(options: ExternalMqttOptions): Promise<
   const maxQos0 = options.maxQos0InFlight ?? 1024;
   const retryBaseMs = options.retryBaseMs ?? 100;
   const { clock } = options;
-  const access = new RegistryLookups({ registry: options.registry, clock, cacheTtlMs: options.cacheTtlMs ?? 2000 });
+  const access = options.lookups ?? new RegistryLookups({ registry: options.registry, clock, cacheTtlMs: options.cacheTtlMs ?? 2000 });
   // A deleted device's next uplink is refused at once rather than after the cache expires.
   const unsubscribeChanges = options.changes?.subscribe((change) => access.apply(change)) ?? (() => undefined);
   const broker: BrokerFigures = { version: undefined, brokerDropped: 0 };

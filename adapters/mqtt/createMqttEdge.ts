@@ -44,6 +44,11 @@ export interface MqttEdge {
   publishStates(rows: readonly StateRow[]): void;
   /** Whether a client follows a feed now: until one does, publishStates has nobody to send to. */
   followsFeeds(): boolean;
+  /**
+   * A registry change: connections of a revoked token, a deleted device or a user who left the
+   * ground close (subscribed to `changes` when given; otherwise the owner of `lookups` calls it).
+   */
+  apply(change: RegistryChange): void;
   close(): Promise<void>;
 }
 
@@ -65,7 +70,7 @@ export async function createMqttEdge(options: MqttEdgeOptions): Promise<MqttEdge
   const limits = edgeLimits(options);
   const { clock } = options;
   const cacheTtlMs = options.cacheTtlMs ?? 2000;
-  const access = new RegistryLookups({ registry: options.registry, clock, cacheTtlMs });
+  const access = options.lookups ?? new RegistryLookups({ registry: options.registry, clock, cacheTtlMs });
   const sessions = new Sessions({ clock, maxSessions: limits.maxSessions });
   const transport = new EdgeCommandTransport({ sessions, clock, ackTimeoutMs: limits.ackTimeoutMs });
   const connections = new Set<EdgeConnection>();
@@ -125,7 +130,7 @@ export async function createMqttEdge(options: MqttEdgeOptions): Promise<MqttEdge
     const closeWhere = (match: (conn: EdgeConnection) => boolean, text: string) => {
       for (const conn of [...connections]) if (conn.phase === 'open' && match(conn)) conn.disconnect(Reason.ADMINISTRATIVE_ACTION, text);
     };
-    access.apply(change);
+    if (options.lookups === undefined) access.apply(change);
     switch (change.kind) {
       case 'token-revoked':
         closeWhere((conn) => conn.tokenHash === change.tokenHash, 'the token was revoked');
@@ -185,6 +190,7 @@ export async function createMqttEdge(options: MqttEdgeOptions): Promise<MqttEdge
       for (const row of rows) publishState(sessions, row);
     },
     followsFeeds: () => sessions.followsFeeds,
+    apply: onChange,
     async close() {
       closing = true;
       sweepTimer?.cancel();

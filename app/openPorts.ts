@@ -2,7 +2,9 @@
  * Every port gets its embedded adapter unless the configuration names a server for it (DESIGN.md
  * §2): the registry (PGlite | PostgreSQL), the log (local log | Kafka) and the state store (chDB |
  * ClickHouse server). Nothing else in the project chooses adapters. The registry comes with the
- * registry changes of its kind (in-process for PGlite, LISTEN/NOTIFY for PostgreSQL).
+ * registry changes of its kind (in-process for PGlite, LISTEN/NOTIFY for PostgreSQL), and with the
+ * process's one cache of registry lookups, kept current by its one subscription to those changes:
+ * the HTTP edge, both MQTT modes, commands, live and LPWAN read through it.
  */
 import { join, resolve } from 'node:path';
 import { systemClock, type Clock } from '../engine/kernel/clock.ts';
@@ -19,8 +21,13 @@ import { createKafkaLog } from '../adapters/kafka/index.ts';
 import { createLocalLog } from '../adapters/local-log/LocalLog.ts';
 import { createPgliteRegistry } from '../adapters/pglite/createPgliteRegistry.ts';
 import { createPostgresRegistry } from '../adapters/postgres/createPostgresRegistry.ts';
+import { RegistryLookups } from '../engine/access/RegistryLookups.ts';
+import type { StaticLpwanApplications } from '../engine/lpwan/StaticLpwanApplications.ts';
 import { Topics } from '../schemas/messages.ts';
 import type { Config } from '../schemas/config.ts';
+import { Closers } from './Closers.ts';
+import { loadLpwanApplications } from './loadLpwanApplications.ts';
+import { RegistryChangeFanOut } from './RegistryChangeFanOut.ts';
 
 /** Where the embedded adapters keep their files. */
 export function dataPaths(dataDir: string) {
@@ -133,3 +140,78 @@ export async function openStore(config: Config) {
   return store;
 }
 export type ServiceStore = Awaited<ReturnType<typeof openStore>>;
+
+/**
+ * How long registry answers are reused (docs/operations.md, "Registry changes"). The setting when
+ * given; otherwise 2 s against PostgreSQL, where the TTL bounds a change another process committed
+ * but never announced (it died in between), and 10 minutes on the embedded registry, where every
+ * change is made in this process and reaches its caches before the request that made it is
+ * answered, so nothing can go unannounced and the TTL only ages out devices that went quiet.
+ */
+export function registryCacheTtlMs(config: Pick<Config, 'registryCacheTtlMs' | 'databaseUrl'>): number {
+  return config.registryCacheTtlMs ?? (config.databaseUrl ? 2000 : EMBEDDED_REGISTRY_CACHE_TTL_MS);
+}
+const EMBEDDED_REGISTRY_CACHE_TTL_MS = 600_000;
+
+/** Every adapter of a process, open. */
+export interface Ports {
+  readonly log: Log;
+  readonly store: ServiceStore;
+  /** Publishes every change it makes on `changes`. */
+  readonly registry: Registry;
+  /** This process's registry changes (its own, and every other process's on PostgreSQL). */
+  readonly changes: RegistryChanges;
+  /** How the changes reach other processes (PostgreSQL); undefined in-process. */
+  readonly link: PostgresRegistryChanges | undefined;
+  /** The process's one cache of registry lookups (tokens, devices, assets, memberships). */
+  readonly lookups: RegistryLookups;
+  /** The process's one subscription to `changes`: what else reacts to a change is added here. */
+  readonly registryChanges: RegistryChangeFanOut;
+  /** How long `lookups` reuses an answer, ms. */
+  readonly cacheTtlMs: number;
+  readonly lpwanApplications: StaticLpwanApplications;
+  readonly names: LogNames;
+  readonly paths: ReturnType<typeof dataPaths>;
+  /** Closes the registry, the store and the log. */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the log, the store and the registry of the configuration side by side (a new embedded
+ * registry is created in a worker thread, seconds, while this thread opens the log and the store);
+ * whatever opened is closed again when another fails.
+ */
+export async function openPorts(options: { config: Config; clock: Clock; logger: Logger }): Promise<Ports> {
+  const { config, clock, logger } = options;
+  const lpwanApplications = loadLpwanApplications(config.lpwanApplicationsFile);
+  const closers = new Closers(logger);
+  const registryOpening = openRegistry(config, clock, { logger });
+  let log: Log;
+  let store: ServiceStore;
+  try {
+    log = await openLog(config, clock);
+    closers.add('log', () => log.close());
+    store = await openStore(config);
+    closers.add('store', () => store.close());
+  } catch (error) {
+    await registryOpening.then((opened) => opened.close(), () => undefined);
+    await closers.closeAll();
+    throw error;
+  }
+  try {
+    const opened = await registryOpening;
+    closers.add('registry', () => opened.close());
+    const cacheTtlMs = registryCacheTtlMs(config);
+    const lookups = new RegistryLookups({ registry: opened.registry, clock, cacheTtlMs });
+    const registryChanges = new RegistryChangeFanOut({ changes: opened.changes, lookups, logger });
+    closers.add('registry changes', () => registryChanges.close());
+    return {
+      log, store, registry: opened.registry, changes: opened.changes, link: opened.link, lookups, registryChanges, cacheTtlMs,
+      lpwanApplications, names: logNames(config), paths: dataPaths(config.dataDir),
+      close: () => closers.closeAll(),
+    };
+  } catch (error) {
+    await closers.closeAll();
+    throw error;
+  }
+}

@@ -1,0 +1,114 @@
+/**
+ * The edge of a service process (role edge or all): its reader of topic `live`, the intake every
+ * channel hands uplinks to, the MQTT gateway, the commands of the devices it serves and the HTTP
+ * edge, started in that order and stopped in reverse.
+ */
+import type { LiveHub } from '../engine/live/LiveHub.ts';
+import type { UplinkAdmissionPort } from '../engine/ports/uplinkAdmission.ts';
+import { buildCommands, type Commands } from './buildCommands.ts';
+import { serveHttpEdge, startMqttEdge, type MqttGateway } from './buildEdges.ts';
+import { buildIntake, type Intake } from './buildIntake.ts';
+import { Closers } from './Closers.ts';
+import { atWindowOf } from './deviceCompiler.ts';
+import { listening } from './portInUse.ts';
+import type { Role } from './Role.ts';
+import type { Wiring } from './wiring.ts';
+
+export interface EdgeRole extends Role {
+  readonly hub: LiveHub;
+  /** Once started. */
+  readonly intake: Intake | undefined;
+  readonly commands: Commands | undefined;
+  readonly httpPort: number | undefined;
+  /** The bound port of the embedded MQTT edge (none with an external broker or port -1). */
+  readonly mqttPort: number | undefined;
+}
+
+/** `ready`: the process's readiness, which GET /ready answers. */
+export function edgeRole(w: Wiring, options: { ready(): boolean }): EdgeRole {
+  const hub = w.hub;
+  if (hub === undefined) throw new TypeError('edgeRole: the wiring of a process without an edge');
+  const closers = new Closers(w.logger);
+  let intake: Intake | undefined;
+  let commands: Commands | undefined;
+  let httpPort: number | undefined;
+  let mqttPort: number | undefined;
+  let started = false;
+
+  const start = async () => {
+    await hub.start();
+    closers.add('live hub', () => hub.stop());
+    // Streams of a revoked token, a deleted device or a user who left the ground end at once.
+    closers.add('live registry changes', w.ports.registryChanges.add((change) => hub.apply(change)));
+    w.metrics.watchLive({ publisher: w.live, hub });
+    const edgeIntake = buildIntake({
+      log: w.log, clock: w.clock, rejections: w.rejections, topics: w.ports.names, logger: w.logger, atWindow: atWindowOf(w.config),
+      onDeadLetters: (letters) => w.live.rejections(letters),
+    });
+    intake = edgeIntake;
+    closers.add('intake', () => edgeIntake.close());
+    const admission = w.metrics.admission(edgeIntake.admission);
+    const mqtt = await startGateway(w, admission, closers);
+    mqttPort = mqtt?.port;
+    commands = await startCommands(w, mqtt, closers);
+    httpPort = await startHttp(w, { admission, commands, ready: options.ready }, closers);
+    // Before the server closes (closers run in reverse): open streams never end by themselves.
+    closers.add('live streams', () => hub.stop());
+    started = true;
+  };
+
+  return {
+    hub,
+    get intake() { return intake; },
+    get commands() { return commands; },
+    get httpPort() { return httpPort; },
+    get mqttPort() { return mqttPort; },
+    start,
+    stop: () => closers.closeAll(),
+    ready: () => started,
+  };
+}
+
+/** The MQTT gateway the configuration asks for, its stats watched and feeds followed. */
+async function startGateway(w: Wiring, admission: UplinkAdmissionPort, closers: Closers): Promise<MqttGateway | undefined> {
+  const { config, ports } = w;
+  const mqtt = await listening({ name: 'MQTT', setting: 'mqtt-port', host: config.mqtt.host, port: config.mqtt.port, hint: 'or --mqtt-port=-1 to run without the embedded MQTT edge' },
+    () => startMqttEdge({ config, registry: ports.registry, lookups: ports.lookups, admission, clock: w.clock, logger: w.logger }));
+  if (mqtt === undefined) return undefined;
+  w.metrics.watchMqtt(mqtt.stats);
+  closers.add('mqtt', () => mqtt.close());
+  // Connections of a revoked token, a deleted device or a user who left the ground close.
+  const apply = mqtt.apply;
+  if (apply !== undefined) closers.add('mqtt registry changes', ports.registryChanges.add((change) => apply(change)));
+  // Feeds (device/<id>/asset/<name>/feed): states stored by any engine, read from topic `live`.
+  w.hub!.followStates((rows) => mqtt.publishStates(rows), () => mqtt.followsFeeds());
+  return mqtt;
+}
+
+async function startCommands(w: Wiring, mqtt: MqttGateway | undefined, closers: Closers): Promise<Commands> {
+  const { ports } = w;
+  const commands = buildCommands({
+    log: w.log, registry: ports.registry, lookups: ports.lookups, history: ports.store.commands, rejections: w.rejections,
+    clock: w.clock, logger: w.logger, names: ports.names, settings: w.config.commands, transport: mqtt?.commands,
+    applications: ports.lpwanApplications, readsEveryCommand: !w.usesKafka,
+    onCommandChanged: (view) => {
+      w.metrics.commandChanged(view);
+      w.live.command(view);
+    },
+  });
+  await commands.start();
+  closers.add('commands', () => commands.stop());
+  return commands;
+}
+
+async function startHttp(w: Wiring, edge: { admission: UplinkAdmissionPort; commands: Commands; ready(): boolean }, closers: Closers): Promise<number> {
+  const { config, ports, metrics } = w;
+  const served = await listening({ name: 'HTTP', setting: 'port', host: config.http.host, port: config.http.port }, () => serveHttpEdge({
+    config, registry: ports.registry, lookups: ports.lookups, registryChanges: ports.registryChanges, store: ports.store, clock: w.clock, logger: w.logger,
+    admission: edge.admission, commands: edge.commands.edge, lpwanApplications: ports.lpwanApplications,
+    observe: { ready: edge.ready, metrics: w.metricsToken, onRequest: (method, route, status, seconds) => metrics.httpRequest(method, route, status, seconds) },
+    live: w.hub,
+  }));
+  closers.add('http', () => served.close());
+  return served.port;
+}

@@ -1,0 +1,55 @@
+/**
+ * The small parts of a service process around its roles: the metrics listener, the probes of a
+ * process without an HTTP edge, the admin socket, and the line that says what started.
+ */
+import type { Config } from '../schemas/config.ts';
+import type { Logger } from '../engine/kernel/logger.ts';
+import type { Registry } from '../engine/ports/registry.ts';
+import { serveAdminSocket, type AdminSocket } from './adminSocket.ts';
+import type { ServiceMetrics } from './metrics.ts';
+import { listening } from './portInUse.ts';
+import { serveMetrics, type ServedMetrics } from './serveMetrics.ts';
+import { serveProbes, type ServedProbes } from './serveProbes.ts';
+import { httpBaseOf } from './startupLines.ts';
+import type { Wiring } from './wiring.ts';
+
+/** The metrics listener, unless its port is -1. */
+export async function startMetricsListener(config: Config, metrics: ServiceMetrics): Promise<ServedMetrics | undefined> {
+  if (config.metrics.port < 0) return undefined;
+  return listening(
+    { name: 'metrics', setting: 'metrics-port', host: config.metrics.host, port: config.metrics.port, hint: 'or --metrics-port=-1 to run without the metrics listener' },
+    () => serveMetrics({ host: config.metrics.host, port: config.metrics.port, scrape: () => metrics.scrape() }),
+  );
+}
+
+/** /health and /ready of a process that runs no HTTP edge, up before its engine joins its group (/ready 503 until partitions come). */
+export function startProbes(w: Wiring, probes: { alive(): boolean; ready(): boolean }): Promise<ServedProbes> {
+  const { http } = w.config;
+  return listening({ name: 'HTTP (probes)', setting: 'port', host: http.host, port: http.port }, () => serveProbes({
+    port: http.port, host: http.host, alive: probes.alive, ready: probes.ready, metrics: w.metricsToken,
+  }));
+}
+
+/** The admin socket of a process on the embedded registry (one process per data dir); none on PostgreSQL. */
+export async function startAdminSocket(w: Wiring, registry: Registry, httpPort: number | undefined): Promise<AdminSocket | undefined> {
+  if (w.config.databaseUrl) return undefined;
+  const context = httpPort === undefined ? {} : { httpBase: httpBaseOf(w.config.http.host, httpPort) };
+  return serveAdminSocket({ path: w.ports.paths.adminSocket, registry, context });
+}
+
+export function logStarted(logger: Logger, config: Config, started: {
+  root: string; httpPort?: number; probesPort?: number; metricsPort?: number; mqttPort?: number; metricsToken: boolean;
+}): void {
+  const runsEdge = config.role !== 'engine';
+  logger.info('fleetstream started', {
+    role: config.role,
+    http: started.httpPort !== undefined ? `${config.http.host}:${started.httpPort}` : undefined,
+    probes: started.probesPort !== undefined ? `${config.http.host}:${started.probesPort} (/health, /ready${started.metricsToken ? ', /metrics with the metrics token' : ''})` : undefined,
+    metrics: started.metricsPort !== undefined ? `${config.metrics.host}:${started.metricsPort}` : undefined,
+    mqtt: config.mqtt.url && runsEdge ? 'external broker' : started.mqttPort !== undefined ? `${config.mqtt.host}:${started.mqttPort}` : undefined,
+    log: config.kafkaBrokers ? 'kafka' : 'local',
+    store: config.clickhouseUrl ? 'clickhouse' : 'chdb',
+    registry: config.databaseUrl ? 'postgres' : 'pglite',
+    dataDir: started.root,
+  });
+}

@@ -1,0 +1,65 @@
+/**
+ * What every role of a process is built from: its open ports seen through the metrics (appends
+ * timed, rejections counted) and its live data: the publisher of what this process stores,
+ * rejects and changes of commands on topic `live`, and, when it runs an edge, its reader of that
+ * topic (docs/live.md), so streams and MQTT feeds show what any engine processed.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Clock } from '../engine/kernel/clock.ts';
+import type { Logger } from '../engine/kernel/logger.ts';
+import { LiveHub } from '../engine/live/LiveHub.ts';
+import { LivePublisher } from '../engine/live/LivePublisher.ts';
+import type { Log } from '../engine/ports/log.ts';
+import type { RejectionStore } from '../engine/ports/rejections.ts';
+import type { Config } from '../schemas/config.ts';
+import type { ServiceMetrics } from './metrics.ts';
+import type { Ports } from './openPorts.ts';
+
+export interface Wiring {
+  readonly config: Config;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly ports: Ports;
+  readonly metrics: ServiceMetrics;
+  /** The log, its appends timed. */
+  readonly log: Log;
+  /** The devices' rejections, counted by code as they are recorded. */
+  readonly rejections: Pick<RejectionStore, 'append'>;
+  readonly live: LivePublisher;
+  /** This process's reader of topic `live` (not started) when it runs an edge. */
+  readonly hub: LiveHub | undefined;
+  /** The log is Kafka: other processes may read and write the same topics. */
+  readonly usesKafka: boolean;
+  /** GET /metrics on the HTTP port, only to a bearer of the metrics token (schemas/config.ts). */
+  readonly metricsToken: { token: string; scrape(): Promise<{ contentType: string; body: string }> } | undefined;
+}
+
+export function wire(options: Pick<Wiring, 'config' | 'clock' | 'logger' | 'ports' | 'metrics'>): Wiring {
+  const { config, clock, logger, ports, metrics } = options;
+  const names = ports.names;
+  const usesKafka = config.kafkaBrokers !== undefined && config.kafkaBrokers.length > 0;
+  const log = metrics.log(ports.log);
+  const hub = config.role === 'engine' ? undefined : new LiveHub({
+    log: ports.log, clock, topic: names.live,
+    // Kafka: every edge reads every partition, so each process is its own group. The local log
+    // has one process per data dir: a fixed group lets it drop what was read.
+    group: usesKafka ? `${names.liveGroup}.${randomUUID()}` : names.liveGroup,
+    groundOf: async (deviceId) => (await ports.lookups.device(deviceId))?.groundId,
+    onError: (error) => logger.warn('a live record was skipped', { error }),
+  });
+  let liveDropped = 0;
+  const live = new LivePublisher({
+    log, clock, topic: names.live,
+    // On the local log this process's hub is the topic's only reader: events are built only while it wants them.
+    wanted: hub !== undefined && !usesKafka ? () => hub.wantsEvents() : undefined,
+    onDropped: (count, error) => {
+      if (liveDropped === 0 || error !== undefined) logger.warn('live events dropped (streams miss them; the store has them)', { count, error });
+      liveDropped += count;
+    },
+  });
+  return {
+    ...options, log, live, hub, usesKafka,
+    rejections: metrics.rejections(ports.store.rejections),
+    metricsToken: config.metrics.token === undefined ? undefined : { token: config.metrics.token, scrape: () => metrics.scrape() },
+  };
+}
