@@ -47,7 +47,9 @@ export async function startMqttEdge(options: {
 
 export async function serveHttpEdge(options: {
   config: Config; registry: Registry; lookups: RegistryLookups; registryChanges: RegistryChangeFanOut; store: ServiceStore; clock: Clock; logger: Logger; admission: UplinkAdmissionPort;
-  commands: EdgeCommands; lpwanApplications: StaticLpwanApplications;
+  /** Absent: no command routes. */
+  commands?: EdgeCommands;
+  lpwanApplications: StaticLpwanApplications;
   observe?: EdgeObserver;
   /** Live streams (SSE routes and the /live WebSocket); absent: none. */
   live?: LiveSource;

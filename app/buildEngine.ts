@@ -17,6 +17,7 @@ import { Topics, type DeadLetter, type StateRow } from '../schemas/messages.ts';
 import type { AtWindow } from '../engine/uplink/admission/compileDevice.ts';
 import { atWindowOf, serviceCompiler } from './deviceCompiler.ts';
 import { registryDirectory } from '../engine/ports/registry.ts';
+import type { RegistryChange } from '../engine/ports/registryChanges.ts';
 import type { Role } from './Role.ts';
 import type { Wiring } from './wiring.ts';
 
@@ -100,6 +101,14 @@ export function engineReady(pipeline: Pick<UplinkPipeline, 'positions' | 'failur
   return pipeline.failure === undefined && pipeline.positions().size > 0;
 }
 
+/** What keeps an engine's device actors current: profiles changed on any edge, or by the admin CLI. */
+export function actorsFollowing(pipeline: Pick<UplinkPipeline, 'actors'>): (change: RegistryChange) => void {
+  return (change) => {
+    if (change.kind === 'device-changed' || change.kind === 'device-deleted') pipeline.actors.invalidate(change.deviceId);
+    else if (change.kind === 'resync') pipeline.actors.invalidateAll();
+  };
+}
+
 export interface EngineRoleOptions {
   /** The engine stopped for good (a store or log failure it cannot wait out). */
   onFailed?(error: FleetError): void;
@@ -137,11 +146,7 @@ export function engineRole(w: Wiring, options: EngineRoleOptions = {}): Role & {
   return {
     pipeline,
     async start() {
-      // Profiles changed on any edge, or by the admin CLI, reach this engine's device actors.
-      stopListening = ports.registryChanges.add((change) => {
-        if (change.kind === 'device-changed' || change.kind === 'device-deleted') pipeline.actors.invalidate(change.deviceId);
-        else if (change.kind === 'resync') pipeline.actors.invalidateAll();
-      });
+      stopListening = ports.registryChanges.add(actorsFollowing(pipeline));
       await engine.start();
     },
     async stop() {

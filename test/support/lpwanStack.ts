@@ -1,29 +1,29 @@
 /**
  * The embedded stack with the LPWAN webhooks, over real HTTP on loopback, for the lpwan-*.test.ts
- * suites: PGlite registry, local log in a temp dir, the service's intake and engine (app/buildIntake.ts,
- * app/buildEngine.ts) and a state store — chDB, or rows kept in memory when a suite does not read
- * states back.
+ * suites: the service's ports in a temp dir (app/openPorts.ts: PGlite registry, local log, chDB,
+ * the applications file), its intake, engine and HTTP edge (app/buildIntake.ts, app/buildEngine.ts,
+ * app/buildEdges.ts); the engine stores into chDB, or keeps rows in memory when a suite does not
+ * read states back.
  */
 import { randomBytes } from 'node:crypto';
-import { createChdbStore } from '../../adapters/chdb/createChdbStore.ts';
-import { createEdgeApp } from '../../adapters/http/createEdgeApp.ts';
-import { serveEdge, type ServedEdge } from '../../adapters/http/serveEdge.ts';
-import { createLocalLog, type LocalLog } from '../../adapters/local-log/LocalLog.ts';
-import { createPgliteRegistry } from '../../adapters/pglite/createPgliteRegistry.ts';
+import { writeFileSync } from 'node:fs';
+import type { ServedEdge } from '../../adapters/http/serveEdge.ts';
 import { systemClock } from '../../engine/kernel/clock.ts';
-import { LpwanUplinkIntake } from '../../engine/lpwan/LpwanUplinkIntake.ts';
-import { StaticLpwanApplications } from '../../engine/lpwan/StaticLpwanApplications.ts';
+import { silentLogger } from '../../engine/kernel/logger.ts';
+import type { Log } from '../../engine/ports/log.ts';
 import type { Registry } from '../../engine/ports/registry.ts';
 import type { StateStore } from '../../engine/ports/store.ts';
 import { registryDirectory } from '../../engine/ports/registry.ts';
-import { publishingRegistry } from '../../engine/access/publishingRegistry.ts';
-import { InProcessRegistryChanges } from '../../adapters/registry-changes/InProcessRegistryChanges.ts';
 import type { UplinkPipeline } from '../../engine/uplink/pipeline/UplinkPipeline.ts';
-import { buildEngine, type Engine } from '../../app/buildEngine.ts';
+import { actorsFollowing, buildEngine, type Engine } from '../../app/buildEngine.ts';
+import { serveHttpEdge } from '../../app/buildEdges.ts';
 import { buildIntake, type Intake } from '../../app/buildIntake.ts';
+import { openPorts, type Ports } from '../../app/openPorts.ts';
+import { prepareDataDir } from '../../app/prepareDataDir.ts';
+import { defaultConfig, type Config } from '../../schemas/config.ts';
 import type { LpwanApplicationConfig } from '../../schemas/lpwan.ts';
-import { Topics, type DeadLetter, type StateRow } from '../../schemas/messages.ts';
-import { MemoryRejections, type Reply } from './edgeHarness.ts';
+import type { DeadLetter, StateRow } from '../../schemas/messages.ts';
+import type { Reply } from './edgeHarness.ts';
 import { tempDir } from './tmp.ts';
 
 export interface LpwanStackOptions {
@@ -39,16 +39,9 @@ export interface Activated {
   userToken: string;
 }
 
-const emptyReads: Pick<StateStore, 'latest' | 'history' | 'aggregate'> = {
-  latest: async () => [],
-  history: async () => [],
-  aggregate: async () => [],
-};
-
 export class LpwanStack {
   readonly registry: Registry;
-  readonly log: LocalLog;
-  readonly rejections = new MemoryRejections();
+  readonly log: Log;
   /** Every dead letter once durable (also those without a device). */
   readonly deadLetters: DeadLetter[] = [];
   /** Rows stored (memory store only). */
@@ -57,19 +50,21 @@ export class LpwanStack {
   readonly intake: Intake;
   base = '';
   #server!: ServedEdge;
-  #closers: (() => Promise<void>)[] = [];
+  readonly #ports: Ports;
   #tmp: { dir: string; remove(): void };
 
-  private constructor(registry: Registry, log: LocalLog, tmp: { dir: string; remove(): void }, store: Pick<StateStore, 'append'>) {
-    this.registry = registry;
-    this.log = log;
+  private constructor(ports: Ports, tmp: { dir: string; remove(): void }, store: 'chdb' | 'memory') {
+    this.#ports = ports;
+    this.registry = ports.registry;
+    this.log = ports.log;
     this.#tmp = tmp;
     const onDeadLetters = (letters: readonly DeadLetter[]) => { this.deadLetters.push(...letters); };
+    const rows: Pick<StateStore, 'append'> = store === 'chdb' ? ports.store : { append: async (r) => { this.rows.push(...r); } };
     this.engine = buildEngine({
-      log, store, rejections: this.rejections, directory: registryDirectory(registry), clock: systemClock,
-      settings: { commitIntervalMs: 20, batchDelayMs: 10 }, onDeadLetters,
+      log: ports.log, store: rows, rejections: ports.store.rejections, directory: registryDirectory(ports.registry), clock: systemClock,
+      names: ports.names, settings: { commitIntervalMs: 20, batchDelayMs: 10 }, onDeadLetters,
     });
-    this.intake = buildIntake({ log, clock: systemClock, rejections: this.rejections, onDeadLetters });
+    this.intake = buildIntake({ log: ports.log, clock: systemClock, rejections: ports.store.rejections, topics: ports.names, onDeadLetters });
   }
 
   get pipeline(): UplinkPipeline {
@@ -78,41 +73,24 @@ export class LpwanStack {
 
   static async start(options: LpwanStackOptions): Promise<LpwanStack> {
     const tmp = tempDir('lpwan');
-    // As the service opens it: every change published, the engine's device actors following them.
-    const changes = new InProcessRegistryChanges();
-    const registry = publishingRegistry(await createPgliteRegistry(), changes);
-    const log = createLocalLog({ dir: `${tmp.dir}/log` });
-    await log.ensureTopics([{ name: Topics.uplinks, partitions: 2 }, { name: Topics.deadLetters, partitions: 1 }]);
-    let reads = emptyReads;
-    let stack: LpwanStack;
-    if (options.store === 'chdb') {
-      const store = createChdbStore({ dir: `${tmp.dir}/chdb` });
-      await store.init();
-      reads = store;
-      stack = new LpwanStack(registry, log, tmp, store);
-      stack.#closers.push(() => store.close());
-    } else {
-      const rows: StateRow[] = [];
-      stack = new LpwanStack(registry, log, tmp, { append: async (r) => { rows.push(...r); } });
-      (stack as { rows: StateRow[] }).rows = rows;
-    }
+    const lpwanApplicationsFile = `${tmp.dir}/lpwan-applications.json`;
+    writeFileSync(lpwanApplicationsFile, JSON.stringify({ applications: options.applications }));
+    const config: Config = {
+      ...defaultConfig,
+      dataDir: `${tmp.dir}/data`,
+      http: { ...defaultConfig.http, host: '127.0.0.1', port: 0, maxBodyBytes: options.maxBodyBytes ?? defaultConfig.http.maxBodyBytes },
+      engine: { ...defaultConfig.engine, partitions: 2 },
+      lpwanApplicationsFile,
+    };
+    prepareDataDir(config.dataDir, silentLogger);
+    const ports = await openPorts({ config, clock: systemClock, logger: silentLogger });
+    const stack = new LpwanStack(ports, tmp, options.store ?? 'memory');
     await stack.engine.start();
-    changes.subscribe((change) => {
-      if (change.kind === 'device-changed' || change.kind === 'device-deleted') stack.pipeline.actors.invalidate(change.deviceId);
+    ports.registryChanges.add(actorsFollowing(stack.pipeline));
+    stack.#server = await serveHttpEdge({
+      config, registry: ports.registry, lookups: ports.lookups, registryChanges: ports.registryChanges, store: ports.store,
+      clock: systemClock, logger: silentLogger, admission: stack.intake.admission, lpwanApplications: ports.lpwanApplications,
     });
-    const applications = new StaticLpwanApplications({ applications: options.applications });
-    const intake = new LpwanUplinkIntake({ devices: registry, admission: stack.intake.admission, clock: systemClock });
-    const app = createEdgeApp({
-      registry,
-      admission: stack.intake.admission,
-      store: reads,
-      rejections: stack.rejections,
-      clock: systemClock,
-      changes,
-      limits: { maxBodyBytes: options.maxBodyBytes },
-      lpwan: { applications, intake },
-    });
-    stack.#server = await serveEdge(app, { port: 0, hostname: '127.0.0.1' });
     stack.base = `http://127.0.0.1:${stack.#server.port}`;
     return stack;
   }
@@ -121,9 +99,7 @@ export class LpwanStack {
     await this.#server.close();
     await this.intake.close();
     await this.engine.stop();
-    for (const close of this.#closers) await close();
-    await this.log.close();
-    await this.registry.close();
+    await this.#ports.close();
     this.#tmp.remove();
   }
 
