@@ -1,25 +1,27 @@
 /**
  * External broker mode against a real broker (Mosquitto on 127.0.0.1:1883 unless MQTT_URL_TEST
- * says otherwise): PGlite registry, local log, the uplink pipeline into chDB, and any number of
- * Fleetstream instances (createExternalMqtt) in one shared subscription group unique to the run,
- * so other users of the broker never take this run's uplinks.
+ * says otherwise): the service's ports in a temp dir (app/openPorts.ts: PGlite registry, local log,
+ * chDB, the one registry lookup cache), its engine into chDB (app/buildEngine.ts), and any number
+ * of Fleetstream instances (createExternalMqtt, each with the service's intake) in one shared
+ * subscription group unique to the run, so other users of the broker never take this run's uplinks.
  */
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
 import { createConnection } from 'node:net';
-import { createChdbStore } from '../../adapters/chdb/createChdbStore.ts';
-import { createLocalLog, type LocalLog } from '../../adapters/local-log/LocalLog.ts';
 import { createExternalMqtt, type ExternalMqtt, type ExternalMqttOptions } from '../../adapters/mqtt/createExternalMqtt.ts';
-import { createPgliteRegistry } from '../../adapters/pglite/createPgliteRegistry.ts';
 import { systemClock } from '../../engine/kernel/clock.ts';
+import { silentLogger } from '../../engine/kernel/logger.ts';
 import { decodeEnvelope } from '../../engine/uplink/envelope.ts';
 import { FleetError } from '../../engine/kernel/errors.ts';
 import { newId } from '../../engine/kernel/ids.ts';
-import type { ProducerRecord, RecordPosition } from '../../engine/ports/log.ts';
+import type { Log, ProducerRecord, RecordPosition } from '../../engine/ports/log.ts';
 import { registryDirectory, type Registry } from '../../engine/ports/registry.ts';
 import type { StateStore } from '../../engine/ports/store.ts';
 import type { UplinkIngest } from '../../engine/uplink/UplinkIngest.ts';
-import { buildEngine, type Engine } from '../../app/buildEngine.ts';
+import { actorsFollowing, buildEngine, type Engine } from '../../app/buildEngine.ts';
 import { buildIntake, type Intake } from '../../app/buildIntake.ts';
+import { openPorts, type Ports } from '../../app/openPorts.ts';
+import { prepareDataDir } from '../../app/prepareDataDir.ts';
+import { defaultConfig } from '../../schemas/config.ts';
 import type { UplinkPipeline } from '../../engine/uplink/pipeline/UplinkPipeline.ts';
 import { Topics, type DeadLetter, type UplinkEnvelope } from '../../schemas/messages.ts';
 import { MemoryRejections } from './edgeHarness.ts';
@@ -50,8 +52,9 @@ export interface Instance {
 
 export class ExternalStack {
   registry!: Registry;
-  log!: LocalLog;
+  log!: Log;
   store!: StateStore;
+  ports!: Ports;
   engine!: Engine;
   pipeline!: UplinkPipeline;
   readonly rejections = new MemoryRejections();
@@ -69,11 +72,12 @@ export class ExternalStack {
   static async start(options: { url?: string } = {}): Promise<ExternalStack> {
     const s = new ExternalStack();
     s.url = options.url ?? BROKER_URL;
-    s.registry = await createPgliteRegistry();
-    s.log = createLocalLog({ dir: `${s.#tmp.dir}/log` });
-    await s.log.ensureTopics([{ name: Topics.uplinks, partitions: 2 }, { name: Topics.deadLetters, partitions: 1 }, { name: Topics.commands, partitions: 2 }]);
-    s.store = createChdbStore({ dir: `${s.#tmp.dir}/chdb` });
-    await s.store.init();
+    const config = { ...defaultConfig, dataDir: `${s.#tmp.dir}/data`, engine: { ...defaultConfig.engine, partitions: 2 } };
+    prepareDataDir(config.dataDir, silentLogger);
+    s.ports = await openPorts({ config, clock: systemClock, logger: silentLogger });
+    s.registry = s.ports.registry;
+    s.log = s.ports.log;
+    s.store = s.ports.store;
     s.engine = buildEngine({
       log: s.log, store: s.store, rejections: s.rejections, directory: registryDirectory(s.registry), clock: systemClock,
       settings: { commitIntervalMs: 20, batchRows: 500, batchDelayMs: 10 },
@@ -81,6 +85,7 @@ export class ExternalStack {
     });
     s.pipeline = s.engine.pipeline;
     await s.engine.start();
+    s.ports.registryChanges.add(actorsFollowing(s.pipeline));
     const user = await s.registry.createUser({ name: 'external user' });
     s.groundId = (await s.registry.createGround({ name: 'external ground', userId: user.entity.id })).id;
     return s;
@@ -110,7 +115,7 @@ export class ExternalStack {
     const instance: Instance = {
       appended, intake, ingest: intake.ingest,
       mqtt: await createExternalMqtt({
-        url: this.url, registry: this.registry, admission: intake.admission, clock: systemClock,
+        url: this.url, registry: this.registry, lookups: this.ports.lookups, admission: intake.admission, clock: systemClock,
         shareGroup: this.group, retryBaseMs: 20, offlineRetryMs: 200, ...extra,
       }),
     };
@@ -142,9 +147,7 @@ export class ExternalStack {
       await i.intake.close();
     }
     await this.engine.stop();
-    await this.log.close();
-    await this.store.close();
-    await this.registry.close();
+    await this.ports.close();
     this.#tmp.remove();
   }
 }
