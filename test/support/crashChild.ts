@@ -1,6 +1,7 @@
 /**
- * The process test/crash.test.ts kills: the engine on the embedded adapters (local log, chDB,
- * MemoryDirectory) in one data dir.
+ * The process test/crash.test.ts kills: the service's engine (app/buildEngine.ts) on the embedded
+ * adapters the service opens in a data dir (app/openPorts.ts: local log, chDB), its devices from a
+ * MemoryDirectory.
  *
  *   node test/support/crashChild.ts '{"dir":…,"mode":"produce","devices":200,"from":0,"total":…,"batch":…}'
  *   node test/support/crashChild.ts '{"dir":…,"mode":"consume","devices":200}'
@@ -19,14 +20,12 @@
  * the store) count this run only; committed is the sum of the group's committed offsets.
  */
 import { writeSync } from 'node:fs';
-import { join } from 'node:path';
-import { createChdbStore } from '../../adapters/chdb/createChdbStore.ts';
-import { createLocalLog } from '../../adapters/local-log/LocalLog.ts';
 import { systemClock } from '../../engine/kernel/clock.ts';
 import { encodeEnvelope } from '../../engine/uplink/envelope.ts';
 import { MemoryDirectory } from '../../engine/ports/directory.ts';
-import { StateBatcher } from '../../engine/uplink/pipeline/StateBatcher.ts';
-import { UplinkPipeline } from '../../engine/uplink/pipeline/UplinkPipeline.ts';
+import { buildEngine } from '../../app/buildEngine.ts';
+import { openLog, openStore } from '../../app/openPorts.ts';
+import { defaultConfig } from '../../schemas/config.ts';
 import { Topics } from '../../schemas/messages.ts';
 import { crashDevice, crashUplink } from './crashUplinks.ts';
 
@@ -37,7 +36,7 @@ interface ChildArgs {
   from?: number;
   total?: number;
   batch?: number;
-  /** Rows per chDB insert (StateBatcher maxRows). Small values slow consumption so a backlog builds. */
+  /** Rows per chDB insert (the engine's batchRows). Small values slow consumption so a backlog builds. */
   maxRows?: number;
   /** Uplinks in flight before fetching pauses (UplinkPipeline maxInFlight). */
   maxInFlight?: number;
@@ -53,19 +52,20 @@ const say = (line: string) => writeSync(1, `${line}\n`);
 // systemClock timers are unref'd; this keeps the process alive while the pipeline waits on one.
 const keepAlive = setInterval(() => {}, 1000);
 
-const log = createLocalLog({ dir: join(args.dir, 'log') });
-await log.ensureTopics([{ name: Topics.uplinks, partitions: PARTITIONS }, { name: Topics.deadLetters, partitions: 1 }]);
-const store = createChdbStore({ dir: join(args.dir, 'chdb') });
-await store.init();
+const config = { ...defaultConfig, dataDir: args.dir, engine: { ...defaultConfig.engine, partitions: PARTITIONS } };
+const log = await openLog(config, systemClock);
+const store = await openStore(config);
 const directory = new MemoryDirectory();
 for (let d = 0; d < args.devices; d++) directory.put(crashDevice(d));
 
 let failure: unknown;
-const batcher = new StateBatcher({ store, clock: systemClock, maxRows: args.maxRows ?? 2000, maxDelayMs: 20 });
-const pipeline = new UplinkPipeline({
-  log, rows: batcher, directory, clock: systemClock, group: GROUP, commitIntervalMs: 200, maxInFlight: args.maxInFlight,
+const engine = buildEngine({
+  log, store, rejections: store.rejections, directory, clock: systemClock,
+  names: { uplinks: Topics.uplinks, deadLetters: Topics.deadLetters, engineGroup: GROUP },
+  settings: { batchRows: args.maxRows ?? 2000, batchDelayMs: 20, commitIntervalMs: 200, maxInFlight: args.maxInFlight ?? 20_000 },
   onError: (error) => { failure = error; },
 });
+const { pipeline } = engine;
 
 async function committed(): Promise<number> {
   let sum = 0;
@@ -73,7 +73,7 @@ async function committed(): Promise<number> {
   return sum;
 }
 say(`start ${await committed()}`);
-await pipeline.start();
+await engine.start();
 
 async function stats(): Promise<string> {
   const s = pipeline.stats;
@@ -110,8 +110,7 @@ for (;;) {
   } else if (Date.now() - since >= idleMs) break;
   await new Promise((resolve) => setTimeout(resolve, 25));
 }
-await pipeline.stop();
-await batcher.close();
+await engine.stop();
 if (failure !== undefined) throw failure;
 clearInterval(progress);
 say(`drained ${await stats()}`);
