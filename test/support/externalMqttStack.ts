@@ -21,10 +21,10 @@ import { actorsFollowing, buildEngine, type Engine } from '../../app/buildEngine
 import { buildIntake, type Intake } from '../../app/buildIntake.ts';
 import { openPorts, type Ports } from '../../app/openPorts.ts';
 import { prepareDataDir } from '../../app/prepareDataDir.ts';
-import { defaultConfig } from '../../schemas/config.ts';
 import type { UplinkPipeline } from '../../engine/uplink/pipeline/UplinkPipeline.ts';
 import { Topics, type DeadLetter, type UplinkEnvelope } from '../../schemas/messages.ts';
 import { MemoryRejections } from './edgeHarness.ts';
+import { loopbackConfig } from './loopbackConfig.ts';
 import type { SeededDevice } from './mqttStack.ts';
 import { tempDir } from './tmp.ts';
 
@@ -72,7 +72,7 @@ export class ExternalStack {
   static async start(options: { url?: string } = {}): Promise<ExternalStack> {
     const s = new ExternalStack();
     s.url = options.url ?? BROKER_URL;
-    const config = { ...defaultConfig, dataDir: `${s.#tmp.dir}/data`, engine: { ...defaultConfig.engine, partitions: 2 } };
+    const config = loopbackConfig(`${s.#tmp.dir}/data`);
     prepareDataDir(config.dataDir, silentLogger);
     s.ports = await openPorts({ config, clock: systemClock, logger: silentLogger });
     s.registry = s.ports.registry;

@@ -20,10 +20,11 @@ import { serveHttpEdge } from '../../app/buildEdges.ts';
 import { buildIntake, type Intake } from '../../app/buildIntake.ts';
 import { openPorts, type Ports } from '../../app/openPorts.ts';
 import { prepareDataDir } from '../../app/prepareDataDir.ts';
-import { defaultConfig, type Config } from '../../schemas/config.ts';
+import { defaultConfig } from '../../schemas/config.ts';
 import type { LpwanApplicationConfig } from '../../schemas/lpwan.ts';
 import type { DeadLetter, StateRow } from '../../schemas/messages.ts';
 import type { Reply } from './edgeHarness.ts';
+import { loopbackConfig } from './loopbackConfig.ts';
 import { tempDir } from './tmp.ts';
 
 export interface LpwanStackOptions {
@@ -75,13 +76,10 @@ export class LpwanStack {
     const tmp = tempDir('lpwan');
     const lpwanApplicationsFile = `${tmp.dir}/lpwan-applications.json`;
     writeFileSync(lpwanApplicationsFile, JSON.stringify({ applications: options.applications }));
-    const config: Config = {
-      ...defaultConfig,
-      dataDir: `${tmp.dir}/data`,
+    const config = loopbackConfig(`${tmp.dir}/data`, {
       http: { ...defaultConfig.http, host: '127.0.0.1', port: 0, maxBodyBytes: options.maxBodyBytes ?? defaultConfig.http.maxBodyBytes },
-      engine: { ...defaultConfig.engine, partitions: 2 },
       lpwanApplicationsFile,
-    };
+    });
     prepareDataDir(config.dataDir, silentLogger);
     const ports = await openPorts({ config, clock: systemClock, logger: silentLogger });
     const stack = new LpwanStack(ports, tmp, options.store ?? 'memory');
