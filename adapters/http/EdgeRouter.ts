@@ -11,7 +11,10 @@ import { FleetError } from '../../engine/kernel/errors.ts';
 import type { Authenticated, EdgeAccess } from './EdgeAccess.ts';
 import { problemResponse } from './problemResponse.ts';
 import type { TokenBuckets } from './TokenBuckets.ts';
-import { check, coerceQuery } from './validate.ts';
+import { check, coerceQuery } from './request/check.ts';
+
+/** A malformed path parameter is a 400 (a malformed id never reaches SQL), not a 422. */
+const PATH_CHECK = { code: 'BAD_REQUEST' } as const;
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -90,7 +93,7 @@ export class EdgeRouter {
   }
 
   #input(c: Context, spec: RouteSpec): RouteInput<unknown, unknown> {
-    const params = spec.params ? check(spec.params, c.req.param(), 'path', 'BAD_REQUEST') : {};
+    const params = spec.params ? check(spec.params, c.req.param(), 'path', PATH_CHECK) : {};
     const query = spec.query ? check(spec.query, coerceQuery(spec.query, c.req.queries()), 'query') : {};
     return { params, query };
   }

@@ -34,8 +34,8 @@ import {
 import { CreatedDevice } from '../../schemas/edge.ts';
 import type { EdgeContext } from './EdgeDeps.ts';
 import { namingFields, requirePartner, requireUser } from './partnerAccess.ts';
-import { readJsonBody } from './requestBody.ts';
-import { checkRequest } from './checkRequest.ts';
+import { check, invalidField } from './request/check.ts';
+import { readJsonBody } from './request/readBody.ts';
 
 const JSON_TYPE = 'application/json';
 const TAGS = ['activations'];
@@ -81,7 +81,7 @@ function encodeCursor(a: Activation): string {
 function decodeCursor(cursor: string): { createdAt: number; code: string } {
   const match = /^([0-9]{1,16})\.([0-9A-Z]{16})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
   if (match === null || !Number.isSafeInteger(Number(match[1]))) {
-    throw new FleetError('VALIDATION_FAILED', 'query.cursor: not a cursor of this list', { detail: { errors: [{ path: 'query.cursor', message: 'not a cursor of this list' }] } });
+    throw invalidField('query.cursor', 'not a cursor of this list');
   }
   return { createdAt: Number(match[1]), code: match[2] };
 }
@@ -113,7 +113,7 @@ export function activationRoutes(edge: EdgeContext): void {
     // The hardware id's length and pattern are checked on its canonical form (no BOM, NFC), as the registry stores it.
     const raw = await readJsonBody(c.req.raw, edge.maxBodyBytes) as { hardware?: unknown } | null;
     const canonical = typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? { ...raw, hardware: withCanonicalField(raw.hardware, 'id') } : raw;
-    const body = checkRequest<ActivationCreateBody>(ActivationCreateBody, canonical, 'body');
+    const body = check<ActivationCreateBody>(ActivationCreateBody, canonical, 'body', { nameMissing: true });
     const created = await namingFields(registry.createActivation(params.partner, { ...body, options: withData(body.options) }), inBody);
     c.header('location', `/partner/${params.partner}/activations/${created.code}`);
     c.header('cache-control', 'no-store');
@@ -172,7 +172,7 @@ export function activationRoutes(edge: EdgeContext): void {
     errors: [404, 409, 413, 415, 422],
   }, async (c, { principal, params }) => {
     requirePartner(principal, params.partner);
-    const body = checkRequest<ActivationPatchBody>(ActivationPatchBody, await readJsonBody(c.req.raw, edge.maxBodyBytes), 'body');
+    const body = check<ActivationPatchBody>(ActivationPatchBody, await readJsonBody(c.req.raw, edge.maxBodyBytes), 'body', { nameMissing: true });
     const updated = await namingFields(
       registry.updateActivation(params.partner, params.code, body.options === undefined ? { description: body.description } : { ...body, options: withData(body.options) }),
       (field) => (field === 'code' ? 'path.code' : inBody(field)),
@@ -224,7 +224,7 @@ export function activationRoutes(edge: EdgeContext): void {
     errors: [404, 409, 413, 415, 422],
   }, async (c, { principal }) => {
     requireUser(principal);
-    const body = checkRequest<ActivateBody>(ActivateBody, await readJsonBody(c.req.raw, edge.maxBodyBytes), 'body');
+    const body = check<ActivateBody>(ActivateBody, await readJsonBody(c.req.raw, edge.maxBodyBytes), 'body', { nameMissing: true });
     const { device } = await namingFields(registry.activate({ ...body, userId: principal.subjectId }), (field) => (ACTIVATE_FIELDS.has(field) ? `body.${field}` : undefined));
     edge.changed(device.device.id);
     c.header('location', `/device/${device.device.id}`);

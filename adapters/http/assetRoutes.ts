@@ -11,8 +11,8 @@ import { Asset } from '../../schemas/registry.ts';
 import { assetOf } from './EdgeAccess.ts';
 import type { EdgeContext } from './EdgeDeps.ts';
 import { isPlainObject } from '../../engine/kernel/isPlainObject.ts';
-import { readJsonBody } from './requestBody.ts';
-import { check } from './validate.ts';
+import { check, invalidField } from './request/check.ts';
+import { readJsonBody } from './request/readBody.ts';
 
 const JSON_TYPE = 'application/json';
 const TAGS = ['assets'];
@@ -43,9 +43,7 @@ export function normaliseAssetBody(raw: unknown): unknown {
 export function checkAssetProfile(profile: Record<string, unknown> | undefined, path: string): void {
   if (profile === undefined) return;
   const problem = checkProfile(profile);
-  if (problem !== undefined) {
-    throw new FleetError('VALIDATION_FAILED', `${path}: ${problem}`, { detail: { errors: [{ path, message: problem }] } });
-  }
+  if (problem !== undefined) throw invalidField(path, problem);
 }
 
 export function assetRoutes(edge: EdgeContext): void {

@@ -26,7 +26,8 @@ import { CommandLifecycle, type CommandRecord } from '../../schemas/commands.ts'
 import { AssetIdParams, DeviceAssetParams, DeviceParams, TimeParam } from '../../schemas/edge.ts';
 import type { EdgeContext } from './EdgeDeps.ts';
 import { isPlainObject } from '../../engine/kernel/isPlainObject.ts';
-import { readJsonBody } from './requestBody.ts';
+import { invalidField, queryTime } from './request/check.ts';
+import { readJsonBody } from './request/readBody.ts';
 
 export interface EdgeCommands {
   /** Appends the record to topic `commands`; resolves once durable. COMMAND_QUEUE_FULL when its device's queue is known to be full. */
@@ -50,14 +51,6 @@ const DEFAULT_LIMIT = 100;
 
 function userOnly(principal: Principal): void {
   if (principal.scope !== 'user') throw new FleetError('FORBIDDEN', 'commands are issued with a user token of the device\'s ground');
-}
-
-/** A validated TimeParam (epoch ms or RFC 3339) → epoch ms. */
-function timeOf(value: number | string | undefined, field: string): number | undefined {
-  if (value === undefined || typeof value === 'number') return value;
-  const ms = Date.parse(value);
-  if (!Number.isFinite(ms)) throw new FleetError('VALIDATION_FAILED', `query.${field}: not a valid date-time`, { detail: { errors: [{ path: `query.${field}`, message: 'not a valid date-time' }] } });
-  return ms;
 }
 
 function checkAt(at: unknown): string | undefined {
@@ -132,11 +125,9 @@ export function commandRoutes(edge: EdgeContext, commands: EdgeCommands): void {
     responses: { 200: { description: 'commands', content: { [JSON_TYPE]: CommandList } } }, errors: [404],
   }, async (c, { principal, params, query }) => {
     const device = await access.device(principal, params.id, 'read');
-    const from = timeOf(query.from, 'from');
-    const to = timeOf(query.to, 'to');
-    if (from !== undefined && to !== undefined && from >= to) {
-      throw new FleetError('VALIDATION_FAILED', 'query.from: must be before `to`', { detail: { errors: [{ path: 'query.from', message: 'must be before `to`' }] } });
-    }
+    const from = queryTime(query.from, 'from');
+    const to = queryTime(query.to, 'to');
+    if (from !== undefined && to !== undefined && from >= to) throw invalidField('query.from', 'must be before `to`');
     return c.json({ items: await commands.list({ deviceId: device.id, from, to, limit: query.limit ?? DEFAULT_LIMIT }) });
   });
 }

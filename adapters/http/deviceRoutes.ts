@@ -19,8 +19,8 @@ import {
 } from '../../schemas/edge.ts';
 import { checkAssetProfile } from './assetRoutes.ts';
 import type { EdgeContext } from './EdgeDeps.ts';
-import { readJsonBody } from './requestBody.ts';
-import { check } from './validate.ts';
+import { check, invalidField } from './request/check.ts';
+import { readJsonBody } from './request/readBody.ts';
 
 const JSON_TYPE = 'application/json';
 const TAGS = ['devices'];
@@ -34,7 +34,7 @@ function encodeCursor(d: Device): string {
 function decodeCursor(cursor: string): { createdAt: number; id: string } {
   const match = CURSOR_RE.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
   if (match === null || !Number.isSafeInteger(Number(match[1]))) {
-    throw new FleetError('VALIDATION_FAILED', 'query.cursor: not a cursor of this list', { detail: { errors: [{ path: 'query.cursor', message: 'not a cursor of this list' }] } });
+    throw invalidField('query.cursor', 'not a cursor of this list');
   }
   return { createdAt: Number(match[1]), id: match[2] };
 }

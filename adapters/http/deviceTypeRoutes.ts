@@ -19,8 +19,8 @@ import {
 } from '../../schemas/activationEdge.ts';
 import type { EdgeContext } from './EdgeDeps.ts';
 import { namingFields, requirePartner } from './partnerAccess.ts';
-import { readJsonBody } from './requestBody.ts';
-import { checkRequest } from './checkRequest.ts';
+import { check } from './request/check.ts';
+import { readJsonBody } from './request/readBody.ts';
 
 const JSON_TYPE = 'application/json';
 const TAGS = ['device types'];
@@ -46,7 +46,7 @@ export function deviceTypeRoutes(edge: EdgeContext): void {
     errors: [413, 415, 422],
   }, async (c, { principal, params }) => {
     requirePartner(principal, params.partner);
-    const body = checkRequest<DeviceTypeDraftBody>(DeviceTypeDraftBody, await readJsonBody(c.req.raw, edge.maxBodyBytes), 'body');
+    const body = check<DeviceTypeDraftBody>(DeviceTypeDraftBody, await readJsonBody(c.req.raw, edge.maxBodyBytes), 'body', { nameMissing: true });
     const saved = await namingFields(
       registry.saveDeviceTypeDraft(params.partner, params.name, body as DeviceTypeDefinition),
       (field) => (field === 'name' || field === 'partnerId' ? undefined : `body.${field}`),

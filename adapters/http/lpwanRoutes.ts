@@ -25,8 +25,7 @@ import { parseLoriotUplink } from '../lpwan/parseLoriotUplink.ts';
 import { parseTtsUplink } from '../lpwan/parseTtsUplink.ts';
 import type { ParsedWebhook } from '../lpwan/parseWebhook.ts';
 import type { EdgeContext } from './EdgeDeps.ts';
-import { incomingOf, readBody } from './readBody.ts';
-import { parseJson } from './requestBody.ts';
+import { incomingOf, parseJson, readBody } from './request/readBody.ts';
 
 const JSON_TYPE = 'application/json';
 

@@ -5,7 +5,6 @@
  */
 import type { Context } from 'hono';
 import Type from 'typebox';
-import { FleetError } from '../../engine/kernel/errors.ts';
 import type { Asset, DeviceWithAssets } from '../../engine/ports/registry.ts';
 import type { Resolution, StoredState } from '../../engine/ports/store.ts';
 import {
@@ -24,6 +23,7 @@ import { Channel } from '../../schemas/messages.ts';
 import { assetOf } from './EdgeAccess.ts';
 import type { EdgeContext } from './EdgeDeps.ts';
 import { historyPage } from './historyPage.ts';
+import { invalidField, queryTime } from './request/check.ts';
 
 const JSON_TYPE = 'application/json';
 const TAGS = ['states'];
@@ -38,20 +38,6 @@ const UPLINK_CHANNELS: readonly string[] = Channel.anyOf.map((literal) => litera
 
 function iso(ms: number): string {
   return new Date(ms).toISOString();
-}
-
-function queryError(field: string, message: string): FleetError {
-  return new FleetError('VALIDATION_FAILED', `query.${field}: ${message}`, {
-    detail: { errors: [{ path: `query.${field}`, message }] },
-  });
-}
-
-/** A validated TimeParam (epoch ms or RFC 3339) → epoch ms. */
-function timeOf(value: number | string | undefined, field: string): number | undefined {
-  if (value === undefined || typeof value === 'number') return value;
-  const ms = Date.parse(value);
-  if (!Number.isFinite(ms)) throw queryError(field, 'not a valid date-time');
-  return ms;
 }
 
 function stateValue(s: StoredState): { value: unknown; at: string } {
@@ -115,18 +101,18 @@ export function stateRoutes(edge: EdgeContext): void {
   });
 
   const history = async (c: Context, deviceId: string, asset: string, q: HistoryQuery): Promise<Response> => {
-    let from = timeOf(q.from, 'from');
-    let to = timeOf(q.to, 'to');
-    if (from !== undefined && to !== undefined && from >= to) throw queryError('from', 'must be before `to`');
+    let from = queryTime(q.from, 'from');
+    let to = queryTime(q.to, 'to');
+    if (from !== undefined && to !== undefined && from >= to) throw invalidField('query.from', 'must be before `to`');
     if (q.resolution !== undefined) {
       for (const field of ['cursor', 'limit', 'order'] as const) {
-        if (q[field] !== undefined) throw queryError(field, 'applies to history, not to aggregates (`resolution`)');
+        if (q[field] !== undefined) throw invalidField(`query.${field}`, 'applies to history, not to aggregates (`resolution`)');
       }
       const bucket = BUCKET_MS[q.resolution];
       to ??= deps.clock.now();
       from ??= to - DEFAULT_SPAN_MS[q.resolution];
-      if (from >= to) throw queryError('from', 'must be before `to`');
-      if ((to - from) / bucket > MAX_BUCKETS) throw queryError('from', `at most ${MAX_BUCKETS} ${q.resolution} buckets per request`);
+      if (from >= to) throw invalidField('query.from', 'must be before `to`');
+      if ((to - from) / bucket > MAX_BUCKETS) throw invalidField('query.from', `at most ${MAX_BUCKETS} ${q.resolution} buckets per request`);
       const buckets = await deps.store.aggregate({ deviceId, asset, from, to, resolution: q.resolution });
       return c.json({
         resolution: q.resolution,
@@ -199,7 +185,7 @@ export function stateRoutes(edge: EdgeContext): void {
   }, async (c, { principal, params, query }) => {
     const device = await access.device(principal, params.id, 'read');
     const rows = await deps.rejections.recent(device.id, {
-      limit: query.limit ?? DEFAULT_LIMIT, before: timeOf(query.before, 'before'), channels: query.channel === undefined ? UPLINK_CHANNELS : [query.channel],
+      limit: query.limit ?? DEFAULT_LIMIT, before: queryTime(query.before, 'before'), channels: query.channel === undefined ? UPLINK_CHANNELS : [query.channel],
     });
     return c.json({
       items: rows.map((r) => {

@@ -18,8 +18,7 @@ import type { UplinkSubmission } from '../../engine/uplink/UplinkIngest.ts';
 import { Accepted, AssetIdParams, AssetStateBody, DeviceAssetParams, DeviceParams, DeviceStateBody } from '../../schemas/edge.ts';
 import { assetOf } from './EdgeAccess.ts';
 import type { EdgeContext } from './EdgeDeps.ts';
-import { incomingOf, readBody } from './readBody.ts';
-import { bodyFormat } from './requestBody.ts';
+import { bodyFormat, incomingOf, readBody } from './request/readBody.ts';
 
 const JSON_TYPE = 'application/json';
 const CBOR_TYPE = 'application/cbor';

@@ -5,13 +5,13 @@
  */
 import type { TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
-import { FleetError, type ErrorCode } from '../../engine/kernel/errors.ts';
+import { FleetError, type ErrorCode } from '../../../engine/kernel/errors.ts';
 
 type Validator = ReturnType<typeof Compile>;
 
 const compiled = new WeakMap<TSchema, Validator>();
 
-export function validatorOf(schema: TSchema): Validator {
+function validatorOf(schema: TSchema): Validator {
   let v = compiled.get(schema);
   if (v === undefined) {
     v = Compile(schema);
@@ -25,8 +25,40 @@ export interface FieldError {
   message: string;
 }
 
+export interface CheckOptions {
+  /** The error's code; default VALIDATION_FAILED (422). */
+  code?: ErrorCode;
+  /**
+   * Name a missing property itself (`body.hardware.id: required`) rather than its parent object,
+   * so a partner's tooling can point at the field it forgot (the activation edge's bodies).
+   */
+  nameMissing?: boolean;
+}
+
+/** Asserts `value` matches `schema`, else throws (VALIDATION_FAILED, 422, by default) listing the fields. */
+export function check<T>(schema: TSchema, value: unknown, prefix: string, options: CheckOptions = {}): T {
+  const validator = validatorOf(schema);
+  if (validator.Check(value)) return value as T;
+  const errors = options.nameMissing === true ? withMissingNamed(validator, schema, value, prefix) : fieldErrors(schema, value, prefix);
+  const summary = errors.slice(0, 3).map((e) => `${e.path}: ${e.message}`).join('; ');
+  throw new FleetError(options.code ?? 'VALIDATION_FAILED', summary || `invalid ${prefix}`, { detail: { errors } });
+}
+
+/** One field's VALIDATION_FAILED (422): `path: message`, and the field under `errors`. */
+export function invalidField(path: string, message: string): FleetError {
+  return new FleetError('VALIDATION_FAILED', `${path}: ${message}`, { detail: { errors: [{ path, message }] } });
+}
+
+/** A validated TimeParam of the query (epoch ms or RFC 3339) → epoch ms. */
+export function queryTime(value: number | string | undefined, field: string): number | undefined {
+  if (value === undefined || typeof value === 'number') return value;
+  const ms = Date.parse(value);
+  if (!Number.isFinite(ms)) throw invalidField(`query.${field}`, 'not a valid date-time');
+  return ms;
+}
+
 /** Validation errors grouped per field; anyOf noise folded into "a or b". */
-export function fieldErrors(schema: TSchema, value: unknown, prefix: string): FieldError[] {
+function fieldErrors(schema: TSchema, value: unknown, prefix: string): FieldError[] {
   const byPath = new Map<string, string[]>();
   const add = (pointer: string, message: string) => {
     const path = [prefix, ...pointer.split('/').filter(Boolean)].join('.');
@@ -45,12 +77,22 @@ export function fieldErrors(schema: TSchema, value: unknown, prefix: string): Fi
   return [...byPath].map(([path, messages]) => ({ path: path || prefix, message: messages.join(' or ') }));
 }
 
-/** Asserts `value` matches `schema`, else throws `code` (default VALIDATION_FAILED, 422) listing the fields. */
-export function check<T>(schema: TSchema, value: unknown, prefix: string, code: ErrorCode = 'VALIDATION_FAILED'): T {
-  if (validatorOf(schema).Check(value)) return value as T;
-  const errors = fieldErrors(schema, value, prefix);
-  const summary = errors.slice(0, 3).map((e) => `${e.path}: ${e.message}`).join('; ');
-  throw new FleetError(code, summary || `invalid ${prefix}`, { detail: { errors } });
+/** fieldErrors, with each missing property its own `required` entry ahead of the rest. */
+function withMissingNamed(validator: Validator, schema: TSchema, value: unknown, prefix: string): FieldError[] {
+  const missing: FieldError[] = [];
+  const parents = new Set<string>();
+  for (const e of validator.Errors(value)) {
+    const props = (e.params as { requiredProperties?: unknown } | undefined)?.requiredProperties;
+    if (e.keyword !== 'required' || !Array.isArray(props)) continue;
+    const parent = [prefix, ...e.instancePath.split('/').filter(Boolean)].join('.');
+    parents.add(parent);
+    for (const p of props) missing.push({ path: `${parent}.${String(p)}`, message: 'required' });
+  }
+  // The parent's own entry only repeats "must have required properties …"; keep any other message.
+  const rest = fieldErrors(schema, value, prefix)
+    .map((f) => (parents.has(f.path) ? { ...f, message: f.message.split(' or ').filter((m) => !m.startsWith('must have required propert')).join(' or ') } : f))
+    .filter((f) => f.message !== '');
+  return [...missing, ...rest];
 }
 
 const INTEGER_TEXT = /^(0|[1-9][0-9]{0,15})$/;
