@@ -7,7 +7,7 @@
  */
 import { FleetError } from '../../engine/kernel/errors.ts';
 import { ActivationCodeParams, ActivationOffer } from '../../schemas/activationEdge.ts';
-import type { EdgeContext } from './EdgeDeps.ts';
+import type { EdgeContext } from './EdgeContext.ts';
 import { requireUser } from './partnerAccess.ts';
 
 const JSON_TYPE = 'application/json';

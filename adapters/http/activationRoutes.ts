@@ -32,7 +32,7 @@ import {
   PartnerParams,
 } from '../../schemas/activationEdge.ts';
 import { CreatedDevice } from '../../schemas/edge.ts';
-import type { EdgeContext } from './EdgeDeps.ts';
+import type { EdgeContext } from './EdgeContext.ts';
 import { namingFields, requirePartner, requireUser } from './partnerAccess.ts';
 import { check, invalidField } from './request/check.ts';
 import { readJsonBody } from './request/readBody.ts';

@@ -9,7 +9,7 @@ import { checkProfile } from '../../engine/uplink/admission/profile.ts';
 import { AssetCreateBody, AssetList, AssetPutBody, DeviceAssetParams, DeviceParams } from '../../schemas/edge.ts';
 import { Asset } from '../../schemas/registry.ts';
 import { assetOf } from './EdgeAccess.ts';
-import type { EdgeContext } from './EdgeDeps.ts';
+import type { EdgeContext } from './EdgeContext.ts';
 import { isPlainObject } from '../../engine/kernel/isPlainObject.ts';
 import { check, invalidField } from './request/check.ts';
 import { readJsonBody } from './request/readBody.ts';

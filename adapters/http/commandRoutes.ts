@@ -24,7 +24,7 @@ import type { CommandHistoryQuery } from '../../engine/ports/commandHistory.ts';
 import type { Principal } from '../../engine/ports/registry.ts';
 import { CommandLifecycle, type CommandRecord } from '../../schemas/commands.ts';
 import { AssetIdParams, DeviceAssetParams, DeviceParams, TimeParam } from '../../schemas/edge.ts';
-import type { EdgeContext } from './EdgeDeps.ts';
+import type { EdgeContext } from './EdgeContext.ts';
 import { isPlainObject } from '../../engine/kernel/isPlainObject.ts';
 import { invalidField, queryTime } from './request/check.ts';
 import { readJsonBody } from './request/readBody.ts';

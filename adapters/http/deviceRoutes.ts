@@ -18,7 +18,7 @@ import {
   GroundParams,
 } from '../../schemas/edge.ts';
 import { checkAssetProfile } from './assetRoutes.ts';
-import type { EdgeContext } from './EdgeDeps.ts';
+import type { EdgeContext } from './EdgeContext.ts';
 import { check, invalidField } from './request/check.ts';
 import { readJsonBody } from './request/readBody.ts';
 

@@ -17,7 +17,7 @@ import {
   DeviceTypeVersionParams,
   PartnerParams,
 } from '../../schemas/activationEdge.ts';
-import type { EdgeContext } from './EdgeDeps.ts';
+import type { EdgeContext } from './EdgeContext.ts';
 import { namingFields, requirePartner } from './partnerAccess.ts';
 import { check } from './request/check.ts';
 import { readJsonBody } from './request/readBody.ts';

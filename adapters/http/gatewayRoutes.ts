@@ -10,7 +10,7 @@
 import { FleetError, toFleetError } from '../../engine/kernel/errors.ts';
 import { isPlainObject } from '../../engine/kernel/isPlainObject.ts';
 import { GatewayResults, GatewayStatesBody, GroundParams } from '../../schemas/edge.ts';
-import type { EdgeContext } from './EdgeDeps.ts';
+import type { EdgeContext } from './EdgeContext.ts';
 import { readJsonBody } from './request/readBody.ts';
 
 const JSON_TYPE = 'application/json';

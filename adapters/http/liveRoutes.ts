@@ -15,7 +15,7 @@ import { hashToken } from '../../engine/access/tokens.ts';
 import { LiveSubscription, type LiveFormat, type LiveSubscriber } from '../../engine/live/LiveSubscription.ts';
 import { LIVE_KINDS, type LiveKind } from '../../schemas/live.ts';
 import { DeviceParams, GroundParams } from '../../schemas/edge.ts';
-import type { EdgeContext } from './EdgeDeps.ts';
+import type { EdgeContext } from './EdgeContext.ts';
 
 /** What the edge needs of the live hub. */
 export interface LiveSource {

@@ -24,7 +24,7 @@ import type { TSchema } from 'typebox';
 import { parseLoriotUplink } from '../lpwan/parseLoriotUplink.ts';
 import { parseTtsUplink } from '../lpwan/parseTtsUplink.ts';
 import type { ParsedWebhook } from '../lpwan/parseWebhook.ts';
-import type { EdgeContext } from './EdgeDeps.ts';
+import type { EdgeContext } from './EdgeContext.ts';
 import { incomingOf, parseJson, readBody } from './request/readBody.ts';
 
 const JSON_TYPE = 'application/json';

@@ -5,7 +5,7 @@
  */
 import { FleetError } from '../../engine/kernel/errors.ts';
 import { GroundList, Me } from '../../schemas/edge.ts';
-import type { EdgeContext } from './EdgeDeps.ts';
+import type { EdgeContext } from './EdgeContext.ts';
 
 const JSON_TYPE = 'application/json';
 const TAGS = ['principals'];

@@ -21,7 +21,7 @@ import {
 } from '../../schemas/edge.ts';
 import { Channel } from '../../schemas/messages.ts';
 import { assetOf } from './EdgeAccess.ts';
-import type { EdgeContext } from './EdgeDeps.ts';
+import type { EdgeContext } from './EdgeContext.ts';
 import { historyPage } from './historyPage.ts';
 import { invalidField, queryTime } from './request/check.ts';
 

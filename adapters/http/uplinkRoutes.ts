@@ -17,7 +17,7 @@ import type { RefusedEntry } from '../../engine/ports/uplinkAdmission.ts';
 import type { UplinkSubmission } from '../../engine/uplink/UplinkIngest.ts';
 import { Accepted, AssetIdParams, AssetStateBody, DeviceAssetParams, DeviceParams, DeviceStateBody } from '../../schemas/edge.ts';
 import { assetOf } from './EdgeAccess.ts';
-import type { EdgeContext } from './EdgeDeps.ts';
+import type { EdgeContext } from './EdgeContext.ts';
 import { bodyFormat, incomingOf, readBody } from './request/readBody.ts';
 
 const JSON_TYPE = 'application/json';
