@@ -18,7 +18,7 @@ import type { Registry } from '../engine/ports/registry.ts';
 import type { RegistryChanges } from '../engine/ports/registryChanges.ts';
 import { RegistryLookups } from '../engine/access/RegistryLookups.ts';
 import type { RejectionStore } from '../engine/ports/rejections.ts';
-import type { EdgeCommands } from '../adapters/http/commandRoutes.ts';
+import type { EdgeCommands } from '../adapters/http/routes/commands/commandRoutes.ts';
 import { TtsDownlink } from '../adapters/lpwan/TtsDownlink.ts';
 import type { CommandView } from '../schemas/commands.ts';
 import type { Config } from '../schemas/config.ts';

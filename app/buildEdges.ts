@@ -12,7 +12,7 @@ import type { Registry } from '../engine/ports/registry.ts';
 import type { RegistryLookups } from '../engine/access/RegistryLookups.ts';
 import type { RegistryChangeFanOut } from './RegistryChangeFanOut.ts';
 import type { UplinkAdmissionPort } from '../engine/ports/uplinkAdmission.ts';
-import type { EdgeCommands } from '../adapters/http/commandRoutes.ts';
+import type { EdgeCommands } from '../adapters/http/routes/commands/commandRoutes.ts';
 import { createEdgeApp, type EdgeObserver } from '../adapters/http/createEdgeApp.ts';
 import { serveEdge, type ServedEdge } from '../adapters/http/serveEdge.ts';
 import { EdgeAccess } from '../adapters/http/EdgeAccess.ts';

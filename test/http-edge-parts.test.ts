@@ -4,7 +4,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { historyPage, encodeCursor } from '../adapters/http/historyPage.ts';
+import { historyPage, encodeCursor } from '../adapters/http/routes/states/historyPage.ts';
 import { TokenBuckets } from '../adapters/http/TokenBuckets.ts';
 import { TtlCache } from '../engine/kernel/TtlCache.ts';
 import { SimulatedClock } from '../engine/kernel/clock.ts';

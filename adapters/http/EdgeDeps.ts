@@ -3,22 +3,22 @@
  * route group reads (EdgeContext.ts) and the optional groups, each with what it needs.
  */
 import type { EdgeCoreDeps } from './EdgeContext.ts';
-import type { EdgeCommands } from './commandRoutes.ts';
-import type { LpwanEdgeDeps } from './lpwanRoutes.ts';
+import type { EdgeCommands } from './routes/commands/commandRoutes.ts';
+import type { LpwanEdgeDeps } from './routes/lpwan/lpwanRoutes.ts';
 import type { EdgeLive } from './liveRoutes.ts';
 
 export type { EdgeLimits, EdgeLogger } from './EdgeContext.ts';
 
 export interface EdgeDeps extends EdgeCoreDeps {
-  /** LPWAN network-server webhooks (lpwanRoutes.ts); absent: no /lpwan routes. */
+  /** LPWAN network-server webhooks (routes/lpwan/); absent: no /lpwan routes. */
   lpwan?: LpwanEdgeDeps;
-  /** Commands (commandRoutes.ts); absent: no command routes. */
+  /** Commands (routes/commands/); absent: no command routes. */
   commands?: EdgeCommands;
   /** Live streams (liveRoutes.ts, docs/live.md); absent: no /live routes. */
   live?: EdgeLive;
   /** Readiness, request timing and metrics (app/metrics.ts); absent: no /ready nor /metrics. */
   observe?: EdgeObserver;
-  /** The web console at /console (consoleRoutes.ts). Default true; false: no /console routes. */
+  /** The web console at /console (console/). Default true; false: no /console routes. */
   console?: boolean;
 }
 

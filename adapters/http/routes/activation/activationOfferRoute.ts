@@ -5,9 +5,9 @@
  * answer tells nothing about codes already redeemed. Codes carry 80 random bits, and the per-token
  * rate limit applies, so this is no enumeration oracle.
  */
-import { FleetError } from '../../engine/kernel/errors.ts';
-import { ActivationCodeParams, ActivationOffer } from '../../schemas/activationEdge.ts';
-import type { EdgeContext } from './EdgeContext.ts';
+import { FleetError } from '../../../../engine/kernel/errors.ts';
+import { ActivationCodeParams, ActivationOffer } from '../../../../schemas/activationEdge.ts';
+import type { EdgeContext } from '../../EdgeContext.ts';
 import { requireUser } from './partnerAccess.ts';
 
 const JSON_TYPE = 'application/json';

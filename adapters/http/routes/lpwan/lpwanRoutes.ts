@@ -16,16 +16,16 @@
  *   413            body over the edge's limit;  503 + Retry-After  log or registry unavailable
  */
 import type { Context } from 'hono';
-import { FleetError } from '../../engine/kernel/errors.ts';
-import type { LpwanUplinkIntake } from '../../engine/lpwan/LpwanUplinkIntake.ts';
-import type { LpwanApplications, LpwanNetworkId } from '../../engine/ports/lpwanApplications.ts';
-import { LoriotUplinkMessage, LpwanUplinkAnswer, TtsUplinkMessage } from '../../schemas/lpwan.ts';
+import { FleetError } from '../../../../engine/kernel/errors.ts';
+import type { LpwanUplinkIntake } from '../../../../engine/lpwan/LpwanUplinkIntake.ts';
+import type { LpwanApplications, LpwanNetworkId } from '../../../../engine/ports/lpwanApplications.ts';
+import { LoriotUplinkMessage, LpwanUplinkAnswer, TtsUplinkMessage } from '../../../../schemas/lpwan.ts';
 import type { TSchema } from 'typebox';
-import { parseLoriotUplink } from '../lpwan/parseLoriotUplink.ts';
-import { parseTtsUplink } from '../lpwan/parseTtsUplink.ts';
-import type { ParsedWebhook } from '../lpwan/parseWebhook.ts';
-import type { EdgeContext } from './EdgeContext.ts';
-import { incomingOf, parseJson, readBody } from './request/readBody.ts';
+import { parseLoriotUplink } from '../../../lpwan/parseLoriotUplink.ts';
+import { parseTtsUplink } from '../../../lpwan/parseTtsUplink.ts';
+import type { ParsedWebhook } from '../../../lpwan/parseWebhook.ts';
+import type { EdgeContext } from '../../EdgeContext.ts';
+import { incomingOf, parseJson, readBody } from '../../request/readBody.ts';
 
 const JSON_TYPE = 'application/json';
 

@@ -10,15 +10,15 @@
  * The spec does not name the method of the asset state paths, so PUT and POST are both taken.
  */
 import type { Context } from 'hono';
-import type { DeviceWithAssets } from '../../engine/ports/registry.ts';
-import { FleetError, type ErrorCode } from '../../engine/kernel/errors.ts';
-import { isoTime } from '../../engine/kernel/isoTime.ts';
-import type { RefusedEntry } from '../../engine/ports/uplinkAdmission.ts';
-import type { UplinkSubmission } from '../../engine/uplink/UplinkIngest.ts';
-import { Accepted, AssetIdParams, AssetStateBody, DeviceAssetParams, DeviceParams, DeviceStateBody } from '../../schemas/edge.ts';
-import { assetOf } from './EdgeAccess.ts';
-import type { EdgeContext } from './EdgeContext.ts';
-import { bodyFormat, incomingOf, readBody } from './request/readBody.ts';
+import type { DeviceWithAssets } from '../../../../engine/ports/registry.ts';
+import { FleetError, type ErrorCode } from '../../../../engine/kernel/errors.ts';
+import { isoTime } from '../../../../engine/kernel/isoTime.ts';
+import type { RefusedEntry } from '../../../../engine/ports/uplinkAdmission.ts';
+import type { UplinkSubmission } from '../../../../engine/uplink/UplinkIngest.ts';
+import { Accepted, AssetIdParams, AssetStateBody, DeviceAssetParams, DeviceParams, DeviceStateBody } from '../../../../schemas/edge.ts';
+import { assetOf } from '../../EdgeAccess.ts';
+import type { EdgeContext } from '../../EdgeContext.ts';
+import { bodyFormat, incomingOf, readBody } from '../../request/readBody.ts';
 
 const JSON_TYPE = 'application/json';
 const CBOR_TYPE = 'application/cbor';

@@ -7,11 +7,11 @@
  * unavailable (retry it). A device outside the ground is refused as unknown, and nothing is recorded
  * for it: a gateway cannot write into another ground's rejections.
  */
-import { FleetError, toFleetError } from '../../engine/kernel/errors.ts';
-import { isPlainObject } from '../../engine/kernel/isPlainObject.ts';
-import { GatewayResults, GatewayStatesBody, GroundParams } from '../../schemas/edge.ts';
-import type { EdgeContext } from './EdgeContext.ts';
-import { readJsonBody } from './request/readBody.ts';
+import { FleetError, toFleetError } from '../../../../engine/kernel/errors.ts';
+import { isPlainObject } from '../../../../engine/kernel/isPlainObject.ts';
+import { GatewayResults, GatewayStatesBody, GroundParams } from '../../../../schemas/edge.ts';
+import type { EdgeContext } from '../../EdgeContext.ts';
+import { readJsonBody } from '../../request/readBody.ts';
 
 const JSON_TYPE = 'application/json';
 /** Devices one gateway request may name. */

@@ -4,8 +4,8 @@
  * tokens reach none of it. A partner token naming another partner gets 403 without any lookup, so
  * nothing about the other partner is revealed.
  */
-import { FleetError, isFleetError } from '../../engine/kernel/errors.ts';
-import type { Principal } from '../../engine/ports/registry.ts';
+import { FleetError, isFleetError } from '../../../../engine/kernel/errors.ts';
+import type { Principal } from '../../../../engine/ports/registry.ts';
 
 export function requirePartner(principal: Principal, partnerId: string): void {
   if (principal.scope !== 'partner') throw new FleetError('FORBIDDEN', `a ${principal.scope} token cannot manage device types or activations; use a partner token`);

@@ -6,8 +6,8 @@
  *   GET  /partner/{partner}/device-types/{name}/versions/{version}   a published version (or `latest`)
  * Activation options name a type `<partner>/<name>` (latest version), `:latest` or `:<n>`.
  */
-import { FleetError } from '../../engine/kernel/errors.ts';
-import type { DeviceTypeDefinition } from '../../engine/ports/registry.ts';
+import { FleetError } from '../../../../engine/kernel/errors.ts';
+import type { DeviceTypeDefinition } from '../../../../engine/ports/registry.ts';
 import {
   DeviceTypeDraftBody,
   DeviceTypeList,
@@ -16,11 +16,11 @@ import {
   DeviceTypeVersionOut,
   DeviceTypeVersionParams,
   PartnerParams,
-} from '../../schemas/activationEdge.ts';
-import type { EdgeContext } from './EdgeContext.ts';
+} from '../../../../schemas/activationEdge.ts';
+import type { EdgeContext } from '../../EdgeContext.ts';
 import { namingFields, requirePartner } from './partnerAccess.ts';
-import { check } from './request/check.ts';
-import { readJsonBody } from './request/readBody.ts';
+import { check } from '../../request/check.ts';
+import { readJsonBody } from '../../request/readBody.ts';
 
 const JSON_TYPE = 'application/json';
 const TAGS = ['device types'];

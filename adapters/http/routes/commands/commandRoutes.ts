@@ -17,17 +17,17 @@
  */
 import type { Context } from 'hono';
 import Type from 'typebox';
-import { FleetError } from '../../engine/kernel/errors.ts';
-import { newId } from '../../engine/kernel/ids.ts';
-import { checkDownlink, validateAssetCommand, validateDeviceCommand } from '../../engine/commands/validateCommand.ts';
-import type { CommandHistoryQuery } from '../../engine/ports/commandHistory.ts';
-import type { Principal } from '../../engine/ports/registry.ts';
-import { CommandLifecycle, type CommandRecord } from '../../schemas/commands.ts';
-import { AssetIdParams, DeviceAssetParams, DeviceParams, TimeParam } from '../../schemas/edge.ts';
-import type { EdgeContext } from './EdgeContext.ts';
-import { isPlainObject } from '../../engine/kernel/isPlainObject.ts';
-import { invalidField, queryTime } from './request/check.ts';
-import { readJsonBody } from './request/readBody.ts';
+import { FleetError } from '../../../../engine/kernel/errors.ts';
+import { newId } from '../../../../engine/kernel/ids.ts';
+import { checkDownlink, validateAssetCommand, validateDeviceCommand } from '../../../../engine/commands/validateCommand.ts';
+import type { CommandHistoryQuery } from '../../../../engine/ports/commandHistory.ts';
+import type { Principal } from '../../../../engine/ports/registry.ts';
+import { CommandLifecycle, type CommandRecord } from '../../../../schemas/commands.ts';
+import { AssetIdParams, DeviceAssetParams, DeviceParams, TimeParam } from '../../../../schemas/edge.ts';
+import type { EdgeContext } from '../../EdgeContext.ts';
+import { isPlainObject } from '../../../../engine/kernel/isPlainObject.ts';
+import { invalidField, queryTime } from '../../request/check.ts';
+import { readJsonBody } from '../../request/readBody.ts';
 
 export interface EdgeCommands {
   /** Appends the record to topic `commands`; resolves once durable. COMMAND_QUEUE_FULL when its device's queue is known to be full. */

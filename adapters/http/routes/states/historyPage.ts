@@ -13,8 +13,8 @@
  * more states of one asset for one millisecond — a batch without `at` puts at most 1000 there) and
  * those past the cursor kept.
  */
-import { FleetError } from '../../engine/kernel/errors.ts';
-import type { Order, StateStore, StoredState } from '../../engine/ports/store.ts';
+import { FleetError } from '../../../../engine/kernel/errors.ts';
+import type { Order, StateStore, StoredState } from '../../../../engine/ports/store.ts';
 
 export const GROUP_MAX = 10_000;
 

@@ -4,15 +4,15 @@
  * to `/device/{id}/assets`, the Go and Node SDKs put `{name, is, profile}` to
  * `/device/{id}/asset/{name}`, the Java SDK posts lower-case keys. All of these are accepted as sent.
  */
-import { FleetError } from '../../engine/kernel/errors.ts';
-import { checkProfile } from '../../engine/uplink/admission/profile.ts';
-import { AssetCreateBody, AssetList, AssetPutBody, DeviceAssetParams, DeviceParams } from '../../schemas/edge.ts';
-import { Asset } from '../../schemas/registry.ts';
-import { assetOf } from './EdgeAccess.ts';
-import type { EdgeContext } from './EdgeContext.ts';
-import { isPlainObject } from '../../engine/kernel/isPlainObject.ts';
-import { check, invalidField } from './request/check.ts';
-import { readJsonBody } from './request/readBody.ts';
+import { FleetError } from '../../../../engine/kernel/errors.ts';
+import { checkProfile } from '../../../../engine/uplink/admission/profile.ts';
+import { AssetCreateBody, AssetList, AssetPutBody, DeviceAssetParams, DeviceParams } from '../../../../schemas/edge.ts';
+import { Asset } from '../../../../schemas/registry.ts';
+import { assetOf } from '../../EdgeAccess.ts';
+import type { EdgeContext } from '../../EdgeContext.ts';
+import { isPlainObject } from '../../../../engine/kernel/isPlainObject.ts';
+import { check, invalidField } from '../../request/check.ts';
+import { readJsonBody } from '../../request/readBody.ts';
 
 const JSON_TYPE = 'application/json';
 const TAGS = ['assets'];
@@ -37,7 +37,7 @@ export function normaliseAssetBody(raw: unknown): unknown {
 }
 
 /**
- * 422 for a profile outside the JSON Schema subset the device actors compile (engine/uplink/
+ * 422 for a profile outside the JSON Schema subset admission compiles (engine/uplink/admission/
  * profile.ts): saved as is, it would refuse every value sent to the asset.
  */
 export function checkAssetProfile(profile: Record<string, unknown> | undefined, path: string): void {

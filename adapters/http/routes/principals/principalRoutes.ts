@@ -3,9 +3,9 @@
  * here: it learns whether it holds a user or a partner token, and which partner id to put in
  * `/partner/{partner}/…` paths, without asking the person to type it).
  */
-import { FleetError } from '../../engine/kernel/errors.ts';
-import { GroundList, Me } from '../../schemas/edge.ts';
-import type { EdgeContext } from './EdgeContext.ts';
+import { FleetError } from '../../../../engine/kernel/errors.ts';
+import { GroundList, Me } from '../../../../schemas/edge.ts';
+import type { EdgeContext } from '../../EdgeContext.ts';
 
 const JSON_TYPE = 'application/json';
 const TAGS = ['principals'];

@@ -15,10 +15,10 @@
  *
  * Activations are answered with exactly the fields of spec §2.5; status is `unused`, then `used`.
  */
-import { withCanonicalField } from '../../engine/kernel/canonicalText.ts';
-import { FleetError } from '../../engine/kernel/errors.ts';
-import { networks } from '../../engine/activation/networks.ts';
-import type { Activation, ActivationQuery, NewActivation } from '../../engine/ports/registry.ts';
+import { withCanonicalField } from '../../../../engine/kernel/canonicalText.ts';
+import { FleetError } from '../../../../engine/kernel/errors.ts';
+import { networks } from '../../../../engine/activation/networks.ts';
+import type { Activation, ActivationQuery, NewActivation } from '../../../../engine/ports/registry.ts';
 import {
   ActivateBody,
   ActivationCreateBody,
@@ -30,12 +30,12 @@ import {
   HardwareParams,
   NetworkList,
   PartnerParams,
-} from '../../schemas/activationEdge.ts';
-import { CreatedDevice } from '../../schemas/edge.ts';
-import type { EdgeContext } from './EdgeContext.ts';
+} from '../../../../schemas/activationEdge.ts';
+import { CreatedDevice } from '../../../../schemas/edge.ts';
+import type { EdgeContext } from '../../EdgeContext.ts';
 import { namingFields, requirePartner, requireUser } from './partnerAccess.ts';
-import { check, invalidField } from './request/check.ts';
-import { readJsonBody } from './request/readBody.ts';
+import { check, invalidField } from '../../request/check.ts';
+import { readJsonBody } from '../../request/readBody.ts';
 
 const JSON_TYPE = 'application/json';
 const TAGS = ['activations'];

@@ -5,7 +5,7 @@
 import { activationOfferRoute } from './activationOfferRoute.ts';
 import { activationRoutes } from './activationRoutes.ts';
 import { deviceTypeRoutes } from './deviceTypeRoutes.ts';
-import type { EdgeContext } from './EdgeContext.ts';
+import type { EdgeContext } from '../../EdgeContext.ts';
 
 export function activationEdge(edge: EdgeContext): void {
   deviceTypeRoutes(edge);

@@ -1,14 +1,14 @@
 /**
  * `/console`: the web console served by the edge (issue #13). Static files only, from the table
- * of adapters/http/consoleAssets.ts; the console talks to the same API as every other client with
+ * of consoleAssets.ts; the console talks to the same API as every other client with
  * the token it keeps in sessionStorage, so these routes need no authentication and see no token.
  * Every answer carries a strict Content-Security-Policy (no inline script but the hashed import
  * map, connect-src 'self'), no referrer and no framing.
  */
 import type { Hono } from 'hono';
-import { FleetError } from '../../engine/kernel/errors.ts';
+import { FleetError } from '../../../engine/kernel/errors.ts';
 import { CONSOLE_ROOT, type ConsoleAssets, loadConsoleAssets } from './consoleAssets.ts';
-import { problemResponse } from './problemResponse.ts';
+import { problemResponse } from '../problemResponse.ts';
 
 export function consoleRoutes(app: Hono, options: { assets?: ConsoleAssets } = {}): void {
   let assets = options.assets;

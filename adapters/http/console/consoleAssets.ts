@@ -62,7 +62,7 @@ function importMapHashes(html: string): string[] {
 }
 
 export function loadConsoleAssets(options: { dir?: string } = {}): ConsoleAssets {
-  const dir = options.dir ?? fileURLToPath(new URL('../../console/', import.meta.url));
+  const dir = options.dir ?? fileURLToPath(new URL('../../../console/', import.meta.url));
   const files = new Map<string, ConsoleAsset>();
   let html = '';
   for (const name of readdirSync(dir).sort()) {

@@ -5,8 +5,8 @@
  */
 import type { Context } from 'hono';
 import Type from 'typebox';
-import type { Asset, DeviceWithAssets } from '../../engine/ports/registry.ts';
-import type { Resolution, StoredState } from '../../engine/ports/store.ts';
+import type { Asset, DeviceWithAssets } from '../../../../engine/ports/registry.ts';
+import type { Resolution, StoredState } from '../../../../engine/ports/store.ts';
 import {
   AggregatePage,
   AssetIdParams,
@@ -18,12 +18,12 @@ import {
   HistoryQuery,
   RejectionList,
   RejectionsQuery,
-} from '../../schemas/edge.ts';
-import { Channel } from '../../schemas/messages.ts';
-import { assetOf } from './EdgeAccess.ts';
-import type { EdgeContext } from './EdgeContext.ts';
+} from '../../../../schemas/edge.ts';
+import { Channel } from '../../../../schemas/messages.ts';
+import { assetOf } from '../../EdgeAccess.ts';
+import type { EdgeContext } from '../../EdgeContext.ts';
 import { historyPage } from './historyPage.ts';
-import { invalidField, queryTime } from './request/check.ts';
+import { invalidField, queryTime } from '../../request/check.ts';
 
 const JSON_TYPE = 'application/json';
 const TAGS = ['states'];

@@ -3,10 +3,10 @@
  * with a user token of a member; read, rename and delete a device. Creating answers the device
  * token once.
  */
-import { withCanonicalField } from '../../engine/kernel/canonicalText.ts';
-import { FleetError } from '../../engine/kernel/errors.ts';
-import type { Device, DeviceQuery } from '../../engine/ports/registry.ts';
-import { ID_PATTERN } from '../../schemas/registry.ts';
+import { withCanonicalField } from '../../../../engine/kernel/canonicalText.ts';
+import { FleetError } from '../../../../engine/kernel/errors.ts';
+import type { Device, DeviceQuery } from '../../../../engine/ports/registry.ts';
+import { ID_PATTERN } from '../../../../schemas/registry.ts';
 import {
   CreatedDevice,
   DeviceCreateBody,
@@ -16,11 +16,11 @@ import {
   DevicePatchBody,
   DeviceWithAssets,
   GroundParams,
-} from '../../schemas/edge.ts';
+} from '../../../../schemas/edge.ts';
 import { checkAssetProfile } from './assetRoutes.ts';
-import type { EdgeContext } from './EdgeContext.ts';
-import { check, invalidField } from './request/check.ts';
-import { readJsonBody } from './request/readBody.ts';
+import type { EdgeContext } from '../../EdgeContext.ts';
+import { check, invalidField } from '../../request/check.ts';
+import { readJsonBody } from '../../request/readBody.ts';
 
 const JSON_TYPE = 'application/json';
 const TAGS = ['devices'];
