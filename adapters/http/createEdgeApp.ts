@@ -3,33 +3,30 @@
  * TypeBox schemas (schemas/edge.ts), the OpenAPI document generated from them at /openapi.json,
  * /health and /ready for probes, and every error as application/problem+json with a stable code.
  */
-import { Hono } from 'hono';
+import { Hono, type MiddlewareHandler } from 'hono';
 import { routePath } from 'hono/route';
 import { FleetError } from '../../engine/kernel/errors.ts';
-import { Health } from '../../schemas/edge.ts';
-import { activationEdge } from './routes/activation/activationEdge.ts';
-import { assetRoutes } from './routes/devices/assetRoutes.ts';
-import { bearerTokenCheck } from './bearerTokenCheck.ts';
-import { commandRoutes } from './routes/commands/commandRoutes.ts';
 import { consoleRoutes } from './console/consoleRoutes.ts';
-import { deviceRoutes } from './routes/devices/deviceRoutes.ts';
 import { EdgeAccess } from './EdgeAccess.ts';
 import type { EdgeContext } from './EdgeContext.ts';
-import { DEFAULT_MAX_BODY_BYTES, type EdgeDeps } from './EdgeDeps.ts';
+import { DEFAULT_MAX_BODY_BYTES, type EdgeDeps, type EdgeObserver } from './EdgeDeps.ts';
 import { EdgeRouter } from './EdgeRouter.ts';
-import { lpwanRoutes } from './routes/lpwan/lpwanRoutes.ts';
 import { LiveConnections, liveRoutes } from './liveRoutes.ts';
-import { openApiDocument } from './openApiDocument.ts';
-import { principalRoutes } from './routes/principals/principalRoutes.ts';
 import { problemResponse } from './problemResponse.ts';
-import { stateRoutes } from './routes/states/stateRoutes.ts';
-import { TokenBuckets } from './TokenBuckets.ts';
-import { uplinkRoutes } from './routes/states/uplinkRoutes.ts';
+import { activationEdge } from './routes/activation/activationEdge.ts';
+import { commandRoutes } from './routes/commands/commandRoutes.ts';
+import { assetRoutes } from './routes/devices/assetRoutes.ts';
+import { deviceRoutes } from './routes/devices/deviceRoutes.ts';
+import { lpwanRoutes } from './routes/lpwan/lpwanRoutes.ts';
+import { openApiRoute } from './routes/meta/openApiRoute.ts';
+import { probeRoutes } from './routes/meta/probeRoutes.ts';
+import { principalRoutes } from './routes/principals/principalRoutes.ts';
 import { gatewayRoutes } from './routes/states/gatewayRoutes.ts';
+import { stateRoutes } from './routes/states/stateRoutes.ts';
+import { uplinkRoutes } from './routes/states/uplinkRoutes.ts';
+import { TokenBuckets } from './TokenBuckets.ts';
 
 export type { EdgeDeps, EdgeLimits, EdgeLogger, EdgeObserver } from './EdgeDeps.ts';
-
-const JSON_TYPE = 'application/json';
 
 export function createEdgeApp(deps: EdgeDeps): Hono {
   const maxBodyBytes = deps.limits?.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
@@ -58,58 +55,19 @@ export function createEdgeApp(deps: EdgeDeps): Hono {
   deps.changes?.subscribe((change) => access.apply(change));
 
   const onRequest = deps.observe?.onRequest;
-  if (onRequest !== undefined) {
-    app.use('*', async (c, next) => {
-      const startedAt = performance.now();
-      await next();
-      // The template of the route that answered (the last one matched): bounded label values.
-      const route = routePath(c, -1);
-      onRequest(c.req.method, route === '*' || route === '/*' ? 'unmatched' : route, c.res.status, (performance.now() - startedAt) / 1000);
-    });
-  }
+  if (onRequest !== undefined) app.use('*', requestTiming(onRequest));
+  probeRoutes(router, deps.observe);
+  routeGroups(edge, deps);
+  if (deps.console !== false) consoleRoutes(app);
+  openApiRoute(router);
 
-  router.publicRoute({
-    methods: ['get'],
-    path: '/health',
-    operationId: 'health',
-    summary: 'Liveness probe',
-    tags: ['meta'],
-    responses: { 200: { description: 'the process serves requests', content: { [JSON_TYPE]: Health } } },
-  }, (c) => c.json({ status: 'ok' }));
+  app.notFound((c) => problemResponse(new FleetError('NOT_FOUND', `no route ${c.req.method} ${c.req.path}`), c.req.path));
+  app.onError((error, c) => problemResponse(error, c.req.path, (e) => logInternal(e, { method: c.req.method, path: c.req.path })));
+  return app;
+}
 
-  const observe = deps.observe;
-  if (observe !== undefined) {
-    router.publicRoute({
-      methods: ['get'],
-      path: '/ready',
-      operationId: 'ready',
-      summary: 'Readiness probe: adapters connected and, for an engine, partitions assigned',
-      tags: ['meta'],
-      responses: {
-        200: { description: 'ready for traffic', content: { [JSON_TYPE]: Health } },
-        503: { description: 'not ready yet', content: { [JSON_TYPE]: Health } },
-      },
-    }, (c) => (observe.ready() ? c.json({ status: 'ok' }) : c.json({ status: 'starting' }, 503)));
-  }
-  const metrics = observe?.metrics;
-  if (metrics !== undefined) {
-    const authorized = bearerTokenCheck(metrics.token);
-    router.publicRoute({
-      methods: ['get'],
-      path: '/metrics',
-      operationId: 'metrics',
-      summary: 'Prometheus metrics (text exposition format)',
-      description: 'Authorization: `Bearer <metrics token>` (METRICS_TOKEN), not a Fleetstream token.',
-      tags: ['meta'],
-      responses: { 200: { description: 'metrics' } },
-      errors: [401],
-    }, async (c) => {
-      if (!authorized(c.req.header('authorization'))) throw new FleetError('UNAUTHORIZED', 'GET /metrics needs the metrics token (METRICS_TOKEN)');
-      const { contentType, body } = await metrics.scrape();
-      return c.body(body, 200, { 'content-type': contentType });
-    });
-  }
-
+/** The API's route groups, in the order they were always registered (the OpenAPI document's order). */
+function routeGroups(edge: EdgeContext, deps: EdgeDeps): void {
   deviceRoutes(edge);
   assetRoutes(edge);
   uplinkRoutes(edge);
@@ -120,26 +78,15 @@ export function createEdgeApp(deps: EdgeDeps): Hono {
   if (deps.live) liveRoutes(edge, deps.live, deps.live.connections ?? new LiveConnections(deps.live.maxConnections ?? 10_000));
   activationEdge(edge);
   principalRoutes(edge);
-  if (deps.console !== false) consoleRoutes(app);
+}
 
-  let document: Record<string, unknown> | undefined;
-  router.publicRoute({
-    methods: ['get'],
-    path: '/openapi.json',
-    operationId: 'openapi',
-    summary: 'This OpenAPI 3.1 document',
-    tags: ['meta'],
-    responses: { 200: { description: 'OpenAPI 3.1 document' } },
-  }, (c) => {
-    document ??= openApiDocument(router.routes, {
-      title: 'Fleetstream device data exchange',
-      version: '1',
-      description: 'Devices, assets and states (uplink, reads, history). Errors are application/problem+json with a stable `code`.',
-    });
-    return c.json(document);
-  });
-
-  app.notFound((c) => problemResponse(new FleetError('NOT_FOUND', `no route ${c.req.method} ${c.req.path}`), c.req.path));
-  app.onError((error, c) => problemResponse(error, c.req.path, (e) => logInternal(e, { method: c.req.method, path: c.req.path })));
-  return app;
+/** Times every answered request under the template of the route that answered. */
+function requestTiming(onRequest: NonNullable<EdgeObserver['onRequest']>): MiddlewareHandler {
+  return async (c, next) => {
+    const startedAt = performance.now();
+    await next();
+    // The template of the route that answered (the last one matched): bounded label values.
+    const route = routePath(c, -1);
+    onRequest(c.req.method, route === '*' || route === '/*' ? 'unmatched' : route, c.res.status, (performance.now() - startedAt) / 1000);
+  };
 }
