@@ -22,6 +22,8 @@ import { openApiRoute } from './routes/meta/openApiRoute.ts';
 import { probeRoutes } from './routes/meta/probeRoutes.ts';
 import { principalRoutes } from './routes/principals/principalRoutes.ts';
 import { gatewayRoutes } from './routes/states/gatewayRoutes.ts';
+import { historyRoutes } from './routes/states/historyRoutes.ts';
+import { rejectionRoutes } from './routes/states/rejectionRoutes.ts';
 import { stateRoutes } from './routes/states/stateRoutes.ts';
 import { uplinkRoutes } from './routes/states/uplinkRoutes.ts';
 import { TokenBuckets } from './TokenBuckets.ts';
@@ -73,6 +75,8 @@ function routeGroups(edge: EdgeContext, deps: EdgeDeps): void {
   uplinkRoutes(edge);
   gatewayRoutes(edge);
   stateRoutes(edge);
+  historyRoutes(edge);
+  rejectionRoutes(edge);
   if (deps.lpwan) lpwanRoutes(edge, deps.lpwan);
   if (deps.commands) commandRoutes(edge, deps.commands);
   if (deps.live) liveRoutes(edge, deps.live, deps.live.connections ?? new LiveConnections(deps.live.maxConnections ?? 10_000));
