@@ -1,55 +1,30 @@
 /**
  * Assets of a device (AllThingsTalk habits, DESIGN.md §5). The AllThingsTalk device SDKs declare
- * their assets with the device token: the Python SDK posts `{Name, Title, Description, Is, Profile}`
- * to `/device/{id}/assets`, the Go and Node SDKs put `{name, is, profile}` to
- * `/device/{id}/asset/{name}`, the Java SDK posts lower-case keys. All of these are accepted as sent.
+ * their assets with the device token: the Python SDK posts to `/device/{id}/assets`, the Go and Node
+ * SDKs put to `/device/{id}/asset/{name}`, each with its own spelling of the body (assetBody.ts).
+ * All of these are accepted as sent.
  */
 import { FleetError } from '../../../../engine/kernel/errors.ts';
-import { checkProfile } from '../../../../engine/uplink/admission/profile.ts';
 import { AssetCreateBody, AssetList, AssetPutBody, DeviceAssetParams, DeviceParams } from '../../../../schemas/edge.ts';
 import { Asset } from '../../../../schemas/registry.ts';
 import { assetOf } from '../../EdgeAccess.ts';
 import type { EdgeContext } from '../../EdgeContext.ts';
-import { isPlainObject } from '../../../../engine/kernel/isPlainObject.ts';
-import { check, invalidField } from '../../request/check.ts';
+import { check } from '../../request/check.ts';
 import { readJsonBody } from '../../request/readBody.ts';
+import { checkAssetProfile, normaliseAssetBody } from './assetBody.ts';
 
 const JSON_TYPE = 'application/json';
 const TAGS = ['assets'];
 
-const SDK_KEYS: Record<string, string> = { Name: 'name', Title: 'title', Description: 'description', Is: 'is', Profile: 'profile' };
-
-/**
- * The SDKs' spellings → ours: capitalised keys mapped (a lower-case key given as well wins), null
- * optional fields dropped (the Python SDK sends `Title: null` when none was set), `is` lower-cased.
- */
-export function normaliseAssetBody(raw: unknown): unknown {
-  if (!isPlainObject(raw)) return raw;
-  const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(raw)) {
-    const mapped = SDK_KEYS[key];
-    if (mapped === undefined) out[key] = value;
-    else if (!Object.hasOwn(raw, mapped)) out[mapped] = value;
-  }
-  for (const key of ['title', 'description', 'profile']) if (out[key] === null) delete out[key];
-  if (typeof out.is === 'string') out.is = out.is.toLowerCase();
-  return out;
-}
-
-/**
- * 422 for a profile outside the JSON Schema subset admission compiles (engine/uplink/admission/
- * profile.ts): saved as is, it would refuse every value sent to the asset.
- */
-export function checkAssetProfile(profile: Record<string, unknown> | undefined, path: string): void {
-  if (profile === undefined) return;
-  const problem = checkProfile(profile);
-  if (problem !== undefined) throw invalidField(path, problem);
-}
-
 export function assetRoutes(edge: EdgeContext): void {
-  const { router, access, deps } = edge;
-  const { registry } = deps;
+  listAssets(edge);
+  createAsset(edge);
+  getAsset(edge);
+  putAsset(edge);
+  deleteAsset(edge);
+}
 
+function listAssets({ router, access }: EdgeContext): void {
   router.route({
     methods: ['get'],
     path: '/device/{id}/assets',
@@ -63,8 +38,10 @@ export function assetRoutes(edge: EdgeContext): void {
     const device = await access.device(principal, params.id, 'read');
     return c.json(device.assets);
   });
+}
 
-  router.route({
+function createAsset(edge: EdgeContext): void {
+  edge.router.route({
     methods: ['post'],
     path: '/device/{id}/assets',
     operationId: 'createAsset',
@@ -75,14 +52,14 @@ export function assetRoutes(edge: EdgeContext): void {
     responses: { 201: { description: 'created', content: { [JSON_TYPE]: Asset } } },
     errors: [404, 409, 413, 415, 422],
   }, async (c, { principal, params }) => {
-    const device = await access.device(principal, params.id, 'write');
+    const device = await edge.access.device(principal, params.id, 'write');
     const body = check<AssetCreateBody>(AssetCreateBody, normaliseAssetBody(await readJsonBody(c.req.raw, edge.maxBodyBytes)), 'body');
     checkAssetProfile(body.profile, 'body.profile');
     if (device.assets.some((a) => a.name === body.name)) {
       throw new FleetError('CONFLICT', `device ${device.id} already has an asset "${body.name}"; PUT /device/{id}/asset/{name} updates it`);
     }
     const { name, ...fields } = body;
-    const { asset, created } = await registry.upsertAsset(device.id, name, fields);
+    const { asset, created } = await edge.deps.registry.upsertAsset(device.id, name, fields);
     edge.changed(device.id);
     // Lost a race with another create of the same name: the registry has one asset (the port
     // guarantees it), to which this request's fields were applied as an update; report the conflict.
@@ -90,7 +67,9 @@ export function assetRoutes(edge: EdgeContext): void {
     c.header('location', `/device/${device.id}/asset/${asset.name}`);
     return c.json(asset, 201);
   });
+}
 
+function getAsset({ router, access }: EdgeContext): void {
   router.route({
     methods: ['get'],
     path: '/device/{id}/asset/{name}',
@@ -104,8 +83,10 @@ export function assetRoutes(edge: EdgeContext): void {
     const device = await access.device(principal, params.id, 'read');
     return c.json(assetOf(device, params.name));
   });
+}
 
-  router.route({
+function putAsset(edge: EdgeContext): void {
+  edge.router.route({
     methods: ['put'],
     path: '/device/{id}/asset/{name}',
     operationId: 'putAsset',
@@ -119,7 +100,7 @@ export function assetRoutes(edge: EdgeContext): void {
     },
     errors: [404, 413, 415, 422],
   }, async (c, { principal, params }) => {
-    const device = await access.device(principal, params.id, 'write');
+    const device = await edge.access.device(principal, params.id, 'write');
     const body = check<AssetPutBody>(AssetPutBody, normaliseAssetBody(await readJsonBody(c.req.raw, edge.maxBodyBytes)), 'body');
     const { name, ...fields } = body;
     checkAssetProfile(fields.profile, 'body.profile');
@@ -133,13 +114,15 @@ export function assetRoutes(edge: EdgeContext): void {
         detail: { errors: [{ path: 'body.is', message: 'required to create an asset (sensor, actuator or virtual)' }] },
       });
     }
-    const { asset, created } = await registry.upsertAsset(device.id, params.name, fields);
+    const { asset, created } = await edge.deps.registry.upsertAsset(device.id, params.name, fields);
     edge.changed(device.id);
     if (created) c.header('location', `/device/${device.id}/asset/${asset.name}`);
     return c.json(asset, created ? 201 : 200);
   });
+}
 
-  router.route({
+function deleteAsset(edge: EdgeContext): void {
+  edge.router.route({
     methods: ['delete'],
     path: '/device/{id}/asset/{name}',
     operationId: 'deleteAsset',
@@ -149,8 +132,8 @@ export function assetRoutes(edge: EdgeContext): void {
     responses: { 204: { description: 'deleted' } },
     errors: [404],
   }, async (c, { principal, params }) => {
-    const device = await access.device(principal, params.id, 'manage');
-    if (!(await registry.deleteAsset(device.id, params.name))) {
+    const device = await edge.access.device(principal, params.id, 'manage');
+    if (!(await edge.deps.registry.deleteAsset(device.id, params.name))) {
       throw new FleetError('UNKNOWN_ASSET', `device ${device.id} has no asset "${params.name}"`);
     }
     edge.changed(device.id);

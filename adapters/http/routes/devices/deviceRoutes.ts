@@ -4,7 +4,6 @@
  * token once.
  */
 import { withCanonicalField } from '../../../../engine/kernel/canonicalText.ts';
-import { FleetError } from '../../../../engine/kernel/errors.ts';
 import type { Device, DeviceQuery } from '../../../../engine/ports/registry.ts';
 import { ID_PATTERN } from '../../../../schemas/registry.ts';
 import {
@@ -17,33 +16,27 @@ import {
   DeviceWithAssets,
   GroundParams,
 } from '../../../../schemas/edge.ts';
-import { checkAssetProfile } from './assetRoutes.ts';
 import type { EdgeContext } from '../../EdgeContext.ts';
-import { check, invalidField } from '../../request/check.ts';
+import { check } from '../../request/check.ts';
 import { readJsonBody } from '../../request/readBody.ts';
+import { listCursors } from '../listCursor.ts';
+import { checkAssetProfile } from './assetBody.ts';
 
 const JSON_TYPE = 'application/json';
 const TAGS = ['devices'];
 const DEFAULT_PAGE = 100;
-const CURSOR_RE = new RegExp(`^([0-9]{1,16})\\.(${ID_PATTERN.slice(1, -1)})$`);
-
-function encodeCursor(d: Device): string {
-  return Buffer.from(`${d.createdAt}.${d.id}`, 'utf8').toString('base64url');
-}
-
-function decodeCursor(cursor: string): { createdAt: number; id: string } {
-  const match = CURSOR_RE.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
-  if (match === null || !Number.isSafeInteger(Number(match[1]))) {
-    throw invalidField('query.cursor', 'not a cursor of this list');
-  }
-  return { createdAt: Number(match[1]), id: match[2] };
-}
+const CURSORS = listCursors(ID_PATTERN.slice(1, -1));
 
 export function deviceRoutes(edge: EdgeContext): void {
-  const { router, access, deps } = edge;
-  const { registry } = deps;
+  createDevice(edge);
+  listDevices(edge);
+  getDevice(edge);
+  updateDevice(edge);
+  deleteDevice(edge);
+}
 
-  router.route({
+function createDevice(edge: EdgeContext): void {
+  edge.router.route({
     methods: ['post'],
     path: '/ground/{groundId}/devices',
     operationId: 'createDevice',
@@ -54,17 +47,19 @@ export function deviceRoutes(edge: EdgeContext): void {
     responses: { 201: { description: 'created', content: { [JSON_TYPE]: CreatedDevice } } },
     errors: [404, 409, 413, 415, 422],
   }, async (c, { principal, params }) => {
-    const ground = await access.ground(principal, params.groundId);
+    const ground = await edge.access.ground(principal, params.groundId);
     // Lengths are checked on the canonical name (a leading BOM does not count), as the registry does.
     const body = check<DeviceCreateBody>(DeviceCreateBody, withCanonicalField(await readJsonBody(c.req.raw, edge.maxBodyBytes), 'name'), 'body');
     body.assets?.forEach((a, i) => checkAssetProfile(a.profile, `body.assets.${i}.profile`));
-    const created = await registry.createDevice({ ...body, groundId: ground.id });
+    const created = await edge.deps.registry.createDevice({ ...body, groundId: ground.id });
     edge.changed(created.device.id);
     c.header('location', `/device/${created.device.id}`);
     c.header('cache-control', 'no-store');
     return c.json({ ...created.device, token: created.token }, 201);
   });
+}
 
+function listDevices({ router, access, deps }: EdgeContext): void {
   router.route({
     methods: ['get'],
     path: '/ground/{groundId}/devices',
@@ -79,14 +74,16 @@ export function deviceRoutes(edge: EdgeContext): void {
     const ground = await access.ground(principal, params.groundId);
     const limit = query.limit ?? DEFAULT_PAGE;
     const request: DeviceQuery = { limit: limit + 1 };
-    if (query.cursor !== undefined) request.after = decodeCursor(query.cursor);
-    const rows: Device[] = await registry.listDevices(ground.id, request);
-    const items = rows.slice(0, limit);
-    const page: { items: Device[]; next?: string } = { items };
-    if (rows.length > limit) page.next = encodeCursor(items[items.length - 1]);
-    return c.json(page);
+    if (query.cursor !== undefined) {
+      const after = CURSORS.decode(query.cursor);
+      request.after = { createdAt: after.createdAt, id: after.key };
+    }
+    const rows: Device[] = await deps.registry.listDevices(ground.id, request);
+    return c.json(CURSORS.page(rows, limit, (d) => d.id));
   });
+}
 
+function getDevice({ router, access }: EdgeContext): void {
   router.route({
     methods: ['get'],
     path: '/device/{id}',
@@ -99,8 +96,10 @@ export function deviceRoutes(edge: EdgeContext): void {
   }, async (c, { principal, params }) => {
     return c.json(await access.device(principal, params.id, 'read'));
   });
+}
 
-  router.route({
+function updateDevice(edge: EdgeContext): void {
+  edge.router.route({
     methods: ['patch'],
     path: '/device/{id}',
     operationId: 'updateDevice',
@@ -111,14 +110,16 @@ export function deviceRoutes(edge: EdgeContext): void {
     responses: { 200: { description: 'the device', content: { [JSON_TYPE]: DeviceWithAssets } } },
     errors: [404, 409, 413, 415, 422],
   }, async (c, { principal, params }) => {
-    const device = await access.device(principal, params.id, 'manage');
+    const device = await edge.access.device(principal, params.id, 'manage');
     const patch = check<DevicePatchBody>(DevicePatchBody, withCanonicalField(await readJsonBody(c.req.raw, edge.maxBodyBytes), 'name'), 'body');
-    const updated = await registry.updateDevice(device.id, patch);
+    const updated = await edge.deps.registry.updateDevice(device.id, patch);
     edge.changed(device.id);
     return c.json({ ...updated, assets: device.assets });
   });
+}
 
-  router.route({
+function deleteDevice(edge: EdgeContext): void {
+  edge.router.route({
     methods: ['delete'],
     path: '/device/{id}',
     operationId: 'deleteDevice',
@@ -128,8 +129,8 @@ export function deviceRoutes(edge: EdgeContext): void {
     responses: { 204: { description: 'deleted' } },
     errors: [404],
   }, async (c, { principal, params }) => {
-    const device = await access.device(principal, params.id, 'manage');
-    await registry.deleteDevice(device.id);
+    const device = await edge.access.device(principal, params.id, 'manage');
+    await edge.deps.registry.deleteDevice(device.id);
     edge.changed(device.id, true);
     return c.body(null, 204);
   });
