@@ -2,13 +2,13 @@
  * The activation service's routes on the edge (spec §2.5–2.8, §4.5–4.7, §9): device types and
  * activations for partners, looking up and redeeming codes for users, the networks table.
  */
-import { activationOfferRoute } from './activationOfferRoute.ts';
+import type { EdgeContext } from '../../EdgeContext.ts';
+import { activateRoutes } from './activateRoutes.ts';
 import { activationRoutes } from './activationRoutes.ts';
 import { deviceTypeRoutes } from './deviceTypeRoutes.ts';
-import type { EdgeContext } from '../../EdgeContext.ts';
 
 export function activationEdge(edge: EdgeContext): void {
   deviceTypeRoutes(edge);
   activationRoutes(edge);
-  activationOfferRoute(edge);
+  activateRoutes(edge);
 }

@@ -25,12 +25,20 @@ import { readJsonBody } from '../../request/readBody.ts';
 const JSON_TYPE = 'application/json';
 const TAGS = ['device types'];
 
-export function deviceTypeRoutes(edge: EdgeContext): void {
-  const { router, deps } = edge;
-  const { registry } = deps;
-  const typePath = (partner: string, name: string) => `/partner/${partner}/device-types/${encodeURIComponent(name)}`;
+function typePath(partner: string, name: string): string {
+  return `/partner/${partner}/device-types/${encodeURIComponent(name)}`;
+}
 
-  router.route({
+export function deviceTypeRoutes(edge: EdgeContext): void {
+  saveDeviceTypeDraft(edge);
+  publishDeviceType(edge);
+  listDeviceTypes(edge);
+  getDeviceType(edge);
+  getDeviceTypeVersion(edge);
+}
+
+function saveDeviceTypeDraft(edge: EdgeContext): void {
+  edge.router.route({
     methods: ['put'],
     path: '/partner/{partner}/device-types/{name}',
     operationId: 'saveDeviceTypeDraft',
@@ -48,13 +56,15 @@ export function deviceTypeRoutes(edge: EdgeContext): void {
     requirePartner(principal, params.partner);
     const body = check<DeviceTypeDraftBody>(DeviceTypeDraftBody, await readJsonBody(c.req.raw, edge.maxBodyBytes), 'body', { nameMissing: true });
     const saved = await namingFields(
-      registry.saveDeviceTypeDraft(params.partner, params.name, body as DeviceTypeDefinition),
+      edge.deps.registry.saveDeviceTypeDraft(params.partner, params.name, body as DeviceTypeDefinition),
       (field) => (field === 'name' || field === 'partnerId' ? undefined : `body.${field}`),
     );
     if (saved.created) c.header('location', typePath(params.partner, params.name));
     return c.json(saved.deviceType, saved.created ? 201 : 200);
   });
+}
 
+function publishDeviceType({ router, deps }: EdgeContext): void {
   router.route({
     methods: ['post'],
     path: '/partner/{partner}/device-types/{name}/versions',
@@ -66,11 +76,13 @@ export function deviceTypeRoutes(edge: EdgeContext): void {
     errors: [404],
   }, async (c, { principal, params }) => {
     requirePartner(principal, params.partner);
-    const version = await registry.publishDeviceTypeDraft(params.partner, params.name);
+    const version = await deps.registry.publishDeviceTypeDraft(params.partner, params.name);
     c.header('location', `${typePath(params.partner, params.name)}/versions/${version.version}`);
     return c.json(version, 201);
   });
+}
 
+function listDeviceTypes({ router, deps }: EdgeContext): void {
   router.route({
     methods: ['get'],
     path: '/partner/{partner}/device-types',
@@ -81,9 +93,11 @@ export function deviceTypeRoutes(edge: EdgeContext): void {
     responses: { 200: { description: 'the device types', content: { [JSON_TYPE]: DeviceTypeList } } },
   }, async (c, { principal, params }) => {
     requirePartner(principal, params.partner);
-    return c.json(await registry.listDeviceTypes(params.partner));
+    return c.json(await deps.registry.listDeviceTypes(params.partner));
   });
+}
 
+function getDeviceType({ router, deps }: EdgeContext): void {
   router.route({
     methods: ['get'],
     path: '/partner/{partner}/device-types/{name}',
@@ -95,11 +109,13 @@ export function deviceTypeRoutes(edge: EdgeContext): void {
     errors: [404],
   }, async (c, { principal, params }) => {
     requirePartner(principal, params.partner);
-    const type = await registry.getDeviceType(params.partner, params.name);
+    const type = await deps.registry.getDeviceType(params.partner, params.name);
     if (type === undefined) throw new FleetError('NOT_FOUND', `device type ${params.name} not found`);
     return c.json(type);
   });
+}
 
+function getDeviceTypeVersion({ router, deps }: EdgeContext): void {
   router.route({
     methods: ['get'],
     path: '/partner/{partner}/device-types/{name}/versions/{version}',
@@ -111,7 +127,7 @@ export function deviceTypeRoutes(edge: EdgeContext): void {
     errors: [404],
   }, async (c, { principal, params }) => {
     requirePartner(principal, params.partner);
-    const version = await registry.resolveDeviceType(`${params.partner}/${params.name}:${params.version}`);
+    const version = await deps.registry.resolveDeviceType(`${params.partner}/${params.name}:${params.version}`);
     if (version === undefined) throw new FleetError('NOT_FOUND', `device type ${params.name} has no published version ${params.version}`);
     return c.json(version);
   });
