@@ -5,6 +5,7 @@
 import type { EdgeCoreDeps } from './EdgeContext.ts';
 import type { EdgeCommands } from './routes/commands/commandRoutes.ts';
 import type { LpwanEdgeDeps } from './routes/lpwan/lpwanRoutes.ts';
+import type { EdgeProbes } from './routes/meta/probeRoutes.ts';
 import type { EdgeLive } from './liveRoutes.ts';
 
 export type { EdgeLimits, EdgeLogger } from './EdgeContext.ts';
@@ -22,15 +23,7 @@ export interface EdgeDeps extends EdgeCoreDeps {
   console?: boolean;
 }
 
-export interface EdgeObserver {
-  /** GET /ready answers 200 when true, 503 when not (adapters away, no partitions yet). */
-  ready(): boolean;
-  /**
-   * GET /metrics, the Prometheus exposition, for a request bearing `token` (schemas/config.ts
-   * `metrics.token`). Absent: no /metrics route (404): metrics are the metrics listener's
-   * (app/serveMetrics.ts), not the public API's.
-   */
-  metrics?: { token: string; scrape(): Promise<{ contentType: string; body: string }> };
+export interface EdgeObserver extends EdgeProbes {
   /** Every answered request, with its route template (`/device/:id`), `unmatched` for none. */
   onRequest?(method: string, route: string, status: number, seconds: number): void;
 }

@@ -5,12 +5,23 @@
 import { FleetError } from '../../../../engine/kernel/errors.ts';
 import { Health } from '../../../../schemas/edge.ts';
 import { bearerTokenCheck } from '../../bearerTokenCheck.ts';
-import type { EdgeObserver } from '../../EdgeDeps.ts';
 import type { EdgeRouter } from '../../EdgeRouter.ts';
 
 const JSON_TYPE = 'application/json';
 
-export function probeRoutes(router: EdgeRouter, observe: EdgeObserver | undefined): void {
+/** What the probes ask of the process (EdgeDeps `observe`). */
+export interface EdgeProbes {
+  /** GET /ready answers 200 when true, 503 when not (adapters away, no partitions yet). */
+  ready(): boolean;
+  /**
+   * GET /metrics, the Prometheus exposition, for a request bearing `token` (schemas/config.ts
+   * `metrics.token`). Absent: no /metrics route (404): metrics are the metrics listener's
+   * (app/serveMetrics.ts), not the public API's.
+   */
+  metrics?: { token: string; scrape(): Promise<{ contentType: string; body: string }> };
+}
+
+export function probeRoutes(router: EdgeRouter, observe: EdgeProbes | undefined): void {
   router.publicRoute({
     methods: ['get'],
     path: '/health',
@@ -24,7 +35,7 @@ export function probeRoutes(router: EdgeRouter, observe: EdgeObserver | undefine
   if (observe.metrics !== undefined) metricsRoute(router, observe.metrics);
 }
 
-function readyRoute(router: EdgeRouter, observe: EdgeObserver): void {
+function readyRoute(router: EdgeRouter, observe: EdgeProbes): void {
   router.publicRoute({
     methods: ['get'],
     path: '/ready',
@@ -38,7 +49,7 @@ function readyRoute(router: EdgeRouter, observe: EdgeObserver): void {
   }, (c) => (observe.ready() ? c.json({ status: 'ok' }) : c.json({ status: 'starting' }, 503)));
 }
 
-function metricsRoute(router: EdgeRouter, metrics: NonNullable<EdgeObserver['metrics']>): void {
+function metricsRoute(router: EdgeRouter, metrics: NonNullable<EdgeProbes['metrics']>): void {
   const authorized = bearerTokenCheck(metrics.token);
   router.publicRoute({
     methods: ['get'],
