@@ -16,8 +16,8 @@ import type { EdgeCommands } from '../adapters/http/routes/commands/commandRoute
 import { createEdgeApp, type EdgeObserver } from '../adapters/http/createEdgeApp.ts';
 import { serveEdge, type ServedEdge } from '../adapters/http/serveEdge.ts';
 import { EdgeAccess } from '../adapters/http/EdgeAccess.ts';
-import { LiveConnections, type LiveSource } from '../adapters/http/liveRoutes.ts';
-import { createLiveSocket } from '../adapters/http/liveSocket.ts';
+import { LiveConnections, type LiveSource } from '../adapters/http/live/liveRoutes.ts';
+import { createLiveSocket } from '../adapters/http/live/liveSocket.ts';
 import { createExternalMqtt } from '../adapters/mqtt/createExternalMqtt.ts';
 import { createMqttEdge, type MqttEdge } from '../adapters/mqtt/createMqttEdge.ts';
 import type { Config } from '../schemas/config.ts';

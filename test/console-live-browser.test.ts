@@ -2,7 +2,7 @@
  * Live values in the console (issue #13): with the device page and the ground page open in
  * headless Chromium, a state PUT over HTTP shows up without a reload, through the SSE stream the
  * console reads with fetch() (the token in the Authorization header). Needs the edge's live
- * stream (adapters/http/liveRoutes.ts); without it these tests are skipped, saying so.
+ * stream (adapters/http/live/liveRoutes.ts); without it these tests are skipped, saying so.
  */
 import { existsSync } from 'node:fs';
 import { suite, unless } from './support/suite.ts';
@@ -15,7 +15,7 @@ import { tempDir } from './support/tmp.ts';
 
 interface World { service: Service; base: string; browser: Browser; device: CreatedDevice; remove(): void }
 const test = suite<World>('console live values in Chromium');
-const liveRoutes = new URL('../adapters/http/liveRoutes.ts', import.meta.url).pathname;
+const liveRoutes = new URL('../adapters/http/live/liveRoutes.ts', import.meta.url).pathname;
 
 async function put(w: World, value: number): Promise<number> {
   const sent = Date.now();
@@ -29,7 +29,7 @@ async function put(w: World, value: number): Promise<number> {
 }
 
 withChromium('console live browser tests', (chromiumPath) => {
-  unless('console live browser tests', existsSync(liveRoutes) ? undefined : 'this edge has no live stream yet (adapters/http/liveRoutes.ts, issue #13 items 1 and 2)', () => {
+  unless('console live browser tests', existsSync(liveRoutes) ? undefined : 'this edge has no live stream yet (adapters/http/live/liveRoutes.ts, issue #13 items 1 and 2)', () => {
     test.before(async (w) => {
       const t = tempDir('console-live');
       w.remove = t.remove;

@@ -10,7 +10,7 @@ import * as assert from 'uvu/assert';
 import type { Service } from '../app/createService.ts';
 import { suite } from './support/suite.ts';
 import { createDeviceOverHttp, startEmbeddedService, type CreatedDevice } from './support/embeddedService.ts';
-import { OVERFLOW_GRACE_MS } from '../adapters/http/liveRoutes.ts';
+import { OVERFLOW_GRACE_MS } from '../adapters/http/live/liveRoutes.ts';
 import { neverReadingSse, openSse, type SseStream } from './support/liveClients.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
 

@@ -6,7 +6,7 @@ import type { EdgeCoreDeps } from './EdgeContext.ts';
 import type { EdgeCommands } from './routes/commands/commandRoutes.ts';
 import type { LpwanEdgeDeps } from './routes/lpwan/lpwanRoutes.ts';
 import type { EdgeProbes } from './routes/meta/probeRoutes.ts';
-import type { EdgeLive } from './liveRoutes.ts';
+import type { EdgeLive } from './live/liveRoutes.ts';
 
 export type { EdgeLimits, EdgeLogger } from './EdgeContext.ts';
 
@@ -15,7 +15,7 @@ export interface EdgeDeps extends EdgeCoreDeps {
   lpwan?: LpwanEdgeDeps;
   /** Commands (routes/commands/); absent: no command routes. */
   commands?: EdgeCommands;
-  /** Live streams (liveRoutes.ts, docs/live.md); absent: no /live routes. */
+  /** Live streams (live/liveRoutes.ts, docs/live.md); absent: no /live routes. */
   live?: EdgeLive;
   /** Readiness, request timing and metrics (app/metrics.ts); absent: no /ready nor /metrics. */
   observe?: EdgeObserver;

@@ -11,7 +11,7 @@ import { EdgeAccess } from './EdgeAccess.ts';
 import type { EdgeContext } from './EdgeContext.ts';
 import { DEFAULT_MAX_BODY_BYTES, type EdgeDeps, type EdgeObserver } from './EdgeDeps.ts';
 import { EdgeRouter } from './EdgeRouter.ts';
-import { LiveConnections, liveRoutes } from './liveRoutes.ts';
+import { LiveConnections, liveRoutes } from './live/liveRoutes.ts';
 import { problemResponse } from './problemResponse.ts';
 import { activationEdge } from './routes/activation/activationEdge.ts';
 import { commandRoutes } from './routes/commands/commandRoutes.ts';

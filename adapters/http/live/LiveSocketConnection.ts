@@ -5,15 +5,15 @@
  */
 import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
-import { FleetError, toFleetError } from '../../engine/kernel/errors.ts';
-import type { HubEvent, LiveFilter } from '../../engine/live/LiveHub.ts';
-import { LiveSubscription, type LiveCloseReason, type LiveFormat, type LiveTransport } from '../../engine/live/LiveSubscription.ts';
-import type { Principal } from '../../engine/ports/registry.ts';
-import { ID_PATTERN } from '../../schemas/registry.ts';
-import { hashToken } from '../../engine/access/tokens.ts';
+import { FleetError, toFleetError } from '../../../engine/kernel/errors.ts';
+import type { HubEvent, LiveFilter } from '../../../engine/live/LiveHub.ts';
+import { LiveSubscription, type LiveCloseReason, type LiveFormat, type LiveTransport } from '../../../engine/live/LiveSubscription.ts';
+import type { Principal } from '../../../engine/ports/registry.ts';
+import { ID_PATTERN } from '../../../schemas/registry.ts';
+import { hashToken } from '../../../engine/access/tokens.ts';
 import { kindsOf } from './liveRoutes.ts';
-import type { Clock } from '../../engine/kernel/clock.ts';
-import type { EdgeAccess } from './EdgeAccess.ts';
+import type { Clock } from '../../../engine/kernel/clock.ts';
+import type { EdgeAccess } from '../EdgeAccess.ts';
 import type { LiveConnections, LiveSource } from './liveRoutes.ts';
 
 export interface LiveSocketOptions {

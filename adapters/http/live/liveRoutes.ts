@@ -8,14 +8,14 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Context } from 'hono';
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import Type from 'typebox';
-import type { Clock, TimerHandle } from '../../engine/kernel/clock.ts';
-import { FleetError } from '../../engine/kernel/errors.ts';
-import type { LiveFilter, HubEvent, LiveOwner } from '../../engine/live/LiveHub.ts';
-import { hashToken } from '../../engine/access/tokens.ts';
-import { LiveSubscription, type LiveFormat, type LiveSubscriber } from '../../engine/live/LiveSubscription.ts';
-import { LIVE_KINDS, type LiveKind } from '../../schemas/live.ts';
-import { DeviceParams, GroundParams } from '../../schemas/edge.ts';
-import type { EdgeContext } from './EdgeContext.ts';
+import type { Clock, TimerHandle } from '../../../engine/kernel/clock.ts';
+import { FleetError } from '../../../engine/kernel/errors.ts';
+import type { LiveFilter, HubEvent, LiveOwner } from '../../../engine/live/LiveHub.ts';
+import { hashToken } from '../../../engine/access/tokens.ts';
+import { LiveSubscription, type LiveFormat, type LiveSubscriber } from '../../../engine/live/LiveSubscription.ts';
+import { LIVE_KINDS, type LiveKind } from '../../../schemas/live.ts';
+import { DeviceParams, GroundParams } from '../../../schemas/edge.ts';
+import type { EdgeContext } from '../EdgeContext.ts';
 
 /** What the edge needs of the live hub. */
 export interface LiveSource {
