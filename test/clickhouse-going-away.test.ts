@@ -5,7 +5,8 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createSqlStateStore, type SqlExecutor } from '../adapters/clickhouse-sql/createSqlStateStore.ts';
+import { createSqlStateStore } from '../adapters/clickhouse-sql/createSqlStateStore.ts';
+import type { SqlExecutor } from '../adapters/clickhouse-sql/SqlExecutor.ts';
 import { fleetErrorFromClickHouseCode } from '../adapters/clickhouse-sql/clickhouseErrors.ts';
 import { rejectsWith, row } from './contracts/store.contract.ts';
 

@@ -23,7 +23,8 @@ import { FleetError } from '../../engine/kernel/errors.ts';
 import type { StateStore } from '../../engine/ports/store.ts';
 import { fleetErrorFromClickHouseCode } from '../clickhouse-sql/clickhouseErrors.ts';
 import { quoteString } from '../clickhouse-sql/stateTable.ts';
-import { createSqlStateStore, type SqlStateStore, type SqlExecutor, type SqlStateStoreOptions } from '../clickhouse-sql/createSqlStateStore.ts';
+import { createSqlStateStore, type SqlStateStore, type SqlStateStoreOptions } from '../clickhouse-sql/createSqlStateStore.ts';
+import type { SqlExecutor } from '../clickhouse-sql/SqlExecutor.ts';
 import { processAlive } from '../processAlive.ts';
 
 export interface ChdbStoreOptions extends SqlStateStoreOptions {

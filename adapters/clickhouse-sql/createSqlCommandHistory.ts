@@ -24,7 +24,7 @@
 import { FleetError } from '../../engine/kernel/errors.ts';
 import type { CommandHistory, CommandHistoryQuery } from '../../engine/ports/commandHistory.ts';
 import type { CommandLifecycle, CommandStatus, CommandTransition, CommandView } from '../../schemas/commands.ts';
-import type { SqlExecutor } from './createSqlStateStore.ts';
+import type { SqlExecutor } from './SqlExecutor.ts';
 import { tsvField } from './encodeStateRowsTsv.ts';
 import { checkIdentifier, int64Literal, quoteString } from './stateTable.ts';
 

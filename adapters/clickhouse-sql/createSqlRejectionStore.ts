@@ -10,7 +10,7 @@
  */
 import { FleetError } from '../../engine/kernel/errors.ts';
 import type { RejectionQuery, RejectionRow, RejectionStore } from '../../engine/ports/rejections.ts';
-import type { SqlExecutor } from './createSqlStateStore.ts';
+import type { SqlExecutor } from './SqlExecutor.ts';
 import { tsvField } from './encodeStateRowsTsv.ts';
 import { checkIdentifier, int64Literal, quoteString } from './stateTable.ts';
 
@@ -57,7 +57,30 @@ export function createSqlRejectionStore(executor: Pick<SqlExecutor, 'command' | 
   return {
     async init() {
       await executor.command(`CREATE DATABASE IF NOT EXISTS \`${database}\``);
-      await executor.command(`CREATE TABLE IF NOT EXISTS ${qualified} (
+      await executor.command(createRejectionTableSql(qualified));
+      if (!(await columns()).includes('item')) await addItem();
+    },
+
+    async append(rows: readonly RejectionRow[]) {
+      if (rows.length === 0) return;
+      await executor.insertTsv(`${database}.${table}`, REJECTION_COLUMNS, encodeRejectionRows(rows));
+    },
+
+    async recent(deviceId: string, query: RejectionQuery = {}) {
+      const limit = checkRecentQuery(query, maxLimit);
+      const before = query.before === undefined ? '' : ` AND rejected_at < ${int64Literal(query.before)}`;
+      const channels = query.channels === undefined ? '' : ` AND channel IN (${query.channels.map(quoteString).join(', ')})`;
+      const rows = await executor.select(`SELECT device_id, rejected_at, uplink_id, code, asset, reason, channel, item FROM ${qualified} FINAL
+WHERE device_id = ${quoteString(deviceId)}${before}${channels}
+ORDER BY rejected_at DESC, uplink_id DESC, item, code, asset
+LIMIT ${limit}`);
+      return rows.map(decodeRejection);
+    },
+  };
+}
+
+function createRejectionTableSql(qualified: string): string {
+  return `CREATE TABLE IF NOT EXISTS ${qualified} (
   device_id String,
   rejected_at Int64,
   uplink_id String,
@@ -67,54 +90,48 @@ export function createSqlRejectionStore(executor: Pick<SqlExecutor, 'command' | 
   channel String,
   item UInt16
 ) ENGINE = ReplacingMergeTree()
-ORDER BY (device_id, rejected_at, uplink_id, code, asset, item)`);
-      if (!(await columns()).includes('item')) await addItem();
-    },
+ORDER BY (device_id, rejected_at, uplink_id, code, asset, item)`;
+}
 
-    async append(rows: readonly RejectionRow[]) {
-      if (rows.length === 0) return;
-      let payload = '';
-      for (const row of rows) {
-        if (!Number.isSafeInteger(row.rejectedAt)) throw new FleetError('INVALID_STATE', 'rejectedAt must be an integer epoch ms');
-        if (row.item !== undefined && !(Number.isSafeInteger(row.item) && row.item >= 0 && row.item <= MAX_ITEM)) {
-          throw new FleetError('INVALID_STATE', `item must be an integer from 0 to ${MAX_ITEM}`);
-        }
-        payload += `${tsvField(row.deviceId)}\t${row.rejectedAt}\t${tsvField(row.uplinkId)}\t${tsvField(row.code)}\t${tsvField(row.asset)}\t${tsvField(row.reason)}\t${tsvField(row.channel)}\t${row.item === undefined ? 0 : row.item + 1}\n`;
-      }
-      await executor.insertTsv(`${database}.${table}`, REJECTION_COLUMNS, Buffer.from(payload));
-    },
+/** The rows as a TabSeparated payload of REJECTION_COLUMNS. */
+function encodeRejectionRows(rows: readonly RejectionRow[]): Buffer {
+  let payload = '';
+  for (const row of rows) {
+    if (!Number.isSafeInteger(row.rejectedAt)) throw new FleetError('INVALID_STATE', 'rejectedAt must be an integer epoch ms');
+    if (row.item !== undefined && !(Number.isSafeInteger(row.item) && row.item >= 0 && row.item <= MAX_ITEM)) {
+      throw new FleetError('INVALID_STATE', `item must be an integer from 0 to ${MAX_ITEM}`);
+    }
+    payload += `${tsvField(row.deviceId)}\t${row.rejectedAt}\t${tsvField(row.uplinkId)}\t${tsvField(row.code)}\t${tsvField(row.asset)}\t${tsvField(row.reason)}\t${tsvField(row.channel)}\t${row.item === undefined ? 0 : row.item + 1}\n`;
+  }
+  return Buffer.from(payload);
+}
 
-    async recent(deviceId: string, query: RejectionQuery = {}) {
-      const limit = query.limit ?? 50;
-      if (!Number.isSafeInteger(limit) || limit < 1 || limit > maxLimit) {
-        throw new FleetError('VALIDATION_FAILED', `limit must be an integer from 1 to ${maxLimit}`, { detail: { field: 'limit' } });
-      }
-      if (query.before !== undefined && !Number.isSafeInteger(query.before)) {
-        throw new FleetError('VALIDATION_FAILED', 'before must be an integer epoch ms', { detail: { field: 'before' } });
-      }
-      if (query.channels !== undefined && (!Array.isArray(query.channels) || query.channels.length === 0 || !query.channels.every((c) => typeof c === 'string'))) {
-        throw new FleetError('VALIDATION_FAILED', 'channels must be a non-empty list of channel names', { detail: { field: 'channels' } });
-      }
-      const before = query.before === undefined ? '' : ` AND rejected_at < ${int64Literal(query.before)}`;
-      const channels = query.channels === undefined ? '' : ` AND channel IN (${query.channels.map(quoteString).join(', ')})`;
-      const rows = await executor.select(`SELECT device_id, rejected_at, uplink_id, code, asset, reason, channel, item FROM ${qualified} FINAL
-WHERE device_id = ${quoteString(deviceId)}${before}${channels}
-ORDER BY rejected_at DESC, uplink_id DESC, item, code, asset
-LIMIT ${limit}`);
-      return rows.map((r) => {
-        const row: RejectionRow = {
-          deviceId: String(r.device_id),
-          rejectedAt: Number(r.rejected_at),
-          uplinkId: String(r.uplink_id),
-          code: String(r.code),
-          asset: String(r.asset),
-          reason: String(r.reason),
-          channel: String(r.channel),
-        };
-        const item = Number(r.item);
-        if (item > 0) row.item = item - 1;
-        return row;
-      });
-    },
+/** The query's limit, once the query is valid. */
+function checkRecentQuery(query: RejectionQuery, maxLimit: number): number {
+  const limit = query.limit ?? 50;
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > maxLimit) {
+    throw new FleetError('VALIDATION_FAILED', `limit must be an integer from 1 to ${maxLimit}`, { detail: { field: 'limit' } });
+  }
+  if (query.before !== undefined && !Number.isSafeInteger(query.before)) {
+    throw new FleetError('VALIDATION_FAILED', 'before must be an integer epoch ms', { detail: { field: 'before' } });
+  }
+  if (query.channels !== undefined && (!Array.isArray(query.channels) || query.channels.length === 0 || !query.channels.every((c) => typeof c === 'string'))) {
+    throw new FleetError('VALIDATION_FAILED', 'channels must be a non-empty list of channel names', { detail: { field: 'channels' } });
+  }
+  return limit;
+}
+
+function decodeRejection(r: Record<string, unknown>): RejectionRow {
+  const row: RejectionRow = {
+    deviceId: String(r.device_id),
+    rejectedAt: Number(r.rejected_at),
+    uplinkId: String(r.uplink_id),
+    code: String(r.code),
+    asset: String(r.asset),
+    reason: String(r.reason),
+    channel: String(r.channel),
   };
+  const item = Number(r.item);
+  if (item > 0) row.item = item - 1;
+  return row;
 }

@@ -11,34 +11,16 @@ import type { RejectionStore } from '../../engine/ports/rejections.ts';
 import { createSqlRejectionStore } from './createSqlRejectionStore.ts';
 import type { CommandHistory } from '../../engine/ports/commandHistory.ts';
 import { createSqlCommandHistory } from './createSqlCommandHistory.ts';
-import { aggregateSql, decodeBucket, decodeStoredState, historySql, latestSql, RESOLUTION_MS } from './stateQueries.ts';
-import { checkIdentifier, createDatabaseSql, type StateTableNames } from './stateTable.ts';
-import { compactLayout, createStateTableSql, insertGroups, LEGACY_LAYOUT, tableColumnsSql, type StateLayout } from './stateLayout.ts';
-import { detectCapabilities, type ServerCapabilities } from './serverCapabilities.ts';
+import { aggregateSql, decodeBucket, decodeStoredState, historySql, latestSql } from './stateQueries.ts';
+import { checkAggregateQuery, checkHistoryQuery, checkString, type StateQueryLimits } from './checkStateQuery.ts';
+import { checkIdentifier, type StateTableNames } from './stateTable.ts';
+import { insertGroups, LEGACY_LAYOUT, type StateLayout } from './stateLayout.ts';
+import type { ServerCapabilities } from './serverCapabilities.ts';
 import { retriableWhenReady } from './retriableWhenReady.ts';
-import { addReadingNumber, createStateViews } from './stateMigrations.ts';
-import { createRollupSql, refreshHoursSql, refreshMinutesSql, rollupAggregateSql, rollupFor, rollupTableName, ROLLUPS, touchedBy } from './stateRollups.ts';
-
-/** What an adapter provides. Every method rejects with a FleetError. */
-export interface SqlExecutor {
-  /** A statement without a result (DDL). */
-  command(sql: string): Promise<void>;
-  /** A SELECT written without FORMAT; returns its rows as JSONEachRow objects. */
-  select(sql: string): Promise<Record<string, unknown>[]>;
-  /** Inserts a TabSeparated payload; resolves once the engine has committed it. */
-  insertTsv(table: string, columns: readonly string[], payload: Buffer): Promise<void>;
-  /**
-   * Inserts a RowBinary payload whose columns have these types (as RowBinary carries them), where
-   * the engine can take one; resolves once the engine has committed it.
-   */
-  insertRowBinary?(table: string, columns: readonly string[], types: readonly string[], payload: Buffer): Promise<void>;
-  /**
-   * Smallest insert, in rows, sent as RowBinary where insertRowBinary exists; smaller ones go as
-   * TabSeparated. Default 5 000 (what a binary insert costs beyond a text one differs per engine).
-   */
-  readonly rowBinaryFromRows?: number;
-  close(): Promise<void>;
-}
+import { initStateTables, type StateTables } from './initStateTables.ts';
+import { createRollupRefresh } from './rollupRefresh.ts';
+import { rollupAggregateSql, rollupFor } from './stateRollups.ts';
+import type { SqlExecutor } from './SqlExecutor.ts';
 
 export interface SqlStateStoreOptions {
   /** Database holding the states table; created by init(). Default 'fleetstream'. */
@@ -89,38 +71,12 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
   const ready = retriableWhenReady(engine);
   const executor = ready.executor;
   const binaryFrom = engine.rowBinaryFromRows ?? BINARY_INSERT_ROWS;
-  const names: StateTableNames = {
-    database: checkIdentifier(options.database ?? 'fleetstream', 'database'),
-    table: checkIdentifier(options.table ?? 'states', 'table'),
-  };
-  // Unquoted on purpose: chDB's insert accepts only bare `db.table`; both names are checked identifiers.
-  const insertTarget = `${names.database}.${names.table}`;
-  const defaultLimit = options.defaultLimit ?? 100;
-  const maxLimit = options.maxLimit ?? 10_000;
-  const maxBuckets = options.maxBuckets ?? 100_000;
-  if (options.retentionDays !== undefined && (!Number.isSafeInteger(options.retentionDays) || options.retentionDays < 1)) {
-    throw new TypeError(`retentionDays must be a positive integer (got ${options.retentionDays})`);
-  }
+  const { names, insertTarget, limits } = settingsOf(options);
   let closed = false;
   let closing: Promise<void> | undefined;
   // Until init() has looked at the table, rows are written and read as the 18.16 layout.
-  let layout: StateLayout = LEGACY_LAYOUT;
-  let capabilities: ServerCapabilities | undefined;
-  let rollups = false;
-  // Refreshes run one after another, each with a greater version (see stateRollups.ts).
-  let refreshing: Promise<void> = Promise.resolve();
-  let lastVersion = 0;
-  const nextVersion = () => (lastVersion = Math.max(Date.now() * 1000, lastVersion + 1));
-
-  function refreshRollups(rows: readonly StateRow[]): Promise<void> {
-    const touched = touchedBy(rows);
-    const run = refreshing.catch(() => {}).then(async () => {
-      await executor.command(refreshMinutesSql(names, touched, nextVersion()));
-      await executor.command(refreshHoursSql(names, touched, nextVersion()));
-    });
-    refreshing = run;
-    return run;
-  }
+  let tables: Omit<StateTables, 'capabilities'> & { capabilities?: ServerCapabilities } = { layout: LEGACY_LAYOUT, rollups: false };
+  const refresh = createRollupRefresh(executor, names);
 
   function open(): void {
     if (closed) throw new FleetError('CLOSED', 'state store is closed');
@@ -137,30 +93,12 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
       return executor.select(sql);
     },
     get layout() {
-      return { capabilities, kind: layout.kind };
+      return { capabilities: tables.capabilities, kind: tables.layout.kind };
     },
 
     async init() {
       open();
-      capabilities = await detectCapabilities(executor);
-      const compact = capabilities.compactTypes && options.legacyLayout !== true;
-      await executor.command(createDatabaseSql(names));
-      await executor.command(createStateTableSql(names, compact, { retentionDays: options.retentionDays }));
-      // A table made before this server (or this release) had the compact layout keeps its own.
-      const columns = (await executor.select(tableColumnsSql(names))).map((c) => c.name);
-      layout = columns.includes('uplink_text') ? compactLayout(!capabilities.exactFloatText) : LEGACY_LAYOUT;
-      if (!columns.includes('seq')) await addReadingNumber(executor, names, layout.kind === 'compact');
-      await createStateViews(executor, names);
-      rollups = layout.kind === 'compact' && options.rollups === true;
-      if (rollups) {
-        const existing = (await executor.select(`SELECT name FROM system.tables WHERE database = '${names.database}'`)).map((t) => t.name);
-        for (const rollup of ROLLUPS) await executor.command(createRollupSql(names, rollup));
-        // Rollups made beside states already stored start from all of them (in order: hours read minutes).
-        if (ROLLUPS.some((rollup) => !existing.includes(rollupTableName(names, rollup)))) {
-          await executor.command(refreshMinutesSql(names, undefined, nextVersion()));
-          await executor.command(refreshHoursSql(names, undefined, nextVersion()));
-        }
-      }
+      tables = await initStateTables(executor, names, options, refresh);
       await rejections.init();
       await commands.init();
       ready.markReady();
@@ -170,18 +108,8 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
       open();
       checkStateRows(rows);
       if (rows.length === 0) return;
-      // RowBinary carries a number's exact float64 bits (the legacy layout's text needs a decimal
-      // copy of every number: 18.16 parses floats inexactly) and the engine copies it instead of
-      // parsing text: 2-3× the rows/s of TabSeparated on chDB at 40 000 rows per insert
-      // (bench/pipeline.bench.ts). Below the executor's rowBinaryFromRows batches go as text: a
-      // binary insert may cost an engine more per insert than the parse saves (chDB writes a
-      // payload file for each).
-      const binary = executor.insertRowBinary !== undefined && options.textInsert !== true && rows.length >= binaryFrom;
-      for (const group of layout.kind === 'legacy' ? [rows] : insertGroups(rows)) {
-        if (binary) await executor.insertRowBinary!(insertTarget, layout.columns, layout.rowBinaryTypes, layout.encodeRowBinary(group));
-        else await executor.insertTsv(insertTarget, layout.columns, layout.encode(group));
-      }
-      if (rollups) await refreshRollups(rows);
+      await insertStates(executor, insertTarget, tables.layout, rows, options.textInsert !== true && rows.length >= binaryFrom);
+      if (tables.rollups) await refresh.touched(rows);
     },
 
     async latest(deviceId: string): Promise<StoredState[]> {
@@ -192,36 +120,17 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
 
     async history(query: HistoryQuery): Promise<StoredState[]> {
       open();
-      checkString(query?.deviceId, 'deviceId');
-      checkString(query.asset, 'asset');
-      const from = optionalTime(query.from, 'from');
-      const to = optionalTime(query.to, 'to');
-      const limit = query.limit ?? defaultLimit;
-      if (!Number.isSafeInteger(limit) || limit < 0 || limit > maxLimit) {
-        throw badQuery(`limit must be an integer from 0 to ${maxLimit}`, 'limit');
-      }
-      const order = query.order ?? 'desc';
-      if (order !== 'asc' && order !== 'desc') throw badQuery("order must be 'asc' or 'desc'", 'order');
-      if (limit === 0 || (from !== undefined && to !== undefined && from >= to)) return [];
-      const sql = historySql(names, { deviceId: query.deviceId, asset: query.asset, from, to, limit, order });
-      return (await executor.select(sql)).map(decodeStoredState);
+      const checked = checkHistoryQuery(query, limits);
+      if (checked === undefined) return [];
+      return (await executor.select(historySql(names, checked))).map(decodeStoredState);
     },
 
     async aggregate(query: AggregateQuery): Promise<Bucket[]> {
       open();
-      checkString(query?.deviceId, 'deviceId');
-      checkString(query.asset, 'asset');
-      const from = optionalTime(query.from, 'from');
-      const to = optionalTime(query.to, 'to');
-      if (from === undefined || to === undefined) throw badQuery('from and to are required', from === undefined ? 'from' : 'to');
-      const size = Object.hasOwn(RESOLUTION_MS, query.resolution) ? RESOLUTION_MS[query.resolution] : undefined;
-      if (size === undefined) throw badQuery("resolution must be 'minute', 'hour' or 'day'", 'resolution');
-      if (from >= to) return [];
-      if ((to - from) / size > maxBuckets) throw badQuery(`range spans more than ${maxBuckets} ${query.resolution} buckets`, 'to');
-      const rollup = rollups ? rollupFor(size, from, to) : undefined;
-      const sql = rollup
-        ? rollupAggregateSql(names, rollup, { deviceId: query.deviceId, asset: query.asset, from, to, resolution: query.resolution, resolutionMs: size })
-        : aggregateSql(names, { deviceId: query.deviceId, asset: query.asset, from, to, resolution: query.resolution });
+      const q = checkAggregateQuery(query, limits);
+      if (q === undefined) return [];
+      const rollup = tables.rollups ? rollupFor(q.resolutionMs, q.from, q.to) : undefined;
+      const sql = rollup ? rollupAggregateSql(names, rollup, q) : aggregateSql(names, q);
       return (await executor.select(sql)).map(decodeBucket);
     },
 
@@ -233,16 +142,37 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
   };
 }
 
-function badQuery(message: string, field: string): FleetError {
-  return new FleetError('VALIDATION_FAILED', message, { detail: { field } });
+/**
+ * RowBinary carries a number's exact float64 bits (the legacy layout's text needs a decimal copy of
+ * every number: 18.16 parses floats inexactly) and the engine copies it instead of parsing text:
+ * 2-3× the rows/s of TabSeparated on chDB at 40 000 rows per insert (bench/pipeline.bench.ts).
+ * Batches below the executor's rowBinaryFromRows go as text (`binary` false): a binary insert may
+ * cost an engine more per insert than the parse saves (chDB writes a payload file for each).
+ */
+async function insertStates(executor: SqlExecutor, target: string, layout: StateLayout, rows: readonly StateRow[], binary: boolean): Promise<void> {
+  const rowBinary = binary && executor.insertRowBinary !== undefined;
+  for (const group of layout.kind === 'legacy' ? [rows] : insertGroups(rows)) {
+    if (rowBinary) await executor.insertRowBinary!(target, layout.columns, layout.rowBinaryTypes, layout.encodeRowBinary(group));
+    else await executor.insertTsv(target, layout.columns, layout.encode(group));
+  }
 }
 
-function checkString(value: unknown, field: string): void {
-  if (typeof value !== 'string') throw badQuery(`${field} must be a string`, field);
-}
-
-function optionalTime(value: unknown, field: string): number | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value)) throw badQuery(`${field} must be an integer epoch ms`, field);
-  return value;
+function settingsOf(options: SqlStateStoreOptions): { names: StateTableNames; insertTarget: string; limits: StateQueryLimits } {
+  const names: StateTableNames = {
+    database: checkIdentifier(options.database ?? 'fleetstream', 'database'),
+    table: checkIdentifier(options.table ?? 'states', 'table'),
+  };
+  if (options.retentionDays !== undefined && (!Number.isSafeInteger(options.retentionDays) || options.retentionDays < 1)) {
+    throw new TypeError(`retentionDays must be a positive integer (got ${options.retentionDays})`);
+  }
+  return {
+    names,
+    // Unquoted on purpose: chDB's insert accepts only bare `db.table`; both names are checked identifiers.
+    insertTarget: `${names.database}.${names.table}`,
+    limits: {
+      defaultLimit: options.defaultLimit ?? 100,
+      maxLimit: options.maxLimit ?? 10_000,
+      maxBuckets: options.maxBuckets ?? 100_000,
+    },
+  };
 }

@@ -6,7 +6,7 @@
  */
 import { FleetError } from '../../engine/kernel/errors.ts';
 import { GOING_AWAY_CODES } from './clickhouseErrors.ts';
-import type { SqlExecutor } from './createSqlStateStore.ts';
+import type { SqlExecutor } from './SqlExecutor.ts';
 
 export function retriableWhenReady(engine: SqlExecutor): { executor: SqlExecutor; markReady(): void } {
   let ready = false;

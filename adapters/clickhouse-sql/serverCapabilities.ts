@@ -5,7 +5,7 @@
  * the version: 18.16 reads about one decimal in ten one ulp off, current releases read them
  * exactly, and a store that keeps only the Float64 must know which it is talking to.
  */
-import type { SqlExecutor } from './createSqlStateStore.ts';
+import type { SqlExecutor } from './SqlExecutor.ts';
 
 export interface ServerCapabilities {
   /** `SELECT version()`, e.g. '18.16.1' or '26.7.1.1'. */

@@ -12,7 +12,7 @@
  * The views select columns by name when made (stateViews.ts), so views made without `seq` are
  * dropped and made again (latest_states reads state_rows, so it goes first).
  */
-import type { SqlExecutor } from './createSqlStateStore.ts';
+import type { SqlExecutor } from './SqlExecutor.ts';
 import { qualifiedTable, type StateTableNames } from './stateTable.ts';
 import { latestStatesViewSql, stateRowsViewSql } from './stateViews.ts';
 

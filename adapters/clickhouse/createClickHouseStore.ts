@@ -15,7 +15,8 @@ import { Readable } from 'node:stream';
 import { FleetError } from '../../engine/kernel/errors.ts';
 import type { StateStore } from '../../engine/ports/store.ts';
 import { clickhouseCodeOf, fleetErrorFromClickHouseCode } from '../clickhouse-sql/clickhouseErrors.ts';
-import { createSqlStateStore, type SqlStateStore, type SqlExecutor, type SqlStateStoreOptions } from '../clickhouse-sql/createSqlStateStore.ts';
+import { createSqlStateStore, type SqlStateStore, type SqlStateStoreOptions } from '../clickhouse-sql/createSqlStateStore.ts';
+import type { SqlExecutor } from '../clickhouse-sql/SqlExecutor.ts';
 
 export interface ClickHouseStoreOptions extends SqlStateStoreOptions {
   /** HTTP interface, e.g. http://127.0.0.1:8123. */

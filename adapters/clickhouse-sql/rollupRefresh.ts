@@ -1,0 +1,39 @@
+/**
+ * A store's refreshes of its rollups (stateRollups.ts). Rollup rows are ReplacingMergeTree on a
+ * version: each refresh writes a greater one than the last, and the refreshes after appends run one
+ * after another, so the row kept was computed from the latest (never smaller) set of raw rows.
+ */
+import type { StateRow } from '../../schemas/messages.ts';
+import type { SqlExecutor } from './SqlExecutor.ts';
+import { refreshHoursSql, refreshMinutesSql, touchedBy } from './stateRollups.ts';
+import type { StateTableNames } from './stateTable.ts';
+
+export interface RollupRefresh {
+  /** Recomputes the buckets these appended rows touched, after the refreshes already asked for. */
+  touched(rows: readonly StateRow[]): Promise<void>;
+  /** Recomputes every bucket: rollups made beside states already stored start from all of them. */
+  all(): Promise<void>;
+}
+
+export function createRollupRefresh(executor: Pick<SqlExecutor, 'command'>, names: StateTableNames): RollupRefresh {
+  let refreshing: Promise<void> = Promise.resolve();
+  let lastVersion = 0;
+  const nextVersion = () => (lastVersion = Math.max(Date.now() * 1000, lastVersion + 1));
+
+  return {
+    touched(rows) {
+      const touched = touchedBy(rows);
+      const run = refreshing.catch(() => {}).then(async () => {
+        await executor.command(refreshMinutesSql(names, touched, nextVersion()));
+        await executor.command(refreshHoursSql(names, touched, nextVersion()));
+      });
+      refreshing = run;
+      return run;
+    },
+    // In order: hours read minutes.
+    async all() {
+      await executor.command(refreshMinutesSql(names, undefined, nextVersion()));
+      await executor.command(refreshHoursSql(names, undefined, nextVersion()));
+    },
+  };
+}
