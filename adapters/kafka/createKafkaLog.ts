@@ -15,60 +15,14 @@ import { FleetError } from '../../engine/kernel/errors.ts';
 import type { Consumer, ConsumerOptions, Log, ProducerRecord, RecordPosition, TopicSpec } from '../../engine/ports/log.ts';
 import { KafkaGroupConsumer, type ConsumerErrorContext } from './KafkaGroupConsumer.ts';
 import { kafkaErrorToFleetError } from './kafkaErrors.ts';
-import { LingerProducer, type FlushInfo } from './LingerProducer.ts';
-import { validateLogOptions, validateRecords } from './validateInput.ts';
+import { LingerProducer } from './LingerProducer.ts';
+import { validateLogOptions, type KafkaLogLevel, type KafkaLogOptions } from './KafkaLogOptions.ts';
+import { validateRecords } from './validateInput.ts';
 
 const { Kafka: KafkaClient, logLevel: kafkaLogLevel, Partitioners } = kafkajs;
 
-export type KafkaLogLevel = 'nothing' | 'error' | 'warn' | 'info' | 'debug';
-
 /** Between looks at the metadata while new topics get their leaders (ensureTopics). */
 const LEADER_WAIT = exponentialBackoff({ initialMs: 50, maxMs: 1000 });
-
-export interface KafkaLogOptions {
-  /** Bootstrap brokers as host:port, e.g. ['127.0.0.1:19092']. Required. */
-  brokers: string[];
-  /** Client id in broker logs and quotas. Default 'fleetstream'. */
-  clientId?: string;
-  /** How long an append waits for others to share its produce request, ms. Default 5. */
-  lingerMs?: number;
-  /** Records per produce request (an append is never split). Default 5000. */
-  maxBatchRecords?: number;
-  /** Records queued or awaiting acknowledgement; appends beyond it reject BACKPRESSURE. Default 100000. */
-  maxPendingRecords?: number;
-  /** An append not acknowledged after this many ms rejects with TIMEOUT (retriable). Default 30000. */
-  appendTimeoutMs?: number;
-  /** Partition count ensureTopics uses for a TopicSpec without `partitions`. Default 4. */
-  defaultPartitions?: number;
-  /** Replication factor of created topics; -1 takes the broker's default. Default -1. */
-  replicationFactor?: number;
-  /** kafkajs's own log output (to the console). Default 'error'. */
-  logLevel?: KafkaLogLevel;
-  /** TCP connect timeout, ms. Default 3000. */
-  connectionTimeoutMs?: number;
-  /** Request timeout, ms. Default 30000. */
-  requestTimeoutMs?: number;
-  /** Consumer group session timeout, ms (the broker allows 6000..1800000 by default). Default 30000. */
-  sessionTimeoutMs?: number;
-  /** Consumer heartbeat interval, ms; also bounds how late a busy consumer notices a rebalance. Default 3000. */
-  heartbeatIntervalMs?: number;
-  /** How long the group waits for members to rejoin (and onRevoke to finish), ms. Default 60000. */
-  rebalanceTimeoutMs?: number;
-  /** Fetch long-poll, ms; bounds how late an idle consumer notices a rebalance. Default 500. */
-  maxWaitMs?: number;
-  /** Partitions whose batches a consumer processes at the same time. Default 4. */
-  partitionsConsumedConcurrently?: number;
-  /** Records per onBatch call when ConsumerOptions.maxBatchRecords is not given. Default 500. */
-  consumerMaxBatchRecords?: number;
-  /** Delay before a batch whose onBatch rejected is delivered again, ms. Default 1000. */
-  redeliveryBackoffMs?: number;
-  /** Time for linger, deadlines and back-offs. Default the system clock. */
-  clock?: Clock;
-  /** Called after every produce request (instrumentation; nothing is computed when absent). */
-  onFlush?: (info: FlushInfo) => void;
-  /** Errors no caller awaits: rejected consumer callbacks, group failures. Default: printed on stderr. */
-  onConsumerError?(error: FleetError, context: ConsumerErrorContext): void;
-}
 
 const LOG_LEVELS: Record<KafkaLogLevel, number> = {
   nothing: kafkaLogLevel.NOTHING,

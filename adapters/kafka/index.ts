@@ -1,4 +1,5 @@
-export { createKafkaLog, type KafkaLogOptions, type KafkaLogLevel } from './createKafkaLog.ts';
+export { createKafkaLog } from './createKafkaLog.ts';
+export type { KafkaLogOptions, KafkaLogLevel } from './KafkaLogOptions.ts';
 export type { ConsumerErrorContext } from './KafkaGroupConsumer.ts';
 export { kafkaErrorToFleetError } from './kafkaErrors.ts';
 export type { FlushInfo } from './LingerProducer.ts';

@@ -1,39 +1,10 @@
 /**
- * Input checks of the Kafka log: everything a caller hands in is refused with VALIDATION_FAILED
- * before it reaches kafkajs (whose own checks throw untyped errors, or none).
+ * Input checks of the Kafka log's calls (its options: KafkaLogOptions.ts): everything a caller hands
+ * in is refused with VALIDATION_FAILED before it reaches kafkajs (whose own checks throw untyped
+ * errors, or none).
  */
 import { FleetError } from '../../engine/kernel/errors.ts';
 import type { CommitRequest, ConsumerOptions, ProducerRecord, TopicPartition } from '../../engine/ports/log.ts';
-import type { KafkaLogOptions } from './createKafkaLog.ts';
-
-export function validateLogOptions(options: KafkaLogOptions, logLevels: readonly string[]): void {
-  if (typeof options !== 'object' || options === null) throw new FleetError('VALIDATION_FAILED', 'Kafka log options must be an object');
-  if (!Array.isArray(options.brokers) || options.brokers.length === 0 || !options.brokers.every((b) => typeof b === 'string' && /^[^\s:]+:\d{1,5}$/.test(b))) {
-    throw new FleetError('VALIDATION_FAILED', 'brokers must be a non-empty array of host:port', { detail: { option: 'brokers' } });
-  }
-  const positive = ['maxBatchRecords', 'maxPendingRecords', 'appendTimeoutMs', 'defaultPartitions', 'connectionTimeoutMs', 'requestTimeoutMs', 'sessionTimeoutMs', 'heartbeatIntervalMs', 'rebalanceTimeoutMs', 'partitionsConsumedConcurrently', 'consumerMaxBatchRecords'] as const;
-  for (const field of positive) {
-    const value = options[field];
-    if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) {
-      throw new FleetError('VALIDATION_FAILED', `${field} must be a positive integer`, { detail: { option: field } });
-    }
-  }
-  if ((options.heartbeatIntervalMs ?? 3000) >= (options.sessionTimeoutMs ?? 30_000)) {
-    throw new FleetError('VALIDATION_FAILED', 'heartbeatIntervalMs must be below sessionTimeoutMs', { detail: { option: 'heartbeatIntervalMs' } });
-  }
-  for (const field of ['lingerMs', 'maxWaitMs', 'redeliveryBackoffMs'] as const) {
-    const value = options[field];
-    if (value !== undefined && !(Number.isSafeInteger(value) && value >= 0)) {
-      throw new FleetError('VALIDATION_FAILED', `${field} must be a non-negative integer`, { detail: { option: field } });
-    }
-  }
-  if (options.replicationFactor !== undefined && !(Number.isSafeInteger(options.replicationFactor) && (options.replicationFactor > 0 || options.replicationFactor === -1))) {
-    throw new FleetError('VALIDATION_FAILED', 'replicationFactor must be a positive integer or -1', { detail: { option: 'replicationFactor' } });
-  }
-  if (options.logLevel !== undefined && !logLevels.includes(options.logLevel)) {
-    throw new FleetError('VALIDATION_FAILED', `logLevel must be one of ${logLevels.join(', ')}`, { detail: { option: 'logLevel' } });
-  }
-}
 
 export function validateRecords(records: ProducerRecord[]): void {
   if (!Array.isArray(records)) throw new FleetError('VALIDATION_FAILED', 'records must be an array');
