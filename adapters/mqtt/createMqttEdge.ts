@@ -17,14 +17,14 @@ import mqttPacket from 'mqtt-packet';
 import { createServer as createTlsServer } from 'node:tls';
 import type { StateRow } from '../../schemas/messages.ts';
 import { silentLogger } from '../../engine/kernel/logger.ts';
-import type { TimerHandle } from '../../engine/kernel/clock.ts';
-import { toFleetError } from '../../engine/kernel/errors.ts';
 import { feedTopic } from '../../engine/access/mqttTopics.ts';
 import type { CommandTransport } from '../../engine/ports/commandTransport.ts';
 import type { RegistryChange } from '../../engine/ports/registryChanges.ts';
 import { RegistryLookups } from '../../engine/access/RegistryLookups.ts';
 import { edgeLimits, type MqttEdgeOptions } from './MqttEdgeOptions.ts';
 import { EdgeConnection } from './edge/EdgeConnection.ts';
+import { EdgeConnections } from './edge/EdgeConnections.ts';
+import { applyRegistryChange } from './edge/applyRegistryChange.ts';
 import { EdgeCommandTransport } from './edge/EdgeCommandTransport.ts';
 import type { EdgeContext, MqttEdgeStats } from './edge/EdgeContext.ts';
 import { Reason } from './edge/reasonCodes.ts';
@@ -73,98 +73,20 @@ export async function createMqttEdge(options: MqttEdgeOptions): Promise<MqttEdge
   const access = options.lookups ?? new RegistryLookups({ registry: options.registry, clock, cacheTtlMs });
   const sessions = new Sessions({ clock, maxSessions: limits.maxSessions });
   const transport = new EdgeCommandTransport({ sessions, clock, ackTimeoutMs: limits.ackTimeoutMs });
-  const connections = new Set<EdgeConnection>();
-  /** In arrival order: the first is the one waiting longest. */
-  const unauthenticated = new Set<EdgeConnection>();
-  const counters = { accepted: 0, refused: 0, disconnected: 0, connectionsRefused: 0, oversized: 0, protocolErrors: 0, feedDropped: 0 };
-  const stats: MqttEdgeStats = Object.defineProperties(counters, {
-    connected: { get: () => connections.size - unauthenticated.size, enumerable: true },
-    unauthenticated: { get: () => unauthenticated.size, enumerable: true },
-  });
+  const connections = new EdgeConnections(limits, clock);
 
-  const ctx: EdgeContext = {
-    limits, clock, logger, access, admission: options.admission, sessions, stats: counters, cacheTtlMs,
+  const ctx: EdgeContext<EdgeConnection> = {
+    limits, clock, logger, access, admission: options.admission, sessions, stats: connections.counters, cacheTtlMs,
     gate: new AdmissionGate(limits.maxAdmissionsInFlight),
-    authenticated: (conn) => { unauthenticated.delete(conn); },
-    closed: (conn) => { connections.delete(conn); unauthenticated.delete(conn); },
+    authenticated: (conn) => connections.authenticated(conn),
+    closed: (conn) => connections.closed(conn),
     reachable: (deviceId) => transport.reachable(deviceId),
   };
-
-  const onSocket = (socket: Socket) => {
-    if (connections.size >= limits.maxConnections) {
-      counters.connectionsRefused++;
-      socket.destroy();
-      return;
-    }
-    if (unauthenticated.size >= limits.maxUnauthenticated) {
-      // The one waiting longest goes: an idle flood cannot keep a device that sends CONNECT at once out.
-      const oldest = unauthenticated.values().next().value!;
-      counters.connectionsRefused++;
-      oldest.destroy();
-    }
-    const conn = new EdgeConnection(ctx, socket);
-    connections.add(conn);
-    unauthenticated.add(conn);
-  };
-
-  // CONNECT deadline and keepalive ([MQTT-3.1.2-24]: 1.5 × the client's Keep Alive), checked by one sweep.
-  const sweepMs = Math.max(20, Math.min(1000, Math.floor(limits.connectTimeoutMs / 4)));
-  let sweepTimer: TimerHandle | undefined;
-  let closing = false;
-  const sweep = () => {
-    const now = clock.now();
-    for (const conn of unauthenticated) {
-      if (now - conn.openedAt < limits.connectTimeoutMs) break;
-      conn.destroy();
-    }
-    for (const conn of connections) {
-      if (conn.phase === 'open' && conn.keepaliveMs > 0 && now - conn.lastSeen > conn.keepaliveMs * 1.5) {
-        conn.disconnect(Reason.KEEP_ALIVE_TIMEOUT, 'keep alive timeout');
-      }
-    }
-    if (!closing) sweepTimer = clock.setTimeout(sweep, sweepMs);
-  };
-  sweepTimer = clock.setTimeout(sweep, sweepMs);
+  const onSocket = (socket: Socket) => connections.accept(socket, ctx);
 
   const onChange = (change: RegistryChange) => {
-    const closeWhere = (match: (conn: EdgeConnection) => boolean, text: string) => {
-      for (const conn of [...connections]) if (conn.phase === 'open' && match(conn)) conn.disconnect(Reason.ADMINISTRATIVE_ACTION, text);
-    };
     if (options.lookups === undefined) access.apply(change);
-    switch (change.kind) {
-      case 'token-revoked':
-        closeWhere((conn) => conn.tokenHash === change.tokenHash, 'the token was revoked');
-        break;
-      case 'device-deleted':
-        closeWhere((conn) => conn.deviceId === change.deviceId, 'the device was deleted');
-        sessions.forgetDevice(change.deviceId);
-        sessions.endOwner(`device:${change.deviceId}`);
-        break;
-      case 'device-changed':
-        for (const conn of connections) if (conn.deviceId === change.deviceId) conn.device = undefined;
-        break;
-      case 'membership-changed': {
-        const affected = [...connections].filter((conn) => conn.phase === 'open' && conn.principal?.scope === 'user'
-          && conn.principal.subjectId === change.userId
-          && [...conn.session!.subscriptions.values()].some((s) => s.groundId === change.groundId));
-        if (affected.length === 0) break;
-        access.isMember(change.groundId, change.userId).then((member) => {
-          if (!member) for (const conn of affected) conn.disconnect(Reason.ADMINISTRATIVE_ACTION, 'no longer a member of the ground');
-        }, (error: unknown) => logger.error('mqtt: membership check failed', { error: toFleetError(error) }));
-        break;
-      }
-      case 'resync':
-        // Changes may have been missed: every open connection proves its token and device again.
-        for (const conn of [...connections]) {
-          if (conn.phase !== 'open') continue;
-          conn.device = undefined;
-          const deviceId = conn.deviceId;
-          Promise.all([access.principal(conn.token), deviceId === undefined ? true : access.device(deviceId)]).then(([principal, device]) => {
-            if (principal === undefined || device === undefined) conn.disconnect(Reason.ADMINISTRATIVE_ACTION, 'the token or the device is no longer valid');
-          }, (error: unknown) => logger.error('mqtt: re-checking a connection failed', { error: toFleetError(error) }));
-        }
-        break;
-    }
+    applyRegistryChange(change, { connections: connections.all, access, sessions, logger });
   };
   const unsubscribeChanges = options.changes?.subscribe(onChange);
 
@@ -184,7 +106,7 @@ export async function createMqttEdge(options: MqttEdgeOptions): Promise<MqttEdge
 
   return {
     port: boundPort,
-    stats,
+    stats: connections.stats,
     commands: transport,
     publishStates(rows) {
       for (const row of rows) publishState(sessions, row);
@@ -192,12 +114,11 @@ export async function createMqttEdge(options: MqttEdgeOptions): Promise<MqttEdge
     followsFeeds: () => sessions.followsFeeds,
     apply: onChange,
     async close() {
-      closing = true;
-      sweepTimer?.cancel();
+      connections.stop();
       unsubscribeChanges?.();
       transport.close();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      for (const conn of [...connections]) conn.disconnect(Reason.SERVER_SHUTTING_DOWN, 'server shutting down');
+      for (const conn of [...connections.all]) conn.disconnect(Reason.SERVER_SHUTTING_DOWN, 'server shutting down');
       sessions.close();
       await closed;
     },

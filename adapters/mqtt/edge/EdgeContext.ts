@@ -8,7 +8,6 @@ import type { UplinkAdmissionPort } from '../../../engine/ports/uplinkAdmission.
 import type { MqttEdgeLimits } from '../MqttEdgeOptions.ts';
 import type { Sessions } from './Sessions.ts';
 import type { AdmissionGate } from './AdmissionGate.ts';
-import type { EdgeConnection } from './EdgeConnection.ts';
 
 export interface MqttEdgeStats {
   accepted: number;
@@ -28,7 +27,11 @@ export interface MqttEdgeStats {
   readonly unauthenticated?: number;
 }
 
-export interface EdgeContext {
+/**
+ * `Connection`: the edge's connection (EdgeConnection.ts), which holds this context; the edge
+ * tells connections apart by identity only.
+ */
+export interface EdgeContext<Connection> {
   readonly limits: MqttEdgeContextLimits;
   readonly clock: Clock;
   readonly logger: Logger;
@@ -40,9 +43,9 @@ export interface EdgeContext {
   /** Cached device lookups are reused this long, ms. */
   readonly cacheTtlMs: number;
   /** The connection authenticated (it leaves the unauthenticated count). */
-  authenticated(connection: EdgeConnection): void;
+  authenticated(connection: Connection): void;
   /** The connection closed. */
-  closed(connection: EdgeConnection): void;
+  closed(connection: Connection): void;
   /** A connection of `deviceId` now holds a command subscription (command actors resend what waits). */
   reachable(deviceId: string): void;
 }

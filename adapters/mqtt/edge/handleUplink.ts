@@ -18,24 +18,8 @@ import { toFleetError } from '../../../engine/kernel/errors.ts';
 import type { DeviceWithAssets } from '../../../engine/ports/registry.ts';
 import type { EdgeConnection } from './EdgeConnection.ts';
 import { parsePublish, type InboundPublish } from './publishCodec.ts';
+import type { AckSlot, PendingUplink } from './PendingUplink.ts';
 import { Reason, pubackReason } from './reasonCodes.ts';
-
-/** An acknowledgement owed to the client, written when ready and every earlier one was. */
-export interface AckSlot {
-  packetId: number;
-  ready: boolean;
-  /** Written or abandoned (the connection closed). */
-  done: boolean;
-  /** The packet to write; a plain PUBACK when absent. */
-  packet?: Buffer;
-}
-
-export interface PendingUplink {
-  publish: InboundPublish;
-  slot: AckSlot | undefined;
-  /** The device was read again after a refusal that a newer copy might not make. */
-  refreshed: boolean;
-}
 
 const FAULT_REASON = { malformed: Reason.MALFORMED_PACKET, protocol: Reason.PROTOCOL_ERROR, topic: Reason.TOPIC_NAME_INVALID } as const;
 
