@@ -63,436 +63,191 @@
  * The process runs with the service's start flags (package.json's start script), set before the worker starts.
  */
 import mqtt, { type MqttClient } from 'mqtt';
-import { spawn } from 'node:child_process';
-import { connect } from 'node:net';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
-import { isMainThread, parentPort, Worker } from 'node:worker_threads';
-import { createLocalLog } from '../adapters/local-log/LocalLog.ts';
-import { createExternalMqtt, type ExternalMqtt } from '../adapters/mqtt/createExternalMqtt.ts';
-import { createMqttEdge } from '../adapters/mqtt/createMqttEdge.ts';
-import { createPgliteRegistry } from '../adapters/pglite/createPgliteRegistry.ts';
-import { systemClock } from '../engine/kernel/clock.ts';
-import { CommandActors } from '../engine/commands/CommandActors.ts';
-import { CommandPipeline } from '../engine/commands/CommandPipeline.ts';
-import { commandDirectory } from '../app/buildCommands.ts';
-import { registryCacheTtlMs } from '../app/buildEdges.ts';
-import { InProcessRegistryChanges } from '../adapters/registry-changes/InProcessRegistryChanges.ts';
+import { Worker } from 'node:worker_threads';
 import { newId } from '../engine/kernel/ids.ts';
-import { buildIntake } from '../app/buildIntake.ts';
-import { Topics } from '../schemas/messages.ts';
 import { useStartFlags } from '../test/support/startFlags.ts';
+import { collect } from './support/collect.ts';
+import { MOSQUITTO, type FromWorker, type ToWorker } from './support/mqttEngineThread.ts';
+import { connectAll, cpuLine, cpuNow, drive, mosquittoProcess, percentile, type Outcome } from './support/mqttLoad.ts';
+import { FRESH_MOSQUITTO_PORT, freshMosquitto, rssOf, vmRss } from './support/mqttMemory.ts';
 
-const MOSQUITTO = 'mqtt://127.0.0.1:1883';
-/** A Mosquitto of its own for the memory figure: the system one holds memory from earlier clients. */
-const FRESH_MOSQUITTO_PORT = 18839;
-
-/** A full garbage collection of this thread's heap. */
-function collect(): void {
-  setFlagsFromString('--expose-gc');
-  (runInNewContext('gc') as () => void)();
+interface Settings {
+  total: number;
+  clientCounts: number[];
+  commandCount: number;
+  limitMs: number;
+  externalConnections: number | undefined;
+  versions: (4 | 5)[];
+  withExternal: boolean;
+  rssConnections: number;
+  qosLevels: (0 | 1)[];
+  /** Names this run's Mosquitto topics and shared subscriptions apart from others'. */
+  run: string;
 }
 
-interface Device { id: string; token: string; ledId: string }
-type ToWorker = { type: 'collect' } | { type: 'count' } | { type: 'command'; deviceId: string; value: number } | { type: 'deliver'; device: Device; value: number } | { type: 'external'; on: boolean; connections?: number } | { type: 'stop' };
-type FromWorker = { type: 'ready'; port: number; devices: Device[] } | { type: 'collected' } | { type: 'count'; appended: number; cpuMicros: number } | { type: 'external'; brokerDropped: number } | { type: 'stopped' };
-
-// ---------------------------------------------------------------- Fleetstream (worker thread)
-
-async function engineThread(deviceCount: number): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), 'fleetstream-mqtt-bench-'));
-  const registry = await createPgliteRegistry();
-  const user = await registry.createUser({ name: 'bench' });
-  const ground = await registry.createGround({ name: 'bench', userId: user.entity.id });
-  const devices: Device[] = [];
-  for (let i = 0; i < deviceCount; i++) {
-    const { device, token } = await registry.createDevice({
-      groundId: ground.id, name: `bench-${i}`,
-      assets: [{ name: 't', is: 'sensor', profile: { type: 'number' } }, { name: 'led', is: 'actuator', profile: { type: 'number' } }],
-    });
-    devices.push({ id: device.id, token, ledId: device.assets.find((a) => a.name === 'led')!.id });
-  }
-  const log = createLocalLog({ dir: join(dir, 'log') });
-  await log.ensureTopics([{ name: Topics.uplinks, partitions: 8 }, { name: Topics.commands, partitions: 2 }, { name: Topics.deadLetters, partitions: 1 }]);
-  let appended = 0;
-  const intake = buildIntake({
-    clock: systemClock,
-    rejections: { append: async () => undefined },
-    log: { append: async (topic, records) => { const p = await log.append(topic, records); if (topic === Topics.uplinks) appended += records.length; return p; } },
-  });
-  const { admission } = intake;
-  // Registry answers cached as the embedded service caches them (app/buildEdges.ts), kept current by registry changes.
-  const changes = new InProcessRegistryChanges();
-  const cacheTtlMs = registryCacheTtlMs({});
-  const edge = await createMqttEdge({ registry, changes, cacheTtlMs, admission, clock: systemClock, port: 0, host: '127.0.0.1' });
-  const actors = new CommandActors({ clock: systemClock, transport: edge.commands });
-  // Devices looked up per command as the service does (app/buildCommands.ts): cached, kept current by registry changes.
-  const { directory } = commandDirectory({ registry, changes, clock: systemClock, cacheTtlMs });
-  const commands = new CommandPipeline({ log, actors, directory, clock: systemClock, commitIntervalMs: 50 });
-  await commands.start();
-  let external: ExternalMqtt | undefined;
-  const post = (m: FromWorker) => parentPort!.postMessage(m);
-  parentPort!.on('message', async (m: ToWorker) => {
-    if (m.type === 'collect') {
-      collect();
-      post({ type: 'collected' });
-    } else if (m.type === 'count') {
-      const cpu = process.threadCpuUsage();
-      post({ type: 'count', appended, cpuMicros: cpu.user + cpu.system });
-    }
-    else if (m.type === 'command') {
-      const record = { id: newId(), deviceId: m.deviceId, asset: 'led', value: m.value, issuer: 'app:bench', issuedAt: Date.now() };
-      await log.append(Topics.commands, [{ key: m.deviceId, value: new TextEncoder().encode(JSON.stringify(record)) }]);
-    } else if (m.type === 'deliver') {
-      // The edge alone: CommandTransport.deliver as a command actor calls it.
-      const payload = new TextEncoder().encode(JSON.stringify({ value: m.value, at: new Date().toISOString() }));
-      void edge.commands.deliver({ commandId: newId(), deviceId: m.device.id, asset: { id: m.device.ledId, name: 'led' }, payload });
-    } else if (m.type === 'external') {
-      if (m.on) external = await createExternalMqtt({ url: MOSQUITTO, registry, changes, cacheTtlMs, admission, clock: systemClock, shareGroup: `fsbench-${process.pid}`, connections: m.connections });
-      else await external?.close();
-      post({ type: 'external', brokerDropped: external?.stats.brokerDropped ?? 0 });
-    } else {
-      await commands.stop();
-      actors.stop();
-      await edge.close();
-      await intake.close();
-      await log.close();
-      await registry.close();
-      rmSync(dir, { recursive: true, force: true });
-      post({ type: 'stopped' });
-    }
-  });
-  post({ type: 'ready', port: edge.port, devices });
+/** The Fleetstream worker thread, asked by message. */
+interface Engine {
+  worker: Worker;
+  ready: Extract<FromWorker, { type: 'ready' }>;
+  ask<T extends FromWorker['type']>(type: T, message?: ToWorker): Promise<Extract<FromWorker, { type: T }>>;
+  appendedNow(): Promise<number>;
 }
 
-// ---------------------------------------------------------------- load generator (main thread)
-
-interface Outcome { rate: number; received: number; total: number; p50?: number; p99?: number }
-
-/** CPU µs used so far by the whole process, by this (the load generator's) thread, and by Mosquitto's process (when readable). */
-function cpuNow(mosquittoPid: number | undefined): { process: number; main: number; mosquitto: number } {
-  const all = process.cpuUsage();
-  const main = process.threadCpuUsage();
-  let mosquitto = Number.NaN;
-  if (mosquittoPid !== undefined) {
-    try {
-      // utime and stime, fields 14 and 15 of /proc/<pid>/stat, in clock ticks (100 per second).
-      const fields = readFileSync(`/proc/${mosquittoPid}/stat`, 'utf8').split(') ')[1].split(' ');
-      mosquitto = (Number(fields[11]) + Number(fields[12])) * 10_000;
-    } catch { /* gone */ }
-  }
-  return { process: all.user + all.system, main: main.user + main.system, mosquitto };
-}
-
-/** CPU µs per message between two readings: the broker's, the load generator's thread, the process's other threads. */
-function cpuLine(broker: number, before: ReturnType<typeof cpuNow>, after: ReturnType<typeof cpuNow>, messages: number, edgeThread?: number): string {
-  const main = after.main - before.main;
-  const others = after.process - before.process - main - (edgeThread ?? 0);
-  const per = (micros: number) => (micros / messages).toFixed(1).padStart(5);
-  return `CPU µs per message: broker ${per(broker)}, load generator ${per(main)}, other threads ${per(others)}`;
-}
-
-const percentile = (sorted: number[], q: number) => (sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]);
-
-async function connectAll(url: string, count: number, auth: (i: number) => string | undefined, protocolVersion: 4 | 5 = 4): Promise<MqttClient[]> {
-  const clients: MqttClient[] = [];
-  for (let i = 0; i < count; i += 50) {
-    const batch = await Promise.all(Array.from({ length: Math.min(50, count - i) }, (_, k) => {
-      const token = auth(i + k);
-      return mqtt.connectAsync(url, { username: token, password: token, reconnectPeriod: 0, connectTimeout: 20_000, keepalive: 120, protocolVersion }, false);
-    }));
-    clients.push(...batch);
-  }
-  return clients;
-}
-
-/**
- * Publishes `total` messages over `clients`; `done()` tells how many arrived (receipts or appends);
- * at QoS 1 with `ackLatency` the PUBACK time is the per-message latency.
- */
-async function drive(clients: MqttClient[], topicOf: (i: number) => string, total: number, qos: 0 | 1, limitMs: number,
-  arrived: () => number | Promise<number>, latencies: number[], ackLatency: boolean): Promise<Outcome> {
-  const perClient = Math.ceil(total / clients.length);
-  const started = performance.now();
-  const deadline = started + limitMs;
-  let sent = 0;
-  const publishers = clients.map(async (client, i) => {
-    const topic = topicOf(i);
-    for (let k = 0; k < perClient && sent < total && performance.now() < deadline; k++) {
-      sent++;
-      const t = performance.now();
-      const payload = Buffer.from(`{"value":${t}}`);
-      if (qos === 0) client.publish(topic, payload, { qos: 0 });
-      else {
-        await client.publishAsync(topic, payload, { qos: 1 });
-        if (ackLatency) latencies.push(performance.now() - t);
-      }
-    }
-  });
-  // Arrivals are polled every 5 ms while publishing and after; the clock stops at the last one.
-  let count = 0;
-  let last = started;
-  let publishing = true;
-  const poll = async () => {
-    const now = await arrived();
-    if (now !== count) {
-      count = now;
-      last = performance.now();
-    }
+function settingsOf(argv: string[]): Settings {
+  return {
+    total: Number(argv[2] ?? 60_000),
+    clientCounts: (argv[3] ?? '100,1000').split(',').map(Number),
+    commandCount: Number(argv[4] ?? 200),
+    limitMs: Number(argv[5] ?? 60) * 1000,
+    externalConnections: argv[6] === undefined || argv[6] === '-' ? undefined : Number(argv[6]),
+    versions: (argv[7] ?? '4,5').split(',').map(Number) as (4 | 5)[],
+    withExternal: (argv[8] ?? 'on') !== 'off',
+    rssConnections: Number(argv[9] ?? 10_000),
+    qosLevels: (argv[10] ?? '0,1').split(',').map(Number) as (0 | 1)[],
+    run: `fsbench-${process.pid}-${newId().slice(0, 6)}`,
   };
-  const polling = (async () => {
-    while (publishing) {
-      await poll();
-      await new Promise((r) => setTimeout(r, 5));
-    }
-  })();
-  await Promise.all(publishers);
-  publishing = false;
-  await polling;
-  await poll();
-  while (count < sent && performance.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 5));
-    await poll();
-  }
-  const seconds = (last - started) / 1000;
-  latencies.sort((a, b) => a - b);
-  return { rate: count / seconds, received: count, total: sent, p50: latencies.length ? percentile(latencies, 0.5) : undefined, p99: latencies.length ? percentile(latencies, 0.99) : undefined };
 }
 
-/** Mosquitto's pid when this machine runs one whose /proc entry is readable. */
-function mosquittoProcess(): number | undefined {
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'mosquitto') return Number(entry);
-    } catch { /* gone, or not ours to read */ }
-  }
-  return undefined;
-}
-
-function vmRss(pid: number): number {
-  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return match === null ? 0 : Number(match[1]) * 1024;
-}
-
-/**
- * Growth of `rss()` while `count` raw MQTT 3.1.1 connections (held by a child process) CONNECT
- * and SUBSCRIBE to a command topic: its peak until all are answered, and what is held once they are
- * (after `collect()`, which for the edge collects both threads' garbage first, as before the start).
- */
-async function rssOf(port: number, count: number, device: (i: number) => Device | undefined, rss: () => number,
-  settle: () => Promise<void> = async () => undefined): Promise<{ peak: number; held: number }> {
-  await settle();
-  const before = rss();
-  let peak = before;
-  const sampler = setInterval(() => { peak = Math.max(peak, rss()); }, 20);
-  const script = `
-    const net = require('node:net');
-    const [port, count, devices] = JSON.parse(process.argv[1]);
-    const str = (s) => { const b = Buffer.from(s); return Buffer.concat([Buffer.from([b.length >> 8, b.length & 255]), b]); };
-    const packet = (first, body) => { const len = []; let n = body.length; do { let x = n % 128; n = Math.floor(n / 128); if (n) x |= 128; len.push(x); } while (n); return Buffer.concat([Buffer.from([first, ...len]), body]); };
-    let ready = 0;
-    const sockets = [];
-    const one = (i) => new Promise((resolve) => {
-      const d = devices.length ? devices[i % devices.length] : undefined;
-      const s = net.connect(port, '127.0.0.1');
-      sockets.push(s);
-      let got = 0;
-      s.on('data', (b) => { got += b.length; if (got >= 9) { ready++; resolve(); } });
-      s.on('error', () => resolve());
-      s.on('close', () => resolve());
-      s.on('connect', () => {
-        const flags = d ? 0x82 : 0x02;
-        const connect = Buffer.concat([str('MQTT'), Buffer.from([4, flags, 0, 0]), str('rss-' + i), ...(d ? [str(d.token)] : [])]);
-        const topic = 'device/' + (d ? d.id : 'x' + i) + '/asset/+/command';
-        s.write(Buffer.concat([packet(0x10, connect), packet(0x82, Buffer.concat([Buffer.from([0, 1]), str(topic), Buffer.from([1])]))]));
-      });
-    });
-    (async () => {
-      for (let i = 0; i < count; i += 250) await Promise.all(Array.from({ length: Math.min(250, count - i) }, (_, k) => one(i + k)));
-      process.stdout.write(JSON.stringify({ ready }) + '\\n');
-      process.stdin.on('data', () => process.exit(0));
-    })();`;
-  const devices = Array.from({ length: Math.min(count, 1000) }, (_, i) => device(i)).filter((d) => d !== undefined);
-  const child = spawn(process.execPath, ['-e', script, JSON.stringify([port, count, devices])], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const line = await new Promise<string>((resolve) => {
-    let out = '';
-    child.stdout.on('data', (d) => { out += d; if (out.includes('\n')) resolve(out); });
-  });
-  await new Promise((r) => setTimeout(r, 500));
-  clearInterval(sampler);
-  peak = Math.max(peak, rss());
-  await settle();
-  await new Promise((r) => setTimeout(r, 500));
-  const held = rss() - before;
-  const { ready } = JSON.parse(line) as { ready: number };
-  child.stdin.write('x');
-  await new Promise((r) => child.once('exit', r));
-  if (ready < count) console.log(`  (${ready}/${count} connections answered)`);
-  return { peak: peak - before, held };
-}
-
-/** A Mosquitto started for the memory figure on FRESH_MOSQUITTO_PORT, or undefined when it cannot start. */
-async function freshMosquitto(): Promise<{ pid: number; stop(): void } | undefined> {
-  const listening = () => new Promise<boolean>((resolve) => {
-    const socket = connect(FRESH_MOSQUITTO_PORT, '127.0.0.1', () => { socket.destroy(); resolve(true); });
-    socket.on('error', () => resolve(false));
-  });
-  // Something else on the port (a broker left by an interrupted run) would be measured in its place.
-  if (await listening()) return undefined;
-  const broker = spawn('mosquitto', ['-p', String(FRESH_MOSQUITTO_PORT)], { stdio: 'ignore' });
-  broker.on('error', () => undefined);
-  for (let i = 0; i < 50; i++) {
-    await new Promise((r) => setTimeout(r, 100));
-    if (broker.exitCode !== null || broker.pid === undefined) return undefined;
-    if (await listening()) return { pid: broker.pid, stop: () => broker.kill() };
-  }
-  broker.kill();
-  return undefined;
-}
-
-async function main(): Promise<void> {
-  const total = Number(process.argv[2] ?? 60_000);
-  const clientCounts = (process.argv[3] ?? '100,1000').split(',').map(Number);
-  const commandCount = Number(process.argv[4] ?? 200);
-  const limitMs = Number(process.argv[5] ?? 60) * 1000;
-  const externalConnections = process.argv[6] === undefined || process.argv[6] === '-' ? undefined : Number(process.argv[6]);
-  const versions = (process.argv[7] ?? '4,5').split(',').map(Number) as (4 | 5)[];
-  const withExternal = (process.argv[8] ?? 'on') !== 'off';
-  const rssConnections = Number(process.argv[9] ?? 10_000);
-  const qosLevels = (process.argv[10] ?? '0,1').split(',').map(Number) as (0 | 1)[];
-  const maxClients = Math.max(...clientCounts);
-  const run = `fsbench-${process.pid}-${newId().slice(0, 6)}`;
-
+async function startEngine(deviceCount: number): Promise<Engine> {
   // The service's start flags (the garbage collector's among them) for the edge's thread, as `npm start` runs it.
   useStartFlags();
-  const worker = new Worker(new URL(import.meta.url), { workerData: maxClients });
+  const worker = new Worker(new URL('./support/mqttEngineThread.ts', import.meta.url), { workerData: deviceCount });
   const waiting = new Map<string, (m: FromWorker) => void>();
   worker.on('message', (m: FromWorker) => { waiting.get(m.type)?.(m); waiting.delete(m.type); });
   const ask = <T extends FromWorker['type']>(type: T, message?: ToWorker) => new Promise<Extract<FromWorker, { type: T }>>((resolve) => {
     waiting.set(type, resolve as (m: FromWorker) => void);
     if (message) worker.postMessage(message);
   });
-  console.log(`setting up ${maxClients} devices…`);
+  console.log(`setting up ${deviceCount} devices…`);
   const ready = await ask('ready');
-  const edgeUrl = `mqtt://127.0.0.1:${ready.port}`;
-  const appendedNow = async () => (await ask('count', { type: 'count' })).appended;
+  return { worker, ready, ask, appendedNow: async () => (await ask('count', { type: 'count' })).appended };
+}
 
-  /**
-   * External mode: the devices publish to Mosquitto (at QoS 1 each has the broker's PUBACK), an
-   * instance with `externalConnections` shared-subscription connections appends; what never
-   * reaches the log is lost. The broker's own drop counter ($SYS, every 10 s) is read at the end.
-   */
-  const externalScenario = async (clients: MqttClient[], topicOf: (i: number) => string, count: number, qos: 0 | 1, limit: number) => {
-    await ask('external', { type: 'external', on: true, connections: externalConnections });
-    const before = await appendedNow();
-    const outcome = await drive(clients, topicOf, count, qos, limit, async () => (await appendedNow()) - before, [], false);
-    const { brokerDropped } = await ask('external', { type: 'external', on: false });
-    return { ...outcome, brokerDropped };
-  };
+const fmt = (o: Outcome) => `${o.rate.toFixed(0).padStart(7)} msg/s${o.received < o.total ? ` (${o.received}/${o.total} arrived)` : ''}`
+  + (o.p50 !== undefined ? `  p50 ${o.p50.toFixed(2)} ms  p99 ${o.p99!.toFixed(2)} ms` : '');
 
+/**
+ * Memory first, while the process holds nothing but its devices: after the scenarios the edge's
+ * connections fit in heap they freed (V8 keeps its pages), 1-2 MB per 10 000 printed.
+ */
+async function memoryRows(engine: Engine, rssConnections: number, mosquittoPid: number | undefined): Promise<string[]> {
   const rows: string[] = [];
-  const fmt = (o: Outcome) => `${o.rate.toFixed(0).padStart(7)} msg/s${o.received < o.total ? ` (${o.received}/${o.total} arrived)` : ''}`
-    + (o.p50 !== undefined ? `  p50 ${o.p50.toFixed(2)} ms  p99 ${o.p99!.toFixed(2)} ms` : '');
-
-  const mosquittoPid = mosquittoProcess();
-  // Memory first, while the process holds nothing but its devices: after the scenarios the edge's
-  // connections fit in heap they freed (V8 keeps its pages), 1-2 MB per 10 000 printed.
-  if (rssConnections > 0) {
-    const per10k = (bytes: number) => `${((bytes / rssConnections) * 10_000 / 1024 / 1024).toFixed(0)} MB per 10 000`;
-    const settle = async () => {
-      await ask('collected', { type: 'collect' });
-      collect();
-    };
-    const edgeGrowth = await rssOf(ready.port, rssConnections, (i) => ready.devices[i % ready.devices.length], () => process.memoryUsage().rss, settle);
-    rows.push(`${rssConnections} connected devices  fleetstream edge  RSS growth: peak ${per10k(edgeGrowth.peak)}, held ${per10k(edgeGrowth.held)}`);
-    const fresh = await freshMosquitto();
-    if (fresh !== undefined) {
-      const growth = await rssOf(FRESH_MOSQUITTO_PORT, rssConnections, () => undefined, () => vmRss(fresh.pid));
-      fresh.stop();
-      rows.push(`${rssConnections} connected clients  mosquitto (fresh) RSS growth: peak ${per10k(growth.peak)}, held ${per10k(growth.held)}`);
-    } else if (mosquittoPid !== undefined) {
-      const growth = await rssOf(1883, rssConnections, () => undefined, () => vmRss(mosquittoPid));
-      rows.push(`${rssConnections} connected clients  mosquitto         RSS growth: peak ${per10k(growth.peak)}, held ${per10k(growth.held)}`);
-    }
+  const per10k = (bytes: number) => `${((bytes / rssConnections) * 10_000 / 1024 / 1024).toFixed(0)} MB per 10 000`;
+  const settle = async () => {
+    await engine.ask('collected', { type: 'collect' });
+    collect();
+  };
+  const { ready } = engine;
+  const edgeGrowth = await rssOf(ready.port, rssConnections, (i) => ready.devices[i % ready.devices.length], () => process.memoryUsage().rss, settle);
+  rows.push(`${rssConnections} connected devices  fleetstream edge  RSS growth: peak ${per10k(edgeGrowth.peak)}, held ${per10k(edgeGrowth.held)}`);
+  const fresh = await freshMosquitto();
+  if (fresh !== undefined) {
+    const growth = await rssOf(FRESH_MOSQUITTO_PORT, rssConnections, () => undefined, () => vmRss(fresh.pid));
+    fresh.stop();
+    rows.push(`${rssConnections} connected clients  mosquitto (fresh) RSS growth: peak ${per10k(growth.peak)}, held ${per10k(growth.held)}`);
+  } else if (mosquittoPid !== undefined) {
+    const growth = await rssOf(1883, rssConnections, () => undefined, () => vmRss(mosquittoPid));
+    rows.push(`${rssConnections} connected clients  mosquitto         RSS growth: peak ${per10k(growth.peak)}, held ${per10k(growth.held)}`);
   }
+  return rows;
+}
 
-  const warmed = new Set<number>();
-  for (const clients of clientCounts) for (const version of versions) {
-    const topic = (i: number) => `device/${ready.devices[i].id}/asset/t/state`;
-    // Mosquitto baseline: four subscriber connections in a shared subscription take every message
-    // of this run (one alone overflows Mosquitto's per-client queue at QoS 1 with 1000 publishers,
-    // and the broker drops what does not fit).
-    const mosquittoClients = await connectAll(MOSQUITTO, clients, () => undefined, version);
-    const subscribers = await connectAll(MOSQUITTO, 4, () => undefined, version);
-    const edgeClients = await connectAll(edgeUrl, clients, (i) => ready.devices[i].token, version);
-    // The first configuration of each client count also runs each QoS once unmeasured, on both
-    // brokers, so that the edge's code (and the clients') is compiled and its connected devices are
-    // read from the registry before it is timed.
-    const passes = qosLevels.map((qos) => ({ qos, measured: true }));
-    if (!warmed.has(clients)) passes.unshift(...qosLevels.map((qos) => ({ qos, measured: false })));
-    warmed.add(clients);
-    for (const { qos, measured } of passes) {
-      let received = 0;
-      const recvLatencies: number[] = [];
-      const onMessage = (_t: string, payload: Buffer) => { received++; if (qos === 1) recvLatencies.push(performance.now() - JSON.parse(payload.toString()).value); };
-      for (const sub of subscribers) {
-        sub.on('message', onMessage);
-        await sub.subscribeAsync(`$share/${run}/${run}/q${qos}/#`, { qos });
-      }
-      const baseBefore = cpuNow(mosquittoPid);
-      const base = await drive(mosquittoClients, (i) => `${run}/q${qos}/${topic(i)}`, total, qos, limitMs, () => received, recvLatencies, false);
-      const baseAfter = cpuNow(mosquittoPid);
-      if (qos === 1) {
-        recvLatencies.sort((a, b) => a - b);
-        base.p50 = percentile(recvLatencies, 0.5);
-        base.p99 = percentile(recvLatencies, 0.99);
-      }
-      for (const sub of subscribers) {
-        sub.off('message', onMessage);
-        await sub.unsubscribeAsync(`$share/${run}/${run}/q${qos}/#`);
-      }
+/**
+ * External mode: the devices publish to Mosquitto (at QoS 1 each has the broker's PUBACK), an
+ * instance with `externalConnections` shared-subscription connections appends; what never
+ * reaches the log is lost. The broker's own drop counter ($SYS, every 10 s) is read at the end.
+ */
+async function externalScenario(engine: Engine, s: Settings, clients: MqttClient[], topicOf: (i: number) => string, qos: 0 | 1) {
+  await engine.ask('external', { type: 'external', on: true, connections: s.externalConnections });
+  const before = await engine.appendedNow();
+  const outcome = await drive(clients, topicOf, s.total, qos, s.limitMs, async () => (await engine.appendedNow()) - before, [], false);
+  const { brokerDropped } = await engine.ask('external', { type: 'external', on: false });
+  return { ...outcome, brokerDropped };
+}
 
-      const before = await ask('count', { type: 'count' });
-      const cpuBefore = cpuNow(undefined);
-      const edge = await drive(edgeClients, topic, total, qos, limitMs, async () => (await appendedNow()) - before.appended, [], true);
-      if (!measured) {
-        // The external mode's code is compiled (and its garbage collected) before it is timed too, not
-        // during the next edge scenario: the first QoS 1 scenario after the first external-mode one
-        // had 4.9-9.7 µs per message of other threads' CPU, the others 2.1-4.0.
-        if (withExternal) await externalScenario(mosquittoClients, topic, total, qos, limitMs);
-        continue;
-      }
-      const cpuAfter = cpuNow(undefined);
-      const edgeThread = (await ask('count', { type: 'count' })).cpuMicros - before.cpuMicros;
-
-      const label = `MQTT ${version === 5 ? '5    ' : '3.1.1'} QoS ${qos}, ${String(clients).padStart(4)} clients`;
-      rows.push(`${label}  mosquitto publish→receipt          ${fmt(base)}   ${cpuLine(baseAfter.mosquitto - baseBefore.mosquitto, baseBefore, baseAfter, base.received)}`);
-      rows.push(`${label}  fleetstream edge publish→durable   ${fmt(edge)}   ratio ${(edge.rate / base.rate).toFixed(2)}   ${cpuLine(edgeThread, cpuBefore, cpuAfter, edge.received, edgeThread)}`);
-      if (withExternal) {
-        const ext = await externalScenario(mosquittoClients, topic, total, qos, limitMs);
-        rows.push(`${label}  fleetstream via mosquitto (external mode) publish→durable ${fmt(ext)}   lost ${ext.total - ext.received}/${ext.total}`
-          + `${ext.brokerDropped > 0 ? ` (broker reported ${ext.brokerDropped} dropped)` : ''}   ratio ${(ext.rate / base.rate).toFixed(2)} of mosquitto alone`);
-      }
-      console.log(rows.slice(withExternal ? -3 : -2).join('\n'));
-    }
-    await Promise.all([...mosquittoClients, ...edgeClients, ...subscribers].map((c) => c.endAsync(true)));
+/** Mosquitto baseline: publish → receipt by `subscribers` in one shared subscription of this run. */
+async function mosquittoScenario(s: Settings, clients: MqttClient[], subscribers: MqttClient[], topicOf: (i: number) => string, qos: 0 | 1, mosquittoPid: number | undefined) {
+  let received = 0;
+  const recvLatencies: number[] = [];
+  const onMessage = (_t: string, payload: Buffer) => { received++; if (qos === 1) recvLatencies.push(performance.now() - JSON.parse(payload.toString()).value); };
+  for (const sub of subscribers) {
+    sub.on('message', onMessage);
+    await sub.subscribeAsync(`$share/${s.run}/${s.run}/q${qos}/#`, { qos });
   }
+  const before = cpuNow(mosquittoPid);
+  const base = await drive(clients, (i) => `${s.run}/q${qos}/${topicOf(i)}`, s.total, qos, s.limitMs, () => received, recvLatencies, false);
+  const after = cpuNow(mosquittoPid);
+  if (qos === 1) {
+    recvLatencies.sort((a, b) => a - b);
+    base.p50 = percentile(recvLatencies, 0.5);
+    base.p99 = percentile(recvLatencies, 0.99);
+  }
+  for (const sub of subscribers) {
+    sub.off('message', onMessage);
+    await sub.unsubscribeAsync(`$share/${s.run}/${s.run}/q${qos}/#`);
+  }
+  return { base, cpu: cpuLine(after.mosquitto - before.mosquitto, before, after, base.received) };
+}
 
-  // Command delivery latency, one at a time.
+/** One client count and MQTT version: each QoS on Mosquitto, the edge and (when on) external mode. */
+async function ingestRows(engine: Engine, s: Settings, clients: number, version: 4 | 5, warm: boolean, mosquittoPid: number | undefined): Promise<string[]> {
+  const rows: string[] = [];
+  const { ready } = engine;
+  const topic = (i: number) => `device/${ready.devices[i].id}/asset/t/state`;
+  // Mosquitto baseline: four subscriber connections in a shared subscription take every message
+  // of this run (one alone overflows Mosquitto's per-client queue at QoS 1 with 1000 publishers,
+  // and the broker drops what does not fit).
+  const mosquittoClients = await connectAll(MOSQUITTO, clients, () => undefined, version);
+  const subscribers = await connectAll(MOSQUITTO, 4, () => undefined, version);
+  const edgeClients = await connectAll(`mqtt://127.0.0.1:${ready.port}`, clients, (i) => ready.devices[i].token, version);
+  // The first configuration of each client count also runs each QoS once unmeasured, on both
+  // brokers, so that the edge's code (and the clients') is compiled and its connected devices are
+  // read from the registry before it is timed.
+  const passes = s.qosLevels.map((qos) => ({ qos, measured: true }));
+  if (warm) passes.unshift(...s.qosLevels.map((qos) => ({ qos, measured: false })));
+  for (const { qos, measured } of passes) {
+    const { base, cpu: baseCpu } = await mosquittoScenario(s, mosquittoClients, subscribers, topic, qos, mosquittoPid);
+    const before = await engine.ask('count', { type: 'count' });
+    const cpuBefore = cpuNow(undefined);
+    const edge = await drive(edgeClients, topic, s.total, qos, s.limitMs, async () => (await engine.appendedNow()) - before.appended, [], true);
+    if (!measured) {
+      // The external mode's code is compiled (and its garbage collected) before it is timed too, not
+      // during the next edge scenario: the first QoS 1 scenario after the first external-mode one
+      // had 4.9-9.7 µs per message of other threads' CPU, the others 2.1-4.0.
+      if (s.withExternal) await externalScenario(engine, s, mosquittoClients, topic, qos);
+      continue;
+    }
+    const cpuAfter = cpuNow(undefined);
+    const edgeThread = (await engine.ask('count', { type: 'count' })).cpuMicros - before.cpuMicros;
+
+    const label = `MQTT ${version === 5 ? '5    ' : '3.1.1'} QoS ${qos}, ${String(clients).padStart(4)} clients`;
+    rows.push(`${label}  mosquitto publish→receipt          ${fmt(base)}   ${baseCpu}`);
+    rows.push(`${label}  fleetstream edge publish→durable   ${fmt(edge)}   ratio ${(edge.rate / base.rate).toFixed(2)}   ${cpuLine(edgeThread, cpuBefore, cpuAfter, edge.received, edgeThread)}`);
+    if (s.withExternal) {
+      const ext = await externalScenario(engine, s, mosquittoClients, topic, qos);
+      rows.push(`${label}  fleetstream via mosquitto (external mode) publish→durable ${fmt(ext)}   lost ${ext.total - ext.received}/${ext.total}`
+        + `${ext.brokerDropped > 0 ? ` (broker reported ${ext.brokerDropped} dropped)` : ''}   ratio ${(ext.rate / base.rate).toFixed(2)} of mosquitto alone`);
+    }
+    console.log(rows.slice(s.withExternal ? -3 : -2).join('\n'));
+  }
+  await Promise.all([...mosquittoClients, ...edgeClients, ...subscribers].map((c) => c.endAsync(true)));
+  return rows;
+}
+
+/** Command delivery latency, one at a time. */
+async function commandRows(engine: Engine, s: Settings): Promise<string[]> {
+  const { ready, worker } = engine;
+  const count = s.commandCount;
   const device = ready.devices[0];
-  const deviceClient = await mqtt.connectAsync(edgeUrl, { username: device.token, password: device.token, reconnectPeriod: 0 }, false);
+  const deviceClient = await mqtt.connectAsync(`mqtt://127.0.0.1:${ready.port}`, { username: device.token, password: device.token, reconnectPeriod: 0 }, false);
   const plainDevice = await mqtt.connectAsync(MOSQUITTO, { reconnectPeriod: 0 }, false);
   const app = await mqtt.connectAsync(MOSQUITTO, { reconnectPeriod: 0 }, false);
-  const commandTopic = `${run}/device/${device.id}/asset/led/command`;
+  const commandTopic = `${s.run}/device/${device.id}/asset/led/command`;
   await deviceClient.subscribeAsync(`device/${device.id}/asset/led/command`, { qos: 1 });
   await plainDevice.subscribeAsync(commandTopic, { qos: 1 });
   const measure = async (send: (value: number) => void | Promise<void>, client: MqttClient): Promise<number[]> => {
     const out: number[] = [];
-    for (let k = 0; k < commandCount; k++) {
+    for (let k = 0; k < count; k++) {
       const got = new Promise<void>((resolve) => {
         const onMessage = (_t: string, payload: Buffer) => {
           if (JSON.parse(payload.toString()).value !== k) return;
@@ -508,22 +263,31 @@ async function main(): Promise<void> {
     }
     return out.sort((a, b) => a - b);
   };
+  const line = (what: string, times: number[]) => `commands ×${count}  ${what}p50 ${percentile(times, 0.5).toFixed(2)} ms  p99 ${percentile(times, 0.99).toFixed(2)} ms`;
   const mosq = await measure((v) => { app.publish(commandTopic, JSON.stringify({ value: v, at: new Date().toISOString() }), { qos: 1 }); }, plainDevice);
   const fleet = await measure((v) => { worker.postMessage({ type: 'command', deviceId: device.id, value: v } satisfies ToWorker); }, deviceClient);
-  rows.push(`commands ×${commandCount}  mosquitto publish→receipt   p50 ${percentile(mosq, 0.5).toFixed(2)} ms  p99 ${percentile(mosq, 0.99).toFixed(2)} ms`);
-  rows.push(`commands ×${commandCount}  fleetstream topic commands→device receipt  p50 ${percentile(fleet, 0.5).toFixed(2)} ms  p99 ${percentile(fleet, 0.99).toFixed(2)} ms`);
+  const rows = [line('mosquitto publish→receipt   ', mosq), line('fleetstream topic commands→device receipt  ', fleet)];
   const direct = await measure((v) => { worker.postMessage({ type: 'deliver', device, value: v } satisfies ToWorker); }, deviceClient);
-  rows.push(`commands ×${commandCount}  fleetstream edge deliver→device receipt     p50 ${percentile(direct, 0.5).toFixed(2)} ms  p99 ${percentile(direct, 0.99).toFixed(2)} ms`);
+  rows.push(line('fleetstream edge deliver→device receipt     ', direct));
   await Promise.all([deviceClient, plainDevice, app].map((c) => c.endAsync(true)));
+  return rows;
+}
 
-  console.log(`\nMQTT on loopback, ${total} messages per scenario, ${limitMs / 1000} s limit each`);
+async function main(): Promise<void> {
+  const s = settingsOf(process.argv);
+  const engine = await startEngine(Math.max(...s.clientCounts));
+  const mosquittoPid = mosquittoProcess();
+  const rows = s.rssConnections > 0 ? await memoryRows(engine, s.rssConnections, mosquittoPid) : [];
+  const warmed = new Set<number>();
+  for (const clients of s.clientCounts) for (const version of s.versions) {
+    rows.push(...await ingestRows(engine, s, clients, version, !warmed.has(clients), mosquittoPid));
+    warmed.add(clients);
+  }
+  rows.push(...await commandRows(engine, s));
+  console.log(`\nMQTT on loopback, ${s.total} messages per scenario, ${s.limitMs / 1000} s limit each`);
   console.log(rows.join('\n'));
-  await ask('stopped', { type: 'stop' });
-  await worker.terminate();
+  await engine.ask('stopped', { type: 'stop' });
+  await engine.worker.terminate();
 }
 
-if (isMainThread) await main();
-else {
-  const { workerData } = await import('node:worker_threads');
-  await engineThread(workerData as number);
-}
+await main();
