@@ -18,8 +18,8 @@ import { serveEdge, type ServedEdge } from '../adapters/http/serveEdge.ts';
 import { EdgeAccess } from '../adapters/http/EdgeAccess.ts';
 import { LiveConnections, type LiveSource } from '../adapters/http/live/liveRoutes.ts';
 import { createLiveSocket } from '../adapters/http/live/liveSocket.ts';
-import { createExternalMqtt } from '../adapters/mqtt/createExternalMqtt.ts';
-import { createMqttEdge, type MqttEdge } from '../adapters/mqtt/createMqttEdge.ts';
+import { createExternalMqtt } from '../adapters/mqtt/external/createExternalMqtt.ts';
+import { createMqttEdge, type MqttEdge } from '../adapters/mqtt/gateway/createMqttEdge.ts';
 import type { Config } from '../schemas/config.ts';
 import { registryCacheTtlMs, type ServiceStore } from './openPorts.ts';
 

@@ -1,5 +1,5 @@
 /**
- * BrokerWatch (adapters/mqtt/BrokerWatch.ts) on a scripted client and a simulated clock: the drop
+ * BrokerWatch (adapters/mqtt/external/BrokerWatch.ts) on a scripted client and a simulated clock: the drop
  * counter the broker publishes is read defensively (garbage, negative values, a broker restart),
  * a broker that hides $SYS is tolerated, CONNACK properties are checked. Against a real Mosquitto:
  * test/mqtt-external-flow.test.ts.
@@ -8,7 +8,7 @@ import { EventEmitter } from 'node:events';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { IConnackPacket, MqttClient } from 'mqtt';
-import { checkConnack, SYS_DROPPED, SYS_VERSION, watchBroker, type BrokerFigures } from '../adapters/mqtt/BrokerWatch.ts';
+import { checkConnack, SYS_DROPPED, SYS_VERSION, watchBroker, type BrokerFigures } from '../adapters/mqtt/external/BrokerWatch.ts';
 import { SimulatedClock } from '../engine/kernel/clock.ts';
 import type { Logger } from '../engine/kernel/logger.ts';
 

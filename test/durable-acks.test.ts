@@ -1,5 +1,5 @@
 /**
- * DurableAcks (adapters/mqtt/DurableAcks.ts) on a scripted stand-in for mqtt.js's packet path: a
+ * DurableAcks (adapters/mqtt/external/DurableAcks.ts) on a scripted stand-in for mqtt.js's packet path: a
  * PUBACK waits for its uplink's work while the connection reads on, up to the limit; PUBACKs of a
  * closed connection are never written, on it or on the next one. The real path (mqtt.js against
  * Mosquitto) is in test/mqtt-external-flow.test.ts.
@@ -8,7 +8,7 @@ import { EventEmitter } from 'node:events';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { IPublishPacket, MqttClient, Packet } from 'mqtt';
-import { DurableAcks } from '../adapters/mqtt/DurableAcks.ts';
+import { DurableAcks } from '../adapters/mqtt/external/DurableAcks.ts';
 
 class FakeClient extends EventEmitter {
   connected = true;

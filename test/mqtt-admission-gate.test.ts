@@ -1,10 +1,10 @@
 /**
- * adapters/mqtt/edge/AdmissionGate.ts: the bound on uplinks in admission across connections, how
+ * adapters/mqtt/gateway/AdmissionGate.ts: the bound on uplinks in admission across connections, how
  * waiting connections get their turn, and that none of them waits for ever.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { AdmissionGate } from '../adapters/mqtt/edge/AdmissionGate.ts';
+import { AdmissionGate } from '../adapters/mqtt/gateway/AdmissionGate.ts';
 
 /** A connection with `queued` uplinks: takes room while the gate is open, else waits its turn. */
 function connection(gate: AdmissionGate, name: string, queued: number, log: string[]) {

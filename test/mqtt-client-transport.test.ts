@@ -7,7 +7,7 @@ import { EventEmitter } from 'node:events';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { MqttClient } from 'mqtt';
-import { ClientCommandTransport } from '../adapters/mqtt/ClientCommandTransport.ts';
+import { ClientCommandTransport } from '../adapters/mqtt/external/ClientCommandTransport.ts';
 import { SimulatedClock } from '../engine/kernel/clock.ts';
 import { FleetError } from '../engine/kernel/errors.ts';
 

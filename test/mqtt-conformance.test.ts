@@ -8,8 +8,8 @@
 import { suite } from './support/suite.ts';
 import * as assert from 'uvu/assert';
 import mqttPacket from 'mqtt-packet';
-import { createMqttEdge, type MqttEdge } from '../adapters/mqtt/createMqttEdge.ts';
-import { varintBytes } from '../adapters/mqtt/edge/FrameReader.ts';
+import { createMqttEdge, type MqttEdge } from '../adapters/mqtt/gateway/createMqttEdge.ts';
+import { varintBytes } from '../adapters/mqtt/gateway/FrameReader.ts';
 import { systemClock } from '../engine/kernel/clock.ts';
 import { MqttStack, type SeededDevice } from './support/mqttStack.ts';
 import { waitFor } from './support/tmp.ts';

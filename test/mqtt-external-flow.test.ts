@@ -9,7 +9,7 @@ import { createServer, type Socket } from 'node:net';
 import { suite, unless } from './support/suite.ts';
 import * as assert from 'uvu/assert';
 import mqtt from 'mqtt';
-import { createExternalMqtt, type ExternalMqtt } from '../adapters/mqtt/createExternalMqtt.ts';
+import { createExternalMqtt, type ExternalMqtt } from '../adapters/mqtt/external/createExternalMqtt.ts';
 import { systemClock } from '../engine/kernel/clock.ts';
 import { FleetError } from '../engine/kernel/errors.ts';
 import type { Logger } from '../engine/kernel/logger.ts';

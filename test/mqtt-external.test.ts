@@ -8,7 +8,7 @@
 import { suite, unless } from './support/suite.ts';
 import * as assert from 'uvu/assert';
 import { encode as cborEncode } from 'cbor-x';
-import { createExternalMqtt } from '../adapters/mqtt/createExternalMqtt.ts';
+import { createExternalMqtt } from '../adapters/mqtt/external/createExternalMqtt.ts';
 import { systemClock } from '../engine/kernel/clock.ts';
 import { FleetError } from '../engine/kernel/errors.ts';
 import { registryDirectory } from '../engine/ports/registry.ts';

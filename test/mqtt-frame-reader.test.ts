@@ -1,11 +1,11 @@
 /**
- * adapters/mqtt/edge/FrameReader.ts: MQTT framing from arbitrary socket chunks, and the size limit
+ * adapters/mqtt/gateway/FrameReader.ts: MQTT framing from arbitrary socket chunks, and the size limit
  * decided from the fixed header before any of the body is kept.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
-import { FrameReader, varintBytes } from '../adapters/mqtt/edge/FrameReader.ts';
+import { FrameReader, varintBytes } from '../adapters/mqtt/gateway/FrameReader.ts';
 
 const packet = (first: number, body: Buffer) => Buffer.concat([Buffer.from([first, ...varintBytes(body.length)]), body]);
 

@@ -8,7 +8,7 @@
  * stdout, one line each: `ready` once subscribed; `held <topic>` for each uplink handed to the log.
  */
 import { writeSync } from 'node:fs';
-import { createExternalMqtt } from '../../adapters/mqtt/createExternalMqtt.ts';
+import { createExternalMqtt } from '../../adapters/mqtt/external/createExternalMqtt.ts';
 import { systemClock } from '../../engine/kernel/clock.ts';
 import type { DeviceWithAssets } from '../../engine/ports/registry.ts';
 import { UplinkAdmission } from '../../engine/uplink/UplinkAdmission.ts';

@@ -7,7 +7,7 @@
  */
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
 import { createConnection } from 'node:net';
-import { createExternalMqtt, type ExternalMqtt, type ExternalMqttOptions } from '../../adapters/mqtt/createExternalMqtt.ts';
+import { createExternalMqtt, type ExternalMqtt, type ExternalMqttOptions } from '../../adapters/mqtt/external/createExternalMqtt.ts';
 import { systemClock } from '../../engine/kernel/clock.ts';
 import { silentLogger } from '../../engine/kernel/logger.ts';
 import { decodeEnvelope } from '../../engine/uplink/envelope.ts';

@@ -7,7 +7,7 @@
 import mqtt, { type MqttClient } from 'mqtt';
 import { createChdbStore } from '../../adapters/chdb/createChdbStore.ts';
 import { createLocalLog, type LocalLog } from '../../adapters/local-log/LocalLog.ts';
-import { createMqttEdge, type MqttEdge, type MqttEdgeOptions } from '../../adapters/mqtt/createMqttEdge.ts';
+import { createMqttEdge, type MqttEdge, type MqttEdgeOptions } from '../../adapters/mqtt/gateway/createMqttEdge.ts';
 import { createPgliteRegistry } from '../../adapters/pglite/createPgliteRegistry.ts';
 import { systemClock, type Clock } from '../../engine/kernel/clock.ts';
 import { decodeEnvelope } from '../../engine/uplink/envelope.ts';

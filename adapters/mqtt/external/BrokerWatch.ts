@@ -14,9 +14,9 @@
  * a warning at start says which settings docs/mqtt.md asks for.
  */
 import type { IConnackPacket, MqttClient } from 'mqtt';
-import type { Clock, TimerHandle } from '../../engine/kernel/clock.ts';
-import { FleetError } from '../../engine/kernel/errors.ts';
-import type { Logger } from '../../engine/kernel/logger.ts';
+import type { Clock, TimerHandle } from '../../../engine/kernel/clock.ts';
+import { FleetError } from '../../../engine/kernel/errors.ts';
+import type { Logger } from '../../../engine/kernel/logger.ts';
 
 export const SYS_VERSION = '$SYS/broker/version';
 export const SYS_DROPPED = '$SYS/broker/publish/messages/dropped';

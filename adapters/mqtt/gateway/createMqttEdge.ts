@@ -1,7 +1,7 @@
 /**
  * The embedded MQTT edge (DESIGN.md §2, spec §4.1–4.3): a dedicated device gateway speaking MQTT
  * 5.0 and 3.1.1 (3.1 too) on the mqtt-packet codec, with its own framing in front so that limits
- * hold before trust (edge/FrameReader.ts). It admits only what a device or user may do: devices
+ * hold before trust (FrameReader.ts). It admits only what a device or user may do: devices
  * publish states to their own topics and subscribe to their own commands and feeds; users follow
  * feeds of their grounds. Devices connect with username = device token (the password is not
  * checked, as AllThingsTalk's SDKs send the token twice). Topic and ACL decisions are
@@ -15,24 +15,24 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import mqttPacket from 'mqtt-packet';
 import { createServer as createTlsServer } from 'node:tls';
-import type { StateRow } from '../../schemas/messages.ts';
-import { silentLogger } from '../../engine/kernel/logger.ts';
-import { feedTopic } from '../../engine/access/mqttTopics.ts';
-import type { CommandTransport } from '../../engine/ports/commandTransport.ts';
-import type { RegistryChange } from '../../engine/ports/registryChanges.ts';
-import { RegistryLookups } from '../../engine/access/RegistryLookups.ts';
+import type { StateRow } from '../../../schemas/messages.ts';
+import { silentLogger } from '../../../engine/kernel/logger.ts';
+import { feedTopic } from '../../../engine/access/mqttTopics.ts';
+import type { CommandTransport } from '../../../engine/ports/commandTransport.ts';
+import type { RegistryChange } from '../../../engine/ports/registryChanges.ts';
+import { RegistryLookups } from '../../../engine/access/RegistryLookups.ts';
 import { edgeLimits, type MqttEdgeOptions } from './MqttEdgeOptions.ts';
-import { EdgeConnection } from './edge/EdgeConnection.ts';
-import { EdgeConnections } from './edge/EdgeConnections.ts';
-import { applyRegistryChange } from './edge/applyRegistryChange.ts';
-import { EdgeCommandTransport } from './edge/EdgeCommandTransport.ts';
-import type { EdgeContext, MqttEdgeStats } from './edge/EdgeContext.ts';
-import { Reason } from './edge/reasonCodes.ts';
-import { Sessions } from './edge/Sessions.ts';
-import { AdmissionGate } from './edge/AdmissionGate.ts';
+import { EdgeConnection } from './EdgeConnection.ts';
+import { EdgeConnections } from './EdgeConnections.ts';
+import { applyRegistryChange } from './applyRegistryChange.ts';
+import { EdgeCommandTransport } from './EdgeCommandTransport.ts';
+import type { EdgeContext, MqttEdgeStats } from './EdgeContext.ts';
+import { Reason } from './reasonCodes.ts';
+import { Sessions } from './Sessions.ts';
+import { AdmissionGate } from './AdmissionGate.ts';
 
 export type { MqttEdgeOptions } from './MqttEdgeOptions.ts';
-export type { MqttEdgeStats } from './edge/EdgeContext.ts';
+export type { MqttEdgeStats } from './EdgeContext.ts';
 
 export interface MqttEdge {
   /** The port listened on. */

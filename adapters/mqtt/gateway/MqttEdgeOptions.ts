@@ -2,12 +2,12 @@
  * Options of createMqttEdge (the embedded MQTT 5.0 / 3.1.1 device gateway), with units and defaults.
  * The limits are what an unauthenticated peer can cost the process: see docs/mqtt.md.
  */
-import type { Clock } from '../../engine/kernel/clock.ts';
-import type { Logger } from '../../engine/kernel/logger.ts';
-import type { RegistryLookups } from '../../engine/access/RegistryLookups.ts';
-import type { Registry } from '../../engine/ports/registry.ts';
-import type { RegistryChanges } from '../../engine/ports/registryChanges.ts';
-import type { UplinkAdmissionPort } from '../../engine/ports/uplinkAdmission.ts';
+import type { Clock } from '../../../engine/kernel/clock.ts';
+import type { Logger } from '../../../engine/kernel/logger.ts';
+import type { RegistryLookups } from '../../../engine/access/RegistryLookups.ts';
+import type { Registry } from '../../../engine/ports/registry.ts';
+import type { RegistryChanges } from '../../../engine/ports/registryChanges.ts';
+import type { UplinkAdmissionPort } from '../../../engine/ports/uplinkAdmission.ts';
 
 export interface MqttEdgeOptions {
   registry: Pick<Registry, 'authenticate' | 'getDevice' | 'getAssetById' | 'isMember'>;

@@ -19,18 +19,18 @@
  * BrokerWatch.ts checks what the broker shows.
  */
 import mqtt, { type IClientOptions, type IPublishPacket, type MqttClient } from 'mqtt';
-import type { StateRow } from '../../schemas/messages.ts';
-import { FleetError, toFleetError } from '../../engine/kernel/errors.ts';
-import { newId } from '../../engine/kernel/ids.ts';
-import { silentLogger } from '../../engine/kernel/logger.ts';
-import { feedTopic, parseUplinkTopic, routeTrustedUplink, shorten, type Refusal, uplinkContentType } from '../../engine/access/mqttTopics.ts';
-import type { CommandTransport } from '../../engine/ports/commandTransport.ts';
+import type { StateRow } from '../../../schemas/messages.ts';
+import { FleetError, toFleetError } from '../../../engine/kernel/errors.ts';
+import { newId } from '../../../engine/kernel/ids.ts';
+import { silentLogger } from '../../../engine/kernel/logger.ts';
+import { feedTopic, parseUplinkTopic, routeTrustedUplink, shorten, type Refusal, uplinkContentType } from '../../../engine/access/mqttTopics.ts';
+import type { CommandTransport } from '../../../engine/ports/commandTransport.ts';
 import { ClientCommandTransport } from './ClientCommandTransport.ts';
 import { DurableAcks } from './DurableAcks.ts';
 import { checkConnack, watchBroker, type BrokerFigures } from './BrokerWatch.ts';
 import type { ExternalMqttOptions } from './ExternalMqttOptions.ts';
-import { RegistryLookups } from '../../engine/access/RegistryLookups.ts';
-import type { MqttEdgeStats } from './createMqttEdge.ts';
+import { RegistryLookups } from '../../../engine/access/RegistryLookups.ts';
+import type { MqttEdgeStats } from '../gateway/createMqttEdge.ts';
 
 export type { ExternalMqttOptions } from './ExternalMqttOptions.ts';
 
@@ -167,7 +167,7 @@ export async function createExternalMqtt(options: ExternalMqttOptions): Promise<
     // Feeds are QoS 0: while the broker is away they are dropped, not queued without bound.
     queueQoSZero: false,
     // No cache of every 16-bit number in mqtt-packet (~7.5 MB of heap, built at the first CONNECT):
-    // as in the embedded edge (createMqttEdge.ts).
+    // as in the embedded edge (gateway/createMqttEdge.ts).
     writeCache: false,
   });
 

@@ -11,11 +11,11 @@
  * A refusal (reason ≥ 0x80, e.g. Not authorized) fails the command with DOWNLINK_REFUSED.
  */
 import type { IPublishPacket, MqttClient } from 'mqtt';
-import type { Clock, TimerHandle } from '../../engine/kernel/clock.ts';
-import { FleetError } from '../../engine/kernel/errors.ts';
-import { silentLogger, type Logger } from '../../engine/kernel/logger.ts';
-import { commandTopics } from '../../engine/access/mqttTopics.ts';
-import type { AssetCommandDelivery, CommandTransport, DeliveryOutcome } from '../../engine/ports/commandTransport.ts';
+import type { Clock, TimerHandle } from '../../../engine/kernel/clock.ts';
+import { FleetError } from '../../../engine/kernel/errors.ts';
+import { silentLogger, type Logger } from '../../../engine/kernel/logger.ts';
+import { commandTopics } from '../../../engine/access/mqttTopics.ts';
+import type { AssetCommandDelivery, CommandTransport, DeliveryOutcome } from '../../../engine/ports/commandTransport.ts';
 
 export interface ClientCommandTransportOptions {
   /** A connected MQTT 5 client used for publishing only. */

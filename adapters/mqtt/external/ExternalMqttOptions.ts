@@ -2,12 +2,12 @@
  * Options of createExternalMqtt (external broker mode: Fleetstream is a client of a broker that
  * authenticates devices itself), with units and defaults.
  */
-import type { Clock } from '../../engine/kernel/clock.ts';
-import type { Logger } from '../../engine/kernel/logger.ts';
-import type { RegistryLookups } from '../../engine/access/RegistryLookups.ts';
-import type { Registry } from '../../engine/ports/registry.ts';
-import type { RegistryChanges } from '../../engine/ports/registryChanges.ts';
-import type { UplinkAdmissionPort } from '../../engine/ports/uplinkAdmission.ts';
+import type { Clock } from '../../../engine/kernel/clock.ts';
+import type { Logger } from '../../../engine/kernel/logger.ts';
+import type { RegistryLookups } from '../../../engine/access/RegistryLookups.ts';
+import type { Registry } from '../../../engine/ports/registry.ts';
+import type { RegistryChanges } from '../../../engine/ports/registryChanges.ts';
+import type { UplinkAdmissionPort } from '../../../engine/ports/uplinkAdmission.ts';
 
 export interface ExternalMqttOptions {
   /**

@@ -5,7 +5,7 @@ import type { Clock } from '../../../engine/kernel/clock.ts';
 import type { Logger } from '../../../engine/kernel/logger.ts';
 import type { RegistryLookups } from '../../../engine/access/RegistryLookups.ts';
 import type { UplinkAdmissionPort } from '../../../engine/ports/uplinkAdmission.ts';
-import type { MqttEdgeLimits } from '../MqttEdgeOptions.ts';
+import type { MqttEdgeLimits } from './MqttEdgeOptions.ts';
 import type { Sessions } from './Sessions.ts';
 import type { AdmissionGate } from './AdmissionGate.ts';
 

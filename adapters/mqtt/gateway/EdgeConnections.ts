@@ -5,7 +5,7 @@
  */
 import type { Socket } from 'node:net';
 import type { Clock, TimerHandle } from '../../../engine/kernel/clock.ts';
-import type { MqttEdgeLimits } from '../MqttEdgeOptions.ts';
+import type { MqttEdgeLimits } from './MqttEdgeOptions.ts';
 import { DispatchingConnection } from './DispatchingConnection.ts';
 import type { EdgeConnection } from './EdgeConnection.ts';
 import type { EdgeContext, MqttEdgeStats } from './EdgeContext.ts';
