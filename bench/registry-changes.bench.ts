@@ -68,6 +68,114 @@ async function listener(schema: string): Promise<void> {
   send({ ready: true });
 }
 
+/** The listener child process: `next()` is its next answer other than a change heard, `heard(key)` the change of that key heard. */
+interface Listener {
+  child: ChildProcess;
+  next(): Promise<FromChild>;
+  heard(key: string): Promise<Heard>;
+  /** Has the listener look these tokens up, so its cache holds them. */
+  warm(tokens: string[]): Promise<void>;
+}
+
+function startListener(schema: string): Listener {
+  const child: ChildProcess = fork(new URL(import.meta.url).pathname, ['--listener', schema], { stdio: 'inherit' });
+  const waiting = new Map<string, (message: Heard) => void>();
+  const other: Array<(message: FromChild) => void> = [];
+  child.on('message', (message: FromChild) => {
+    if ('heard' in message) waiting.get(message.heard)?.(message);
+    else other.shift()?.(message);
+  });
+  const next = () => new Promise<FromChild>((resolve) => other.push(resolve));
+  return {
+    child,
+    next,
+    heard: (key) => new Promise<Heard>((resolve) => waiting.set(key, resolve)),
+    async warm(tokens) {
+      const warmed = next();
+      child.send({ warm: tokens } satisfies ToChild);
+      await warmed;
+    },
+  };
+}
+
+/** A `SELECT 1` round trip on the server, and the IPC hop to the listener, one way. */
+async function baselines(listener: Listener): Promise<{ roundTrips: number[]; ipc: number[] }> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  const roundTrips: number[] = [];
+  for (let i = 0; i < CHANGES; i++) {
+    const t = performance.now();
+    await client.query('SELECT 1');
+    roundTrips.push(performance.now() - t);
+  }
+  await client.end();
+  const ipc: number[] = [];
+  for (let i = 0; i < CHANGES; i++) {
+    const t = performance.now();
+    const pong = listener.next();
+    listener.child.send({ ping: i } satisfies ToChild);
+    await pong;
+    ipc.push((performance.now() - t) / 2);
+  }
+  return { roundTrips, ipc };
+}
+
+/** 1. feed: device-changed published one at a time; publish → acknowledged. */
+async function feed(listener: Listener, changes: PostgresRegistryChanges): Promise<number[]> {
+  const times: number[] = [];
+  for (let i = 0; i < CHANGES; i++) {
+    const deviceId = randomBytes(16).toString('hex').slice(0, 22);
+    const t = performance.now();
+    const ack = listener.heard(deviceId);
+    await changes.publish({ kind: 'device-changed', deviceId });
+    await ack;
+    times.push(performance.now() - t);
+  }
+  return times;
+}
+
+/** 2. revocation through the registry, one token at a time. */
+async function revocationRows(listener: Listener, raw: Awaited<ReturnType<typeof createPostgresRegistry>>, registry: ReturnType<typeof publishingRegistry>): Promise<string[]> {
+  const user = await raw.createUser({ name: 'bench' });
+  const ground = await raw.createGround({ name: 'bench', userId: user.entity.id });
+  const device = await raw.createDevice({ groundId: ground.id, name: 'bench', assets: [] });
+  const tokens: string[] = [];
+  for (let i = 0; i < CHANGES; i++) tokens.push(await raw.issueToken('device', device.device.id));
+  await listener.warm(tokens);
+  const { hashToken } = await import('../engine/access/tokens.ts');
+  const revocation: number[] = [];
+  const mutation: number[] = [];
+  const apply: number[] = [];
+  for (const token of tokens) {
+    const t = performance.now();
+    const ack = listener.heard(hashToken(token));
+    const revoking = registry.revokeToken(token);
+    await revoking;
+    mutation.push(performance.now() - t);
+    apply.push((await ack).applyMs);
+    revocation.push(performance.now() - t);
+  }
+  return [
+    `revoke    revokeToken call → other process's cache dropped  ${summary(revocation)}`,
+    `          of which revokeToken (UPDATE, commit, NOTIFY)      ${summary(mutation)}`,
+    `          listener's apply() with ${CACHED + CHANGES} cached principals  ${summary(apply)}`,
+  ];
+}
+
+/** 3. burst: every change published at once; first publish → last acknowledged. */
+async function burstRows(listener: Listener, changes: PostgresRegistryChanges): Promise<string[]> {
+  const ids = Array.from({ length: CHANGES }, () => randomBytes(16).toString('hex').slice(0, 22));
+  const acks = ids.map((id) => listener.heard(id));
+  const t = performance.now();
+  await Promise.all(ids.map((deviceId) => changes.publish({ kind: 'device-changed', deviceId })));
+  await Promise.all(acks);
+  const burstMs = performance.now() - t;
+  return [
+    `burst     ${CHANGES} published at once → last acknowledged  ${burstMs.toFixed(1)} ms (${Math.round(CHANGES / (burstMs / 1000)).toLocaleString('en-US')} changes/s)`,
+    `          notifications sent ${changes.stats.sent}, dropped ${changes.stats.dropped}`,
+  ];
+}
+
 async function main(): Promise<void> {
   if (!url) {
     console.log('skipped: set DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/postgres)');
@@ -77,97 +185,22 @@ async function main(): Promise<void> {
   const raw = await createPostgresRegistry({ url, schema });
   const changes = await PostgresRegistryChanges.open({ url, schema, clock: systemClock });
   const registry = publishingRegistry(raw, changes);
-  const child: ChildProcess = fork(new URL(import.meta.url).pathname, ['--listener', schema], { stdio: 'inherit' });
-  const waiting = new Map<string, (message: Heard) => void>();
-  const other: Array<(message: FromChild) => void> = [];
-  child.on('message', (message: FromChild) => {
-    if ('heard' in message) waiting.get(message.heard)?.(message);
-    else other.shift()?.(message);
-  });
-  const next = () => new Promise<FromChild>((resolve) => other.push(resolve));
-  const heard = (key: string) => new Promise<Heard>((resolve) => waiting.set(key, resolve));
+  const listener = startListener(schema);
   const rows: string[] = [];
   try {
-    await next();
-
-    // Baselines.
-    const client = new pg.Client({ connectionString: url });
-    await client.connect();
-    const roundTrips: number[] = [];
-    for (let i = 0; i < CHANGES; i++) {
-      const t = performance.now();
-      await client.query('SELECT 1');
-      roundTrips.push(performance.now() - t);
-    }
-    await client.end();
-    const ipc: number[] = [];
-    for (let i = 0; i < CHANGES; i++) {
-      const t = performance.now();
-      const pong = next();
-      child.send({ ping: i } satisfies ToChild);
-      await pong;
-      ipc.push((performance.now() - t) / 2);
-    }
+    await listener.next();
+    const { roundTrips, ipc } = await baselines(listener);
     rows.push(`baseline  PostgreSQL SELECT 1 round trip        ${summary(roundTrips)}`);
     rows.push(`baseline  IPC one way (half a ping-pong)        ${summary(ipc)}`);
-
     // Warm the listener's cache: BENCH_CACHED other tokens.
     const fillers = Array.from({ length: CACHED }, () => newToken('device'));
-    for (let i = 0; i < fillers.length; i += 10_000) {
-      const warmed = next();
-      child.send({ warm: fillers.slice(i, i + 10_000) } satisfies ToChild);
-      await warmed;
-    }
-
-    // 1. feed
-    const feed: number[] = [];
-    for (let i = 0; i < CHANGES; i++) {
-      const deviceId = randomBytes(16).toString('hex').slice(0, 22);
-      const t = performance.now();
-      const ack = heard(deviceId);
-      await changes.publish({ kind: 'device-changed', deviceId });
-      await ack;
-      feed.push(performance.now() - t);
-    }
-    rows.push(`feed      publish → other process acknowledged  ${summary(feed)}   (×${CHANGES}; p50 ${(percentile(feed, 0.5) / percentile(roundTrips, 0.5)).toFixed(1)}× a SELECT 1)`);
-
-    // 2. revocation through the registry
-    const user = await raw.createUser({ name: 'bench' });
-    const ground = await raw.createGround({ name: 'bench', userId: user.entity.id });
-    const device = await raw.createDevice({ groundId: ground.id, name: 'bench', assets: [] });
-    const tokens: string[] = [];
-    for (let i = 0; i < CHANGES; i++) tokens.push(await raw.issueToken('device', device.device.id));
-    const warmed = next();
-    child.send({ warm: tokens } satisfies ToChild);
-    await warmed;
-    const { hashToken } = await import('../engine/access/tokens.ts');
-    const revocation: number[] = [];
-    const mutation: number[] = [];
-    const apply: number[] = [];
-    for (const token of tokens) {
-      const t = performance.now();
-      const ack = heard(hashToken(token));
-      const revoking = registry.revokeToken(token);
-      await revoking;
-      mutation.push(performance.now() - t);
-      apply.push((await ack).applyMs);
-      revocation.push(performance.now() - t);
-    }
-    rows.push(`revoke    revokeToken call → other process's cache dropped  ${summary(revocation)}`);
-    rows.push(`          of which revokeToken (UPDATE, commit, NOTIFY)      ${summary(mutation)}`);
-    rows.push(`          listener's apply() with ${CACHED + CHANGES} cached principals  ${summary(apply)}`);
-
-    // 3. burst
-    const ids = Array.from({ length: CHANGES }, () => randomBytes(16).toString('hex').slice(0, 22));
-    const acks = ids.map((id) => heard(id));
-    const t = performance.now();
-    await Promise.all(ids.map((deviceId) => changes.publish({ kind: 'device-changed', deviceId })));
-    await Promise.all(acks);
-    const burstMs = performance.now() - t;
-    rows.push(`burst     ${CHANGES} published at once → last acknowledged  ${burstMs.toFixed(1)} ms (${Math.round(CHANGES / (burstMs / 1000)).toLocaleString('en-US')} changes/s)`);
-    rows.push(`          notifications sent ${changes.stats.sent}, dropped ${changes.stats.dropped}`);
+    for (let i = 0; i < fillers.length; i += 10_000) await listener.warm(fillers.slice(i, i + 10_000));
+    const fed = await feed(listener, changes);
+    rows.push(`feed      publish → other process acknowledged  ${summary(fed)}   (×${CHANGES}; p50 ${(percentile(fed, 0.5) / percentile(roundTrips, 0.5)).toFixed(1)}× a SELECT 1)`);
+    rows.push(...await revocationRows(listener, raw, registry));
+    rows.push(...await burstRows(listener, changes));
   } finally {
-    child.disconnect();
+    listener.child.disconnect();
     await changes.close();
     await raw.close();
     const admin = new pg.Client({ connectionString: url });

@@ -68,23 +68,11 @@ interface Subscriber {
 
 const VALUE = /"value":(\d+)/g;
 
-async function clientThread(sentBuffer: SharedArrayBuffer): Promise<void> {
-  const sent = new Float64Array(sentBuffer);
-  const subscribers: Subscriber[] = [];
-  let latencies: number[] = [];
-  const agent = new Agent({ keepAlive: false, maxSockets: Infinity });
+type Record = (sub: Subscriber, text: string) => void;
 
-  const record = (sub: Subscriber, text: string) => {
-    const at = now();
-    const timedAfter = sent[0];
-    for (const match of text.matchAll(VALUE)) {
-      sub.received++;
-      const value = Number(match[1]);
-      if (value > timedAfter) latencies.push(at - sent[1 + (value % SENT_SLOTS)]);
-    }
-  };
-
-  const sse = (port: number, token: string, ground: string) => new Promise<Subscriber>((resolve, reject) => {
+/** An SSE subscriber of the ground's states; `record` gets the text of its complete events. */
+function sse(agent: Agent, port: number, token: string, ground: string, record: Record): Promise<Subscriber> {
+  return new Promise<Subscriber>((resolve, reject) => {
     const sub: Subscriber = { received: 0, mark: 0, close: () => undefined };
     let carry = '';
     const req = request({ agent, host: '127.0.0.1', port, path: `/ground/${ground}/live?kinds=state`, headers: { authorization: `Bearer ${token}` } }, (res: IncomingMessage) => {
@@ -105,8 +93,11 @@ async function clientThread(sentBuffer: SharedArrayBuffer): Promise<void> {
     req.on('error', reject);
     req.end();
   });
+}
 
-  const ws = (port: number, token: string, ground: string) => new Promise<Subscriber>((resolve, reject) => {
+/** A WebSocket subscriber of the ground's states, resolved once subscribed; `record` gets each state message. */
+function ws(port: number, token: string, ground: string, record: Record): Promise<Subscriber> {
+  return new Promise<Subscriber>((resolve, reject) => {
     const socket = new WebSocket(`ws://127.0.0.1:${port}/live`, { perMessageDeflate: false });
     const sub: Subscriber = { received: 0, mark: 0, close: () => socket.terminate() };
     socket.on('error', reject);
@@ -121,11 +112,28 @@ async function clientThread(sentBuffer: SharedArrayBuffer): Promise<void> {
       else if (text.startsWith('{"type":"error"') || text.startsWith('{"type":"overflow"')) reject(new Error(text));
     });
   });
+}
+
+async function clientThread(sentBuffer: SharedArrayBuffer): Promise<void> {
+  const sent = new Float64Array(sentBuffer);
+  const subscribers: Subscriber[] = [];
+  let latencies: number[] = [];
+  const agent = new Agent({ keepAlive: false, maxSockets: Infinity });
+
+  const record = (sub: Subscriber, text: string) => {
+    const at = now();
+    const timedAfter = sent[0];
+    for (const match of text.matchAll(VALUE)) {
+      sub.received++;
+      const value = Number(match[1]);
+      if (value > timedAfter) latencies.push(at - sent[1 + (value % SENT_SLOTS)]);
+    }
+  };
 
   parentPort!.on('message', async (message: ClientRequest) => {
     switch (message.op) {
       case 'open': {
-        const open = message.kind === 'sse' ? sse : ws;
+        const open = (port: number, token: string, ground: string) => (message.kind === 'sse' ? sse(agent, port, token, ground, record) : ws(port, token, ground, record));
         // 100 at a time: a thousand handshakes at once overflow the listen backlog.
         for (let i = 0; i < message.grounds.length; i += 100) {
           subscribers.push(...await Promise.all(message.grounds.slice(i, i + 100).map((ground) => open(message.port, message.token, ground))));
