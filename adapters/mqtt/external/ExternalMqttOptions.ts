@@ -3,6 +3,7 @@
  * authenticates devices itself), with units and defaults.
  */
 import type { Clock } from '../../../engine/kernel/clock.ts';
+import { newId } from '../../../engine/kernel/ids.ts';
 import type { Logger } from '../../../engine/kernel/logger.ts';
 import type { RegistryLookups } from '../../../engine/access/RegistryLookups.ts';
 import type { Registry } from '../../../engine/ports/registry.ts';
@@ -75,4 +76,41 @@ export interface ExternalMqttOptions {
   /** How long start waits for the broker to name itself ($SYS/broker/version), ms. Default 1000. */
   brokerWatchWaitMs?: number;
   logger?: Logger;
+}
+
+/** The options with their defaults, checked (a TypeError names the one that is not valid). */
+export interface ExternalMqttSettings {
+  group: string;
+  connections: number;
+  receiveMaximum: number;
+  clientIdPrefix: string;
+  sessionExpirySeconds: number;
+  maxPayloadBytes: number;
+  maxQos0InFlight: number;
+  retryBaseMs: number;
+}
+
+const SHARE_GROUP = /^[A-Za-z0-9_-]{1,64}$/;
+
+export function externalSettings(o: ExternalMqttOptions): ExternalMqttSettings {
+  const group = o.shareGroup ?? 'fleetstream';
+  if (!SHARE_GROUP.test(group)) throw new TypeError(`createExternalMqtt: shareGroup must match ${SHARE_GROUP}`);
+  const connections = o.connections ?? 32;
+  if (!Number.isInteger(connections) || connections < 1) throw new TypeError('createExternalMqtt: connections must be a positive integer');
+  const receiveMaximum = o.receiveMaximum ?? 128;
+  if (!Number.isInteger(receiveMaximum) || receiveMaximum < 1 || receiveMaximum > 0xffff) throw new TypeError('createExternalMqtt: receiveMaximum must be an integer from 1 to 65535');
+  const sessionExpirySeconds = o.sessionExpirySeconds ?? 0;
+  if (!Number.isInteger(sessionExpirySeconds) || sessionExpirySeconds < 0 || sessionExpirySeconds > 0xffffffff) {
+    throw new TypeError('createExternalMqtt: sessionExpirySeconds must be an integer from 0 to 4294967295');
+  }
+  return {
+    group,
+    connections,
+    receiveMaximum,
+    clientIdPrefix: o.clientIdPrefix ?? `fleetstream-${newId().slice(0, 10)}`,
+    sessionExpirySeconds,
+    maxPayloadBytes: o.maxPayloadBytes ?? 64 * 1024,
+    maxQos0InFlight: o.maxQos0InFlight ?? 1024,
+    retryBaseMs: o.retryBaseMs ?? 100,
+  };
 }
