@@ -14,7 +14,7 @@ import mqttPacket from 'mqtt-packet';
 import type { UplinkTarget } from '../../../engine/access/mqttTopics.ts';
 import type { Principal } from '../../../engine/ports/registry.ts';
 import type { DeviceWithAssets } from '../../../engine/ports/registry.ts';
-import { FrameReader } from './FrameReader.ts';
+import { FrameReader, varintBytes } from './FrameReader.ts';
 import { encodePublish, encodePuback } from './publishCodec.ts';
 import { Reason, type DisconnectReason } from './reasonCodes.ts';
 import type { EdgeContext } from './EdgeContext.ts';
@@ -124,15 +124,7 @@ export abstract class EdgeConnection implements SessionHolder {
     parser.on('packet', onPacket);
     parser.on('error', onError);
     try {
-      const header = [first];
-      let n = body.length;
-      do {
-        let byte = n % 128;
-        n = Math.floor(n / 128);
-        if (n > 0) byte |= 0x80;
-        header.push(byte);
-      } while (n > 0);
-      parser.parse(Buffer.concat([Buffer.from(header), body]));
+      parser.parse(Buffer.concat([Buffer.from([first, ...varintBytes(body.length)]), body]));
     } finally {
       parser.off('packet', onPacket);
       parser.off('error', onError);
