@@ -18,7 +18,7 @@ export interface MqttFigures {
   readonly connected?: number;
   /** External broker mode: uplinks Fleetstream gave up (failed for good). */
   readonly dropped?: number;
-  /** External broker mode: rises of the broker's dropped-messages counter (adapters/mqtt/BrokerWatch.ts). */
+  /** External broker mode: rises of the broker's dropped-messages counter (adapters/mqtt/external/BrokerWatch.ts). */
   readonly brokerDropped?: number;
 }
 
