@@ -6,7 +6,10 @@
  */
 import type { ErrorCode } from '../kernel/errors.ts';
 import type { DeviceInfo } from './directory.ts';
-import type { UplinkSubmission } from '../uplink/UplinkIngest.ts';
+import type { UplinkEnvelope } from '../../schemas/messages.ts';
+
+/** What an edge knows about an uplink; the ingest adds `id` and `receivedAt` unless admission already gave them. */
+export type UplinkSubmission = Omit<UplinkEnvelope, 'id' | 'receivedAt'> & Partial<Pick<UplinkEnvelope, 'id' | 'receivedAt'>>;
 
 export interface RefusedEntry {
   code: ErrorCode;

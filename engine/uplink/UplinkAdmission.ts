@@ -9,12 +9,12 @@ import type { Clock } from '../kernel/clock.ts';
 import { toFleetError, type FleetError } from '../kernel/errors.ts';
 import { newUplinkId } from '../kernel/ids.ts';
 import type { DeviceInfo } from '../ports/directory.ts';
-import type { AdmissionOutcome, RefusedEntry, UplinkAdmissionPort } from '../ports/uplinkAdmission.ts';
+import type { AdmissionOutcome, RefusedEntry, UplinkAdmissionPort, UplinkSubmission } from '../ports/uplinkAdmission.ts';
 import type { UplinkEnvelope } from '../../schemas/messages.ts';
 import { admitUplink, carried, type Admission } from './admission/admitUplink.ts';
 import { compileDevice, type CompiledDevice } from './admission/compileDevice.ts';
 import type { Rejection } from './admission/processUplink.ts';
-import type { UplinkIngest, UplinkSubmission } from './UplinkIngest.ts';
+import type { UplinkIngest } from './UplinkIngest.ts';
 
 export interface UplinkAdmissionOptions {
   /** engine/uplink/UplinkIngest.ts: calls back once the uplink is durable in the log. */

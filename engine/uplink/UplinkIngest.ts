@@ -16,12 +16,12 @@ import { encodeEnvelope } from './envelope.ts';
 import { FleetError, toFleetError } from '../kernel/errors.ts';
 import { newUplinkId } from '../kernel/ids.ts';
 import type { Log, ProducerRecord } from '../ports/log.ts';
+import type { UplinkSubmission } from '../ports/uplinkAdmission.ts';
 import { Topics, UplinkEnvelope } from '../../schemas/messages.ts';
 
 const checkEnvelope = Compile(UplinkEnvelope);
 
-/** What an edge knows about an uplink; the ingest adds `id` and `receivedAt` unless admission already gave them. */
-export type UplinkSubmission = Omit<UplinkEnvelope, 'id' | 'receivedAt'> & Partial<Pick<UplinkEnvelope, 'id' | 'receivedAt'>>;
+export type { UplinkSubmission };
 
 export interface UplinkReceipt {
   /** The uplink id: its states and rejections carry it. */
