@@ -12,6 +12,7 @@ import type { StateStore } from '../engine/ports/store.ts';
 import { rejectionRowsOf } from '../engine/uplink/pipeline/rejectionRows.ts';
 import { StateBatcher } from '../engine/uplink/pipeline/StateBatcher.ts';
 import { UplinkPipeline } from '../engine/uplink/pipeline/UplinkPipeline.ts';
+import { DeviceActors } from '../engine/actors/DeviceActors.ts';
 import { defaultConfig, type Config } from '../schemas/config.ts';
 import { Topics, type DeadLetter, type StateRow } from '../schemas/messages.ts';
 import type { AtWindow } from '../engine/uplink/admission/compileDevice.ts';
@@ -43,7 +44,7 @@ export interface EngineOptions {
 }
 
 export interface Engine {
-  readonly pipeline: UplinkPipeline;
+  readonly pipeline: UplinkPipeline<DeviceActors>;
   readonly batcher: StateBatcher;
   start(): Promise<void>;
   /** Stops fetching, stores what is in flight, commits, closes the batcher. */
@@ -69,15 +70,20 @@ export function buildEngine(options: EngineOptions): Engine {
   const pipeline = new UplinkPipeline({
     log: options.log,
     rows: batcher,
-    directory: options.directory,
+    undecided: (sink) => new DeviceActors({
+      directory: options.directory,
+      sink,
+      clock: options.clock,
+      compile: serviceCompiler(options.atWindow),
+      passivateAfterMs: s.passivateAfterMs,
+      mailboxCapacity: s.mailboxCapacity,
+    }),
     clock: options.clock,
     topic: names.uplinks,
     group: names.engineGroup,
     deadLetterTopic: names.deadLetters,
     maxInFlight: s.maxInFlight ?? defaultConfig.engine.maxInFlight,
     commitIntervalMs: s.commitIntervalMs,
-    compile: serviceCompiler(options.atWindow),
-    actors: { passivateAfterMs: s.passivateAfterMs, mailboxCapacity: s.mailboxCapacity },
     onDeadLetters: async (letters) => {
       await options.rejections.append(rejectionRowsOf(letters));
       options.onDeadLetters?.(letters);
@@ -97,12 +103,12 @@ export function buildEngine(options: EngineOptions): Engine {
 }
 
 /** An engine is ready once it holds partitions of `uplinks` and has not stopped for good. */
-export function engineReady(pipeline: Pick<UplinkPipeline, 'positions' | 'failure'>): boolean {
+export function engineReady(pipeline: Pick<UplinkPipeline<DeviceActors>, 'positions' | 'failure'>): boolean {
   return pipeline.failure === undefined && pipeline.positions().size > 0;
 }
 
 /** What keeps an engine's device actors current: profiles changed on any edge, or by the admin CLI. */
-export function actorsFollowing(pipeline: Pick<UplinkPipeline, 'actors'>): (change: RegistryChange) => void {
+export function actorsFollowing(pipeline: Pick<UplinkPipeline<DeviceActors>, 'actors'>): (change: RegistryChange) => void {
   return (change) => {
     if (change.kind === 'device-changed' || change.kind === 'device-deleted') pipeline.actors.invalidate(change.deviceId);
     else if (change.kind === 'resync') pipeline.actors.invalidateAll();

@@ -17,6 +17,7 @@ import type { RejectionStore } from '../engine/ports/rejections.ts';
 import type { StateStore } from '../engine/ports/store.ts';
 import type { UplinkAdmissionPort } from '../engine/ports/uplinkAdmission.ts';
 import type { UplinkPipeline } from '../engine/uplink/pipeline/UplinkPipeline.ts';
+import type { DeviceActors } from '../engine/actors/DeviceActors.ts';
 import type { CommandView } from '../schemas/commands.ts';
 import { children } from './metricKinds.ts';
 import { watchEngine, watchLive, watchMqtt, watchRegistryChanges, type LiveFigures, type MqttFigures, type RegistryChangesLink } from './metricsWatch.ts';
@@ -46,7 +47,7 @@ export interface ServiceMetrics {
   /** One HTTP request answered: `route` is the route template (/device/:id), never the raw path. */
   httpRequest(method: string, route: string, status: number, seconds: number): void;
   /** The engine's figures, read at scrape time: stored data points, actors, mailboxes, in flight, lag. */
-  watchEngine(pipeline: UplinkPipeline, log: Pick<Log, 'endOffsets' | 'committed'>, group: string): void;
+  watchEngine(pipeline: UplinkPipeline<DeviceActors>, log: Pick<Log, 'endOffsets' | 'committed'>, group: string): void;
   watchMqtt(stats: MqttFigures): void;
   /**
    * Registry changes this process heard (its own and others'), by kind, each counted by the

@@ -6,6 +6,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Log } from '../engine/ports/log.ts';
 import type { RegistryChange } from '../engine/ports/registryChanges.ts';
 import type { UplinkPipeline } from '../engine/uplink/pipeline/UplinkPipeline.ts';
+import type { DeviceActors } from '../engine/actors/DeviceActors.ts';
 import type { PostgresRegistryChangesStats } from '../adapters/registry-changes/PostgresRegistryChanges.ts';
 import { children, liveGauge, mirroredCounter } from './metricKinds.ts';
 
@@ -35,12 +36,12 @@ export interface RegistryChangesLink {
 }
 
 /** The engine's figures: stored data points, actors, mailboxes, in flight, lag. */
-export function watchEngine(registry: Registry, pipeline: UplinkPipeline, log: Pick<Log, 'endOffsets' | 'committed'>, group: string): void {
+export function watchEngine(registry: Registry, pipeline: UplinkPipeline<DeviceActors>, log: Pick<Log, 'endOffsets' | 'committed'>, group: string): void {
   const { stats, actors } = pipeline;
   mirroredCounter(registry, 'fleetstream_engine_uplinks_total', 'Uplinks the engine took from topic uplinks', () => stats.received);
   mirroredCounter(registry, 'fleetstream_engine_rejections_total', 'Rejections the engine made while processing uplinks', () => stats.rejected);
   mirroredCounter(registry, 'fleetstream_actors_created_total', 'Device actors started', () => actors.created);
-  mirroredCounter(registry, 'fleetstream_engine_admitted_direct_total', 'Uplinks admitted at the edge, stored without a device actor', () => actors.admittedDirect);
+  mirroredCounter(registry, 'fleetstream_engine_admitted_direct_total', 'Uplinks admitted at the edge, stored without a device actor', () => stats.admittedDirect);
   mirroredCounter(registry, 'fleetstream_actors_passivated_total', 'Device actors passivated after being idle', () => actors.passivated);
   liveGauge(registry, 'fleetstream_actors', 'Device actors alive', () => actors.size);
   liveGauge(registry, 'fleetstream_actor_mailbox_depth', 'Uplinks waiting in device actor mailboxes (all actors)', () => actors.queued);

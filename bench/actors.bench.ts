@@ -11,7 +11,7 @@
 import b from 'benny';
 import { systemClock } from '../engine/kernel/clock.ts';
 import { DeviceActors } from '../engine/actors/DeviceActors.ts';
-import type { UplinkSink, UplinkWork } from '../engine/actors/DeviceActor.ts';
+import type { UplinkSink, UplinkWork } from '../engine/uplink/pipeline/types.ts';
 import { Mailbox } from '../engine/actors/Mailbox.ts';
 import { MemoryDirectory, type DeviceInfo } from '../engine/ports/directory.ts';
 import { compileDevice } from '../engine/uplink/admission/compileDevice.ts';

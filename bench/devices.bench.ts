@@ -28,6 +28,7 @@ import { encodeEnvelope } from '../engine/uplink/envelope.ts';
 import type { AssetInfo, DeviceDirectory, DeviceInfo } from '../engine/ports/directory.ts';
 import { StateBatcher } from '../engine/uplink/pipeline/StateBatcher.ts';
 import { UplinkPipeline } from '../engine/uplink/pipeline/UplinkPipeline.ts';
+import { deviceActors } from '../engine/actors/DeviceActors.ts';
 import { Topics } from '../schemas/messages.ts';
 import { RssSampler } from './support/RssSampler.ts';
 import { tapLog } from './support/tapLog.ts';
@@ -100,9 +101,8 @@ try {
   const tap = tapLog(log, DEVICE_IDS);
   const batcher = new StateBatcher({ store, clock: systemClock, maxRows: MAX_ROWS, maxPendingRows: 3 * MAX_ROWS, maxDelayMs: 50 });
   const pipeline = new UplinkPipeline({
-    log: tap.log, rows: batcher, directory, clock: systemClock, group: 'devices-bench',
-    maxInFlight: IN_FLIGHT, maxBatchRecords: 2_000, commitIntervalMs: 50,
-    actors: { passivateAfterMs: PASSIVATE_AFTER_MS, sweepIntervalMs: SWEEP_INTERVAL_MS },
+    log: tap.log, rows: batcher, undecided: deviceActors({ directory, clock: systemClock, passivateAfterMs: PASSIVATE_AFTER_MS, sweepIntervalMs: SWEEP_INTERVAL_MS }),
+    clock: systemClock, group: 'devices-bench', maxInFlight: IN_FLIGHT, maxBatchRecords: 2_000, commitIntervalMs: 50,
     onError: (error) => { console.error('pipeline failed', error); process.exitCode = 1; },
   });
   let liveActorsPeak = 0;

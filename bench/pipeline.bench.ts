@@ -28,6 +28,7 @@ import { MemoryDirectory, type DeviceInfo } from '../engine/ports/directory.ts';
 import type { StateStore } from '../engine/ports/store.ts';
 import { StateBatcher } from '../engine/uplink/pipeline/StateBatcher.ts';
 import { UplinkPipeline } from '../engine/uplink/pipeline/UplinkPipeline.ts';
+import { deviceActors } from '../engine/actors/DeviceActors.ts';
 import { defaultConfig } from '../schemas/config.ts';
 import { Topics, type StateRow, type UplinkEnvelope } from '../schemas/messages.ts';
 import { RssSampler } from './support/RssSampler.ts';
@@ -164,7 +165,7 @@ try {
   const tap = tapLog(log, UPLINKS);
   const batcher = new StateBatcher({ store: timedStore, clock: systemClock, maxRows: MAX_ROWS, maxPendingRows: PENDING_ROWS, maxDelayMs: MAX_DELAY_MS, concurrency: Number(process.env.BENCH_CONCURRENCY ?? 1) });
   const pipeline = new UplinkPipeline({
-    log: tap.log, rows: batcher, directory, clock: systemClock, group: 'bench',
+    log: tap.log, rows: batcher, undecided: deviceActors({ directory, clock: systemClock }), clock: systemClock, group: 'bench',
     maxInFlight: IN_FLIGHT, maxBatchRecords: FETCH, commitIntervalMs: 50,
     onError: (error) => { console.error('pipeline failed', error); process.exitCode = 1; },
   });

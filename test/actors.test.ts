@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Mailbox } from '../engine/actors/Mailbox.ts';
-import { OffsetTracker } from '../engine/uplink/pipeline/OffsetTracker.ts';
+import { OffsetTracker } from '../engine/consumer/OffsetTracker.ts';
 
 test('mailbox is FIFO, bounded, and wakes a waiter when space frees', async () => {
   const box = new Mailbox<number>(3);

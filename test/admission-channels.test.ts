@@ -101,8 +101,8 @@ test('LPWAN: an undecodable payload is dropped with its code and recorded; a goo
 });
 
 test('the engine stored what admission decided: no device actor was needed to decode a body', async () => {
-  const actors = service.pipeline!.actors;
-  assert.ok(actors.admittedDirect >= 3, `admitted uplinks handed straight to the store: ${actors.admittedDirect}`);
+  const { actors, stats } = service.pipeline!;
+  assert.ok(stats.admittedDirect >= 3, `admitted uplinks handed straight to the store: ${stats.admittedDirect}`);
   assert.is(actors.created, 0, 'no actor loaded a device to decode an admitted uplink');
 });
 

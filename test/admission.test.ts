@@ -16,10 +16,11 @@ import { UplinkAdmission } from '../engine/uplink/UplinkAdmission.ts';
 import { UplinkIngest, type UplinkSubmission } from '../engine/uplink/UplinkIngest.ts';
 import { fakeIngest } from './support/fakeIngest.ts';
 import type { AdmissionOutcome } from '../engine/ports/uplinkAdmission.ts';
-import type { ProducerRecord } from '../engine/ports/log.ts';
+import type { Log, ProducerRecord } from '../engine/ports/log.ts';
 import type { DeviceInfo } from '../engine/ports/directory.ts';
 import type { UplinkEnvelope } from '../schemas/messages.ts';
-import { DeviceActors } from '../engine/actors/DeviceActors.ts';
+import { deviceActors } from '../engine/actors/DeviceActors.ts';
+import { UplinkPipeline } from '../engine/uplink/pipeline/UplinkPipeline.ts';
 
 /** After every `at` of this suite (an `at` more than a day ahead of the receive time is refused). */
 const RECEIVED = Date.UTC(2030, 0, 1);
@@ -266,23 +267,23 @@ test('the engine keeps a device\'s order: an admitted uplink waits behind that d
   let release!: (d: DeviceInfo) => void;
   const loaded = new Promise<DeviceInfo>((r) => { release = r; });
   const emitted: string[] = [];
-  const actors = new DeviceActors({
-    directory: { getDevice: () => loaded },
-    compile: (i) => compileDevice(i),
-    sink: { emit: (work, out) => { emitted.push(`${work.envelope.id}:${out.rows.map((r) => r.value).join(',')}`); } },
+  const pipeline = new UplinkPipeline({
+    log: {} as Log,
+    rows: { append: async (rows) => { emitted.push(`${rows[0].uplinkId}:${rows.map((r) => r.value).join(',')}`); }, flush: async () => {} },
+    undecided: deviceActors({ directory: { getDevice: () => loaded }, compile: (i) => compileDevice(i), clock }),
     clock,
   });
   const admitted = (id: string, value: number): UplinkEnvelope => ({ ...envelope(''), id, admitted: { states: [['t', 1, value]], dropped: [] } });
-  actors.dispatch({ envelope: admitted('a0', 0), partition: 0, offset: 0 });
+  pipeline.dispatch({ envelope: admitted('a0', 0), partition: 0, offset: 0 });
   assert.equal(emitted, ['a0:0'], 'no actor needed while none holds work');
-  actors.dispatch({ envelope: { ...envelope('{"t": {"value": 1}}'), id: 'raw1' }, partition: 0, offset: 1 });
-  actors.dispatch({ envelope: admitted('a2', 2), partition: 0, offset: 2 });
+  pipeline.dispatch({ envelope: { ...envelope('{"t": {"value": 1}}'), id: 'raw1' }, partition: 0, offset: 1 });
+  pipeline.dispatch({ envelope: admitted('a2', 2), partition: 0, offset: 2 });
   assert.equal(emitted, ['a0:0'], 'the admitted uplink waits behind the loading one');
   release(info);
   await loaded;
   await new Promise((r) => setImmediate(r));
   assert.equal(emitted, ['a0:0', 'raw1:1', 'a2:2']);
-  actors.stop();
+  pipeline.actors.stop();
 });
 
 test.run();

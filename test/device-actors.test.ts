@@ -7,7 +7,7 @@ import * as assert from 'uvu/assert';
 import { SimulatedClock } from '../engine/kernel/clock.ts';
 import { FleetError } from '../engine/kernel/errors.ts';
 import { DeviceActors } from '../engine/actors/DeviceActors.ts';
-import type { UplinkSink, UplinkWork } from '../engine/actors/DeviceActor.ts';
+import type { UplinkSink, UplinkWork } from '../engine/uplink/pipeline/types.ts';
 import { compileDevice } from '../engine/uplink/admission/compileDevice.ts';
 import type { UplinkOutput } from '../engine/uplink/admission/processUplink.ts';
 import type { DeviceDirectory, DeviceInfo } from '../engine/ports/directory.ts';

@@ -11,6 +11,7 @@ import { encodeEnvelope } from '../engine/uplink/envelope.ts';
 import { FleetError } from '../engine/kernel/errors.ts';
 import type { CommitRequest, Consumer, Log } from '../engine/ports/log.ts';
 import { UplinkPipeline } from '../engine/uplink/pipeline/UplinkPipeline.ts';
+import { deviceActors } from '../engine/actors/DeviceActors.ts';
 import { Topics } from '../schemas/messages.ts';
 import { waitFor } from './support/tmp.ts';
 import { jsonBytes, ListSink, logWith, uplinkPipelineWorld } from './support/uplinkPipelineWorld.ts';
@@ -64,7 +65,7 @@ async function world(name: string) {
     const errors: FleetError[] = [];
     const sink = new ListSink();
     const pipeline = new UplinkPipeline({
-      log: failingCommits(w.log, failures, attempts), rows: sink, directory: w.directory, clock: systemClock,
+      log: failingCommits(w.log, failures, attempts), rows: sink, undecided: deviceActors({ directory: w.directory, clock: systemClock }), clock: systemClock,
       group: 'engine', commitIntervalMs: 20, onError: (e) => errors.push(e),
     });
     return { pipeline, attempts, errors, sink };

@@ -11,6 +11,7 @@ import { decodeDeadLetter, encodeEnvelope } from '../engine/uplink/envelope.ts';
 import { FleetError } from '../engine/kernel/errors.ts';
 import type { Log } from '../engine/ports/log.ts';
 import { UplinkPipeline } from '../engine/uplink/pipeline/UplinkPipeline.ts';
+import { deviceActors } from '../engine/actors/DeviceActors.ts';
 import { rejectionRowsOf } from '../engine/uplink/pipeline/rejectionRows.ts';
 import { Topics, type DeadLetter } from '../schemas/messages.ts';
 import { waitFor } from './support/tmp.ts';
@@ -66,7 +67,7 @@ test('retriable failures of the dead-letter append and of onDeadLetters are wait
   const errors: FleetError[] = [];
   const sink = new ListSink();
   const pipeline = new UplinkPipeline({
-    log: failingDeadLetterAppends(w.log, appendFailures), rows: sink, directory: w.directory, clock: systemClock,
+    log: failingDeadLetterAppends(w.log, appendFailures), rows: sink, undecided: deviceActors({ directory: w.directory, clock: systemClock }), clock: systemClock,
     group: 'engine', commitIntervalMs: 20, onError: (e) => errors.push(e),
     onDeadLetters(letters) {
       if (recordFailures-- > 0) throw new FleetError('UNAVAILABLE', 'ClickHouse: connect ECONNREFUSED', { retriable: true });
@@ -92,7 +93,7 @@ test('the refusals of a batch carry their item from the rejection through the de
   const w = await world('pipeline-dead-letters-items');
   const letters: DeadLetter[] = [];
   const pipeline = new UplinkPipeline({
-    log: w.log, rows: new ListSink(), directory: w.directory, clock: systemClock, group: 'engine', commitIntervalMs: 20,
+    log: w.log, rows: new ListSink(), undecided: deviceActors({ directory: w.directory, clock: systemClock }), clock: systemClock, group: 'engine', commitIntervalMs: 20,
     onDeadLetters(batch) { letters.push(...batch); },
   });
   await w.running(pipeline, async () => {
@@ -117,7 +118,7 @@ test('a dead-letter failure that is not transient stops progress and is reported
   const errors: FleetError[] = [];
   const pipeline = new UplinkPipeline({
     log: failingDeadLetterAppends(w.log, [new FleetError('PAYLOAD_TOO_LARGE', 'record too large')]), rows: new ListSink(),
-    directory: w.directory, clock: systemClock, group: 'engine', commitIntervalMs: 20, onError: (e) => errors.push(e),
+    undecided: deviceActors({ directory: w.directory, clock: systemClock }), clock: systemClock, group: 'engine', commitIntervalMs: 20, onError: (e) => errors.push(e),
   });
   await w.running(pipeline, async () => {
     await w.appendUplinks(0, 1);

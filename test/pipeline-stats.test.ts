@@ -9,6 +9,7 @@ import { encodeEnvelope } from '../engine/uplink/envelope.ts';
 import { MemoryDirectory } from '../engine/ports/directory.ts';
 import type { Log } from '../engine/ports/log.ts';
 import { UplinkPipeline, type RowSink } from '../engine/uplink/pipeline/UplinkPipeline.ts';
+import { DeviceActors, deviceActors } from '../engine/actors/DeviceActors.ts';
 import { createLocalLog } from '../adapters/local-log/LocalLog.ts';
 import { Topics, type StateRow } from '../schemas/messages.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
@@ -42,7 +43,7 @@ test('stats count uplinks in flight and live, created and passivated actors', as
   const directory = new MemoryDirectory();
   for (let d = 0; d < 3; d++) directory.put({ id: `d${d}`, assets: [{ id: `a${d}`, name: 'n', is: 'sensor', profile: { type: 'integer' } }] });
   const rows = new HeldRows();
-  const pipeline = new UplinkPipeline({ log, rows, directory, clock: systemClock, group: 'stats', commitIntervalMs: 10 });
+  const pipeline = new UplinkPipeline({ log, rows, undecided: deviceActors({ directory, clock: systemClock }), clock: systemClock, group: 'stats', commitIntervalMs: 10 });
   const body = new TextEncoder().encode(JSON.stringify({ n: { value: 1 } }));
   await log.append(Topics.uplinks, Array.from({ length: 6 }, (_, i) => ({
     key: `d${i % 3}`,
@@ -57,7 +58,7 @@ test('stats count uplinks in flight and live, created and passivated actors', as
   }
 });
 
-async function checkStats(pipeline: UplinkPipeline, rows: HeldRows): Promise<void> {
+async function checkStats(pipeline: UplinkPipeline<DeviceActors>, rows: HeldRows): Promise<void> {
   await waitFor(() => rows.held.length === 6, 5000, 'six appends held by the sink');
   assert.is(pipeline.stats.received, 6);
   assert.is(pipeline.stats.stored, 6);

@@ -9,6 +9,7 @@ import { encodeEnvelope } from '../engine/uplink/envelope.ts';
 import { MemoryDirectory } from '../engine/ports/directory.ts';
 import type { FleetError } from '../engine/kernel/errors.ts';
 import { UplinkPipeline, type RowSink } from '../engine/uplink/pipeline/UplinkPipeline.ts';
+import { deviceActors } from '../engine/actors/DeviceActors.ts';
 import { createLocalLog } from '../adapters/local-log/LocalLog.ts';
 import { Topics, type StateRow } from '../schemas/messages.ts';
 import { tempDir, waitFor } from './support/tmp.ts';
@@ -38,7 +39,7 @@ test('onStored sees rows only once the sink resolved, and not rejected values', 
   const errors: FleetError[] = [];
   let calls = 0;
   const pipeline = new UplinkPipeline({
-    log, rows: sink, directory, clock: systemClock, commitIntervalMs: 20,
+    log, rows: sink, undecided: deviceActors({ directory, clock: systemClock }), clock: systemClock, commitIntervalMs: 20,
     onStored(rows) {
       calls++;
       seen.push([...rows]);
@@ -76,7 +77,7 @@ test('a forged record whose carried state could not be stored is dead-lettered a
   const stored: StateRow[] = [];
   const dead: string[] = [];
   const pipeline = new UplinkPipeline({
-    log, rows: { append: async (rows) => { stored.push(...rows); }, flush: async () => {} }, directory: new MemoryDirectory(), clock: systemClock, commitIntervalMs: 20,
+    log, rows: { append: async (rows) => { stored.push(...rows); }, flush: async () => {} }, undecided: deviceActors({ directory: new MemoryDirectory(), clock: systemClock }), clock: systemClock, commitIntervalMs: 20,
     onDeadLetters: (letters) => { dead.push(...letters.map((l) => `${l.code}:${l.envelope.deviceId}`)); },
   });
   await pipeline.start();

@@ -13,6 +13,7 @@ import type { Log, LogRecord } from '../engine/ports/log.ts';
 import type { StateStore } from '../engine/ports/store.ts';
 import { StateBatcher } from '../engine/uplink/pipeline/StateBatcher.ts';
 import { UplinkPipeline } from '../engine/uplink/pipeline/UplinkPipeline.ts';
+import { deviceActors } from '../engine/actors/DeviceActors.ts';
 import { createLocalLog } from '../adapters/local-log/LocalLog.ts';
 import { createChdbStore } from '../adapters/chdb/createChdbStore.ts';
 import { Topics, type UplinkEnvelope } from '../schemas/messages.ts';
@@ -47,7 +48,7 @@ async function appendUplinks(envelopes: UplinkEnvelope[]): Promise<void> {
 
 function pipeline(): { pipeline: UplinkPipeline; batcher: StateBatcher } {
   const batcher = new StateBatcher({ store, clock: systemClock, maxRows: 500, maxDelayMs: 20 });
-  const p = new UplinkPipeline({ log, rows: batcher, directory, clock: systemClock, group: 'engine', commitIntervalMs: 20 });
+  const p = new UplinkPipeline({ log, rows: batcher, undecided: deviceActors({ directory, clock: systemClock }), clock: systemClock, group: 'engine', commitIntervalMs: 20 });
   return { pipeline: p, batcher };
 }
 
@@ -156,7 +157,7 @@ test('a batch the store refuses for good fails the pipeline, and nothing past it
   const errors: FleetError[] = [];
   const refusing = { append: async () => { throw new FleetError('INVALID_STATE', 'refused by the store'); } };
   const batcher = new StateBatcher({ store: refusing, clock: systemClock, maxRows: 500, maxDelayMs: 5, maxRetries: 0 });
-  const p = new UplinkPipeline({ log, rows: batcher, directory, clock: systemClock, group: 'engine-refused', commitIntervalMs: 10, onError: (e) => errors.push(e) });
+  const p = new UplinkPipeline({ log, rows: batcher, undecided: deviceActors({ directory, clock: systemClock }), clock: systemClock, group: 'engine-refused', commitIntervalMs: 10, onError: (e) => errors.push(e) });
   await p.start();
   await appendUplinks([envelope(9100, 'dev6', json({ humidity: { value: 3 } }))]);
   await waitFor(() => errors.length > 0, 10_000, 'the failure');

@@ -1,6 +1,7 @@
 /**
- * One actor per active device: processes that device's uplinks strictly in order, holding the
- * device's compiled profiles and decoder. The lifecycle is the xstate machine in deviceMachine.ts,
+ * One actor per device with records that carry no admission decision: admits them strictly in
+ * order as an edge would (admitUplink), holding the device's compiled profiles and decoder. A
+ * record with the edge's decision that queued behind them is stored as decided. The lifecycle is the xstate machine in deviceMachine.ts,
  * stepped through its transition table;
  * the hot path (decode, validate, hand rows to the sink) is plain code with no awaits, so an active
  * device's uplink is processed inline as it is dispatched.
@@ -9,23 +10,12 @@ import type { Clock, TimerHandle } from '../kernel/clock.ts';
 import { FleetError, toFleetError } from '../kernel/errors.ts';
 import type { DeviceDirectory, DeviceInfo } from '../ports/directory.ts';
 import type { AdmittedUplink, UplinkEnvelope } from '../../schemas/messages.ts';
-import { outputOf } from '../uplink/admission/admitUplink.ts';
+import { admitUplink, outputOf } from '../uplink/admission/admitUplink.ts';
 import type { CompiledDevice } from '../uplink/admission/compileDevice.ts';
-import { processUplink, type UplinkOutput } from '../uplink/admission/processUplink.ts';
+import type { UplinkOutput } from '../uplink/admission/processUplink.ts';
+import type { UplinkSink, UplinkWork } from '../uplink/pipeline/types.ts';
 import { Mailbox } from './Mailbox.ts';
 import { initialDeviceState, nextDeviceState, type DeviceEvent, type DeviceLifecycleState } from './deviceMachine.ts';
-
-/** One unit of work: a decoded envelope and an opaque handle the sink uses to track completion. */
-export interface UplinkWork {
-  envelope: UplinkEnvelope;
-  partition: number;
-  offset: number;
-}
-
-/** Receives the outcome of every processed uplink (rows to store, rejections to dead-letter). */
-export interface UplinkSink {
-  emit(work: UplinkWork, out: UplinkOutput): void;
-}
 
 export interface DeviceActorEnv {
   directory: DeviceDirectory;
@@ -148,18 +138,18 @@ export class DeviceActor {
     const { envelope } = work;
     // Admitted at the edge (admission/admitUplink.ts): stored as decided there.
     if (envelope.admitted !== undefined) return this.#env.sink.emit(work, outputOf(envelope as UplinkEnvelope & { admitted: AdmittedUplink }));
-    const out: UplinkOutput = { rows: [], rejections: [] };
+    let out: UplinkOutput = { rows: [], rejections: [] };
     if (this.#rejectAll !== undefined || this.#device === undefined) {
       const reject = this.#rejectAll ?? { code: 'PROCESSING_FAILED' as const, reason: 'device not loaded' };
       out.rejections.push({ code: reject.code, reason: reject.reason });
     } else {
       try {
-        processUplink(work.envelope, this.#device, out);
+        const admission = admitUplink(work.envelope, this.#device);
+        if (admission.verdict === 'refused') out.rejections = admission.rejections;
+        else out = { rows: admission.rows, rejections: admission.dropped };
       } catch (error) {
         // A defect in one uplink's processing never stops the actor: the uplink is dead-lettered.
-        out.rows.length = 0;
-        out.rejections.length = 0;
-        out.rejections.push({ code: 'PROCESSING_FAILED', reason: toFleetError(error).message });
+        out = { rows: [], rejections: [{ code: 'PROCESSING_FAILED', reason: toFleetError(error).message }] };
       }
     }
     this.#env.sink.emit(work, out);

@@ -1,20 +1,20 @@
 /**
- * The set of live device actors. Actors are created on a device's first uplink and passivated
- * after `passivateAfterMs` without work, so memory is bounded by active devices, not fleet size.
+ * The set of live device actors. An actor is created on a device's first record of topic `uplinks`
+ * that carries no admission decision, and passivated after `passivateAfterMs` without work, so
+ * memory is bounded by devices sending such records, not fleet size. Records admitted at the edge
+ * come here only while their device's earlier records wait (UplinkPipeline).
  */
 import type { Clock, TimerHandle } from '../kernel/clock.ts';
 import type { FleetError } from '../kernel/errors.ts';
 import type { DeviceDirectory, DeviceInfo } from '../ports/directory.ts';
-import type { CompiledDevice } from '../uplink/admission/compileDevice.ts';
-import { outputOf } from '../uplink/admission/admitUplink.ts';
-import type { AdmittedUplink, UplinkEnvelope } from '../../schemas/messages.ts';
-import { DeviceActor, type DeviceActorEnv, type UplinkSink, type UplinkWork } from './DeviceActor.ts';
-
-type AdmittedWork = UplinkEnvelope & { admitted: AdmittedUplink };
+import { compileDevice, type CompiledDevice } from '../uplink/admission/compileDevice.ts';
+import type { UndecidedUplinks, UplinkSink, UplinkWork } from '../uplink/pipeline/types.ts';
+import { DeviceActor, type DeviceActorEnv } from './DeviceActor.ts';
 
 export interface DeviceActorsOptions {
   directory: DeviceDirectory;
-  compile(info: DeviceInfo): CompiledDevice;
+  /** Compiles a device for its actor; default compileDevice with no binary decoder. */
+  compile?(info: DeviceInfo): CompiledDevice;
   sink: UplinkSink;
   clock: Clock;
   /** Uplinks queued per device before its source is paused. Default 256. */
@@ -32,7 +32,7 @@ export interface DeviceActorsOptions {
   onLoadError?(deviceId: string, error: FleetError): void;
 }
 
-export class DeviceActors {
+export class DeviceActors implements UndecidedUplinks {
   readonly #actors = new Map<string, DeviceActor>();
   readonly #env: DeviceActorEnv;
   readonly #clock: Clock;
@@ -44,8 +44,6 @@ export class DeviceActors {
   /** Actors created and passivated since start. */
   created = 0;
   passivated = 0;
-  /** Admitted uplinks handed straight to the sink, with no actor needed. */
-  admittedDirect = 0;
 
   constructor(options: DeviceActorsOptions) {
     this.#clock = options.clock;
@@ -54,7 +52,7 @@ export class DeviceActors {
     this.#maxActors = options.maxActors ?? 200_000;
     this.#env = {
       directory: options.directory,
-      compile: options.compile,
+      compile: options.compile ?? ((info) => compileDevice(info)),
       sink: options.sink,
       clock: options.clock,
       mailboxCapacity: options.mailboxCapacity ?? 256,
@@ -76,6 +74,11 @@ export class DeviceActors {
     return n;
   }
 
+  holds(deviceId: string): boolean {
+    const actor = this.#actors.get(deviceId);
+    return actor !== undefined && actor.mailbox.size > 0;
+  }
+
   actor(deviceId: string): DeviceActor | undefined {
     return this.#actors.get(deviceId);
   }
@@ -87,14 +90,6 @@ export class DeviceActors {
   dispatch(work: UplinkWork): Promise<void> | undefined {
     const deviceId = work.envelope.deviceId;
     let actor = this.#actors.get(deviceId);
-    // Admitted at the edge: nothing to load or decode. It only waits behind earlier work of its
-    // device that is still queued, so the device's order holds.
-    if (work.envelope.admitted !== undefined && (actor === undefined || actor.mailbox.size === 0)) {
-      if (actor !== undefined) actor.lastActive = this.#clock.now();
-      this.admittedDirect++;
-      this.#env.sink.emit(work, outputOf(work.envelope as AdmittedWork));
-      return undefined;
-    }
     if (actor === undefined) {
       if (this.#actors.size >= this.#maxActors) this.sweep(0);
       actor = new DeviceActor(deviceId, this.#env);
@@ -148,4 +143,9 @@ export class DeviceActors {
       this.#scheduleSweep();
     }, this.#sweepIntervalMs);
   }
+}
+
+/** Device actors as an UplinkPipeline's `undecided` option: the pipeline builds them with itself as their sink. */
+export function deviceActors(options: Omit<DeviceActorsOptions, 'sink'>): (sink: UplinkSink) => DeviceActors {
+  return (sink) => new DeviceActors({ ...options, sink });
 }

@@ -9,11 +9,12 @@
  * a restart replays commands still waiting (at-least-once, like their MQTT delivery).
  */
 import { Compile } from 'typebox/compile';
-import type { Clock, TimerHandle } from '../kernel/clock.ts';
+import type { Clock } from '../kernel/clock.ts';
 import { toFleetError, type ErrorCode } from '../kernel/errors.ts';
-import { OffsetTracker } from '../uplink/pipeline/OffsetTracker.ts';
+import type { OffsetTracker } from '../consumer/OffsetTracker.ts';
+import { TopicConsumer } from '../consumer/TopicConsumer.ts';
 import type { DeviceDirectory } from '../ports/directory.ts';
-import type { CommitRequest, Consumer, Log, RecordBatch } from '../ports/log.ts';
+import type { Log, RecordBatch } from '../ports/log.ts';
 import { CommandRecord } from '../../schemas/commands.ts';
 import { Topics } from '../../schemas/messages.ts';
 import type { AcceptedCommand, CommandActors } from './CommandActors.ts';
@@ -46,24 +47,24 @@ export interface CommandPipelineOptions {
 
 export class CommandPipeline {
   readonly #o: CommandPipelineOptions;
-  readonly #trackers = new Map<number, OffsetTracker>();
-  #consumer: Consumer | undefined;
-  #timer: TimerHandle | undefined;
-  #stopping = false;
+  readonly #consumer: TopicConsumer;
 
   constructor(options: CommandPipelineOptions) {
     this.#o = options;
+    // A revoke commits what is settled without waiting for the rest: a command may wait an hour
+    // for its device, and its next owner reads it again (at least once).
+    this.#consumer = new TopicConsumer({
+      log: options.log,
+      clock: options.clock,
+      group: options.group ?? 'fleetstream-commands',
+      topic: options.topic ?? Topics.commands,
+      commitIntervalMs: options.commitIntervalMs ?? 500,
+      onBatch: (batch, tracker) => this.#onBatch(batch, tracker),
+    });
   }
 
   async start(): Promise<void> {
-    this.#consumer = this.#o.log.consumer({
-      group: this.#o.group ?? 'fleetstream-commands',
-      topics: [this.#o.topic ?? Topics.commands],
-      onBatch: (batch) => this.#onBatch(batch),
-      onRevoke: async () => this.#commit(),
-    });
     await this.#consumer.start();
-    this.#schedule();
   }
 
   /**
@@ -72,14 +73,10 @@ export class CommandPipeline {
    * next owner (at least once). A commit after the stop would be refused: the partitions are gone.
    */
   async stop(): Promise<void> {
-    this.#stopping = true;
-    this.#timer?.cancel();
-    await this.#consumer?.stop();
+    await this.#consumer.stop();
   }
 
-  async #onBatch(batch: RecordBatch): Promise<void> {
-    let tracker = this.#trackers.get(batch.partition);
-    if (tracker === undefined) this.#trackers.set(batch.partition, (tracker = new OffsetTracker(batch.records[0].offset)));
+  async #onBatch(batch: RecordBatch, tracker: OffsetTracker): Promise<void> {
     for (const record of batch.records) {
       tracker.start(record.offset);
       const t = tracker;
@@ -142,22 +139,5 @@ export class CommandPipeline {
         }
       }
     }
-  }
-
-  async #commit(): Promise<void> {
-    if (this.#consumer === undefined) return;
-    const offsets: CommitRequest[] = [];
-    for (const [partition, tracker] of this.#trackers) {
-      const offset = tracker.takeCommit();
-      if (offset !== undefined) offsets.push({ topic: this.#o.topic ?? Topics.commands, partition, offset });
-    }
-    if (offsets.length > 0) await this.#consumer.commit(offsets);
-  }
-
-  #schedule(): void {
-    if (this.#stopping) return;
-    this.#timer = this.#o.clock.setTimeout(() => {
-      this.#commit().catch(() => undefined).finally(() => this.#schedule());
-    }, this.#o.commitIntervalMs ?? 500);
   }
 }

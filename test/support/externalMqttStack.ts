@@ -22,6 +22,7 @@ import { buildIntake, type Intake } from '../../app/buildIntake.ts';
 import { openPorts, type Ports } from '../../app/openPorts.ts';
 import { prepareDataDir } from '../../app/prepareDataDir.ts';
 import type { UplinkPipeline } from '../../engine/uplink/pipeline/UplinkPipeline.ts';
+import type { DeviceActors } from '../../engine/actors/DeviceActors.ts';
 import { Topics, type DeadLetter, type UplinkEnvelope } from '../../schemas/messages.ts';
 import { MemoryRejections } from './edgeHarness.ts';
 import { loopbackConfig } from './loopbackConfig.ts';
@@ -56,7 +57,7 @@ export class ExternalStack {
   store!: StateStore;
   ports!: Ports;
   engine!: Engine;
-  pipeline!: UplinkPipeline;
+  pipeline!: UplinkPipeline<DeviceActors>;
   readonly rejections = new MemoryRejections();
   /** Dead letters the instances recorded, also those of no device. */
   readonly deadLetters: DeadLetter[] = [];

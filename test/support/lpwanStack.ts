@@ -15,6 +15,7 @@ import type { Registry } from '../../engine/ports/registry.ts';
 import type { StateStore } from '../../engine/ports/store.ts';
 import { registryDirectory } from '../../engine/ports/registry.ts';
 import type { UplinkPipeline } from '../../engine/uplink/pipeline/UplinkPipeline.ts';
+import type { DeviceActors } from '../../engine/actors/DeviceActors.ts';
 import { actorsFollowing, buildEngine, type Engine } from '../../app/buildEngine.ts';
 import { serveHttpEdge } from '../../app/buildEdges.ts';
 import { buildIntake, type Intake } from '../../app/buildIntake.ts';
@@ -68,7 +69,7 @@ export class LpwanStack {
     this.intake = buildIntake({ log: ports.log, clock: systemClock, rejections: ports.store.rejections, topics: ports.names, onDeadLetters });
   }
 
-  get pipeline(): UplinkPipeline {
+  get pipeline(): UplinkPipeline<DeviceActors> {
     return this.engine.pipeline;
   }
 

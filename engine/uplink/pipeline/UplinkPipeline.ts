@@ -1,21 +1,24 @@
 /**
- * Topic `uplinks` → device actors → state store (DESIGN.md §2, §4). Offsets are committed only
- * after the states of every earlier record of that partition are in the store and its rejections
- * are on the dead-letter topic; a crash replays from there and idempotent writes absorb the replay.
+ * Topic `uplinks` → state store (DESIGN.md §2, §4). A record carries the decision of the edge that
+ * admitted it (`admitted`): its rows go straight to the store and its dropped entries to the dead
+ * letters. A record without one is admitted in its device's order by the per-device runtime
+ * (UndecidedUplinks), and a record of a device whose earlier records still wait there queues
+ * behind them. Offsets are committed only after the states of every earlier record of that
+ * partition are in the store and its rejections are on the dead-letter topic; a crash replays from
+ * there and idempotent writes absorb the replay.
  */
 import { exponentialBackoff } from '../../kernel/backoff.ts';
-import type { Clock, TimerHandle } from '../../kernel/clock.ts';
+import type { Clock } from '../../kernel/clock.ts';
 import { DeadLetterSink } from './DeadLetterSink.ts';
 import { decodeEnvelope } from '../envelope.ts';
 import { toFleetError, type FleetError } from '../../kernel/errors.ts';
-import { OffsetTracker } from './OffsetTracker.ts';
-import { DeviceActors, type DeviceActorsOptions } from '../../actors/DeviceActors.ts';
-import type { UplinkSink, UplinkWork } from '../../actors/DeviceActor.ts';
-import type { DeviceDirectory, DeviceInfo } from '../../ports/directory.ts';
-import type { CommitRequest, Consumer, Log, LogRecord, RecordBatch, TopicPartition } from '../../ports/log.ts';
-import { compileDevice, type CompiledDevice } from '../admission/compileDevice.ts';
+import { TopicConsumer } from '../../consumer/TopicConsumer.ts';
+import type { OffsetTracker } from '../../consumer/OffsetTracker.ts';
+import type { Log, LogRecord, RecordBatch } from '../../ports/log.ts';
+import { outputOf } from '../admission/admitUplink.ts';
 import type { UplinkOutput } from '../admission/processUplink.ts';
-import { Topics, type DeadLetter, type StateRow, type UplinkEnvelope } from '../../../schemas/messages.ts';
+import type { UndecidedUplinks, UplinkSink, UplinkWork } from './types.ts';
+import { Topics, type AdmittedUplink, type DeadLetter, type StateRow, type UplinkEnvelope } from '../../../schemas/messages.ts';
 
 /** Backoff of dead letters whose append failed retriably (as StateBatcher's defaults). */
 const deadLetterBackoff = exponentialBackoff({ initialMs: 100, maxMs: 5000 });
@@ -28,10 +31,11 @@ export interface RowSink {
   flush(): Promise<void>;
 }
 
-export interface UplinkPipelineOptions {
+export interface UplinkPipelineOptions<D extends UndecidedUplinks = UndecidedUplinks> {
   log: Log;
   rows: RowSink;
-  directory: DeviceDirectory;
+  /** The per-device runtime that admits records without a decision (engine/actors/DeviceActors.ts), emitting to `sink`. */
+  undecided(sink: UplinkSink): D;
   clock: Clock;
   /** Consumer group of the engine processes. Default 'fleetstream-engine'. */
   group?: string;
@@ -44,9 +48,6 @@ export interface UplinkPipelineOptions {
   /** How often advanced offsets are committed (ms). Default 200. */
   commitIntervalMs?: number;
   maxBatchRecords?: number;
-  /** Compiles a device for its actor; default compileDevice with no binary decoder. */
-  compile?(info: DeviceInfo): CompiledDevice;
-  actors?: Omit<DeviceActorsOptions, 'directory' | 'compile' | 'sink' | 'clock'>;
   onDeadLetters?(letters: readonly DeadLetter[]): void | Promise<void>;
   /**
    * Called with an uplink's rows once they are durable in the store (the MQTT feed publishes them).
@@ -66,46 +67,49 @@ export interface PipelineStats {
   actorsCreated: number;
   actorsPassivated: number;
   committed: number;
+  /** Records with the edge's decision, stored with no device actor. */
+  admittedDirect: number;
 }
 
-export class UplinkPipeline implements UplinkSink {
-  readonly actors: DeviceActors;
+type Admitted = UplinkEnvelope & { admitted: AdmittedUplink };
+
+export class UplinkPipeline<D extends UndecidedUplinks = UndecidedUplinks> implements UplinkSink {
+  /** The per-device runtime admitting records without a decision. */
+  readonly actors: D;
   readonly deadLetters: DeadLetterSink;
-  readonly #options: UplinkPipelineOptions;
-  readonly #topic: string;
+  readonly #options: UplinkPipelineOptions<D>;
+  readonly #consumer: TopicConsumer;
   readonly #maxInFlight: number;
-  readonly #trackers = new Map<string, OffsetTracker>();
-  readonly #trackerKeys: string[] = [];
-  /** Partitions of the topic this consumer holds (from onAssign until onRevoke). */
-  readonly #assigned = new Set<number>();
-  #consumer: Consumer | undefined;
-  #commitTimer: TimerHandle | undefined;
   #inFlight = 0;
   #capacityWaiters: (() => void)[] = [];
   #drainWaiters: (() => void)[] = [];
   #failed: FleetError | undefined;
-  #stopping = false;
   /** Counters, plus live figures (in flight, actors) read through getters so they never go stale. */
   readonly stats: PipelineStats;
 
-  constructor(options: UplinkPipelineOptions) {
+  constructor(options: UplinkPipelineOptions<D>) {
     this.#options = options;
-    this.#topic = options.topic ?? Topics.uplinks;
     this.#maxInFlight = options.maxInFlight ?? 20_000;
     this.deadLetters = new DeadLetterSink({ log: options.log, clock: options.clock, topic: options.deadLetterTopic, onDeadLetters: options.onDeadLetters });
-    this.actors = new DeviceActors({
-      ...options.actors,
-      directory: options.directory,
-      compile: options.compile ?? ((info) => compileDevice(info)),
-      sink: this,
+    this.actors = options.undecided(this);
+    this.#consumer = new TopicConsumer({
+      log: options.log,
       clock: options.clock,
+      group: options.group ?? 'fleetstream-engine',
+      topic: options.topic ?? Topics.uplinks,
+      commitIntervalMs: options.commitIntervalMs ?? 200,
+      maxBatchRecords: options.maxBatchRecords,
+      onBatch: (batch, tracker) => this.#onBatch(batch, tracker),
+      drain: () => this.#drain(),
+      onCommitError: (error) => this.#fail(error),
     });
     const pipeline = this;
     this.stats = {
       received: 0,
       stored: 0,
       rejected: 0,
-      committed: 0,
+      admittedDirect: 0,
+      get committed() { return pipeline.#consumer.committed; },
       get inFlight() { return pipeline.#inFlight; },
       get actors() { return pipeline.actors.size; },
       get actorsCreated() { return pipeline.actors.created; },
@@ -119,7 +123,7 @@ export class UplinkPipeline implements UplinkSink {
 
   /** The topic this pipeline consumes. */
   get topic(): string {
-    return this.#topic;
+    return this.#consumer.topic;
   }
 
   /**
@@ -129,32 +133,19 @@ export class UplinkPipeline implements UplinkSink {
    */
   positions(): Map<number, number | undefined> {
     const out = new Map<number, number | undefined>();
-    for (const partition of this.#assigned) out.set(partition, this.#trackers.get(this.#trackerKey(partition))?.watermark);
+    for (const partition of this.#consumer.assigned) out.set(partition, this.#consumer.tracker(partition)?.watermark);
     return out;
   }
 
   async start(): Promise<void> {
-    this.#consumer = this.#options.log.consumer({
-      group: this.#options.group ?? 'fleetstream-engine',
-      topics: [this.#topic],
-      maxBatchRecords: this.#options.maxBatchRecords,
-      onBatch: (batch) => this.#onBatch(batch),
-      onRevoke: (partitions) => this.#onRevoke(partitions),
-      onAssign: (partitions) => {
-        for (const { topic, partition } of partitions) if (topic === this.#topic) this.#assigned.add(partition);
-      },
-    });
     await this.#consumer.start();
-    this.#scheduleCommit();
   }
 
   /** Stops fetching, finishes in-flight uplinks, makes them durable, commits, passivates actors. */
   async stop(): Promise<void> {
-    this.#stopping = true;
-    this.#commitTimer?.cancel();
-    await this.#consumer?.stop();
+    await this.#consumer.stop();
     await this.#drain();
-    await this.#commit();
+    await this.#consumer.commit();
     this.actors.stop();
   }
 
@@ -167,7 +158,7 @@ export class UplinkPipeline implements UplinkSink {
     const clock = this.#options.clock;
     const deadline = clock.now() + timeoutMs;
     const reached = () => [...positions].every(([partition, offset]) => {
-      const tracker = this.#trackers.get(this.#trackerKey(partition));
+      const tracker = this.#consumer.tracker(partition);
       return tracker !== undefined && tracker.inFlight === 0 && tracker.watermark >= offset;
     });
     while (!reached()) {
@@ -239,9 +230,8 @@ export class UplinkPipeline implements UplinkSink {
     }
   }
 
-  async #onBatch(batch: RecordBatch): Promise<void> {
+  async #onBatch(batch: RecordBatch, tracker: OffsetTracker): Promise<void> {
     if (this.#failed !== undefined) return;
-    const tracker = this.#tracker(batch.topic, batch.partition, batch.records[0].offset);
     for (const record of batch.records) {
       tracker.start(record.offset);
       this.#inFlight++;
@@ -253,12 +243,27 @@ export class UplinkPipeline implements UplinkSink {
         this.#deadLetterRecord(record, error);
         continue;
       }
-      const wait = this.actors.dispatch({ envelope, partition: record.partition, offset: record.offset });
+      const wait = this.dispatch({ envelope, partition: record.partition, offset: record.offset });
       if (wait !== undefined) await wait;
     }
     if (this.#inFlight > this.#maxInFlight) {
       await new Promise<void>((resolve) => this.#capacityWaiters.push(resolve));
     }
+  }
+
+  /**
+   * Hands a record on: admitted at the edge, it is stored as decided there, unless earlier records
+   * of its device still wait for their admission (the device's order holds); the rest go to their
+   * device's admission. Returns a promise to await when that device's queue is full.
+   */
+  dispatch(work: UplinkWork): Promise<void> | undefined {
+    const envelope = work.envelope;
+    if (envelope.admitted !== undefined && !this.actors.holds(envelope.deviceId)) {
+      this.stats.admittedDirect++;
+      this.emit(work, outputOf(envelope as Admitted));
+      return undefined;
+    }
+    return this.actors.dispatch(work);
   }
 
   /** An undecodable record is dead-lettered under a synthetic envelope that keeps its raw bytes. */
@@ -275,26 +280,8 @@ export class UplinkPipeline implements UplinkSink {
     this.emit({ envelope, partition: record.partition, offset: record.offset }, { rows: [], rejections: [{ code: 'MALFORMED_PAYLOAD', reason }] });
   }
 
-  /**
-   * The trackers' key of a partition of this pipeline's topic, made once: one string per finished
-   * uplink was a template literal, and a fresh string is hashed again on every lookup.
-   */
-  #trackerKey(partition: number): string {
-    return (this.#trackerKeys[partition] ??= `${this.#topic}\u0000${partition}`);
-  }
-
-  #tracker(topic: string, partition: number, firstOffset: number): OffsetTracker {
-    const key = `${topic}\u0000${partition}`;
-    let tracker = this.#trackers.get(key);
-    if (tracker === undefined) {
-      tracker = new OffsetTracker(firstOffset);
-      this.#trackers.set(key, tracker);
-    }
-    return tracker;
-  }
-
   #finish(partition: number, offset: number): void {
-    this.#trackers.get(this.#trackerKey(partition))?.finish(offset);
+    this.#consumer.finish(partition, offset);
     this.#inFlight--;
     if (this.#inFlight <= this.#maxInFlight / 2 && this.#capacityWaiters.length > 0) {
       const waiters = this.#capacityWaiters;
@@ -311,6 +298,7 @@ export class UplinkPipeline implements UplinkSink {
   #fail(error: unknown): void {
     if (this.#failed !== undefined) return;
     this.#failed = toFleetError(error, 'UNAVAILABLE');
+    this.#consumer.halt();
     this.#options.onError?.(this.#failed);
     for (const wake of this.#drainWaiters.splice(0)) wake();
   }
@@ -323,58 +311,5 @@ export class UplinkPipeline implements UplinkSink {
       // Woken by the next finished uplink; uplinks still waiting for their device reach the sinks later.
       await new Promise<void>((resolve) => this.#drainWaiters.push(resolve));
     }
-  }
-
-  async #onRevoke(partitions: TopicPartition[]): Promise<void> {
-    try {
-      await this.#drain();
-      await this.#commit();
-    } finally {
-      // Even when the commit failed, the partitions are gone: their next owner replays from the
-      // last commit and the idempotent store absorbs the replay.
-      for (const { topic, partition } of partitions) {
-        this.#trackers.delete(`${topic}\u0000${partition}`);
-        if (topic === this.#topic) this.#assigned.delete(partition);
-      }
-    }
-  }
-
-  /**
-   * Commits every partition whose watermark moved. A commit the log may take later (a broker
-   * restarting, the group coordinator moving: retriable errors) is handed out again on the next
-   * tick; a partition the consumer no longer holds (CONFLICT, a rebalance between two ticks) is
-   * dropped. Both only delay commits, never lose states: what is not committed is replayed.
-   */
-  async #commit(): Promise<void> {
-    if (this.#failed !== undefined || this.#consumer === undefined) return;
-    const offsets: CommitRequest[] = [];
-    const taken: OffsetTracker[] = [];
-    for (const [key, tracker] of this.#trackers) {
-      const offset = tracker.takeCommit();
-      if (offset === undefined) continue;
-      const [topic, partition] = key.split('\u0000');
-      offsets.push({ topic, partition: Number(partition), offset });
-      taken.push(tracker);
-    }
-    if (offsets.length === 0) return;
-    try {
-      await this.#consumer.commit(offsets);
-    } catch (error) {
-      const failure = toFleetError(error);
-      if (!failure.retriable && failure.code !== 'CONFLICT') throw failure;
-      for (const tracker of taken) tracker.commitFailed();
-      const lost = failure.code === 'CONFLICT' ? (failure.detail as Partial<TopicPartition> | undefined) : undefined;
-      if (lost?.topic !== undefined && lost.partition !== undefined) this.#trackers.delete(`${lost.topic}\u0000${lost.partition}`);
-      if (this.#stopping) throw failure;
-      return;
-    }
-    this.stats.committed += offsets.length;
-  }
-
-  #scheduleCommit(): void {
-    if (this.#stopping) return;
-    this.#commitTimer = this.#options.clock.setTimeout(() => {
-      this.#commit().catch((error: unknown) => this.#fail(error)).finally(() => this.#scheduleCommit());
-    }, this.#options.commitIntervalMs ?? 200);
   }
 }

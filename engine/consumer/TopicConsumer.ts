@@ -1,0 +1,148 @@
+/**
+ * One consumer of one topic whose records finish out of order (DESIGN.md §2): the group consumer,
+ * a completion watermark per partition (OffsetTracker), a commit tick, and a revoke that waits for
+ * what its owner still holds before committing. Offsets are committed only once every earlier
+ * record of the partition finished, so a crash or a rebalance replays from there (at least once).
+ * The uplink and command pipelines read their topics through it.
+ */
+import type { Clock, TimerHandle } from '../kernel/clock.ts';
+import { toFleetError } from '../kernel/errors.ts';
+import type { CommitRequest, Consumer, Log, RecordBatch, TopicPartition } from '../ports/log.ts';
+import { OffsetTracker } from './OffsetTracker.ts';
+
+export interface TopicConsumerOptions {
+  log: Log;
+  clock: Clock;
+  group: string;
+  topic: string;
+  /** How often advanced offsets are committed (ms). */
+  commitIntervalMs: number;
+  maxBatchRecords?: number;
+  /**
+   * A batch of the topic. Each record is started on `tracker` (TopicConsumer.tracker) and finished
+   * (TopicConsumer.finish) once its effects are durable; returning does not commit anything.
+   */
+  onBatch(batch: RecordBatch, tracker: OffsetTracker): Promise<void>;
+  /** Before a revoke's commit: resolves once what was handed out is finished (default: nothing waited for). */
+  drain?(): Promise<void>;
+  /** A commit tick that failed with what a later tick cannot cure. */
+  onCommitError?(error: unknown): void;
+}
+
+export class TopicConsumer {
+  readonly #o: TopicConsumerOptions;
+  readonly #trackers = new Map<number, OffsetTracker>();
+  /** Partitions of the topic this consumer holds (from onAssign until onRevoke). */
+  readonly assigned = new Set<number>();
+  #consumer: Consumer | undefined;
+  #timer: TimerHandle | undefined;
+  #stopping = false;
+  #halted = false;
+  /** Partition commits done since start. */
+  committed = 0;
+
+  constructor(options: TopicConsumerOptions) {
+    this.#o = options;
+  }
+
+  get topic(): string {
+    return this.#o.topic;
+  }
+
+  /** The tracker of a partition, undefined before its first batch or after it was revoked. */
+  tracker(partition: number): OffsetTracker | undefined {
+    return this.#trackers.get(partition);
+  }
+
+  /** A record's effects are durable (a revoked partition's records are forgotten). */
+  finish(partition: number, offset: number): void {
+    this.#trackers.get(partition)?.finish(offset);
+  }
+
+  /** Nothing is committed any more: the owner failed, and what is not committed is replayed. */
+  halt(): void {
+    this.#halted = true;
+  }
+
+  async start(): Promise<void> {
+    const topic = this.#o.topic;
+    this.#consumer = this.#o.log.consumer({
+      group: this.#o.group,
+      topics: [topic],
+      maxBatchRecords: this.#o.maxBatchRecords,
+      onBatch: (batch) => this.#o.onBatch(batch, this.#trackerFor(batch)),
+      onRevoke: (partitions) => this.#onRevoke(partitions),
+      onAssign: (partitions) => {
+        for (const p of partitions) if (p.topic === topic) this.assigned.add(p.partition);
+      },
+    });
+    await this.#consumer.start();
+    this.#schedule();
+  }
+
+  /** Stops the tick and the consumer (which revokes its partitions: drained and committed). */
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    this.#timer?.cancel();
+    await this.#consumer?.stop();
+  }
+
+  /**
+   * Commits every partition whose watermark moved. A commit the log may take later (a broker
+   * restarting, the group coordinator moving: retriable errors) is handed out again on the next
+   * tick; a partition the consumer no longer holds (CONFLICT, a rebalance between two ticks) is
+   * dropped. Both only delay commits, never lose effects: what is not committed is replayed.
+   */
+  async commit(): Promise<void> {
+    if (this.#halted || this.#consumer === undefined) return;
+    const offsets: CommitRequest[] = [];
+    const taken: OffsetTracker[] = [];
+    for (const [partition, tracker] of this.#trackers) {
+      const offset = tracker.takeCommit();
+      if (offset === undefined) continue;
+      offsets.push({ topic: this.#o.topic, partition, offset });
+      taken.push(tracker);
+    }
+    if (offsets.length === 0) return;
+    try {
+      await this.#consumer.commit(offsets);
+    } catch (error) {
+      const failure = toFleetError(error);
+      if (!failure.retriable && failure.code !== 'CONFLICT') throw failure;
+      for (const tracker of taken) tracker.commitFailed();
+      const lost = failure.code === 'CONFLICT' ? (failure.detail as Partial<TopicPartition> | undefined) : undefined;
+      if (lost?.topic === this.#o.topic && lost.partition !== undefined) this.#trackers.delete(lost.partition);
+      if (this.#stopping) throw failure;
+      return;
+    }
+    this.committed += offsets.length;
+  }
+
+  #trackerFor(batch: RecordBatch): OffsetTracker {
+    let tracker = this.#trackers.get(batch.partition);
+    if (tracker === undefined) this.#trackers.set(batch.partition, (tracker = new OffsetTracker(batch.records[0].offset)));
+    return tracker;
+  }
+
+  async #onRevoke(partitions: TopicPartition[]): Promise<void> {
+    try {
+      await this.#o.drain?.();
+      await this.commit();
+    } finally {
+      // Even when the commit failed, the partitions are gone: their next owner replays from the
+      // last commit, and effects are idempotent or at least once.
+      for (const { topic, partition } of partitions) {
+        if (topic !== this.#o.topic) continue;
+        this.#trackers.delete(partition);
+        this.assigned.delete(partition);
+      }
+    }
+  }
+
+  #schedule(): void {
+    if (this.#stopping) return;
+    this.#timer = this.#o.clock.setTimeout(() => {
+      this.commit().catch((error: unknown) => this.#o.onCommitError?.(error)).finally(() => this.#schedule());
+    }, this.#o.commitIntervalMs);
+  }
+}
