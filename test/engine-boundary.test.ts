@@ -2,6 +2,9 @@
  * The engine depends on ports, never on their implementations (DESIGN.md §2, §8): no file under
  * engine/ may import from adapters/, app/ or bin/, nor a vendor SDK that an adapter wraps. The
  * packages the engine may use are listed here; adding one is a design decision, made in this file.
+ * Inside the engine, layers hold too (INNER_RULES): the kernel imports nothing else of the engine,
+ * ports import only the kernel and other ports (and schemas/), and the uplink path does not reach
+ * up into the device actors, the command side or the live feed.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -42,6 +45,48 @@ export function violations(file: string, source: string): string[] {
   }
   return found;
 }
+
+/** Per folder of engine/: the only engine folders it may import, or those it must not. */
+const INNER_RULES: Record<string, { only?: string[]; not?: string[] }> = {
+  kernel: { only: ['kernel'] },
+  ports: { only: ['kernel', 'ports'] },
+  uplink: { not: ['actors', 'commands', 'live'] },
+};
+
+/** The violations of one engine file of the layers inside engine/ (imports of schemas/ are always allowed). */
+export function innerViolations(file: string, source: string): string[] {
+  const [top, folder] = relative(root, file).split('/');
+  const rule = INNER_RULES[folder];
+  if (top !== 'engine' || rule === undefined) return [];
+  const found: string[] = [];
+  for (const spec of specifiers(source)) {
+    if (!spec.startsWith('.')) continue;
+    const [targetTop, target] = relative(root, resolve(dirname(file), spec)).split('/');
+    if (targetTop !== 'engine') continue;
+    const refused = rule.only !== undefined ? !rule.only.includes(target) : rule.not!.includes(target);
+    if (refused) found.push(`${relative(root, file)} imports ${spec} (engine/${target}/)`);
+  }
+  return found;
+}
+
+test('inside engine/, the kernel, the ports and the uplink path import only the layers below them', () => {
+  const all = sources(join(root, 'engine')).flatMap((file) => innerViolations(file, readFileSync(file, 'utf8')));
+  assert.equal(all, []);
+});
+
+test('the inner check sees what it guards against', () => {
+  const kernel = join(root, 'engine/kernel/example.ts');
+  assert.equal(innerViolations(kernel, "import type { Log } from '../ports/log.ts';").length, 1, 'the kernel importing a port');
+  assert.equal(innerViolations(kernel, "import { ID_PATTERN } from '../../schemas/registry.ts';\nimport { x } from './clock.ts';"), []);
+  const port = join(root, 'engine/ports/example.ts');
+  assert.equal(innerViolations(port, "import type { UplinkSubmission } from '../uplink/UplinkIngest.ts';").length, 1, 'a port importing an implementation');
+  assert.equal(innerViolations(port, "import type { ErrorCode } from '../kernel/errors.ts';\nimport type { DeviceInfo } from './directory.ts';"), []);
+  const uplink = join(root, 'engine/uplink/pipeline/example.ts');
+  assert.equal(innerViolations(uplink, "import { DeviceActors } from '../../actors/DeviceActors.ts';").length, 1, 'uplink importing actors');
+  assert.equal(innerViolations(uplink, "import type { CommandActors } from '../../commands/CommandActors.ts';").length, 1, 'uplink importing commands');
+  assert.equal(innerViolations(uplink, "export { LiveHub } from '../../live/LiveHub.ts';").length, 1, 'uplink importing live');
+  assert.equal(innerViolations(uplink, "import { TopicConsumer } from '../../consumer/TopicConsumer.ts';\nimport type { Log } from '../../ports/log.ts';"), []);
+});
 
 test('no file under engine/ imports an adapter, the app or a vendor SDK', () => {
   const files = sources(join(root, 'engine'));
