@@ -9,6 +9,7 @@ import type { Logger } from '../engine/kernel/logger.ts';
 import { CommandActors } from '../engine/commands/CommandActors.ts';
 import { CommandHistoryRecorder } from '../engine/commands/CommandHistoryRecorder.ts';
 import { CommandPipeline } from '../engine/commands/CommandPipeline.ts';
+import { encodeCommandRecord } from '../engine/commands/commandRecords.ts';
 import type { CommandHistory } from '../engine/ports/commandHistory.ts';
 import type { CommandTransport } from '../engine/ports/commandTransport.ts';
 import type { Log } from '../engine/ports/log.ts';
@@ -113,15 +114,14 @@ export function buildCommands(options: CommandsOptions): Commands {
       }]).catch((error: unknown) => logger.warn('recording a refused command failed', { error: toFleetError(error) }));
     },
   });
-  const encoder = new TextEncoder();
   let started = false;
   return {
     actors,
     edge: {
-      async append(record) {
+      async append(record, accepted) {
         if (options.readsEveryCommand === true) actors.reserve(record.deviceId, record.id);
         try {
-          await options.log.append(names.commands, [{ key: record.deviceId, value: encoder.encode(JSON.stringify(record)) }]);
+          await options.log.append(names.commands, [{ key: record.deviceId, value: encodeCommandRecord({ ...record, accepted }) }]);
         } catch (error) {
           actors.release(record.id);
           throw error;

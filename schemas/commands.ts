@@ -9,7 +9,9 @@
  * command (default: issuedAt). `expiresAt` (epoch ms) bounds how long a command waits for an
  * offline device (default: issuedAt + the engine's configured expiry). Records that do not match
  * are refused with code VALIDATION_FAILED (the device's rejections, channel `command`); values are
- * checked against the asset profiles.
+ * checked against the asset profiles. `accepted` is written by the edge that checked the command
+ * against its device (engine/commands/commandRecords.ts): the reader then delivers it as decided
+ * there; a record without it (an application's) is checked by the reader.
  */
 import Type, { type Static } from 'typebox';
 
@@ -26,6 +28,11 @@ export const CommandRecord = Type.Object({
   /** Epoch ms. */
   issuedAt: Type.Integer({ minimum: 0 }),
   expiresAt: Type.Optional(Type.Integer({ minimum: 0 })),
+  /** The edge's decision: the asset's id (asset commands), and `downlink` when it leaves through the device's LoRaWAN network. */
+  accepted: Type.Optional(Type.Object({
+    assetId: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+    via: Type.Optional(Type.Literal('downlink')),
+  }, { additionalProperties: false })),
 }, { additionalProperties: false });
 export type CommandRecord = Static<typeof CommandRecord>;
 

@@ -20,6 +20,7 @@ import Type from 'typebox';
 import { FleetError } from '../../../../engine/kernel/errors.ts';
 import { newId } from '../../../../engine/kernel/ids.ts';
 import { checkDownlink, validateAssetCommand, validateDeviceCommand } from '../../../../engine/commands/validateCommand.ts';
+import { acceptanceOf, type CommandAcceptance } from '../../../../engine/commands/commandRecords.ts';
 import type { CommandHistoryQuery } from '../../../../engine/ports/commandHistory.ts';
 import type { Principal } from '../../../../engine/ports/registry.ts';
 import { CommandLifecycle, type CommandRecord } from '../../../../schemas/commands.ts';
@@ -30,8 +31,11 @@ import { invalidField, queryTime } from '../../request/check.ts';
 import { readJsonBody } from '../../request/readBody.ts';
 
 export interface EdgeCommands {
-  /** Appends the record to topic `commands`; resolves once durable. COMMAND_QUEUE_FULL when its device's queue is known to be full. */
-  append(record: CommandRecord): Promise<void>;
+  /**
+   * Appends the record to topic `commands` with the edge's decision on it (engine/commands/
+   * commandRecords.ts); resolves once durable. COMMAND_QUEUE_FULL when its device's queue is known to be full.
+   */
+  append(record: CommandRecord, accepted: CommandAcceptance): Promise<void>;
   /** Commands of a device with their lifecycles, newest first (engine/ports/commandHistory.ts). */
   list(query: CommandHistoryQuery): Promise<CommandLifecycle[]>;
 }
@@ -63,9 +67,10 @@ export function commandRoutes(edge: EdgeContext, commands: EdgeCommands): void {
   const { router, access, deps } = edge;
   const accepted = { 202: { description: 'durable on topic `commands`; delivered asynchronously', content: { [JSON_TYPE]: CommandAccepted } } };
 
-  const issue = async (c: Context, principal: Principal, record: Omit<CommandRecord, 'id' | 'issuer' | 'issuedAt'>): Promise<Response> => {
+  type Issued = Omit<CommandRecord, 'id' | 'issuer' | 'issuedAt'>;
+  const issue = async (c: Context, principal: Principal, record: Issued, accepted: CommandAcceptance): Promise<Response> => {
     const id = newId();
-    await commands.append({ ...record, id, issuer: `user:${principal.subjectId}`, issuedAt: deps.clock.now() });
+    await commands.append({ ...record, id, issuer: `user:${principal.subjectId}`, issuedAt: deps.clock.now() }, accepted);
     c.header('cache-control', 'no-store');
     return c.json({ id }, 202);
   };
@@ -79,7 +84,7 @@ export function commandRoutes(edge: EdgeContext, commands: EdgeCommands): void {
     if (!ok.ok) throw new FleetError(ok.code, ok.reason);
     const leaves = checkDownlink(device, { [assetName]: body.value }, assetName);
     if (!leaves.ok) throw new FleetError(leaves.code, leaves.reason);
-    return issue(c, principal, { deviceId, asset: assetName, value: body.value, ...(at === undefined ? {} : { at }) });
+    return issue(c, principal, { deviceId, asset: assetName, value: body.value, ...(at === undefined ? {} : { at }) }, acceptanceOf(device, ok.value));
   };
 
   router.route({
@@ -114,7 +119,7 @@ export function commandRoutes(edge: EdgeContext, commands: EdgeCommands): void {
     if (!ok.ok) throw new FleetError(ok.code, ok.reason);
     const leaves = checkDownlink(device, body);
     if (!leaves.ok) throw new FleetError(leaves.code, leaves.reason);
-    return issue(c, principal, { deviceId: device.id, assets: body });
+    return issue(c, principal, { deviceId: device.id, assets: body }, acceptanceOf(device));
   });
 
   router.route({
