@@ -135,23 +135,22 @@ export class DeviceActor {
   }
 
   #process(work: UplinkWork): void {
-    const { envelope } = work;
-    // Admitted at the edge (admission/admitUplink.ts): stored as decided there.
-    if (envelope.admitted !== undefined) return this.#env.sink.emit(work, outputOf(envelope as UplinkEnvelope & { admitted: AdmittedUplink }));
-    let out: UplinkOutput = { rows: [], rejections: [] };
+    this.#env.sink.emit(work, this.#outputOf(work.envelope));
+  }
+
+  #outputOf(envelope: UplinkEnvelope): UplinkOutput {
+    // Admitted at the edge (admission/admitUplink.ts), queued behind this device's earlier records: stored as decided there.
+    if (envelope.admitted !== undefined) return outputOf(envelope as UplinkEnvelope & { admitted: AdmittedUplink });
     if (this.#rejectAll !== undefined || this.#device === undefined) {
       const reject = this.#rejectAll ?? { code: 'PROCESSING_FAILED' as const, reason: 'device not loaded' };
-      out.rejections.push({ code: reject.code, reason: reject.reason });
-    } else {
-      try {
-        const admission = admitUplink(work.envelope, this.#device);
-        if (admission.verdict === 'refused') out.rejections = admission.rejections;
-        else out = { rows: admission.rows, rejections: admission.dropped };
-      } catch (error) {
-        // A defect in one uplink's processing never stops the actor: the uplink is dead-lettered.
-        out = { rows: [], rejections: [{ code: 'PROCESSING_FAILED', reason: toFleetError(error).message }] };
-      }
+      return { rows: [], rejections: [{ code: reject.code, reason: reject.reason }] };
     }
-    this.#env.sink.emit(work, out);
+    try {
+      const admission = admitUplink(envelope, this.#device);
+      return admission.verdict === 'refused' ? { rows: [], rejections: admission.rejections } : { rows: admission.rows, rejections: admission.dropped };
+    } catch (error) {
+      // A defect in one uplink's processing never stops the actor: the uplink is dead-lettered.
+      return { rows: [], rejections: [{ code: 'PROCESSING_FAILED', reason: toFleetError(error).message }] };
+    }
   }
 }
