@@ -7,13 +7,13 @@ import type { Clock } from '../../engine/kernel/clock.ts';
 import { checkDeviceTypeDefinition } from '../../engine/activation/deviceTypeDefinition.ts';
 import { FleetError } from '../../engine/kernel/errors.ts';
 import { isId, newId } from '../../engine/kernel/ids.ts';
-import type { DeviceType, DeviceTypeDefinition, DeviceTypeVersion, Registry } from '../../engine/ports/registry.ts';
+import type { DeviceType, DeviceTypeDefinition, DeviceTypeVersion, DeviceTypeRegistry } from '../../engine/ports/registry.ts';
 import * as S from '../../schemas/registry.ts';
 import { prepareAssets } from './createDevice.ts';
 import type { SqlExecutor, SqlQueryable } from './executor.ts';
 import { canonical, canonicalAssets, canonicalFields, canonicalLookup, check, jsonParam } from './validate.ts';
 
-type DeviceTypeOperations = Pick<Registry, 'publishDeviceType' | 'resolveDeviceType' | 'saveDeviceTypeDraft' | 'publishDeviceTypeDraft' | 'getDeviceType' | 'listDeviceTypes'>;
+type DeviceTypeOperations = DeviceTypeRegistry;
 
 export interface DeviceTypeDeps {
   executor: SqlExecutor;
