@@ -11,14 +11,14 @@ import { newActivationCode, normaliseActivationCode } from '../../engine/activat
 import { FleetError } from '../../engine/kernel/errors.ts';
 import { isId, newId } from '../../engine/kernel/ids.ts';
 import { networks } from '../../engine/activation/networks.ts';
-import type { Activated, Activation, ActivationPatch, NewActivation, NewActivationOption, Registry, TokenScope } from '../../engine/ports/registry.ts';
+import type { ActivateRequest, Activated, Activation, ActivationPatch, NewActivation, NewActivationOption, ActivationRegistry, TokenScope } from '../../engine/ports/registry.ts';
 import * as S from '../../schemas/registry.ts';
 import { insertDevice, prepareDevice, prepareNetwork } from './createDevice.ts';
 import { parseRef, resolveIn, resolveOptionTypes } from './deviceTypes.ts';
 import type { SqlExecutor, SqlQueryable } from './executor.ts';
 import { canonical, canonicalFields, canonicalLookup, check } from './validate.ts';
 
-type ActivationOperations = Pick<Registry, 'createActivation' | 'getActivation' | 'findUnusedActivation' | 'findActivationByHardware' | 'listActivations' | 'updateActivation' | 'deleteActivation' | 'activate'>;
+type ActivationOperations = ActivationRegistry;
 
 export interface ActivationDeps {
   executor: SqlExecutor;
@@ -143,16 +143,7 @@ export function activationOperations(deps: ActivationDeps): ActivationOperations
       check(S.NewActivation, input, '');
       const options = prepareOptions(input.options);
       return guard(() =>
-        executor.transaction(async (tx) => {
-          const code = newActivationCode();
-          // activations_partner_hardware_key: one hardware id, one code (spec §2.6), also under races.
-          await tx.query(
-            `INSERT INTO activations (code, partner_id, description, hardware_id, status, created_at) VALUES ($1, $2, $3, $4, 'unused', $5)`,
-            [code, partnerId, input.description ?? '', input.hardware.id, clock.now()],
-          );
-          await insertOptions(tx, clock, partnerId, code, options);
-          return (await loadActivation(tx, 'a.code = $1', [code]))!;
-        }),
+        executor.transaction((tx) => insertActivation(tx, clock, partnerId, input, options)),
       );
     },
 
@@ -179,16 +170,7 @@ export function activationOperations(deps: ActivationDeps): ActivationOperations
       const query = rawQuery === undefined ? undefined : canonicalFields(rawQuery, { hardwareId: 'name' }, '');
       check(S.ActivationQuery, query ?? {}, '');
       const { status, hardwareId, after } = query ?? {};
-      return guard(async () => {
-        const { rows } = await executor.query<ActivationRow>(
-          `${ACTIVATION_SELECT}
-           WHERE a.partner_id = $1 AND ($2::text IS NULL OR a.status = $2) AND ($3::text IS NULL OR a.hardware_id = $3)
-             AND ($4::bigint IS NULL OR (a.created_at, a.code) > ($4::bigint, $5::text))
-           ORDER BY a.created_at, a.code LIMIT $6`,
-          [partnerId, status ?? null, hardwareId ?? null, after?.createdAt ?? null, after?.code ?? null, query?.limit ?? DEFAULT_PAGE],
-        );
-        return rows.map(toActivation);
-      });
+      return guard(() => selectActivations(executor, partnerId, status, hardwareId, after, query?.limit));
     },
 
     async updateActivation(partnerId, code, rawPatch) {
@@ -199,16 +181,7 @@ export function activationOperations(deps: ActivationDeps): ActivationOperations
       const options = patch.options === undefined ? undefined : prepareOptions(patch.options);
       if (!canonical) throw notFound();
       return guard(() =>
-        executor.transaction(async (tx) => {
-          const row = await lockActivation(tx, partnerId, canonical);
-          decideActivation(row.status, 'CHANGE');
-          if (patch.description !== undefined) await tx.query('UPDATE activations SET description = $2 WHERE code = $1', [canonical, patch.description]);
-          if (options !== undefined) {
-            await tx.query('DELETE FROM activation_options WHERE activation_code = $1', [canonical]);
-            await insertOptions(tx, clock, partnerId, canonical, options);
-          }
-          return (await loadActivation(tx, 'a.code = $1', [canonical]))!;
-        }),
+        executor.transaction((tx) => changeActivation(tx, clock, partnerId, canonical, patch.description, options)),
       );
     },
 
@@ -230,47 +203,93 @@ export function activationOperations(deps: ActivationDeps): ActivationOperations
       check(S.ActivateRequest, request, '');
       const code = normaliseActivationCode(request.code);
       if (!code) throw notFound();
-      return guard(() =>
-        executor.transaction(async (tx) => {
-          const member = await tx.query('SELECT 1 FROM memberships WHERE ground_id = $1 AND user_id = $2', [request.groundId, request.userId]);
-          if (member.rows.length === 0) throw new FleetError('FORBIDDEN', 'the user is not a member of that ground', { detail: { field: 'groundId' } });
-          // FOR UPDATE: of two concurrent redemptions the second waits, then sees `used`.
-          const locked = await tx.query<{ status: 'unused' | 'used'; description: string; hardware_id: string }>(
-            'SELECT status, description, hardware_id FROM activations WHERE code = $1 FOR UPDATE',
-            [code],
-          );
-          const activation = locked.rows[0];
-          if (!activation) throw notFound();
-          decideActivation(activation.status, 'ACTIVATE');
-          const { rows } = await tx.query<{ partner_id: string; name: string; type_version: string; network_id: string; network_data: unknown }>(
-            `SELECT t.partner_id, t.name, o.type_version, o.network_id, o.network_data
-             FROM activation_options o JOIN device_types t ON t.id = o.device_type_id WHERE o.id = $1 AND o.activation_code = $2`,
-            [request.option, code],
-          );
-          const option = rows[0];
-          if (!option) throw invalid('option', 'not an option of this activation');
-          const version = await resolveIn(tx, { partnerId: option.partner_id, name: option.name, version: option.type_version === 'latest' ? 'latest' : Number(option.type_version) });
-          // Versions are never deleted and an option's type was published when it was stored.
-          if (!version) throw new FleetError('INTERNAL', `device type ${option.name}:${option.type_version} of option ${request.option} is not published`);
-          const data = (typeof option.network_data === 'string' ? JSON.parse(option.network_data) : option.network_data) as Record<string, unknown>;
-          const prepared = prepareDevice({
-            groundId: request.groundId,
-            // spec §2.6: the hardware id becomes the name of the device.
-            name: activation.hardware_id,
-            description: activation.description,
-            deviceType: version.ref,
-            network: { networkId: option.network_id, data },
-            assets: version.definition.assets,
-            ...(version.definition.payload ? { payload: version.definition.payload } : {}),
-          });
-          const device = await insertDevice(tx, prepared, deps);
-          await tx.query(
-            `UPDATE activations SET status = 'used', activated_device_id = $2, activated_option_id = $3, activated_at = $4 WHERE code = $1`,
-            [code, device.device.id, request.option, clock.now()],
-          );
-          return { activation: (await loadActivation(tx, 'a.code = $1', [code]))!, device };
-        }),
-      );
+      return guard(() => executor.transaction((tx) => redeem(tx, request, code, deps)));
     },
   };
+}
+
+/**
+ * Redeems an unused code in the caller's transaction (spec §4.6): the user must be a member of the
+ * ground; the option's device type version is resolved now; the device is created from it and the
+ * activation becomes `used`.
+ */
+async function redeem(tx: SqlQueryable, request: ActivateRequest, code: string, deps: ActivationDeps): Promise<Activated> {
+    const member = await tx.query('SELECT 1 FROM memberships WHERE ground_id = $1 AND user_id = $2', [request.groundId, request.userId]);
+    if (member.rows.length === 0) throw new FleetError('FORBIDDEN', 'the user is not a member of that ground', { detail: { field: 'groundId' } });
+    // FOR UPDATE: of two concurrent redemptions the second waits, then sees `used`.
+    const locked = await tx.query<{ status: 'unused' | 'used'; description: string; hardware_id: string }>(
+      'SELECT status, description, hardware_id FROM activations WHERE code = $1 FOR UPDATE',
+      [code],
+    );
+    const activation = locked.rows[0];
+    if (!activation) throw notFound();
+    decideActivation(activation.status, 'ACTIVATE');
+    const { rows } = await tx.query<{ partner_id: string; name: string; type_version: string; network_id: string; network_data: unknown }>(
+      `SELECT t.partner_id, t.name, o.type_version, o.network_id, o.network_data
+       FROM activation_options o JOIN device_types t ON t.id = o.device_type_id WHERE o.id = $1 AND o.activation_code = $2`,
+      [request.option, code],
+    );
+    const option = rows[0];
+    if (!option) throw invalid('option', 'not an option of this activation');
+    const version = await resolveIn(tx, { partnerId: option.partner_id, name: option.name, version: option.type_version === 'latest' ? 'latest' : Number(option.type_version) });
+    // Versions are never deleted and an option's type was published when it was stored.
+    if (!version) throw new FleetError('INTERNAL', `device type ${option.name}:${option.type_version} of option ${request.option} is not published`);
+    const data = (typeof option.network_data === 'string' ? JSON.parse(option.network_data) : option.network_data) as Record<string, unknown>;
+    const prepared = prepareDevice({
+      groundId: request.groundId,
+      // spec §2.6: the hardware id becomes the name of the device.
+      name: activation.hardware_id,
+      description: activation.description,
+      deviceType: version.ref,
+      network: { networkId: option.network_id, data },
+      assets: version.definition.assets,
+      ...(version.definition.payload ? { payload: version.definition.payload } : {}),
+    });
+    const device = await insertDevice(tx, prepared, deps);
+    await tx.query(
+      `UPDATE activations SET status = 'used', activated_device_id = $2, activated_option_id = $3, activated_at = $4 WHERE code = $1`,
+      [code, device.device.id, request.option, deps.clock.now()],
+    );
+    return { activation: (await loadActivation(tx, 'a.code = $1', [code]))!, device };
+}
+
+/** A new unused activation with its options, in the caller's transaction. */
+async function insertActivation(tx: SqlQueryable, clock: Clock, partnerId: string, input: NewActivation, options: ReturnType<typeof prepareOptions>): Promise<Activation> {
+  const code = newActivationCode();
+  // activations_partner_hardware_key: one hardware id, one code (spec §2.6), also under races.
+  await tx.query(
+    `INSERT INTO activations (code, partner_id, description, hardware_id, status, created_at) VALUES ($1, $2, $3, $4, 'unused', $5)`,
+    [code, partnerId, input.description ?? '', input.hardware.id, clock.now()],
+  );
+  await insertOptions(tx, clock, partnerId, code, options);
+  return (await loadActivation(tx, 'a.code = $1', [code]))!;
+}
+
+/** A page of the partner's activations, oldest first, after the cursor. */
+async function selectActivations(
+  q: SqlQueryable, partnerId: string, status: string | undefined, hardwareId: string | undefined,
+  after: { createdAt: number; code: string } | undefined, limit: number | undefined,
+): Promise<Activation[]> {
+  const { rows } = await q.query<ActivationRow>(
+    `${ACTIVATION_SELECT}
+     WHERE a.partner_id = $1 AND ($2::text IS NULL OR a.status = $2) AND ($3::text IS NULL OR a.hardware_id = $3)
+       AND ($4::bigint IS NULL OR (a.created_at, a.code) > ($4::bigint, $5::text))
+     ORDER BY a.created_at, a.code LIMIT $6`,
+    [partnerId, status ?? null, hardwareId ?? null, after?.createdAt ?? null, after?.code ?? null, limit ?? DEFAULT_PAGE],
+  );
+  return rows.map(toActivation);
+}
+
+/** Changes an unused activation (CONFLICT once used), in the caller's transaction. */
+async function changeActivation(
+  tx: SqlQueryable, clock: Clock, partnerId: string, canonical: string, description: string | undefined, options: ReturnType<typeof prepareOptions> | undefined,
+): Promise<Activation> {
+  const row = await lockActivation(tx, partnerId, canonical);
+  decideActivation(row.status, 'CHANGE');
+  if (description !== undefined) await tx.query('UPDATE activations SET description = $2 WHERE code = $1', [canonical, description]);
+  if (options !== undefined) {
+    await tx.query('DELETE FROM activation_options WHERE activation_code = $1', [canonical]);
+    await insertOptions(tx, clock, partnerId, canonical, options);
+  }
+  return (await loadActivation(tx, 'a.code = $1', [canonical]))!;
 }
