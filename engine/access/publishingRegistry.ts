@@ -1,6 +1,7 @@
 /**
  * The one place registry changes are published (engine/ports/registryChanges.ts): a Registry that
- * publishes what each mutation changed once the mutation has committed, whoever calls it — the HTTP
+ * publishes what each mutation changed once the mutation has committed (one function per port:
+ * fleetMutations, principalMutations, activationMutations), whoever calls it — the HTTP
  * routes, the admin CLI (directly or through the running service's admin socket), activation.
  *
  * Published after the commit rather than inside the transaction so that both registries (PGlite and
@@ -13,63 +14,24 @@
  * reads it afresh. Not published: device-type changes (devices keep the profiles copied when
  * created), new principals, grounds and tokens (nothing cached can be stale about them).
  */
-import type { Registry } from '../ports/registry.ts';
+import type { ActivationRegistry, FleetRegistry, PrincipalRegistry, Registry } from '../ports/registry.ts';
 import type { RegistryChanges } from '../ports/registryChanges.ts';
 import { hashToken } from './tokens.ts';
 
-type Mutations = Pick<Registry, 'createDevice' | 'activate' | 'revokeToken' | 'deleteDevice' | 'updateDevice' | 'upsertAsset' | 'deleteAsset' | 'addMember' | 'removeMember'>;
+type Publish = Pick<RegistryChanges, 'publish'>['publish'];
+type FleetMutations = Pick<FleetRegistry, 'createDevice' | 'deleteDevice' | 'updateDevice' | 'upsertAsset' | 'deleteAsset' | 'addMember' | 'removeMember'>;
 
 export function publishingRegistry<R extends Registry>(registry: R, changes: Pick<RegistryChanges, 'publish'>): R {
-  const mutations: Mutations = {
-    async createDevice(input) {
-      const created = await registry.createDevice(input);
-      await changes.publish({ kind: 'device-changed', deviceId: created.device.id });
-      return created;
-    },
-    async activate(request) {
-      const activated = await registry.activate(request);
-      await changes.publish({ kind: 'device-changed', deviceId: activated.device.device.id });
-      return activated;
-    },
-    async revokeToken(token) {
-      const revoked = await registry.revokeToken(token);
-      if (revoked) await changes.publish({ kind: 'token-revoked', tokenHash: hashToken(token) });
-      return revoked;
-    },
-    async deleteDevice(deviceId) {
-      const deleted = await registry.deleteDevice(deviceId);
-      if (deleted) await changes.publish({ kind: 'device-deleted', deviceId });
-      return deleted;
-    },
-    async updateDevice(deviceId, patch) {
-      const device = await registry.updateDevice(deviceId, patch);
-      await changes.publish({ kind: 'device-changed', deviceId: device.id });
-      return device;
-    },
-    async upsertAsset(deviceId, name, fields) {
-      const upserted = await registry.upsertAsset(deviceId, name, fields);
-      await changes.publish({ kind: 'device-changed', deviceId: upserted.asset.deviceId });
-      return upserted;
-    },
-    async deleteAsset(deviceId, name) {
-      const deleted = await registry.deleteAsset(deviceId, name);
-      if (deleted) await changes.publish({ kind: 'device-changed', deviceId });
-      return deleted;
-    },
-    async addMember(groundId, userId) {
-      await registry.addMember(groundId, userId);
-      await changes.publish({ kind: 'membership-changed', groundId, userId });
-    },
-    async removeMember(groundId, userId) {
-      const removed = await registry.removeMember(groundId, userId);
-      if (removed) await changes.publish({ kind: 'membership-changed', groundId, userId });
-      return removed;
-    },
+  const publish: Publish = (change) => changes.publish(change);
+  const mutations: Record<string, unknown> = {
+    ...fleetMutations(registry, publish),
+    ...principalMutations(registry, publish),
+    ...activationMutations(registry, publish),
   };
   const bound = new Map<PropertyKey, unknown>();
   return new Proxy(registry, {
     get(target, property) {
-      if (Object.hasOwn(mutations, property)) return mutations[property as keyof Mutations];
+      if (Object.hasOwn(mutations, property)) return mutations[property as string];
       const value: unknown = Reflect.get(target, property, target);
       if (typeof value !== 'function') return value;
       let fn = bound.get(property);
@@ -77,4 +39,66 @@ export function publishingRegistry<R extends Registry>(registry: R, changes: Pic
       return fn;
     },
   });
+}
+
+/** What the fleet port's mutations change: devices (and their assets) and memberships. */
+function fleetMutations(registry: FleetRegistry, publish: Publish): FleetMutations {
+  return {
+    async createDevice(input) {
+      const created = await registry.createDevice(input);
+      await publish({ kind: 'device-changed', deviceId: created.device.id });
+      return created;
+    },
+    async deleteDevice(deviceId) {
+      const deleted = await registry.deleteDevice(deviceId);
+      if (deleted) await publish({ kind: 'device-deleted', deviceId });
+      return deleted;
+    },
+    async updateDevice(deviceId, patch) {
+      const device = await registry.updateDevice(deviceId, patch);
+      await publish({ kind: 'device-changed', deviceId: device.id });
+      return device;
+    },
+    async upsertAsset(deviceId, name, fields) {
+      const upserted = await registry.upsertAsset(deviceId, name, fields);
+      await publish({ kind: 'device-changed', deviceId: upserted.asset.deviceId });
+      return upserted;
+    },
+    async deleteAsset(deviceId, name) {
+      const deleted = await registry.deleteAsset(deviceId, name);
+      if (deleted) await publish({ kind: 'device-changed', deviceId });
+      return deleted;
+    },
+    async addMember(groundId, userId) {
+      await registry.addMember(groundId, userId);
+      await publish({ kind: 'membership-changed', groundId, userId });
+    },
+    async removeMember(groundId, userId) {
+      const removed = await registry.removeMember(groundId, userId);
+      if (removed) await publish({ kind: 'membership-changed', groundId, userId });
+      return removed;
+    },
+  };
+}
+
+/** A revoked token ends what it opened (MQTT connections, live streams). */
+function principalMutations(registry: PrincipalRegistry, publish: Publish): Pick<PrincipalRegistry, 'revokeToken'> {
+  return {
+    async revokeToken(token) {
+      const revoked = await registry.revokeToken(token);
+      if (revoked) await publish({ kind: 'token-revoked', tokenHash: hashToken(token) });
+      return revoked;
+    },
+  };
+}
+
+/** A redeemed code creates a device. */
+function activationMutations(registry: ActivationRegistry, publish: Publish): Pick<ActivationRegistry, 'activate'> {
+  return {
+    async activate(request) {
+      const activated = await registry.activate(request);
+      await publish({ kind: 'device-changed', deviceId: activated.device.device.id });
+      return activated;
+    },
+  };
 }
