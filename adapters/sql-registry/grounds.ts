@@ -14,51 +14,51 @@ type GroundOperations = Pick<FleetRegistry, 'createGround' | 'getGround' | 'addM
 export function groundOperations(ctx: SqlContext): GroundOperations {
   const { executor, clock, guard } = ctx;
   return {
-  async createGround(raw: NewGround): Promise<Ground> {
-    const input = canonicalFields(raw, { name: 'name' });
-    check(S.EntityName, input?.name, 'name');
-    if (input.userId !== undefined) requireId(input.userId, 'userId');
-    const id = newId();
-    return guard(() =>
-      executor.transaction(async (tx) => {
-        const now = clock.now();
-        const { rows } = await tx.query<NamedRow>('INSERT INTO grounds (id, name, created_at) VALUES ($1, $2, $3) RETURNING id, name, created_at', [id, input.name, now]);
-        if (input.userId !== undefined) {
-          await tx.query('INSERT INTO memberships (ground_id, user_id, created_at) VALUES ($1, $2, $3)', [id, input.userId, now]);
-        }
-        return toNamed(rows[0]);
-      }),
-    );
-  },
-  getGround: (id) => ctx.getNamed<Ground>('grounds', id),
-
-  async addMember(groundId, userId) {
-    requireId(groundId, 'groundId');
-    requireId(userId, 'userId');
-    await guard(() =>
-      executor.query('INSERT INTO memberships (ground_id, user_id, created_at) VALUES ($1, $2, $3) ON CONFLICT (ground_id, user_id) DO NOTHING', [groundId, userId, clock.now()]),
-    );
-  },
-
-  async removeMember(groundId, userId) {
-    if (!isId(groundId) || !isId(userId)) return false;
-    return guard(async () => (await executor.query('DELETE FROM memberships WHERE ground_id = $1 AND user_id = $2', [groundId, userId])).rowCount > 0);
-  },
-
-  async isMember(groundId, userId) {
-    if (!isId(groundId) || !isId(userId)) return false;
-    return guard(async () => (await executor.query('SELECT 1 FROM memberships WHERE ground_id = $1 AND user_id = $2', [groundId, userId])).rows.length > 0);
-  },
-
-  async listGrounds(userId) {
-    if (!isId(userId)) return [];
-    return guard(async () => {
-      const { rows } = await executor.query<NamedRow>(
-        'SELECT g.id, g.name, g.created_at FROM grounds g JOIN memberships m ON m.ground_id = g.id WHERE m.user_id = $1 ORDER BY g.created_at, g.id',
-        [userId],
+    async createGround(raw: NewGround): Promise<Ground> {
+      const input = canonicalFields(raw, { name: 'name' });
+      check(S.EntityName, input?.name, 'name');
+      if (input.userId !== undefined) requireId(input.userId, 'userId');
+      const id = newId();
+      return guard(() =>
+        executor.transaction(async (tx) => {
+          const now = clock.now();
+          const { rows } = await tx.query<NamedRow>('INSERT INTO grounds (id, name, created_at) VALUES ($1, $2, $3) RETURNING id, name, created_at', [id, input.name, now]);
+          if (input.userId !== undefined) {
+            await tx.query('INSERT INTO memberships (ground_id, user_id, created_at) VALUES ($1, $2, $3)', [id, input.userId, now]);
+          }
+          return toNamed(rows[0]);
+        }),
       );
-      return rows.map(toNamed);
-    });
-  },
+    },
+    getGround: (id) => ctx.getNamed<Ground>('grounds', id),
+
+    async addMember(groundId, userId) {
+      requireId(groundId, 'groundId');
+      requireId(userId, 'userId');
+      await guard(() =>
+        executor.query('INSERT INTO memberships (ground_id, user_id, created_at) VALUES ($1, $2, $3) ON CONFLICT (ground_id, user_id) DO NOTHING', [groundId, userId, clock.now()]),
+      );
+    },
+
+    async removeMember(groundId, userId) {
+      if (!isId(groundId) || !isId(userId)) return false;
+      return guard(async () => (await executor.query('DELETE FROM memberships WHERE ground_id = $1 AND user_id = $2', [groundId, userId])).rowCount > 0);
+    },
+
+    async isMember(groundId, userId) {
+      if (!isId(groundId) || !isId(userId)) return false;
+      return guard(async () => (await executor.query('SELECT 1 FROM memberships WHERE ground_id = $1 AND user_id = $2', [groundId, userId])).rows.length > 0);
+    },
+
+    async listGrounds(userId) {
+      if (!isId(userId)) return [];
+      return guard(async () => {
+        const { rows } = await executor.query<NamedRow>(
+          'SELECT g.id, g.name, g.created_at FROM grounds g JOIN memberships m ON m.ground_id = g.id WHERE m.user_id = $1 ORDER BY g.created_at, g.id',
+          [userId],
+        );
+        return rows.map(toNamed);
+      });
+    },
   };
 }

@@ -33,34 +33,34 @@ export function principalOperations(ctx: SqlContext): PrincipalRegistry {
     createUser: (input) => createPrincipal<User>('users', 'user', input),
     getUser: (id) => ctx.getNamed<User>('users', id),
 
-  async authenticate(token): Promise<Principal | undefined> {
-    const scope = tokenScope(token);
-    if (!scope) return undefined;
-    return guard(async () => {
-      const { rows } = await executor.query<{ scope: string; subject_id: string }>('SELECT scope, subject_id FROM tokens WHERE hash = $1 AND revoked_at IS NULL', [hashToken(token)]);
-      const row = rows[0];
-      // The prefix is part of the hashed text, so a mismatch means a corrupted row: deny.
-      if (!row || row.scope !== scope) return undefined;
-      return { scope, subjectId: row.subject_id };
-    });
-  },
+    async authenticate(token): Promise<Principal | undefined> {
+      const scope = tokenScope(token);
+      if (!scope) return undefined;
+      return guard(async () => {
+        const { rows } = await executor.query<{ scope: string; subject_id: string }>('SELECT scope, subject_id FROM tokens WHERE hash = $1 AND revoked_at IS NULL', [hashToken(token)]);
+        const row = rows[0];
+        // The prefix is part of the hashed text, so a mismatch means a corrupted row: deny.
+        if (!row || row.scope !== scope) return undefined;
+        return { scope, subjectId: row.subject_id };
+      });
+    },
 
-  async issueToken(scope, subjectId) {
-    check(S.TokenScope, scope, 'scope');
-    requireId(subjectId, 'subjectId');
-    return guard(() =>
-      executor.transaction(async (tx) => {
-        // FOR SHARE: a concurrent deleteDevice waits for this token, then revokes it too.
-        const subject = await tx.query(`SELECT 1 FROM ${SUBJECT_TABLES[scope]} WHERE id = $1 FOR SHARE`, [subjectId]);
-        if (subject.rows.length === 0) throw new FleetError('NOT_FOUND', `${scope} not found`, { detail: { field: 'subjectId' } });
-        return insertToken(tx, scope, subjectId);
-      }),
-    );
-  },
+    async issueToken(scope, subjectId) {
+      check(S.TokenScope, scope, 'scope');
+      requireId(subjectId, 'subjectId');
+      return guard(() =>
+        executor.transaction(async (tx) => {
+          // FOR SHARE: a concurrent deleteDevice waits for this token, then revokes it too.
+          const subject = await tx.query(`SELECT 1 FROM ${SUBJECT_TABLES[scope]} WHERE id = $1 FOR SHARE`, [subjectId]);
+          if (subject.rows.length === 0) throw new FleetError('NOT_FOUND', `${scope} not found`, { detail: { field: 'subjectId' } });
+          return insertToken(tx, scope, subjectId);
+        }),
+      );
+    },
 
-  async revokeToken(token) {
-    if (!tokenScope(token)) return false;
-    return guard(async () => (await executor.query('UPDATE tokens SET revoked_at = $2 WHERE hash = $1 AND revoked_at IS NULL', [hashToken(token), clock.now()])).rowCount > 0);
-  },
+    async revokeToken(token) {
+      if (!tokenScope(token)) return false;
+      return guard(async () => (await executor.query('UPDATE tokens SET revoked_at = $2 WHERE hash = $1 AND revoked_at IS NULL', [hashToken(token), clock.now()])).rowCount > 0);
+    },
   };
 }
