@@ -7,7 +7,7 @@
  * - what it does not count is observed here by wrapping ports from outside: admission outcomes,
  *   log appends, store inserts, recorded rejections, command transitions, HTTP requests. Each costs
  *   a cached counter child's increment per call (per batch for appends and inserts).
- * The engine never imports prom-client (test/engine-boundary.test.ts). Each service has its own
+ * The engine never imports prom-client (test/engine/kernel/engine-boundary.test.ts). Each service has its own
  * registry, so several services in one process (the tests) do not share counters.
  */
 import type { RegistryChange } from '../engine/ports/registryChanges.ts';

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prometheus for the dashboard test (test/dashboards.test.ts): the test starts its own server on a
+# Prometheus for the dashboard test (test/app/metrics/dashboards.test.ts): the test starts its own server on a
 # free port with a generated configuration; this script only makes sure the binary is there.
 #
 #   scripts/prometheus.sh install   apt-get install prometheus (Debian's package) when missing

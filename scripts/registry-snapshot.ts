@@ -2,7 +2,7 @@
  * Writes adapters/pglite/registry-snapshot.tar.gz: the database of a new embedded registry (initdb,
  * then every migration of adapters/sql-registry/migrations.ts), which createPgliteRegistry loads
  * instead of running initdb. Run it after adding a migration or upgrading @electric-sql/pglite;
- * test/pglite-registry.test.ts fails while the snapshot is not current.
+ * test/adapters/registry/pglite-registry.test.ts fails while the snapshot is not current.
  *
  *   npx node scripts/registry-snapshot.ts
  */

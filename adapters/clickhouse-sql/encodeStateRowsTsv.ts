@@ -119,7 +119,7 @@ const compact: CompactNumber = { mantissa: 0, scale: 0, text: '' };
  * Found without making the text: the first k with round(v × 10^k) / 10^k === v. That is the text's
  * count of decimals, since a decimal with fewer that reads back as v would be a shorter text, and
  * m is its digits, since v × 10^k is within 0.25 of them while |m| < 10^15 < 2^50. Below 10^-6 the
- * text has an exponent, so those numbers go to value_float (test/encode-state-rows.test.ts checks
+ * text has an exponent, so those numbers go to value_float (test/adapters/clickhouse/encode-state-rows.test.ts checks
  * this against the text). The result is valid until the next call.
  */
 export function compactNumber(value: number): CompactNumber {

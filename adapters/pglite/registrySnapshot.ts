@@ -1,6 +1,6 @@
 /**
  * A new registry's database as it is after initdb and every migration (scripts/registry-snapshot.ts
- * writes it; test/pglite-registry.test.ts checks that it is current), where initdb takes ~4 s and a
+ * writes it; test/adapters/registry/pglite-registry.test.ts checks that it is current), where initdb takes ~4 s and a
  * second PostgreSQL instance. It holds no data and no secret: the schema only, as every new
  * registry has it. A data dir gets it unpacked (unpackSnapshot); an in-memory registry loads it
  * through PGlite (openFromSnapshot).

@@ -44,7 +44,7 @@ type TransitionTable = Record<DeviceLifecycleState, Partial<Record<DeviceEvent['
  * The machine's transitions as a lookup table, read once from its definition. A device actor keeps
  * only its state name and steps it through this table: a running xstate actor per device cost
  * ~3.6 KB and ~20 µs per device, which a million devices cycling through one process cannot afford.
- * test/device-lifecycle.test.ts checks the table against xstate's own `transition()` for every
+ * test/engine/actors/device-lifecycle.test.ts checks the table against xstate's own `transition()` for every
  * state and event.
  */
 const table: TransitionTable = (() => {

@@ -1,7 +1,7 @@
 /**
  * The source of a selector's reader, for code generated per device type: a JavaScript expression
  * over the payload `b` that gives what the reference's `makeReader` (test/support/reference/
- * closureReaders.ts) gives for the same FieldSpec (test/conversion-generated.test.ts holds them to
+ * closureReaders.ts) gives for the same FieldSpec (test/engine/conversion/conversion-generated.test.ts holds them to
  * each other). Simple fields are inline
  * expressions (`((b[3] << 8) | b[4]) / 10`); the rest call the shared primitives of readers.ts,
  * which take every parameter as an argument and so stay monomorphic in a fleet of device types.

@@ -26,7 +26,7 @@
  * 5. The generated factory sees only its parameters (`d`, `h`, `type`) and standard globals
  *    (`Uint8Array`, `Object`, `Array`, `Math`, `NaN`); it runs in strict mode.
  *
- * test/conversion-generated.test.ts feeds scripts full of quotes, backticks, `${}`, unicode
+ * test/engine/conversion/conversion-generated.test.ts feeds scripts full of quotes, backticks, `${}`, unicode
  * escapes, `__proto__`, `constructor`, huge and non-finite numbers through this path.
  */
 import type { ConversionScript } from '../../schemas/conversion.ts';

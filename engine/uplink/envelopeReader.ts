@@ -8,7 +8,7 @@
  * unknown key, a tag, a float16/32, indefinite lengths, invalid UTF-8, a value the schema or
  * envelope.ts's checks refuse, trailing or missing bytes) returns undefined, and the caller decodes
  * with cbor-x, which then decides what the input becomes, error messages included. So this reader
- * only ever returns what the cbor-x path would have returned for the same bytes (test/envelope.test.ts
+ * only ever returns what the cbor-x path would have returned for the same bytes (test/engine/uplink/envelope.test.ts
  * compares the two on random and on hostile input).
  */
 import type { AdmittedUplink, NetworkMeta, UplinkEnvelope } from '../../schemas/messages.ts';

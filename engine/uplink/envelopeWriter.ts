@@ -3,7 +3,7 @@
  * way to the log, and the generic encoder (cbor-x walking a freshly built map, 64-bit times as
  * bigints) cost several times what this fixed shape needs.
  *
- * The bytes are exactly those envelope.ts's cbor-x codec writes (test/envelope.test.ts compares the
+ * The bytes are exactly those envelope.ts's cbor-x codec writes (test/engine/uplink/envelope.test.ts compares the
  * two on random envelopes and on the recorded fixture), so readers see no change: definite-length
  * maps and arrays with their shortest headers, text keys in the schema's order, the body as a byte
  * string, integers up to 32 bits as CBOR integers, epoch-ms times as 64-bit integers, any other

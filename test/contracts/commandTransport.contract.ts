@@ -1,6 +1,6 @@
 /**
  * Contract of the CommandTransport port (engine/ports/commandTransport.ts), run by the embedded
- * gateway's transport and by ClientCommandTransport over Mosquitto (test/command-transport.test.ts),
+ * gateway's transport and by ClientCommandTransport over Mosquitto (test/adapters/mqtt/command-transport.test.ts),
  * with real mqtt.js devices. `delivered` is acknowledged by whoever the transport hands the command
  * to: the device's PUBACK (embedded) or the broker's, which then owns delivery (external broker).
  */

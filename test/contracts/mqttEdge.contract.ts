@@ -1,7 +1,7 @@
 /**
  * Contract of Fleetstream's MQTT edge, whichever carries it (test/support/mqttEdgeWorlds.ts): the
- * embedded gateway (test/mqtt-edge.test.ts) and external broker mode on Mosquitto
- * (test/mqtt-external.test.ts). What both promise to devices, with real mqtt.js clients:
+ * embedded gateway (test/adapters/mqtt/mqtt-edge.test.ts) and external broker mode on Mosquitto
+ * (test/adapters/mqtt/mqtt-external.test.ts). What both promise to devices, with real mqtt.js clients:
  * - states on every topic shape of spec §4.1/§4.2, JSON and CBOR, go through admission into the store;
  * - a refused publish is recorded once among the device's rejections, with its code;
  * - asset commands (spec §4.3) reach subscribers of both command topics at QoS 1, and stored states

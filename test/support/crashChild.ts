@@ -1,5 +1,5 @@
 /**
- * The process test/crash.test.ts kills: the service's engine (app/buildEngine.ts) on the embedded
+ * The process test/app/service/crash.test.ts kills: the service's engine (app/buildEngine.ts) on the embedded
  * adapters the service opens in a data dir (app/openPorts.ts: local log, chDB), its devices from a
  * MemoryDirectory.
  *
@@ -44,7 +44,7 @@ interface ChildArgs {
   idleMs?: number;
 }
 
-const PARTITIONS = 4; // as test/crash.test.ts
+const PARTITIONS = 4; // as test/app/service/crash.test.ts
 const GROUP = 'engine';
 
 const args = JSON.parse(process.argv[2] ?? '{}') as ChildArgs;

@@ -2,7 +2,7 @@
  * The rejections table as releases before `item` made it, and one check that a store opening it
  * migrates it: the old rows read as before (no item), a replay of an old rejection still folds,
  * refusals of one asset in different items of one uplink are each kept. Run by
- * test/chdb-store.test.ts and test/clickhouse-store.test.ts.
+ * test/adapters/clickhouse/chdb-store.test.ts and test/adapters/clickhouse/clickhouse-store.test.ts.
  */
 import * as assert from 'uvu/assert';
 import type { SqlStateStore } from '../../adapters/clickhouse-sql/createSqlStateStore.ts';

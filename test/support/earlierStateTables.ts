@@ -2,7 +2,7 @@
  * The states table and views as releases before `seq` made them (both layouts), and one check that
  * a store opening them migrates them: the old rows read as before, a batch's readings at one time
  * are all kept, a replay of an old uplink still folds, the views show `seq`. Run by
- * test/chdb-store.test.ts (both layouts) and test/clickhouse-store.test.ts (the server's layout).
+ * test/adapters/clickhouse/chdb-store.test.ts (both layouts) and test/adapters/clickhouse/clickhouse-store.test.ts (the server's layout).
  */
 import * as assert from 'uvu/assert';
 import type { SqlStateStore } from '../../adapters/clickhouse-sql/createSqlStateStore.ts';

@@ -1,6 +1,6 @@
 /**
  * A Fleetstream instance in external broker mode whose log never answers, for the crash test in
- * test/mqtt-external-session.test.ts: it takes uplinks from the broker and holds them
+ * test/adapters/mqtt/mqtt-external-session.test.ts: it takes uplinks from the broker and holds them
  * unacknowledged until it is killed.
  *
  *   node test/support/externalMqttChild.ts '{"url":…,"group":…,"clientIdPrefix":…,"sessionExpirySeconds":…,"device":{"id":…,"assets":[…]}}'

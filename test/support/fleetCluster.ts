@@ -1,7 +1,7 @@
 /**
  * Helpers for running Fleetstream as separate processes (bin/fleetstream.ts `start --role …`) against
  * real services, feeding them uplinks over HTTP and checking what reached ClickHouse. Used by
- * test/distributed-e2e.test.ts and bench/distributed.bench.ts.
+ * test/app/distributed/distributed-e2e.test.ts and bench/distributed.bench.ts.
  *
  * Uplink k carries four data points (assets a0..a3, values 4k..4k+3) measured at BASE_AT + k ms, so
  * the stored rows tell which uplink they came from and what they must hold.

@@ -1,5 +1,5 @@
 /**
- * Child process of test/local-log-journal.test.ts: opens a local log in `dir`, makes one record per
+ * Child process of test/adapters/local-log/local-log-journal.test.ts: opens a local log in `dir`, makes one record per
  * partition durable by itself (the first write of a segment is synced in its file: offset 0 of each
  * partition), appends `count` records in concurrent appends spread over the
  * partitions (`sequential`: one append of 5 records at a time, each its own round in an idle log),

@@ -1,6 +1,6 @@
 /**
  * The RowBinary encoders as they were before they were rewritten for speed (one bounds check per
- * row, no regex or substring per uplink id): the reference test/encode-state-rows.test.ts compares
+ * row, no regex or substring per uplink id): the reference test/adapters/clickhouse/encode-state-rows.test.ts compares
  * today's bytes with, on random rows. Kept simple on purpose; not used by the service.
  */
 import type { JsonValue, StateRow } from '../../schemas/messages.ts';

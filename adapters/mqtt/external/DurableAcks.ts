@@ -14,7 +14,7 @@
  * backpressure) instead of queueing in memory.
  *
  * mqtt.js (5.x) offers no public hook between "message handled" and "PUBACK written", so this wraps
- * the client's `_sendPacket`; `attach` refuses a client without one, and test/mqtt-external.test.ts
+ * the client's `_sendPacket`; `attach` refuses a client without one, and test/adapters/mqtt/mqtt-external.test.ts
  * checks that the PUBACK waits for durability, so an mqtt.js change that breaks this is seen.
  * A PUBACK held when the connection closes is not sent on the next one: the broker redelivers
  * that uplink to a resumed session (at least once) and forgets it with a clean one.

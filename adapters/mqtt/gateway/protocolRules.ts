@@ -3,7 +3,7 @@
  * do not belong to the packet or come twice, values the spec calls a Protocol Error, features the
  * edge's CONNACK said it does not offer. Each returns the reason to close with (CONNACK before a
  * session, DISCONNECT after), or undefined. MQTT 3.1.1 packets carry no properties: not checked.
- * docs/mqtt.md lists the statements and their tests (test/mqtt-conformance.test.ts).
+ * docs/mqtt.md lists the statements and their tests (test/adapters/mqtt/mqtt-conformance.test.ts).
  */
 import type mqttPacket from 'mqtt-packet';
 import { Reason, type DisconnectReason } from './reasonCodes.ts';

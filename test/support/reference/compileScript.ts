@@ -3,7 +3,7 @@
  * tree of closures built from the checked program. Nothing of the script is evaluated as
  * JavaScript (DESIGN.md §7). This is the reference implementation, kept for tests only: codecFor
  * runs the code engine/conversion/generateCodec.ts generates per device type, which
- * test/conversion-generated.test.ts holds to the values and errors of these closures. The closures' call and store sites are shared by every
+ * test/engine/conversion/conversion-generated.test.ts holds to the values and errors of these closures. The closures' call and store sites are shared by every
  * script in the process, so with many device types they turn megamorphic.
  */
 import type { ConversionScript } from '../../../schemas/conversion.ts';

@@ -1,0 +1,104 @@
+/**
+ * The admin CLI finds the registry it is meant to change: it never starts a fresh registry in a data
+ * dir that has none unless told to (`--init`), and it names the data dir it used on stderr, so
+ * `--json` on stdout stays parseable. (Issue #10: run from another directory, it used to create
+ * `./data` and print a token the running service did not know.)
+ */
+import * as assert from 'uvu/assert';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { createPgliteRegistry } from '../../../adapters/pglite/createPgliteRegistry.ts';
+import { serveAdminSocket } from '../../../app/adminSocket.ts';
+import { test, withEnv } from '../../support/suite.ts';
+import { tempDir } from '../../support/tmp.ts';
+import { dropSchema } from '../../support/postgresSchema.ts';
+
+const bin = new URL('../../../bin/fleetstream.ts', import.meta.url).pathname;
+const tmp = tempDir('admin-cli');
+const env = { ...process.env, DATA_DIR: '', DATABASE_URL: '', KAFKA_BROKERS: '', CLICKHOUSE_URL: '', LOG_LEVEL: 'error' };
+
+interface CliRun { code: number; stdout: string; stderr: string }
+
+/** Runs `fleetstream admin …` in `cwd`; resolves whatever its exit code. */
+function admin(cwd: string, ...args: string[]): Promise<CliRun> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [bin, 'admin', ...args], { cwd, env }, (error, stdout, stderr) => {
+      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+test.after(() => tmp.remove());
+
+test('without a registry in the data dir it looks in, admin refuses, says where it looked and creates nothing', async () => {
+  const cwd = join(tmp.dir, 'elsewhere');
+  mkdirSync(cwd);
+  const run = await admin(cwd, 'create-user', 'alice', '--json');
+  assert.is.not(run.code, 0);
+  assert.is(run.stdout, '');
+  assert.ok(run.stderr.includes(`no registry in data dir ${join(cwd, 'data')}`), run.stderr);
+  assert.match(run.stderr, /--data-dir/);
+  assert.match(run.stderr, /--init/);
+  assert.equal(readdirSync(cwd), [], 'no ./data created');
+});
+
+test('--init creates the registry; later commands open it and say so', async () => {
+  const dataDir = join(tmp.dir, 'fresh');
+  const created = await admin(tmp.dir, 'create-user', 'alice', '--json', '--data-dir', dataDir, '--init');
+  assert.is(created.code, 0, created.stderr);
+  const user = JSON.parse(created.stdout) as { id: string; token: string };
+  assert.match(user.token, /^fsu_/);
+  assert.ok(created.stderr.includes(`registry created (--init) in data dir ${dataDir}`), created.stderr);
+  assert.ok(existsSync(join(dataDir, 'registry', 'PG_VERSION')));
+
+  const next = await admin(tmp.dir, 'create-ground', 'home', '--user', user.id, '--json', '--data-dir', dataDir);
+  assert.is(next.code, 0, next.stderr);
+  assert.ok((JSON.parse(next.stdout) as { id: string }).id);
+  assert.ok(next.stderr.includes(`no service running there; registry opened in data dir ${dataDir}`), next.stderr);
+});
+
+test('with a service running on another data dir, the refusal names the data dir looked in; pointed at the service, admin says it found it', async () => {
+  const serviceDir = join(tmp.dir, 'service-data');
+  mkdirSync(serviceDir);
+  const registry = await createPgliteRegistry();
+  const socket = await serveAdminSocket({ path: join(serviceDir, 'admin.sock'), registry });
+  try {
+    const cwd = join(tmp.dir, 'other');
+    mkdirSync(cwd);
+    const refused = await admin(cwd, 'create-user', 'bob', '--json');
+    assert.is.not(refused.code, 0);
+    assert.ok(refused.stderr.includes(`no registry in data dir ${join(cwd, 'data')}`), refused.stderr);
+    assert.ok(refused.stderr.includes(`no service running there (nothing on ${join(cwd, 'data', 'admin.sock')})`), refused.stderr);
+    assert.equal(readdirSync(cwd), []);
+
+    const found = await admin(cwd, 'create-user', 'bob', '--json', '--data-dir', serviceDir);
+    assert.is(found.code, 0, found.stderr);
+    assert.ok(found.stderr.includes(`running service found on ${join(serviceDir, 'admin.sock')} (data dir ${serviceDir})`), found.stderr);
+    const bob = JSON.parse(found.stdout) as { id: string; token: string };
+    assert.equal(await registry.authenticate(bob.token), { scope: 'user', subjectId: bob.id }, 'the service knows the token');
+    assert.not.ok(existsSync(join(serviceDir, 'registry')), 'the CLI did not open a registry of its own');
+  } finally {
+    await socket.close();
+    await registry.close();
+  }
+});
+
+withEnv('admin-cli on PostgreSQL', ['DATABASE_URL_TEST'], 'a PostgreSQL server, e.g. postgres://postgres@127.0.0.1:5432/postgres', ({ DATABASE_URL_TEST: url }) => {
+  test('with DATABASE_URL, admin names the PostgreSQL database and schema on stderr, its password hidden', async () => {
+    const schema = `admin_cli_test_${process.pid}`;
+    const withPassword = new URL(url);
+    withPassword.password = 'not-shown';
+    try {
+      const run = await admin(tmp.dir, 'create-user', 'carol', '--json', '--database-url', withPassword.toString(), '--database-schema', schema);
+      assert.is(run.code, 0, run.stderr);
+      assert.match((JSON.parse(run.stdout) as { token: string }).token, /^fsu_/);
+      assert.match(run.stderr, new RegExp(`registry in PostgreSQL postgres://[^ ]*${withPassword.host}.* \\(schema ${schema}\\)`));
+      assert.not.match(run.stderr, /not-shown/);
+    } finally {
+      await dropSchema(url!, schema);
+    }
+  });
+});
+
+test.run();
