@@ -3,21 +3,24 @@
  * a completion watermark per partition (OffsetTracker), a commit tick, and a revoke that waits for
  * what its owner still holds before committing. Offsets are committed only once every earlier
  * record of the partition finished, so a crash or a rebalance replays from there (at least once).
- * The uplink and command pipelines read their topics through it.
+ * The uplink and command pipelines read their topics through it, and so does each edge's live
+ * reader, whose records finish as they are read (it starts at the end of the topic).
  */
 import type { Clock, TimerHandle } from '../kernel/clock.ts';
 import { toFleetError } from '../kernel/errors.ts';
-import type { CommitRequest, Consumer, Log, RecordBatch, TopicPartition } from '../ports/log.ts';
+import type { CommitRequest, Consumer, ConsumerOptions, Log, RecordBatch, TopicPartition } from '../ports/log.ts';
 import { OffsetTracker } from './OffsetTracker.ts';
 
 export interface TopicConsumerOptions {
-  log: Log;
+  log: Pick<Log, 'consumer'>;
   clock: Clock;
   group: string;
   topic: string;
   /** How often advanced offsets are committed (ms). */
   commitIntervalMs: number;
   maxBatchRecords?: number;
+  /** Where a partition the group never committed on starts (ConsumerOptions.startAt): a live feed starts at the end. */
+  startAt?: ConsumerOptions['startAt'];
   /**
    * A batch of the topic. Each record is started on `tracker` (TopicConsumer.tracker) and finished
    * (TopicConsumer.finish) once its effects are durable; returning does not commit anything.
@@ -70,6 +73,7 @@ export class TopicConsumer {
       group: this.#o.group,
       topics: [topic],
       maxBatchRecords: this.#o.maxBatchRecords,
+      startAt: this.#o.startAt,
       onBatch: (batch) => this.#o.onBatch(batch, this.#trackerFor(batch)),
       onRevoke: (partitions) => this.#onRevoke(partitions),
       onAssign: (partitions) => {

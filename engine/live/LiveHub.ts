@@ -23,10 +23,12 @@
  * hub remembers that gap; the next subscription first moves the floor past everything held, so a
  * cursor from before the gap gets `reset` instead of a resume that silently misses events.
  */
-import type { Clock, TimerHandle } from '../kernel/clock.ts';
+import type { Clock } from '../kernel/clock.ts';
 import { toFleetError, type FleetError } from '../kernel/errors.ts';
 import { Listeners } from '../kernel/Listeners.ts';
-import type { Consumer, Log, RecordBatch } from '../ports/log.ts';
+import { TopicConsumer } from '../consumer/TopicConsumer.ts';
+import type { OffsetTracker } from '../consumer/OffsetTracker.ts';
+import type { Log, RecordBatch } from '../ports/log.ts';
 import type { RegistryChange } from '../ports/registryChanges.ts';
 import type { LiveState } from '../../schemas/live.ts';
 import type { StateRow } from '../../schemas/messages.ts';
@@ -67,9 +69,7 @@ export class LiveHub {
   readonly #o: LiveHubOptions & { commitIntervalMs: number; resumeWindowMs: number };
   readonly #ring: LiveRing;
   readonly #fanOut: LiveFanOut;
-  #consumer: Consumer | undefined;
-  #commitTimer: TimerHandle | undefined;
-  #toCommit = new Map<number, number>();
+  #consumer: TopicConsumer | undefined;
   /** Stored states as they arrive (the MQTT feed), to the feeds that want them now. */
   readonly #states: Listeners<readonly StateRow[]>;
   /** Whether each feed wants states now: rows are built only while one does. */
@@ -137,21 +137,24 @@ export class LiveHub {
     // Where reading starts, as near as the log tells before the group is joined; the first record
     // of a partition corrects it (records appended in between were never held).
     this.#ring.startAt(await this.#o.log.endOffsets(this.#o.topic));
-    const consumer = this.#o.log.consumer({
+    // Records finish as they are read: the group's position only lets the local log drop what was read.
+    const consumer = new TopicConsumer({
+      log: this.#o.log,
+      clock: this.#o.clock,
       group: this.#o.group,
-      topics: [this.#o.topic],
+      topic: this.#o.topic,
       startAt: 'latest',
-      onBatch: (batch) => this.#onBatch(batch),
+      commitIntervalMs: this.#o.commitIntervalMs,
+      onBatch: (batch, tracker) => this.#onBatch(batch, tracker),
+      // A commit refused during a rebalance is harmless: the next tick commits again.
+      onCommitError: () => undefined,
     });
-    this.#consumer = consumer;
     await consumer.start();
   }
 
   /** Ends every subscription (the edge is closing) and leaves the group. */
   async stop(): Promise<void> {
     this.#fanOut.closeAll();
-    this.#commitTimer?.cancel();
-    this.#commitTimer = undefined;
     await this.#consumer?.stop();
     this.#consumer = undefined;
   }
@@ -200,7 +203,7 @@ export class LiveHub {
     this.#fanOut.apply(change);
   }
 
-  async #onBatch(batch: RecordBatch): Promise<void> {
+  async #onBatch(batch: RecordBatch, tracker: OffsetTracker): Promise<void> {
     const p = batch.partition;
     const grounds = new Map<string, string | undefined>();
     for (const { key } of batch.records) {
@@ -216,6 +219,8 @@ export class LiveHub {
     const stored: StateRow[] | undefined = statesWanted ? [] : undefined;
     const { prefix, suffix } = this.#ring.cursorAround(p);
     for (const { offset, key: deviceId, value } of batch.records) {
+      tracker.start(offset);
+      tracker.finish(offset);
       const count = unread ? countedEvents(value) : undefined;
       const events = count === undefined ? decodeRecord(value, this.#o.onError) : undefined;
       if (count === undefined && events === undefined) continue;
@@ -238,20 +243,5 @@ export class LiveHub {
       this.#ring.read(p, offset);
     }
     if (stored !== undefined && stored.length > 0) this.#states.emit(stored);
-    this.#toCommit.set(p, batch.records[batch.records.length - 1].offset + 1);
-    this.#scheduleCommit();
-  }
-
-  #scheduleCommit(): void {
-    if (this.#commitTimer !== undefined) return;
-    this.#commitTimer = this.#o.clock.setTimeout(() => {
-      this.#commitTimer = undefined;
-      const consumer = this.#consumer;
-      const offsets = [...this.#toCommit].map(([partition, offset]) => ({ topic: this.#o.topic, partition, offset }));
-      this.#toCommit.clear();
-      if (consumer === undefined || offsets.length === 0) return;
-      // A commit refused during a rebalance is harmless: the next batch commits again.
-      consumer.commit(offsets).catch(() => undefined);
-    }, this.#o.commitIntervalMs);
   }
 }
