@@ -1,7 +1,7 @@
 /**
  * Fleet port, a part of the registry (engine/ports/registry.ts): grounds and their members, devices
  * and their assets. SQL in adapters/sql-registry/grounds.ts, devices.ts, assets.ts; contract in
- * test/contracts/registry.contract.ts.
+ * test/contracts/fleet.contract.ts.
  *
  * Errors are FleetErrors: VALIDATION_FAILED for malformed input (detail.field names it), NOT_FOUND
  * for a missing referenced entity, CONFLICT for a duplicate, UNAVAILABLE/TIMEOUT (retriable) when
@@ -18,12 +18,6 @@ export interface CreatedDevice {
   device: DeviceWithAssets;
   /** Device token (`fsd_…`), shown once. */
   token: string;
-}
-
-export interface UpsertedAsset {
-  asset: Asset;
-  /** True when this call created the asset, false when it updated an existing one. */
-  created: boolean;
 }
 
 export interface UpsertedAsset {

@@ -1,6 +1,6 @@
 /**
  * Principals port, a part of the registry (engine/ports/registry.ts): partners, users and their
- * bearer tokens. SQL in adapters/sql-registry/principals.ts; contract in test/contracts/registry.contract.ts.
+ * bearer tokens. SQL in adapters/sql-registry/principals.ts; contract in test/contracts/principals.contract.ts.
  *
  * Errors are FleetErrors: VALIDATION_FAILED for malformed input (detail.field names it), NOT_FOUND
  * for a missing referenced entity, CONFLICT for a duplicate, UNAVAILABLE/TIMEOUT (retriable) when

@@ -2,18 +2,13 @@
  * Contract of the registry's activation operations (device types, activations, redeeming codes;
  * spec §2.5–2.8, §4.5–4.6). Runs on the same harness as registry.contract.ts.
  */
-import { suite } from '../support/suite.ts';
 import * as assert from 'uvu/assert';
-import { SimulatedClock } from '../../engine/kernel/clock.ts';
 import { FleetError } from '../../engine/kernel/errors.ts';
 import type { DeviceTypeDefinition, NewActivation, Registry } from '../../engine/ports/registry.ts';
-import { ACTIVATION_CODE_PATTERN, ID_PATTERN } from '../../schemas/registry.ts';
-import { rejects, type RegistryFactory, type RegistryHarness } from './registry.contract.ts';
+import { ACTIVATION_CODE_PATTERN } from '../../schemas/registry.ts';
+import { any, ID_RE, registrySuite, rejects, type RegistryFactory } from './registry.contract.ts';
 
 const CODE_RE = new RegExp(ACTIVATION_CODE_PATTERN);
-const ID_RE = new RegExp(ID_PATTERN);
-const START = 1_700_000_000_000;
-const any = (v: unknown) => v as string;
 /** spec §2.8: a LoRaWAN network's data answers these keys, null when not supplied. */
 const LORA = { activationMethod: 'abp', appEui: null, devAddr: null, gatewayEui: null, appSKey: null, nwkSKey: null };
 
@@ -27,16 +22,7 @@ const tracker: DeviceTypeDefinition = {
 };
 
 export function activationContract(name: string, factory: RegistryFactory) {
-  const test = suite<{ h: RegistryHarness; r: Registry; clock: SimulatedClock }>(`activation contract: ${name}`);
-
-  test.before(async (ctx) => {
-    ctx.clock = new SimulatedClock(START);
-    ctx.h = await factory({ clock: ctx.clock });
-    ctx.r = ctx.h.registry;
-  });
-  test.after(async (ctx) => {
-    await ctx.h?.dispose();
-  });
+  const test = registrySuite<Registry>(`activation contract: ${name}`, factory);
 
   async function world(r: Registry) {
     const partner = (await r.createPartner({ name: 'Acme' })).entity;

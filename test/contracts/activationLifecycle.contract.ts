@@ -3,26 +3,12 @@
  * while unused, CONFLICT once used (engine/activation/activationMachine.ts). Runs on the harness of
  * registry.contract.ts.
  */
-import { suite } from '../support/suite.ts';
 import * as assert from 'uvu/assert';
-import { SimulatedClock } from '../../engine/kernel/clock.ts';
 import type { NewActivation, Registry } from '../../engine/ports/registry.ts';
-import { rejects, type RegistryFactory, type RegistryHarness } from './registry.contract.ts';
-
-const START = 1_700_000_000_000;
-const any = (v: unknown) => v as string;
+import { any, registrySuite, rejects, type RegistryFactory } from './registry.contract.ts';
 
 export function activationLifecycleContract(name: string, factory: RegistryFactory) {
-  const test = suite<{ h: RegistryHarness; r: Registry; clock: SimulatedClock }>(`activation lifecycle contract: ${name}`);
-
-  test.before(async (ctx) => {
-    ctx.clock = new SimulatedClock(START);
-    ctx.h = await factory({ clock: ctx.clock });
-    ctx.r = ctx.h.registry;
-  });
-  test.after(async (ctx) => {
-    await ctx.h?.dispose();
-  });
+  const test = registrySuite<Registry>(`activation lifecycle contract: ${name}`, factory);
 
   async function world(r: Registry) {
     const partner = (await r.createPartner({ name: 'Acme' })).entity;

@@ -3,14 +3,9 @@
  * it as immutable versions 1, 2, …, read and list with versions. Runs on the harness of
  * registry.contract.ts.
  */
-import { suite } from '../support/suite.ts';
 import * as assert from 'uvu/assert';
-import { SimulatedClock } from '../../engine/kernel/clock.ts';
-import type { DeviceTypeDefinition, Registry } from '../../engine/ports/registry.ts';
-import { rejects, type RegistryFactory, type RegistryHarness } from './registry.contract.ts';
-
-const START = 1_700_000_000_000;
-const any = (v: unknown) => v as string;
+import type { DeviceTypeDefinition, DeviceTypeRegistry, PrincipalRegistry } from '../../engine/ports/registry.ts';
+import { any, registrySuite, rejects, START, type RegistryFactory } from './registry.contract.ts';
 
 const sensor: DeviceTypeDefinition = {
   title: 'Room sensor',
@@ -23,16 +18,7 @@ const sensor: DeviceTypeDefinition = {
 };
 
 export function deviceTypesContract(name: string, factory: RegistryFactory) {
-  const test = suite<{ h: RegistryHarness; r: Registry; clock: SimulatedClock }>(`device types contract: ${name}`);
-
-  test.before(async (ctx) => {
-    ctx.clock = new SimulatedClock(START);
-    ctx.h = await factory({ clock: ctx.clock });
-    ctx.r = ctx.h.registry;
-  });
-  test.after(async (ctx) => {
-    await ctx.h?.dispose();
-  });
+  const test = registrySuite<DeviceTypeRegistry & Pick<PrincipalRegistry, 'createPartner'>>(`device types contract: ${name}`, factory);
 
   test('a draft is saved, replaced, and published as versions 1, 2, … that never change', async ({ r, clock }) => {
     const partner = (await r.createPartner({ name: 'Acme' })).entity;

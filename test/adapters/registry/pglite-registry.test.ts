@@ -12,6 +12,8 @@ import { migrations as allMigrations } from '../../../adapters/sql-registry/migr
 import { activationContract } from '../../contracts/activation.contract.ts';
 import { activationLifecycleContract } from '../../contracts/activationLifecycle.contract.ts';
 import { deviceTypesContract } from '../../contracts/deviceTypes.contract.ts';
+import { fleetContract } from '../../contracts/fleet.contract.ts';
+import { principalsContract } from '../../contracts/principals.contract.ts';
 import { registryContract, rejects, type RegistryFactory } from '../../contracts/registry.contract.ts';
 
 const inMemory: RegistryFactory = async ({ clock }) => {
@@ -24,6 +26,8 @@ const inMemory: RegistryFactory = async ({ clock }) => {
 };
 
 registryContract('pglite (in memory)', inMemory).run();
+principalsContract('pglite (in memory)', inMemory).run();
+fleetContract('pglite (in memory)', inMemory).run();
 activationContract('pglite (in memory)', inMemory).run();
 deviceTypesContract('pglite (in memory)', inMemory).run();
 activationLifecycleContract('pglite (in memory)', inMemory).run();
