@@ -6,7 +6,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { systemClock } from '../../../engine/kernel/clock.ts';
-import { acceptanceOf, decodeCommandRecord, encodeCommandRecord } from '../../../engine/commands/commandRecords.ts';
+import { acceptanceOf, decisionOf, decodeCommandRecord, encodeCommandRecord } from '../../../engine/commands/commandRecords.ts';
 import type { AcceptedCommand, CommandActors } from '../../../engine/commands/CommandActors.ts';
 import { CommandPipeline, type RejectedCommand } from '../../../engine/commands/CommandPipeline.ts';
 import type { DeviceInfo } from '../../../engine/ports/directory.ts';
@@ -31,6 +31,22 @@ test('decoding refuses what is no command record, naming the command once its id
   const out = decodeCommandRecord(encodeCommandRecord({ ...record, accepted: acceptanceOf(device, device.assets[0]) }));
   assert.ok(out.ok);
   if (out.ok) assert.equal([out.at, out.record.accepted], ['2026-01-01T00:00:00.000Z', { assetId: 'a-led' }]);
+});
+
+test('a forged or malformed decision is refused with the record, and a partial one is no decision', () => {
+  const refusedWith = (accepted: unknown) => {
+    const out = decodeCommandRecord(bytes(JSON.stringify({ ...record, accepted })));
+    return out.ok ? 'ok' : out.code;
+  };
+  assert.is(refusedWith({ assetId: 5 }), 'VALIDATION_FAILED', 'an asset id that is no string');
+  assert.is(refusedWith({ assetId: 'a-led', via: 'mqtt' }), 'VALIDATION_FAILED', 'a way out other than the downlink');
+  assert.is(refusedWith({ assetId: 'a-led', trusted: true }), 'VALIDATION_FAILED', 'a key the decision does not have');
+  assert.is(refusedWith({ assetId: 'x'.repeat(257) }), 'VALIDATION_FAILED', 'an oversized asset id');
+  assert.is(refusedWith([]), 'VALIDATION_FAILED', 'a decision that is no object');
+  // An asset command whose decision names no asset was not checked by an edge: its reader checks it.
+  const partial = decodeCommandRecord(bytes(JSON.stringify({ ...record, accepted: {} })));
+  assert.ok(partial.ok);
+  if (partial.ok) assert.is(decisionOf(partial.record), undefined);
 });
 
 test('the reader delivers a record the edge checked as decided, and checks one without a decision against its device', async () => {
