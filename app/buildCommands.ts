@@ -1,15 +1,19 @@
 /**
- * The command side of an edge process: topic `commands` → command actors → MQTT (asset commands)
- * or the LPWAN network server's downlink API (device commands), every lifecycle change recorded in
- * the command history, refused command records in the device's rejections (channel `command`).
+ * Commands of a process. Its command owner (role engine or all): topic `commands` → command actors
+ * (one owner per device: the process reading the device's partition) → MQTT (asset commands,
+ * through CommandRoutes: this process's edge, or the edge holding the device's session) or the
+ * LPWAN network server's downlink API (device commands), every lifecycle change recorded in the
+ * command history, refused command records in the device's rejections (channel `command`). Its
+ * edge (role edge or all): what the HTTP command routes append to and list.
  */
 import type { Clock } from '../engine/kernel/clock.ts';
 import { toFleetError } from '../engine/kernel/errors.ts';
 import type { Logger } from '../engine/kernel/logger.ts';
-import { CommandActors } from '../engine/commands/CommandActors.ts';
+import { CommandActors } from '../engine/actors/CommandActors.ts';
 import { CommandHistoryRecorder } from '../engine/commands/CommandHistoryRecorder.ts';
 import { CommandPipeline } from '../engine/commands/CommandPipeline.ts';
 import { encodeCommandRecord } from '../engine/commands/commandRecords.ts';
+import type { RelayedTransport } from '../engine/commands/RelayedTransport.ts';
 import type { CommandHistory } from '../engine/ports/commandHistory.ts';
 import type { CommandTransport } from '../engine/ports/commandTransport.ts';
 import type { Log } from '../engine/ports/log.ts';
@@ -24,9 +28,11 @@ import { TtsDownlink } from '../adapters/lpwan/TtsDownlink.ts';
 import type { CommandView } from '../schemas/commands.ts';
 import type { Config } from '../schemas/config.ts';
 import type { LogNames } from './openPorts.ts';
+import type { CommandRoutes } from './commandRoutes.ts';
 import type { Role } from './Role.ts';
+import type { Wiring } from './wiring.ts';
 
-export interface CommandsOptions {
+export interface CommandOwnerOptions {
   log: Log;
   registry: Registry;
   /** Registry changes, which keep the devices looked up per command current. */
@@ -41,24 +47,17 @@ export interface CommandsOptions {
   logger: Logger;
   names: Pick<LogNames, 'commands' | 'commandsGroup'>;
   settings: Config['commands'];
-  /** Where asset commands reach connected devices (the MQTT edge); absent: none are delivered. */
+  /** Where asset commands reach connected devices (CommandRoutes); absent: none are delivered. */
   transport?: CommandTransport;
+  /** The relayed transport among them (Kafka): the edges' presence and outcomes read from `commands` go to it. */
+  relayed?: RelayedTransport;
   applications: LpwanApplications;
-  /**
-   * This process's command actors read every record of topic `commands` (the local log: one
-   * process per data dir). A command whose device's queue is full is then refused before it is
-   * appended (COMMAND_QUEUE_FULL, HTTP 429). Otherwise (Kafka: the edge consuming the device's
-   * partition may be another process) the edge cannot know: the reader lists it as `failed`.
-   */
-  readsEveryCommand?: boolean;
   /** Every lifecycle change, as it happens (metrics). */
   onCommandChanged?(view: CommandView): void;
 }
 
-export interface Commands extends Role {
+export interface CommandOwner extends Role {
   readonly actors: CommandActors;
-  /** What the HTTP command routes append to and read from. */
-  readonly edge: EdgeCommands;
 }
 
 /**
@@ -66,14 +65,14 @@ export interface Commands extends Role {
  * the edges use, kept current by registry changes: a registry query per command would be most of a
  * command's way to the device (about 1–2 ms on the embedded registry).
  */
-export function commandDirectory(options: Pick<CommandsOptions, 'registry' | 'changes' | 'lookups' | 'clock' | 'cacheTtlMs'>): { directory: DeviceDirectory; close(): void } {
+export function commandDirectory(options: Pick<CommandOwnerOptions, 'registry' | 'changes' | 'lookups' | 'clock' | 'cacheTtlMs'>): { directory: DeviceDirectory; close(): void } {
   const shared = options.lookups;
   const lookups = shared ?? new RegistryLookups({ registry: options.registry, clock: options.clock, cacheTtlMs: options.cacheTtlMs ?? 2000 });
   const unsubscribe = shared === undefined ? options.changes?.subscribe((change) => lookups.apply(change)) : undefined;
   return { directory: { getDevice: (deviceId) => lookups.device(deviceId) }, close: () => unsubscribe?.() };
 }
 
-export function buildCommands(options: CommandsOptions): Commands {
+export function buildCommandOwner(options: CommandOwnerOptions): CommandOwner {
   const { clock, logger, names } = options;
   const devices = commandDirectory(options);
   // Every lifecycle transition goes to the command history (GET /device/{id}/commands).
@@ -100,6 +99,7 @@ export function buildCommands(options: CommandsOptions): Commands {
     clock,
     topic: names.commands,
     group: names.commandsGroup,
+    edges: options.relayed,
     // A refused command record (not an actuator, value off profile, …) shows in the device's
     // rejections, apart from its uplink refusals (GET /device/{id}/rejections?channel=command).
     onRejected: (rejected) => {
@@ -117,18 +117,6 @@ export function buildCommands(options: CommandsOptions): Commands {
   let started = false;
   return {
     actors,
-    edge: {
-      async append(record, accepted) {
-        if (options.readsEveryCommand === true) actors.reserve(record.deviceId, record.id);
-        try {
-          await options.log.append(names.commands, [{ key: record.deviceId, value: encodeCommandRecord({ ...record, accepted }) }]);
-        } catch (error) {
-          actors.release(record.id);
-          throw error;
-        }
-      },
-      list: (query) => options.history.list(query),
-    },
     async start() {
       await pipeline.start();
       started = true;
@@ -136,9 +124,47 @@ export function buildCommands(options: CommandsOptions): Commands {
     ready: () => started,
     async stop() {
       await pipeline.stop();
+      options.relayed?.close();
       devices.close();
       actors.stop();
       await history.close();
     },
   };
+}
+
+/**
+ * What the HTTP command routes of an edge append to and list. `reserve`: the command actors of
+ * this process when they read every record of topic `commands` (the local log: one process per
+ * data dir); a command whose device's queue is full is then refused before it is appended
+ * (COMMAND_QUEUE_FULL, HTTP 429). Otherwise (Kafka: the device's owner may be another process) the
+ * edge cannot know: the owner lists it as `failed`.
+ */
+export function edgeCommands(options: { log: Log; names: Pick<LogNames, 'commands'>; history: Pick<CommandHistory, 'list'>; reserve?: CommandActors }): EdgeCommands {
+  const { log, names, history, reserve } = options;
+  return {
+    async append(record, accepted) {
+      reserve?.reserve(record.deviceId, record.id);
+      try {
+        await log.append(names.commands, [{ key: record.deviceId, value: encodeCommandRecord({ ...record, accepted }) }]);
+      } catch (error) {
+        reserve?.release(record.id);
+        throw error;
+      }
+    },
+    list: (query) => history.list(query),
+  };
+}
+
+/** The command owner of a service process, on its ports: every change goes to the metrics and topic `live`. */
+export function commandOwnerRole(w: Wiring, routes: Pick<CommandRoutes, 'transport' | 'relayed'>): CommandOwner {
+  const { ports } = w;
+  return buildCommandOwner({
+    log: w.log, registry: ports.registry, lookups: ports.lookups, history: ports.store.commands, rejections: w.rejections,
+    clock: w.clock, logger: w.logger, names: ports.names, settings: w.config.commands,
+    transport: routes.transport, relayed: routes.relayed, applications: ports.lpwanApplications,
+    onCommandChanged: (view) => {
+      w.metrics.commandChanged(view);
+      w.live.command(view);
+    },
+  });
 }

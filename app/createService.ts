@@ -1,7 +1,8 @@
 /**
  * The composition root: configuration → ports → roles (DESIGN.md §2). It only composes the
  * builders — openPorts (which adapter each port gets, the one registry lookup cache and change
- * subscription), engineRole and edgeRole (with its commands) — which the test stacks use too.
+ * subscription), engineRole, commandOwnerRole and edgeRole, joined by the command routes — which
+ * the test stacks use too.
  */
 import { systemClock, type Clock } from '../engine/kernel/clock.ts';
 import type { FleetError } from '../engine/kernel/errors.ts';
@@ -11,9 +12,11 @@ import type { Log } from '../engine/ports/log.ts';
 import type { Registry } from '../engine/ports/registry.ts';
 import type { RegistryChanges } from '../engine/ports/registryChanges.ts';
 import type { UplinkPipeline } from '../engine/uplink/pipeline/UplinkPipeline.ts';
-import type { CommandActors } from '../engine/commands/CommandActors.ts';
+import type { CommandActors } from '../engine/actors/CommandActors.ts';
 import type { Config } from '../schemas/config.ts';
 import { engineRole } from './buildEngine.ts';
+import { commandOwnerRole, type CommandOwner } from './buildCommands.ts';
+import { commandRoutes } from './commandRoutes.ts';
 import { Closers } from './Closers.ts';
 import { edgeRole, type EdgeRole } from './edgeRole.ts';
 import { createMetrics, type ServiceMetrics } from './metrics.ts';
@@ -52,7 +55,7 @@ export interface Service {
   readonly mqttPort: number | undefined;
   /** The reader of topic `live` when the role runs the edge. */
   readonly live: LiveHub | undefined;
-  /** Command actors (lifecycles of recent commands) when the role runs the edge. */
+  /** Command actors (lifecycles of recent commands) when the role runs the engine (the command owner). */
   readonly commands: CommandActors | undefined;
   readonly adminSocketPath: string | undefined;
   /** Prometheus metrics of this process (GET /metrics). */
@@ -86,6 +89,8 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     const w = wire({ config, clock, logger, ports, metrics });
     closers.add('live publisher', () => w.live.close());
     let edge: EdgeRole | undefined;
+    let owner: CommandOwner | undefined;
+    const routes = commandRoutes(w);
     const engine = config.role === 'edge' ? undefined : engineRole(w, { onFailed: options.onFailed, accepted: () => edge?.intake?.ingest.appendedTo });
     const probes = config.role === 'engine' ? await startProbes(w, { alive: () => engine?.pipeline.failure === undefined, ready }) : undefined;
     if (probes !== undefined) closers.add('probes', () => probes.close());
@@ -94,9 +99,13 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       // Stopped after the edges (closers run in reverse): first it stores what they accepted.
       closers.add('engine', () => engine.stop());
       roles.push(engine);
+      const role = owner = commandOwnerRole(w, routes);
+      await role.start();
+      closers.add('command owner', () => role.stop());
+      roles.push(role);
     }
     if (config.role !== 'engine') {
-      const role = edge = edgeRole(w, { ready });
+      const role = edge = edgeRole(w, { ready, routes, reserve: w.usesKafka ? undefined : owner?.actors });
       closers.add('edge', () => role.stop());
       await role.start();
       roles.push(role);
@@ -113,7 +122,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     return {
       metrics, metricsPort: metricsListener?.port, probesPort: probes?.port, ready, config,
       registry: ports.registry, changes: ports.changes, log: ports.log, store: ports.store,
-      pipeline: engine?.pipeline, httpPort: edge?.httpPort, mqttPort: edge?.mqttPort, commands: edge?.commands?.actors, live: edge?.hub,
+      pipeline: engine?.pipeline, httpPort: edge?.httpPort, mqttPort: edge?.mqttPort, commands: owner?.actors, live: edge?.hub,
       adminSocketPath: admin?.path,
       stop: () => (stopping ??= closers.closeAll().then(() => logger.info('fleetstream stopped'))),
     };

@@ -1,11 +1,14 @@
 /**
  * The edge of a service process (role edge or all): its reader of topic `live`, the intake every
- * channel hands uplinks to, the MQTT gateway, the commands of the devices it serves and the HTTP
- * edge, started in that order and stopped in reverse.
+ * channel hands uplinks to, the MQTT gateway (its command transport offered to the command owners:
+ * CommandRoutes) and the HTTP edge, started in that order and stopped in reverse.
  */
 import type { LiveHub } from '../engine/live/LiveHub.ts';
 import type { UplinkAdmissionPort } from '../engine/ports/uplinkAdmission.ts';
-import { buildCommands, type Commands } from './buildCommands.ts';
+import type { CommandActors } from '../engine/actors/CommandActors.ts';
+import type { EdgeCommands } from '../adapters/http/routes/commands/commandRoutes.ts';
+import { edgeCommands } from './buildCommands.ts';
+import type { CommandRoutes } from './commandRoutes.ts';
 import { serveHttpEdge, startMqttEdge, type MqttGateway } from './buildEdges.ts';
 import { buildIntake, type Intake } from './buildIntake.ts';
 import { Closers } from './Closers.ts';
@@ -18,19 +21,27 @@ export interface EdgeRole extends Role {
   readonly hub: LiveHub;
   /** Once started. */
   readonly intake: Intake | undefined;
-  readonly commands: Commands | undefined;
+  readonly commands: EdgeCommands | undefined;
   readonly httpPort: number | undefined;
   /** The bound port of the embedded MQTT edge (none with an external broker or port -1). */
   readonly mqttPort: number | undefined;
 }
 
-/** `ready`: the process's readiness, which GET /ready answers. */
-export function edgeRole(w: Wiring, options: { ready(): boolean }): EdgeRole {
+export interface EdgeRoleOptions {
+  /** The process's readiness, which GET /ready answers. */
+  ready(): boolean;
+  /** Where this edge's MQTT transport is offered to the command owners. */
+  routes: CommandRoutes;
+  /** This process's command actors, when they read every command record (the local log): HTTP reserves a place before the append. */
+  reserve?: CommandActors;
+}
+
+export function edgeRole(w: Wiring, options: EdgeRoleOptions): EdgeRole {
   const hub = w.hub;
   if (hub === undefined) throw new TypeError('edgeRole: the wiring of a process without an edge');
   const closers = new Closers(w.logger);
   let intake: Intake | undefined;
-  let commands: Commands | undefined;
+  let commands: EdgeCommands | undefined;
   let httpPort: number | undefined;
   let mqttPort: number | undefined;
   let started = false;
@@ -50,7 +61,12 @@ export function edgeRole(w: Wiring, options: { ready(): boolean }): EdgeRole {
     const admission = w.metrics.admission(edgeIntake.admission);
     const mqtt = await startGateway(w, admission, closers);
     mqttPort = mqtt?.port;
-    commands = await startCommands(w, mqtt, closers);
+    if (mqtt !== undefined) {
+      const attached = options.routes.attach(mqtt.commands, mqtt.port === undefined);
+      await attached.start();
+      closers.add('command deliveries', () => attached.stop());
+    }
+    commands = edgeCommands({ log: w.log, names: w.ports.names, history: w.ports.store.commands, reserve: options.reserve });
     httpPort = await startHttp(w, { admission, commands, ready: options.ready }, closers);
     // Before the server closes (closers run in reverse): open streams never end by themselves.
     closers.add('live streams', () => hub.stop());
@@ -85,27 +101,11 @@ async function startGateway(w: Wiring, admission: UplinkAdmissionPort, closers: 
   return mqtt;
 }
 
-async function startCommands(w: Wiring, mqtt: MqttGateway | undefined, closers: Closers): Promise<Commands> {
-  const { ports } = w;
-  const commands = buildCommands({
-    log: w.log, registry: ports.registry, lookups: ports.lookups, history: ports.store.commands, rejections: w.rejections,
-    clock: w.clock, logger: w.logger, names: ports.names, settings: w.config.commands, transport: mqtt?.commands,
-    applications: ports.lpwanApplications, readsEveryCommand: !w.usesKafka,
-    onCommandChanged: (view) => {
-      w.metrics.commandChanged(view);
-      w.live.command(view);
-    },
-  });
-  await commands.start();
-  closers.add('commands', () => commands.stop());
-  return commands;
-}
-
-async function startHttp(w: Wiring, edge: { admission: UplinkAdmissionPort; commands: Commands; ready(): boolean }, closers: Closers): Promise<number> {
+async function startHttp(w: Wiring, edge: { admission: UplinkAdmissionPort; commands: EdgeCommands; ready(): boolean }, closers: Closers): Promise<number> {
   const { config, ports, metrics } = w;
   const served = await listening({ name: 'HTTP', setting: 'port', host: config.http.host, port: config.http.port }, () => serveHttpEdge({
     config, registry: ports.registry, lookups: ports.lookups, registryChanges: ports.registryChanges, store: ports.store, clock: w.clock, logger: w.logger,
-    admission: edge.admission, commands: edge.commands.edge, lpwanApplications: ports.lpwanApplications,
+    admission: edge.admission, commands: edge.commands, lpwanApplications: ports.lpwanApplications,
     observe: { ready: edge.ready, metrics: w.metricsToken, onRequest: (method, route, status, seconds) => metrics.httpRequest(method, route, status, seconds) },
     live: w.hub,
   }));

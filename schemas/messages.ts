@@ -112,4 +112,6 @@ export const Topics = {
   deadLetters: 'dead-letters',
   /** Stored states, rejections and command changes for live streams and feeds (schemas/live.ts). */
   live: 'live',
+  /** Asset commands a device's command owner hands to the edge holding its MQTT session (schemas/commands.ts). */
+  commandDeliveries: 'command-deliveries',
 } as const;

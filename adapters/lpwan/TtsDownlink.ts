@@ -9,7 +9,7 @@
  *   {"downlinks": [{"f_port": …, "frm_payload": "<base64>", "priority": "NORMAL", "correlation_ids": ["fleetstream:command:<id>"]}]}
  *
  * `send` resolves once The Things Stack queued the downlink (2xx). Errors decide what the command
- * actor does (engine/commands/CommandActors.ts retries retriable ones with a Clock-driven backoff):
+ * actor does (engine/actors/CommandActors.ts retries retriable ones with a Clock-driven backoff):
  *   retriable      429 RATE_LIMITED, 408 / 5xx / connection failure UNAVAILABLE, no answer in
  *                  timeoutMs TIMEOUT (the abort is Clock-driven)
  *   not retriable  any other 4xx DOWNLINK_REFUSED (with The Things Stack's message); a device

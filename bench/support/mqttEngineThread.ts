@@ -13,7 +13,7 @@ import { createExternalMqtt, type ExternalMqtt } from '../../adapters/mqtt/exter
 import { createMqttEdge } from '../../adapters/mqtt/gateway/createMqttEdge.ts';
 import { createPgliteRegistry } from '../../adapters/pglite/createPgliteRegistry.ts';
 import { systemClock } from '../../engine/kernel/clock.ts';
-import { CommandActors } from '../../engine/commands/CommandActors.ts';
+import { CommandActors } from '../../engine/actors/CommandActors.ts';
 import { CommandPipeline } from '../../engine/commands/CommandPipeline.ts';
 import { commandDirectory } from '../../app/buildCommands.ts';
 import { registryCacheTtlMs } from '../../app/buildEdges.ts';

@@ -8,7 +8,8 @@
  * its device's queue has no room for is not refused there: it is listed in the device's commands
  * as `failed` with COMMAND_QUEUE_FULL (CommandActors.refuse), like every command that was valid. A
  * record's offset is committed only once its command is delivered, expired, failed or refused, so
- * a restart replays commands still waiting (at-least-once, like their MQTT delivery).
+ * a restart replays commands still waiting (at-least-once, like their MQTT delivery). The edges'
+ * presence and delivery outcomes on the same topic go to `edges` (docs/scaling.md).
  */
 import type { Clock } from '../kernel/clock.ts';
 import { toFleetError, type ErrorCode } from '../kernel/errors.ts';
@@ -17,8 +18,8 @@ import { TopicConsumer } from '../consumer/TopicConsumer.ts';
 import type { DeviceDirectory } from '../ports/directory.ts';
 import type { Log, RecordBatch } from '../ports/log.ts';
 import { Topics } from '../../schemas/messages.ts';
-import type { CommandActors } from './CommandActors.ts';
-import { acceptedCommand, checkRecord, decisionOf, decodeCommandRecord } from './commandRecords.ts';
+import type { CommandActors } from '../actors/CommandActors.ts';
+import { acceptedCommand, checkRecord, decisionOf, decodeCommandsRecord, type Outcome, type Presence } from './commandRecords.ts';
 
 export interface RejectedCommand {
   deviceId: string;
@@ -39,6 +40,11 @@ export interface CommandPipelineOptions {
   /** How often offsets are committed, ms. Default 500. */
   commitIntervalMs?: number;
   onRejected?(rejected: RejectedCommand): void;
+  /**
+   * Where the edges' presence and outcome records go (RelayedTransport: the device's session may be
+   * on another process). Absent: they are read past (no other process delivers this one's commands).
+   */
+  edges?: { presence(deviceId: string, presence: Presence): void; outcome(deviceId: string, outcome: Outcome): void; rollCall(partitions: number[]): void };
 }
 
 export class CommandPipeline {
@@ -50,7 +56,13 @@ export class CommandPipeline {
     // A revoke commits what is settled without waiting for the rest: a command may wait an hour
     // for its device, and its next owner reads it again (at least once).
     const { log, clock, group = 'fleetstream-commands', topic = Topics.commands, commitIntervalMs = 500 } = options;
-    this.#consumer = new TopicConsumer({ log, clock, group, topic, commitIntervalMs, onBatch: (batch, tracker) => this.#onBatch(batch, tracker) });
+    // Partitions taken over: the edges say again which of their devices' sessions listen (their
+    // earlier presence may lie before this owner's committed offset).
+    this.#consumer = new TopicConsumer({
+      log, clock, group, topic, commitIntervalMs,
+      onBatch: (batch, tracker) => this.#onBatch(batch, tracker),
+      onAssign: (partitions) => options.edges?.rollCall(partitions),
+    });
   }
 
   async start(): Promise<void> {
@@ -77,9 +89,16 @@ export class CommandPipeline {
         this.#o.onRejected?.({ deviceId: record.key, commandId, code, reason });
         done();
       };
-      const decoded = decodeCommandRecord(record.value);
+      const decoded = decodeCommandsRecord(record.value);
       if (!decoded.ok) {
         refuse(decoded.code, decoded.reason, decoded.commandId);
+        continue;
+      }
+      // An edge's word on the device's session or on a delivery: read in the device's order.
+      if ('presence' in decoded || 'outcome' in decoded) {
+        if ('presence' in decoded) this.#o.edges?.presence(record.key, decoded.presence);
+        else this.#o.edges?.outcome(record.key, decoded.outcome);
+        done();
         continue;
       }
       const c = decoded.record;

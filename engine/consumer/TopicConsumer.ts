@@ -30,6 +30,8 @@ export interface TopicConsumerOptions {
   drain?(): Promise<void>;
   /** A commit tick that failed with what a later tick cannot cure. */
   onCommitError?(error: unknown): void;
+  /** Partitions of the topic this consumer was given. */
+  onAssign?(partitions: number[]): void;
 }
 
 export class TopicConsumer {
@@ -77,7 +79,9 @@ export class TopicConsumer {
       onBatch: (batch) => this.#o.onBatch(batch, this.#trackerFor(batch)),
       onRevoke: (partitions) => this.#onRevoke(partitions),
       onAssign: (partitions) => {
-        for (const p of partitions) if (p.topic === topic) this.assigned.add(p.partition);
+        const mine = partitions.filter((p) => p.topic === topic).map((p) => p.partition);
+        for (const p of mine) this.assigned.add(p);
+        if (mine.length > 0) this.#o.onAssign?.(mine);
       },
     });
     await this.#consumer.start();

@@ -22,4 +22,6 @@ export interface CommandTransport {
   deliver(delivery: AssetCommandDelivery): Promise<DeliveryOutcome>;
   /** Registers a listener told when a device may have become reachable; returns the unsubscriber. */
   onReachable(listener: (deviceId: string) => void): () => void;
+  /** The devices with a session here listening on a command topic, when the transport knows them (the embedded MQTT edge). */
+  listening?(): Iterable<string>;
 }

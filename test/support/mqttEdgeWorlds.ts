@@ -8,7 +8,7 @@
  */
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
 import { systemClock } from '../../engine/kernel/clock.ts';
-import { CommandActors } from '../../engine/commands/CommandActors.ts';
+import { CommandActors } from '../../engine/actors/CommandActors.ts';
 import { CommandPipeline } from '../../engine/commands/CommandPipeline.ts';
 import type { CommandTransport } from '../../engine/ports/commandTransport.ts';
 import { registryDirectory, type Registry } from '../../engine/ports/registry.ts';

@@ -42,6 +42,18 @@ export class EdgeCommandTransport implements CommandTransport {
     for (const listener of this.#listeners) listener(deviceId);
   }
 
+  /** Devices with an open connection here subscribed to a command topic. */
+  *listening(): Iterable<string> {
+    for (const deviceId of this.#o.sessions.devices()) {
+      for (const { session, entry } of this.#o.sessions.subscribersOf(deviceId) ?? []) {
+        if (entry.channel === 'command' && session.holder instanceof EdgeConnection && session.holder.phase === 'open') {
+          yield deviceId;
+          break;
+        }
+      }
+    }
+  }
+
   async deliver(delivery: AssetCommandDelivery): Promise<DeliveryOutcome> {
     const { deviceId, asset } = delivery;
     const [assetTopic, deviceTopic] = commandTopics(deviceId, asset);

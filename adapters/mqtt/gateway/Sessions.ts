@@ -140,6 +140,11 @@ export class Sessions {
   }
 
   /** Subscriptions about `deviceId` (connected or not). */
+  /** The devices some session subscribed for. */
+  devices(): IterableIterator<string> {
+    return this.#byDevice.keys();
+  }
+
   subscribersOf(deviceId: string): ReadonlySet<{ session: Session; entry: SubscriptionEntry }> | undefined {
     return this.#byDevice.get(deviceId);
   }

@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { TtsDownlink, ttsDeviceId, ttsPushUrl } from '../../../adapters/lpwan/TtsDownlink.ts';
 import { SimulatedClock } from '../../../engine/kernel/clock.ts';
-import { CommandActors, type AcceptedCommand } from '../../../engine/commands/CommandActors.ts';
+import { CommandActors, type AcceptedCommand } from '../../../engine/actors/CommandActors.ts';
 import { FleetError } from '../../../engine/kernel/errors.ts';
 import { encodeDeviceCommand } from '../../../engine/lpwan/encodeDeviceCommand.ts';
 import { lpwanNetworkOf } from '../../../engine/commands/lpwanNetworkOf.ts';

@@ -6,7 +6,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { systemClock } from '../../../engine/kernel/clock.ts';
-import { CommandActors } from '../../../engine/commands/CommandActors.ts';
+import { CommandActors } from '../../../engine/actors/CommandActors.ts';
 import { CommandPipeline, type RejectedCommand } from '../../../engine/commands/CommandPipeline.ts';
 import { registryDirectory } from '../../../engine/ports/registry.ts';
 import { Topics } from '../../../schemas/messages.ts';

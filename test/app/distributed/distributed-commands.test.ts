@@ -1,8 +1,8 @@
 /**
  * Full command queues in distributed mode: two edges and two engines as separate processes on
  * Kafka, PostgreSQL and the ClickHouse server, `COMMAND_QUEUE` 100. 5,000 commands to a device that
- * is offline, sent to either edge: an edge cannot know the queue of a device whose commands another
- * edge may consume, so each is either refused at once (429 COMMAND_QUEUE_FULL) or listed in
+ * is offline, sent to either edge: an edge cannot know the queue of a device whose commands an
+ * engine (the device's command owner) consumes, so each is either refused at once (429 COMMAND_QUEUE_FULL) or listed in
  * `GET /device/{id}/commands` on either edge — those beyond the queue `failed` with
  * COMMAND_QUEUE_FULL and the reason — and none of them pushes the device's uplink refusal out of
  * `GET /device/{id}/rejections`.
@@ -60,11 +60,11 @@ withEnv('distributed-commands', ['KAFKA_BROKERS', 'CLICKHOUSE_URL', 'DATABASE_UR
       const [edgeA, edgeB] = await Promise.all([start('edge-a', 'edge', await mqtt()), start('edge-b', 'edge', await mqtt())]);
       await Promise.all([start('engine-a', 'engine'), start('engine-b', 'engine')]);
       await admin.connect();
-      // Both edges read topic `commands` before any is sent: no partition moves while they arrive.
+      // Both engines (the command owners) read topic `commands` before any is sent: no partition moves while they arrive.
       await waitFor(async () => {
         const { groups: [group] } = await admin.describeGroups([`${prefix}fleetstream-commands`]);
         return group?.state === 'Stable' && group.members.length === 2;
-      }, 90_000, 'two edges in the commands group');
+      }, 90_000, 'two engines in the commands group');
       const bases = [`http://127.0.0.1:${edgeA.httpPort}`, `http://127.0.0.1:${edgeB.httpPort}`];
 
       const refusedUplink = await fetch(`${bases[0]}/device/${device.id}/state`, {

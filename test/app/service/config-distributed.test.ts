@@ -71,10 +71,12 @@ test('logNames puts the prefix before every topic and consumer group', () => {
   assert.equal(logNames({}), {
     uplinks: 'uplinks', commands: 'commands', deadLetters: 'dead-letters', live: 'live',
     engineGroup: 'fleetstream-engine', commandsGroup: 'fleetstream-commands', liveGroup: 'fleetstream-live',
+    commandDeliveries: 'command-deliveries', deliveriesGroup: 'fleetstream-deliveries',
   });
   assert.equal(logNames({ topicPrefix: 'run7.' }), {
     uplinks: 'run7.uplinks', commands: 'run7.commands', deadLetters: 'run7.dead-letters', live: 'run7.live',
     engineGroup: 'run7.fleetstream-engine', commandsGroup: 'run7.fleetstream-commands', liveGroup: 'run7.fleetstream-live',
+    commandDeliveries: 'run7.command-deliveries', deliveriesGroup: 'run7.fleetstream-deliveries',
   });
 });
 

@@ -6,11 +6,11 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { SimulatedClock } from '../../../engine/kernel/clock.ts';
-import { CommandActors, type AcceptedCommand } from '../../../engine/commands/CommandActors.ts';
+import { CommandActors, type AcceptedCommand } from '../../../engine/actors/CommandActors.ts';
 import type { FleetError } from '../../../engine/kernel/errors.ts';
 import type { AssetCommandDelivery, CommandTransport, DeliveryOutcome } from '../../../engine/ports/commandTransport.ts';
 import { initialTransition, transition } from 'xstate';
-import { commandMachine, initialCommandSnapshot, nextCommandSnapshot, type CommandEvent } from '../../../engine/commands/commandMachine.ts';
+import { commandMachine, initialCommandSnapshot, nextCommandSnapshot, type CommandEvent } from '../../../engine/actors/commandMachine.ts';
 
 class FakeTransport implements CommandTransport {
   online = new Set<string>();

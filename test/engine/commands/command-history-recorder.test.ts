@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { SimulatedClock } from '../../../engine/kernel/clock.ts';
 import { FleetError } from '../../../engine/kernel/errors.ts';
-import { CommandActors } from '../../../engine/commands/CommandActors.ts';
+import { CommandActors } from '../../../engine/actors/CommandActors.ts';
 import { CommandHistoryRecorder } from '../../../engine/commands/CommandHistoryRecorder.ts';
 import type { CommandTransport } from '../../../engine/ports/commandTransport.ts';
 import type { CommandView } from '../../../schemas/commands.ts';

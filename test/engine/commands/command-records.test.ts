@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { systemClock } from '../../../engine/kernel/clock.ts';
 import { acceptanceOf, decisionOf, decodeCommandRecord, encodeCommandRecord } from '../../../engine/commands/commandRecords.ts';
-import type { AcceptedCommand, CommandActors } from '../../../engine/commands/CommandActors.ts';
+import type { AcceptedCommand, CommandActors } from '../../../engine/actors/CommandActors.ts';
 import { CommandPipeline, type RejectedCommand } from '../../../engine/commands/CommandPipeline.ts';
 import type { DeviceInfo } from '../../../engine/ports/directory.ts';
 import { createLocalLog } from '../../../adapters/local-log/LocalLog.ts';

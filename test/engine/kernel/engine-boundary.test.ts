@@ -83,7 +83,7 @@ test('the inner check sees what it guards against', () => {
   assert.equal(innerViolations(port, "import type { ErrorCode } from '../kernel/errors.ts';\nimport type { DeviceInfo } from './directory.ts';"), []);
   const uplink = join(root, 'engine/uplink/pipeline/example.ts');
   assert.equal(innerViolations(uplink, "import { DeviceActors } from '../../actors/DeviceActors.ts';").length, 1, 'uplink importing actors');
-  assert.equal(innerViolations(uplink, "import type { CommandActors } from '../../commands/CommandActors.ts';").length, 1, 'uplink importing commands');
+  assert.equal(innerViolations(uplink, "import type { CommandPipeline } from '../../commands/CommandPipeline.ts';").length, 1, 'uplink importing commands');
   assert.equal(innerViolations(uplink, "export { LiveHub } from '../../live/LiveHub.ts';").length, 1, 'uplink importing live');
   assert.equal(innerViolations(uplink, "import { TopicConsumer } from '../../consumer/TopicConsumer.ts';\nimport type { Log } from '../../ports/log.ts';"), []);
 });

@@ -72,6 +72,8 @@ interface DeviceQueue {
   busy: boolean;
   retry: TimerHandle | undefined;
   resends: number;
+  /** The device became reachable while a delivery was on its way: try again once it is answered. */
+  reachedMeanwhile: boolean;
 }
 
 const FINAL = new Set(['delivered', 'expired', 'failed']);
@@ -89,7 +91,7 @@ export class CommandActors {
   constructor(options: CommandActorsOptions) {
     this.#o = { maxQueuePerDevice: 100, expiryMs: 3_600_000, retryBaseMs: 1000, retryMaxMs: 60_000, historyPerDevice: 100, ...options };
     this.#backoff = exponentialBackoff({ initialMs: this.#o.retryBaseMs, maxMs: this.#o.retryMaxMs });
-    this.#unsubscribe = options.transport?.onReachable((deviceId) => this.#pump(deviceId));
+    this.#unsubscribe = options.transport?.onReachable((deviceId) => this.#reached(deviceId));
   }
 
   /**
@@ -123,7 +125,7 @@ export class CommandActors {
     if (this.#reservations.get(command.id) === command.deviceId) this.release(command.id);
     else this.#checkRoom(command.deviceId);
     let device = this.#devices.get(command.deviceId);
-    if (device === undefined) this.#devices.set(command.deviceId, (device = { queue: [], busy: false, retry: undefined, resends: 0 }));
+    if (device === undefined) this.#devices.set(command.deviceId, (device = { queue: [], busy: false, retry: undefined, resends: 0, reachedMeanwhile: false }));
     const now = this.#o.clock.now();
     const view = this.#view(command, now);
     const expiresIn = (command.expiresAt ?? now + this.#o.expiryMs) - now;
@@ -228,11 +230,18 @@ export class CommandActors {
     this.#pump(entry.command.deviceId);
   }
 
+  #reached(deviceId: string): void {
+    const device = this.#devices.get(deviceId);
+    if (device?.busy === true) device.reachedMeanwhile = true;
+    else this.#pump(deviceId);
+  }
+
   #pump(deviceId: string): void {
     const device = this.#devices.get(deviceId);
     if (device === undefined || device.busy || device.retry !== undefined || device.queue.length === 0) return;
     const entry = device.queue[0];
     device.busy = true;
+    device.reachedMeanwhile = false;
     entry.view.attempts++;
     this.#apply(entry, { type: 'SEND' });
     this.#attempt(entry).then((outcome) => {
@@ -258,7 +267,7 @@ export class CommandActors {
         }
       }
       if (this.#devices.get(deviceId) === device && device.queue.length === 0) this.#devices.delete(deviceId);
-      else if (device.queue[0] !== entry) this.#pump(deviceId);
+      else if (device.queue[0] !== entry || device.reachedMeanwhile) this.#pump(deviceId);
     });
   }
 
