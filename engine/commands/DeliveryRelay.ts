@@ -46,6 +46,8 @@ export class DeliveryRelay {
   /** Requests answered since start, and skipped (for another edge, or offline here). */
   answered = 0;
   skipped = 0;
+  /** Roll calls answered since start. */
+  rollCalls = 0;
 
   constructor(options: DeliveryRelayOptions) {
     this.#o = options;
@@ -116,6 +118,7 @@ export class DeliveryRelay {
 
   /** Presence again for this edge's listening devices of those partitions of topic `commands`. */
   #answerRollCall(partitions: number[], count: number): void {
+    this.rollCalls++;
     const wanted = new Set(partitions);
     const at = this.#o.clock.now();
     const records = [];

@@ -228,4 +228,29 @@ test('the command lifecycle steps (computed once per state and event) are xstate
   for (let round = 0; round < 2; round++) walk(4, initialCommandSnapshot(), initialTransition(commandMachine)[0], 'initial');
 });
 
+test('a device that becomes reachable while a delivery is on its way is tried again once that delivery finds it offline', async () => {
+  const clock = new SimulatedClock(1000);
+  let answer!: (outcome: DeliveryOutcome) => void;
+  const listeners = new Set<(id: string) => void>();
+  const attempts: string[] = [];
+  const transport: CommandTransport = {
+    deliver: (d) => {
+      attempts.push(d.commandId);
+      // The first attempt is answered late (a request to another edge); later ones at once.
+      return attempts.length === 1 ? new Promise((resolve) => { answer = resolve; }) : Promise.resolve('delivered');
+    },
+    onReachable: (listener) => { listeners.add(listener); return () => listeners.delete(listener); },
+  };
+  const actors = new CommandActors({ clock, transport });
+  const { id } = actors.submit(cmd('d9', 1));
+  await flush();
+  assert.equal(attempts, [id]);
+  for (const l of listeners) l('d9');
+  answer('offline');
+  for (let i = 0; i < 5; i++) await flush();
+  assert.equal(attempts, [id, id], 'tried again without waiting for another reachable');
+  assert.is(actors.recent('d9')[0].status, 'delivered');
+  actors.stop();
+});
+
 test.run();
