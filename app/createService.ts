@@ -38,6 +38,8 @@ export interface ServiceOptions {
    * committed past it, so the process should stop and be restarted (bin/fleetstream.ts exits ≠ 0).
    */
   onFailed?(error: FleetError): void;
+  /** An edge worker of a primary (app/edgeWorkers.ts): it says so when started, and the primary says `fleetstream started`. */
+  worker?: boolean;
 }
 
 export interface Service {
@@ -114,7 +116,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     }
     const admin = await startAdminSocket(w, ports.registry, edge?.httpPort);
     if (admin !== undefined) closers.add('admin', () => admin.close());
-    logStarted(logger, config, {
+    logStarted(logger, config, options.worker === true ? 'edge worker started' : 'fleetstream started', {
       root: ports.paths.root, httpPort: edge?.httpPort, probesPort: probes?.port, metricsPort: metricsListener?.port, mqttPort: edge?.mqttPort, metricsToken: w.metricsToken !== undefined,
     });
     started = true;

@@ -12,6 +12,7 @@ const checkConfig = Compile(Config);
 /** flag name → [environment variable, config path, kind] */
 export const settings = {
   role: ['FLEETSTREAM_ROLE', 'role', 'string'],
+  'edge-workers': ['EDGE_WORKERS', 'edgeWorkers', 'workers'],
   'data-dir': ['DATA_DIR', 'dataDir', 'string'],
   host: ['HTTP_HOST', 'http.host', 'string'],
   port: ['HTTP_PORT', 'http.port', 'integer'],
@@ -51,13 +52,14 @@ export const settings = {
   'at-min-ms': ['AT_MIN_MS', 'uplinks.atMinMs', 'integer'],
   'log-level': ['LOG_LEVEL', 'log.level', 'string'],
   'log-format': ['LOG_FORMAT', 'log.format', 'string'],
-} as const satisfies Record<string, readonly [string, string, 'string' | 'integer' | 'number' | 'list']>;
+} as const satisfies Record<string, readonly [string, string, 'string' | 'integer' | 'number' | 'list' | 'workers']>;
 
 export type SettingName = keyof typeof settings;
 
 function convert(name: string, raw: string, kind: string): unknown {
+  if (kind === 'workers' && raw.trim() === 'auto') return 'auto';
   if (kind === 'list') return raw.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
-  if (kind === 'integer' || kind === 'number') {
+  if (kind === 'integer' || kind === 'number' || kind === 'workers') {
     const value = Number(raw);
     if (raw.trim() === '' || !Number.isFinite(value)) throw new FleetError('VALIDATION_FAILED', `${name} must be a number (got '${raw}')`, { detail: { field: name } });
     return value;

@@ -37,12 +37,13 @@ export async function startAdminSocket(w: Wiring, registry: Registry, httpPort: 
   return serveAdminSocket({ path: w.ports.paths.adminSocket, registry, context });
 }
 
-export function logStarted(logger: Logger, config: Config, started: {
+export function logStarted(logger: Logger, config: Config, message: string, started: {
   root: string; httpPort?: number; probesPort?: number; metricsPort?: number; mqttPort?: number; metricsToken: boolean;
 }): void {
   const runsEdge = config.role !== 'engine';
-  logger.info('fleetstream started', {
+  logger.info(message, {
     role: config.role,
+    pid: process.pid,
     http: started.httpPort !== undefined ? `${config.http.host}:${started.httpPort}` : undefined,
     probes: started.probesPort !== undefined ? `${config.http.host}:${started.probesPort} (/health, /ready${started.metricsToken ? ', /metrics with the metrics token' : ''})` : undefined,
     metrics: started.metricsPort !== undefined ? `${config.metrics.host}:${started.metricsPort}` : undefined,

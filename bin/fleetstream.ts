@@ -15,8 +15,10 @@
  */
 import { parseArgs } from 'node:util';
 import { FleetError, toFleetError } from '../engine/kernel/errors.ts';
-import { createJsonLogger, createTextLogger } from '../engine/kernel/logger.ts';
+import { createJsonLogger, createTextLogger, type Logger } from '../engine/kernel/logger.ts';
+import type { Config } from '../schemas/config.ts';
 import { httpBaseOf, startupLines } from '../app/startupLines.ts';
+import { edgeWorkerCount, isEdgeWorker, startEdgeWorkers, workerConfig, workerStarted } from '../app/edgeWorkers.ts';
 import { runDemoDevice } from '../app/demoDevice.ts';
 import { DEMO_ASSETS } from '../engine/admin/adminActions.ts';
 import { adminOperations, checkAdminInput } from '../app/adminOperations.ts';
@@ -39,11 +41,15 @@ ${Object.entries(settings).map(([flag, [variable]]) => `  --${flag} <value>  [${
 const settingOptions = Object.fromEntries(Object.keys(settings).map((flag) => [flag, { type: 'string' as const }]));
 
 async function start(flags: Partial<Record<SettingName, string>>): Promise<void> {
-  const config = loadConfig(flags, process.env);
+  const loaded = loadConfig(flags, process.env);
+  const worker = isEdgeWorker();
+  const workers = worker ? 1 : edgeWorkerCount(loaded);
+  const config = worker ? workerConfig(loaded) : loaded;
   // JSON for machines (the default off a terminal, and when asked); lines for a person otherwise.
   const format = config.log.format ?? 'auto';
   const text = format === 'text' || (format === 'auto' && process.stderr.isTTY === true);
   const logger = text ? createTextLogger({ level: config.log.level }) : createJsonLogger({ level: config.log.level });
+  if (workers > 1) return startPrimary(config, logger, workers);
   let service: Service | undefined;
   let failure: FleetError | undefined;
   let stopping = false;
@@ -64,12 +70,14 @@ async function start(flags: Partial<Record<SettingName, string>>): Promise<void>
   service = await createService({
     config,
     logger,
+    worker,
     onFailed: (error) => {
       failure ??= error;
       stop(`engine failed: ${error.code}`);
     },
   });
   if (failure !== undefined) stop(`engine failed: ${failure.code}`);
+  else if (worker) workerStarted(service.metrics.registry, { httpPort: service.httpPort, mqttPort: service.mqttPort });
   else if (text) {
     const lines = startupLines({ config, httpPort: service.httpPort, mqttPort: service.mqttPort, probesPort: service.probesPort, metricsPort: service.metricsPort, dataDir: dataPaths(config.dataDir).root });
     process.stderr.write(`\n${lines.join('\n')}\n\n`);
@@ -77,6 +85,26 @@ async function start(flags: Partial<Record<SettingName, string>>): Promise<void>
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
   if (failure === undefined) setImmediate(collectStartupGarbage);
+}
+
+/** The primary of edge workers: forks them, serves their metrics, drains them on a signal. */
+async function startPrimary(config: Config, logger: Logger, count: number): Promise<void> {
+  const workers = await startEdgeWorkers(config, logger, count);
+  logger.info('fleetstream started', {
+    role: config.role, edgeWorkers: count,
+    http: workers.httpPort !== undefined ? `${config.http.host}:${workers.httpPort}` : undefined,
+    mqtt: config.mqtt.url ? 'external broker' : workers.mqttPort !== undefined ? `${config.mqtt.host}:${workers.mqttPort}` : undefined,
+    metrics: workers.metricsPort !== undefined ? `${config.metrics.host}:${workers.metricsPort}` : undefined,
+  });
+  let stopping = false;
+  const stop = (reason: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info('draining', { reason, edgeWorkers: count });
+    workers.stop().then(() => process.exit(0), () => process.exit(1));
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
 }
 
 /**

@@ -11,6 +11,11 @@ export type Role = Static<typeof Role>;
 export const Config = Type.Object({
   /** What this process runs: the HTTP edge, the engine (device actors), or both. */
   role: Role,
+  /**
+   * Edge processes sharing the HTTP and MQTT ports (role edge on Kafka, PostgreSQL and ClickHouse;
+   * app/edgeWorkers.ts). `auto` (the default): one per core but one there, 1 elsewhere.
+   */
+  edgeWorkers: Type.Union([Type.Literal('auto'), Type.Integer({ minimum: 1, maximum: 256 })]),
   /** Embedded data: local log, chDB, PGlite. */
   dataDir: Type.String({ minLength: 1 }),
   http: Type.Object({
@@ -137,6 +142,7 @@ export type Config = Static<typeof Config>;
 
 export const defaultConfig: Config = {
   role: 'all',
+  edgeWorkers: 'auto',
   dataDir: './data',
   http: { host: '0.0.0.0', port: 8080, maxBodyBytes: 64 * 1024, rateLimitPerSecond: 0, rateLimitBurst: 100 },
   mqtt: { host: '0.0.0.0', port: 1883 },
