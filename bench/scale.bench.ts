@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import kafkajs from 'kafkajs';
 import type { MqttClient } from 'mqtt';
 import { openRegistry } from '../app/openPorts.ts';
+import { recordCosts } from './support/costs.ts';
 import { connectAll } from './support/mqttLoad.ts';
 import { createDevices, delay, freePort, removeFleetData, startFleet, UplinkLoad, type FleetProcess, type TestDevice } from '../test/support/fleetCluster.ts';
 
@@ -173,6 +174,7 @@ async function main(): Promise<void> {
         const linear = (rates: Rate[]) => (rates.at(-1)!.perSecond / (count * rates[0].perSecond)).toFixed(2);
         const fmt = (r: Rate) => `${Math.round(r.perSecond).toLocaleString('en-US').padStart(7)}/s, ${Math.round(r.cpuMicros).toString().padStart(4)} µs CPU each`;
         console.log(`${mode.padEnd(9)} ${count} edge${count > 1 ? 's' : ' '} × ${EDGE_CPU} core: HTTP uplinks ${fmt(http)} (${linear(results[mode].http)} × linear)   MQTT QoS 1 ${fmt(mqtt)} (${linear(results[mode].mqtt)} × linear)`);
+        if (mode === 'processes' && count === 1) recordCosts(`bench/scale.bench.ts, one edge at ${EDGE_CPU} core`, { edgeHttpCpuMicros: http.cpuMicros, edgeMqttCpuMicros: mqtt.cpuMicros });
         await edges.stop();
         for (const group of capped) group.remove();
         groups.length = 0;
