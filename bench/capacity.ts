@@ -27,7 +27,7 @@ const sources: Record<CostName, string> = {
   edgeMqttCpuMicros: 'bench/scale.bench.ts',
   engineCpuMicros: 'bench/distributed.bench.ts',
   brokerCpuMicros: 'bench/distributed.bench.ts',
-  storeRowsPerSecond: 'bench/distributed.bench.ts',
+  storeRowsPerCoreSecond: 'bench/distributed.bench.ts',
   edgeBytesPerConnection: 'bench/mqtt.bench.ts',
   engineBytesPerActor: 'bench/actors-memory.bench.ts',
   ownerBytesPerDevice: 'bench/actors-memory.bench.ts',
@@ -60,8 +60,8 @@ for (const devices of FLEETS) {
   const ownerBytes = cost('ownerBytesPerDevice');
   const engines = machines(times(cost('engineCpuMicros'), perSecond), ownerBytes === undefined ? undefined : BASE_BYTES + ownerBytes * devices);
   const broker = times(cost('brokerCpuMicros'), perSecond);
-  const store = cost('storeRowsPerSecond');
-  const servers = store === undefined ? undefined : Math.max(1, Math.ceil((perSecond * POINTS_PER_UPLINK) / (store * UTILISATION)));
+  const store = cost('storeRowsPerCoreSecond');
+  const servers = store === undefined ? undefined : Math.max(1, Math.ceil((perSecond * POINTS_PER_UPLINK) / (store * CORES * UTILISATION)));
   rows.push([cell(devices), cell(perSecond), cell(mqttEdges), cell(httpEdges), cell(engines), broker === undefined ? '?' : broker.toFixed(1), cell(servers)]);
 }
 const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));

@@ -27,6 +27,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import kafkajs from 'kafkajs';
+import { recordCosts } from './support/costs.ts';
 import pg from 'pg';
 import {
   appendUplinks, ASSETS, clickhouse, delay, POINTS_PER_UPLINK, rssMbOf, startFleet, UplinkLoad, visibleRows,
@@ -168,6 +169,8 @@ interface PhaseResult {
   points: number;
   seconds: number;
   cpu: string;
+  /** CPU seconds by process name over the phase. */
+  cpuOf?: Record<string, number>;
   rss: string;
   extra?: string;
 }
@@ -196,8 +199,10 @@ function usage(processes: readonly FleetProcess[], servers: Array<{ name: string
   return () => {
     clearInterval(timer);
     const client = process.cpuUsage(client0);
+    const used = all.map((p, i) => cpuSeconds(p.pid) - cpu0[i]);
     return {
-      cpu: [...all.map((p, i) => `${p.name} ${(cpuSeconds(p.pid) - cpu0[i]).toFixed(1)}`), `bench client ${((client.user + client.system) / 1e6).toFixed(1)}`].join(', '),
+      cpuOf: Object.fromEntries(all.map((p, i) => [p.name, used[i]])),
+      cpu: [...all.map((p, i) => `${p.name} ${used[i].toFixed(1)}`), `bench client ${((client.user + client.system) / 1e6).toFixed(1)}`].join(', '),
       rss: processes.map((p, i) => `${p.name} ${peak[i].toFixed(0)}`).join(', '),
     };
   };
@@ -221,14 +226,14 @@ async function httpPhase(label: string, distributed: boolean, engines: number): 
     if (load.acked.size !== UPLINKS) throw new Error(`${label}: ${load.acked.size} of ${UPLINKS} accepted (${JSON.stringify(Object.fromEntries(load.statuses))})`);
     await lastStatesReadable(edge, devices, 1_000_000, UPLINKS, userToken);
     const seconds = (performance.now() - started) / 1000;
-    const { cpu, rss } = stop();
+    const { cpu, cpuOf, rss } = stop();
     let extra = `accepted at ${fmt(UPLINKS / accepted)} uplinks/s`;
     if (distributed) {
       const visible = (await visibleRows(clickhouseUrl!, s.env.CLICKHOUSE_DATABASE)) - DEVICES * 2 * POINTS_PER_UPLINK;
       if (visible !== UPLINKS * POINTS_PER_UPLINK) throw new Error(`${label}: ${visible} data points visible, expected ${UPLINKS * POINTS_PER_UPLINK}`);
       extra += ', ClickHouse count checked';
     }
-    return { label, points: UPLINKS * POINTS_PER_UPLINK, seconds, cpu, rss, extra };
+    return { label, points: UPLINKS * POINTS_PER_UPLINK, seconds, cpu, cpuOf, rss, extra };
   } finally {
     await s.cleanup();
   }
@@ -259,10 +264,10 @@ async function drainPhase(label: string, engines: number): Promise<PhaseResult> 
       await delay(50);
     }
     const seconds = (performance.now() - started) / 1000;
-    const { cpu, rss } = stop();
+    const { cpu, cpuOf, rss } = stop();
     const visible = await visibleRows(clickhouseUrl!, s.env.CLICKHOUSE_DATABASE);
     if (visible !== want) throw new Error(`${label}: ${visible} data points visible, expected ${want}`);
-    return { label, points: want - before, seconds, cpu, rss, extra: `timed once the group was stable; ${fmt(before)} stored before; backlog appended at ${fmt(BACKLOG / appendSeconds)} uplinks/s` };
+    return { label, points: want - before, seconds, cpu, cpuOf, rss, extra: `timed once the group was stable; ${fmt(before)} stored before; backlog appended at ${fmt(BACKLOG / appendSeconds)} uplinks/s` };
   } finally {
     await s.cleanup();
   }
@@ -287,5 +292,16 @@ report(await httpPhase('HTTP e2e, edge + 2 engines', true, 2));
 report(await drainPhase('Kafka backlog → 1 engine → CH', 1));
 report(await drainPhase('Kafka backlog → 2 engines → CH', 2));
 const rate = (label: string) => { const r = results.find((x) => x.label.startsWith(label))!; return r.points / r.seconds; };
+// For bench/capacity.ts: the engine's and the store's cost from the drain (nothing else runs),
+// the broker's per uplink appended and read from HTTP through one engine.
+const drain = results.find((r) => r.label.startsWith('Kafka backlog → 1'))!;
+const e2e = results.find((r) => r.label.startsWith('HTTP e2e, edge + 1'))!;
+const perUplink = (seconds: number | undefined, r: PhaseResult) => (seconds === undefined ? undefined : (seconds * 1e6) / (r.points / POINTS_PER_UPLINK));
+const clickhouseSeconds = drain.cpuOf?.clickhouse;
+recordCosts(`bench/distributed.bench.ts ${UPLINKS} ${BACKLOG}`, {
+  engineCpuMicros: perUplink(drain.cpuOf?.['engine-1'], drain),
+  brokerCpuMicros: perUplink(e2e.cpuOf?.kafka, e2e),
+  storeRowsPerCoreSecond: clickhouseSeconds === undefined ? undefined : drain.points / clickhouseSeconds,
+});
 console.log(`ratios: HTTP e2e distributed/embedded: 1 engine ${(rate('HTTP e2e, edge + 1') / rate('HTTP e2e, embedded')).toFixed(2)}, ` +
   `2 engines ${(rate('HTTP e2e, edge + 2') / rate('HTTP e2e, embedded')).toFixed(2)}; drain 2 engines/1 engine ${(rate('Kafka backlog → 2') / rate('Kafka backlog → 1')).toFixed(2)}`);

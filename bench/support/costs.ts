@@ -17,8 +17,8 @@ export type CostName =
   | 'engineCpuMicros'
   /** Kafka broker CPU per uplink appended and read, µs. */
   | 'brokerCpuMicros'
-  /** Data points a ClickHouse server stores per second (one server, this machine). */
-  | 'storeRowsPerSecond'
+  /** Data points a ClickHouse server stores per second of its CPU (one core's worth). */
+  | 'storeRowsPerCoreSecond'
   /** Edge memory per connected MQTT device, bytes. */
   | 'edgeBytesPerConnection'
   /** Engine memory per live device actor, bytes. */
