@@ -11,7 +11,7 @@
  * others stay silent; the owner counts silence as offline). With an external broker every edge can
  * deliver every command: the edges share one group, so each request reaches one of them.
  */
-import type { Clock } from '../kernel/clock.ts';
+import type { Clock, TimerHandle } from '../kernel/clock.ts';
 import { toFleetError, type FleetError } from '../kernel/errors.ts';
 import type { OffsetTracker } from '../consumer/OffsetTracker.ts';
 import { TopicConsumer } from '../consumer/TopicConsumer.ts';
@@ -32,6 +32,11 @@ export interface DeliveryRelayOptions {
   shared: boolean;
   /** Default 500 ms. */
   commitIntervalMs?: number;
+  /**
+   * At most one presence record per device within this window, ms (a device subscribing in a loop
+   * writes one per window, the last one at the window's end). Default 1000.
+   */
+  presenceWindowMs?: number;
   onError?(error: FleetError): void;
 }
 
@@ -43,6 +48,10 @@ export class DeliveryRelay {
   #unsubscribe: (() => void) | undefined;
   /** Requests handed to the transport and not answered yet. */
   readonly #inFlight = new Set<Promise<void>>();
+  /** Devices whose presence was written in this window, and those that asked again within it. */
+  #sentInWindow = new Set<string>();
+  #again = new Set<string>();
+  #window: TimerHandle | undefined;
   /** Requests answered since start, and skipped (for another edge, or offline here). */
   answered = 0;
   skipped = 0;
@@ -60,15 +69,15 @@ export class DeliveryRelay {
   }
 
   async start(): Promise<void> {
-    this.#unsubscribe = this.#o.transport.onReachable((deviceId) => {
-      this.#append(deviceId, encodePresence({ edge: this.#o.edge, at: this.#o.clock.now() }));
-    });
+    this.#unsubscribe = this.#o.transport.onReachable((deviceId) => this.#present(deviceId));
     await this.#consumer.start();
   }
 
   /** Stops reading; the deliveries under way are answered first. */
   async stop(): Promise<void> {
     this.#unsubscribe?.();
+    this.#window?.cancel();
+    this.#window = undefined;
     await this.#consumer.stop();
     await Promise.all([...this.#inFlight]);
   }
@@ -114,6 +123,31 @@ export class DeliveryRelay {
     }
     this.answered++;
     await this.#append(deviceId, encodeOutcome(outcome));
+  }
+
+  /** Presence records written since start, and those held back to the end of their window. */
+  presences = 0;
+  presencesHeld = 0;
+
+  #present(deviceId: string): void {
+    if (this.#sentInWindow.has(deviceId)) {
+      if (!this.#again.has(deviceId)) this.presencesHeld++;
+      this.#again.add(deviceId);
+      return;
+    }
+    this.#sentInWindow.add(deviceId);
+    this.presences++;
+    this.#append(deviceId, encodePresence({ edge: this.#o.edge, at: this.#o.clock.now() }));
+    this.#window ??= this.#o.clock.setTimeout(() => this.#nextWindow(), this.#o.presenceWindowMs ?? 1000);
+  }
+
+  /** The window ends: those that asked again within it are written now, and open the next one. */
+  #nextWindow(): void {
+    this.#window = undefined;
+    const again = this.#again;
+    this.#sentInWindow = new Set();
+    this.#again = new Set();
+    for (const deviceId of again) this.#present(deviceId);
   }
 
   /** Presence again for this edge's listening devices of those partitions of topic `commands`. */

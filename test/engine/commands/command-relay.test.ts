@@ -272,4 +272,29 @@ test('a malformed delivery request is skipped and reported; the edge goes on wit
   }
 });
 
+test('a device subscribing in a loop writes one presence per window, and the last word is written at its end', async () => {
+  const w = await world();
+  try {
+    const presences = async () => {
+      let n = 0;
+      const consumer = w.log.consumer({ group: `count-${Math.random()}`, topics: [TOPICS.commands], startAt: 'earliest', onBatch: async (batch) => {
+        for (const r of batch.records) if (r.key === 'loop') n++;
+      } });
+      await consumer.start();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await consumer.stop();
+      return n;
+    };
+    for (let i = 0; i < 1000; i++) w.edges.a.connect('loop');
+    await waitFor(() => w.connectivity.of('loop')?.edge === 'a', 5000, 'the first presence');
+    assert.is(w.relays[0].presences, 1, 'one written at once');
+    assert.is(w.relays[0].presencesHeld, 1, 'the rest held as one');
+    await waitFor(() => w.relays[0].presences === 2, 5000, 'the held one written at the window\'s end');
+    await new Promise((resolve) => setTimeout(resolve, 1200));
+    assert.is(await presences(), 2, 'two records on the log for 1,000 subscriptions');
+  } finally {
+    await w.close();
+  }
+});
+
 test.run();
