@@ -41,9 +41,9 @@ export function edgeWorkerCount(config: Config, cores = availableParallelism()):
   return wanted;
 }
 
-/** This process is an edge worker forked by a primary. */
-export function isEdgeWorker(): boolean {
-  return cluster.isWorker && process.env[WORKER_ENV] !== undefined;
+/** This process is an edge worker forked by a primary (`env`: the process's environment, read by the entry point). */
+export function isEdgeWorker(env: Record<string, string | undefined>): boolean {
+  return cluster.isWorker && env[WORKER_ENV] !== undefined;
 }
 
 /** A worker's configuration: its primary serves the metrics. */

@@ -42,7 +42,7 @@ const settingOptions = Object.fromEntries(Object.keys(settings).map((flag) => [f
 
 async function start(flags: Partial<Record<SettingName, string>>): Promise<void> {
   const loaded = loadConfig(flags, process.env);
-  const worker = isEdgeWorker();
+  const worker = isEdgeWorker(process.env);
   const workers = worker ? 1 : edgeWorkerCount(loaded);
   const config = worker ? workerConfig(loaded) : loaded;
   // JSON for machines (the default off a terminal, and when asked); lines for a person otherwise.
