@@ -110,6 +110,7 @@ async function httpRate(bases: string[], devices: TestDevice[], pids: number[]):
 }
 
 async function mqttRate(ports: number[], devices: TestDevice[], pids: number[]): Promise<Rate> {
+  if (MQTT_CLIENTS === 0) return { perSecond: Number.NaN, cpuMicros: Number.NaN };
   const clients: MqttClient[] = [];
   for (let i = 0; i < ports.length; i++) {
     clients.push(...await connectAll(`mqtt://127.0.0.1:${ports[i]}`, Math.ceil(MQTT_CLIENTS / ports.length), (k) => devices[(i * MQTT_CLIENTS + k) % devices.length].token, 5));
