@@ -68,7 +68,7 @@ test('the compose stack: Prometheus scrapes the metrics listener of every proces
   const read = (path: string) => readFileSync(new URL(`../../../${path}`, import.meta.url), 'utf8');
   const prometheus = read('deploy/prometheus/prometheus.yml');
   const port = String(defaultConfig.metrics.port);
-  assert.equal([...prometheus.matchAll(/targets: \[([^\]]*)\]/g)].map((m) => m[1]), [`'edge:${port}'`]);
+  assert.equal([...prometheus.matchAll(/targets: \[([^\]]*)\]/g)].map((m) => m[1]), [`'edge-a:${port}', 'edge-b:${port}'`, `'haproxy:8404'`], 'both edges, and HAProxy\'s exporter');
   assert.equal([...prometheus.matchAll(/^\s+port: (\d+)$/gm)].map((m) => m[1]), [port], 'the engine replicas');
   assert.not.match(prometheus, /:8080|port: 8080/, 'not the API port');
   const compose = read('compose.yaml');
