@@ -18,8 +18,8 @@ import { serveEdge, type ServedEdge } from '../adapters/http/serveEdge.ts';
 import { EdgeAccess } from '../adapters/http/EdgeAccess.ts';
 import { LiveConnections, type LiveSource } from '../adapters/http/live/liveRoutes.ts';
 import { createLiveSocket } from '../adapters/http/live/liveSocket.ts';
-import { createExternalMqtt } from '../adapters/mqtt/external/createExternalMqtt.ts';
-import { createMqttEdge, type MqttEdge } from '../adapters/mqtt/gateway/createMqttEdge.ts';
+import { createExternalMqtt, type ExternalMqtt, type ExternalMqttOptions } from '../adapters/mqtt/external/createExternalMqtt.ts';
+import { createMqttEdge, type MqttEdge, type MqttEdgeOptions } from '../adapters/mqtt/gateway/createMqttEdge.ts';
 import type { Config } from '../schemas/config.ts';
 import { registryCacheTtlMs, type ServiceStore } from './openPorts.ts';
 
@@ -27,22 +27,53 @@ export type MqttGateway = Pick<MqttEdge, 'commands' | 'publishStates' | 'follows
 
 export { registryCacheTtlMs } from './openPorts.ts';
 
-/** The MQTT edge the configuration asks for: an external broker (MQTT_URL), the embedded one, or none (port < 0). */
-export async function startMqttEdge(options: {
+/**
+ * Bounds of the embedded MQTT edge other than the configuration's (createMqttEdge's defaults when
+ * absent; docs/mqtt.md), and its certificate as bytes instead of the configuration's files.
+ */
+export type EmbeddedMqttBounds = Omit<MqttEdgeOptions, 'registry' | 'lookups' | 'changes' | 'cacheTtlMs' | 'admission' | 'clock' | 'port' | 'host' | 'logger'>;
+
+/** Bounds of the client of an external broker other than the configuration's (createExternalMqtt's defaults when absent). */
+export type ExternalMqttBounds = Omit<ExternalMqttOptions, 'url' | 'shareGroup' | 'clientIdPrefix' | 'sessionExpirySeconds' | 'registry' | 'lookups' | 'cacheTtlMs' | 'admission' | 'clock' | 'logger'>;
+
+export interface MqttEdgeStart {
   config: Config; registry: Registry; lookups: RegistryLookups; admission: UplinkAdmissionPort; clock: Clock; logger: Logger;
-}): Promise<MqttGateway | undefined> {
+  embedded?: EmbeddedMqttBounds;
+  external?: ExternalMqttBounds;
+}
+
+/** The MQTT edge the configuration asks for: an external broker (MQTT_URL), the embedded one, or none (port < 0). */
+export async function startMqttEdge(options: MqttEdgeStart): Promise<MqttGateway | undefined> {
+  if (options.config.mqtt.url) return startExternalMqtt(options);
+  if (options.config.mqtt.port < 0) return undefined;
+  return startEmbeddedMqttEdge(options);
+}
+
+/** The client of the external broker the configuration names (MQTT_URL). */
+export function startExternalMqtt(options: MqttEdgeStart): Promise<ExternalMqtt> {
   const { config, registry, lookups, admission, clock, logger } = options;
-  if (config.mqtt.url) {
-    return createExternalMqtt({
-      url: config.mqtt.url, shareGroup: config.mqtt.shareGroup, clientIdPrefix: config.mqtt.clientId, sessionExpirySeconds: config.mqtt.sessionExpirySeconds,
-      registry, lookups, admission, clock, logger, cacheTtlMs: registryCacheTtlMs(config),
-    });
-  }
-  if (config.mqtt.port < 0) return undefined;
+  const url = config.mqtt.url;
+  if (url === undefined) throw new TypeError('startExternalMqtt: the configuration names no broker (mqtt.url)');
+  return createExternalMqtt({
+    ...options.external,
+    url, shareGroup: config.mqtt.shareGroup, clientIdPrefix: config.mqtt.clientId, sessionExpirySeconds: config.mqtt.sessionExpirySeconds,
+    registry, lookups, admission, clock, logger, cacheTtlMs: registryCacheTtlMs(config),
+  });
+}
+
+/**
+ * The embedded MQTT edge on the configuration's host and port. Its `apply` is the owner's to call
+ * with every registry change (the process's RegistryChangeFanOut), as its lookups are shared.
+ */
+export function startEmbeddedMqttEdge(options: MqttEdgeStart): Promise<MqttEdge> {
+  const { config, registry, lookups, admission, clock, logger } = options;
   const tls = config.mqtt.tlsCertFile && config.mqtt.tlsKeyFile
     ? { cert: readFileSync(config.mqtt.tlsCertFile), key: readFileSync(config.mqtt.tlsKeyFile) }
     : undefined;
-  return createMqttEdge({ registry, lookups, cacheTtlMs: registryCacheTtlMs(config), admission, clock, port: config.mqtt.port, host: config.mqtt.host, tls, logger });
+  return createMqttEdge({
+    tls, ...options.embedded,
+    registry, lookups, cacheTtlMs: registryCacheTtlMs(config), admission, clock, port: config.mqtt.port, host: config.mqtt.host, logger,
+  });
 }
 
 export async function serveHttpEdge(options: {

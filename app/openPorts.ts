@@ -72,45 +72,65 @@ export interface OpenedRegistry {
   changes: RegistryChanges;
   /** How the changes reach other processes (PostgreSQL); undefined in-process. */
   link: PostgresRegistryChanges | undefined;
-  /** Closes the registry, then the changes. */
+  /** Closes the registry, then the changes (those it opened: not a caller's, GivenRegistry). */
   close(): Promise<void>;
+}
+
+/**
+ * A registry and registry changes a caller opened already and keeps (several stacks of one test
+ * process on one in-memory PGlite, or PostgreSQL in a schema of their own): used as they are, never
+ * closed by what opens around them.
+ */
+export interface GivenRegistry {
+  /** The registry as its adapter opened it, not publishing: it is made to publish on the changes. */
+  registry?: Registry;
+  /** The changes it publishes on and the process hears (default: those of the configuration's kind). */
+  changes?: RegistryChanges;
 }
 
 /**
  * The registry of the configuration with its changes. `create: false` refuses (NOT_FOUND) to start
  * an embedded registry where none exists yet: the admin CLI's guard against a mistyped or missing
- * data dir.
+ * data dir. What `given` holds is used instead of opening it, and is not closed by `close`.
  */
 export async function openRegistry(
   config: Pick<Config, 'databaseUrl' | 'databaseSchema' | 'dataDir'>,
   clock: Clock = systemClock,
-  options: { create?: boolean; logger?: Logger } = {},
+  options: { create?: boolean; logger?: Logger; given?: GivenRegistry } = {},
 ): Promise<OpenedRegistry> {
-  const raw = config.databaseUrl
+  const given = options.given ?? {};
+  const raw = given.registry ?? (config.databaseUrl
     ? await createPostgresRegistry({ url: config.databaseUrl, schema: config.databaseSchema, clock })
-    : await createPgliteRegistry({ dir: dataPaths(config.dataDir).registry, clock, create: options.create ?? true });
+    : await createPgliteRegistry({ dir: dataPaths(config.dataDir).registry, clock, create: options.create ?? true }));
+  const closeRaw = given.registry === undefined ? () => raw.close() : async () => undefined;
   let changes: RegistryChanges;
   try {
-    // PGlite allows one process per data dir, so every edge and engine on it lives in this process.
-    changes = config.databaseUrl
-      ? await PostgresRegistryChanges.open({ url: config.databaseUrl, schema: config.databaseSchema, clock, logger: options.logger })
-      : new InProcessRegistryChanges((error) => options.logger?.warn('registry changes: a listener failed', { error }));
+    changes = given.changes ?? await openRegistryChanges(config, clock, options.logger);
   } catch (error) {
-    await raw.close();
+    await closeRaw();
     throw error;
   }
+  const closeChanges = given.changes === undefined ? () => changes.close() : async () => undefined;
   return {
     registry: publishingRegistry(raw, changes),
     changes,
     link: changes instanceof PostgresRegistryChanges ? changes : undefined,
     async close() {
       try {
-        await raw.close();
+        await closeRaw();
       } finally {
-        await changes.close();
+        await closeChanges();
       }
     },
   };
+}
+
+/** The registry changes of the configuration's kind. */
+function openRegistryChanges(config: Pick<Config, 'databaseUrl' | 'databaseSchema'>, clock: Clock, logger: Logger | undefined): Promise<RegistryChanges> | RegistryChanges {
+  // PGlite allows one process per data dir, so every edge and engine on it lives in this process.
+  return config.databaseUrl
+    ? PostgresRegistryChanges.open({ url: config.databaseUrl, schema: config.databaseSchema, clock, logger })
+    : new InProcessRegistryChanges((error) => logger?.warn('registry changes: a listener failed', { error }));
 }
 
 /** The log with the service's topics created (existing topics keep their partitions). */
@@ -175,8 +195,25 @@ export interface Ports {
   readonly lpwanApplications: StaticLpwanApplications;
   readonly names: LogNames;
   readonly paths: ReturnType<typeof dataPaths>;
-  /** Closes the registry, the store and the log. */
+  /** Closes the registry, the store and the log, but none of those the caller gave (GivenPorts). */
   close(): Promise<void>;
+}
+
+/**
+ * Ports a caller opened already and keeps: openPorts uses them instead of opening the
+ * configuration's, and the opened ports' close leaves them open. The service passes none.
+ */
+export interface GivenPorts extends GivenRegistry {
+  /** An initialised state store (one chDB store shared by the stacks of a test process: chDB allows one data dir per process). */
+  store?: ServiceStore;
+}
+
+export interface OpenPortsOptions {
+  config: Config;
+  /** The process's clock: the log, the registry's changes and lookups (a SimulatedClock in tests). */
+  clock: Clock;
+  logger: Logger;
+  given?: GivenPorts;
 }
 
 /**
@@ -184,18 +221,23 @@ export interface Ports {
  * registry is created in a worker thread, seconds, while this thread opens the log and the store);
  * whatever opened is closed again when another fails.
  */
-export async function openPorts(options: { config: Config; clock: Clock; logger: Logger }): Promise<Ports> {
+export async function openPorts(options: OpenPortsOptions): Promise<Ports> {
   const { config, clock, logger } = options;
+  const given = options.given ?? {};
   const lpwanApplications = loadLpwanApplications(config.lpwanApplicationsFile);
   const closers = new Closers(logger);
-  const registryOpening = openRegistry(config, clock, { logger });
+  const registryOpening = openRegistry(config, clock, { logger, given });
   let log: Log;
   let store: ServiceStore;
   try {
     log = await openLog(config, clock);
     closers.add('log', () => log.close());
-    store = await openStore(config);
-    closers.add('store', () => store.close());
+    if (given.store === undefined) {
+      const opened = store = await openStore(config);
+      closers.add('store', () => opened.close());
+    } else {
+      store = given.store;
+    }
   } catch (error) {
     await registryOpening.then((opened) => opened.close(), () => undefined);
     await closers.closeAll();
