@@ -1,36 +1,47 @@
 /**
- * The HTTP edge over real HTTP on loopback, for the http-*.test.ts suites: a registry from a
- * factory (PGlite in memory, or PostgreSQL in its own schema when DATABASE_URL_TEST is set), the
- * local log in a temp dir behind the service's intake (app/buildIntake.ts: ingest, dead letters,
- * admission), an optional chDB store, and fetch helpers.
+ * The HTTP edge over real HTTP on loopback, for the http-*.test.ts suites, composed as the service
+ * composes it: the ports from app/openPorts.ts (a registry from a factory — PGlite in memory, or
+ * PostgreSQL in its own schema when DATABASE_URL_TEST is set — made to publish its changes, the
+ * process's one registry lookup cache and change subscription, the local log in a temp dir, a state
+ * store in memory), the service's intake (app/buildIntake.ts) and its HTTP edge
+ * (app/buildEdges.ts serveHttpEdge), all on a SimulatedClock; and fetch helpers.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createEdgeApp, type EdgeDeps } from '../../adapters/http/createEdgeApp.ts';
-import { serveEdge, type ServedEdge } from '../../adapters/http/serveEdge.ts';
-import { createLocalLog, type LocalLog } from '../../adapters/local-log/LocalLog.ts';
+import type { EdgeDeps } from '../../adapters/http/createEdgeApp.ts';
+import type { ServedEdge } from '../../adapters/http/serveEdge.ts';
 import { createPgliteRegistry } from '../../adapters/pglite/createPgliteRegistry.ts';
 import { createPostgresRegistry } from '../../adapters/postgres/createPostgresRegistry.ts';
 import { SimulatedClock } from '../../engine/kernel/clock.ts';
+import { silentLogger, type Logger } from '../../engine/kernel/logger.ts';
 import { decodeEnvelope } from '../../engine/uplink/envelope.ts';
-import type { ProducerRecord, RecordPosition } from '../../engine/ports/log.ts';
+import type { Log, ProducerRecord, RecordPosition } from '../../engine/ports/log.ts';
 import type { Registry } from '../../engine/ports/registry.ts';
 import type { RegistryChanges } from '../../engine/ports/registryChanges.ts';
-import { publishingRegistry } from '../../engine/access/publishingRegistry.ts';
-import { InProcessRegistryChanges } from '../../adapters/registry-changes/InProcessRegistryChanges.ts';
-import type { RejectionQuery, RejectionRow, RejectionStore } from '../../engine/ports/rejections.ts';
 import type { StateStore } from '../../engine/ports/store.ts';
 import type { UplinkIngest } from '../../engine/uplink/UplinkIngest.ts';
+import { serveHttpEdge } from '../../app/buildEdges.ts';
 import { buildIntake, type Intake } from '../../app/buildIntake.ts';
-import { withEnv } from './suite.ts';
+import { openPorts, type Ports } from '../../app/openPorts.ts';
+import { defaultConfig, type Config } from '../../schemas/config.ts';
 import type { UplinkEnvelope } from '../../schemas/messages.ts';
+import { withEnv } from './suite.ts';
 import { dropSchema } from './postgresSchema.ts';
+import { emptyReads, MemoryRejections, memoryServiceStore } from './memoryServiceStore.ts';
+import { loopbackConfig } from './loopbackConfig.ts';
+import { tempDir } from './tmp.ts';
+
+export { MemoryRejections } from './memoryServiceStore.ts';
+
+/** Where a PostgreSQL registry lives: the service then follows its changes over LISTEN/NOTIFY there. */
+export interface RegistryDatabase {
+  url: string;
+  schema: string;
+}
 
 export interface RegistryFactory {
   name: string;
-  create(): Promise<{ registry: Registry; dispose(): Promise<void> }>;
+  create(): Promise<{ registry: Registry; dispose(): Promise<void>; database?: RegistryDatabase }>;
 }
 
 /**
@@ -67,6 +78,7 @@ export function registryFactories(): RegistryFactory[] {
         const registry = await createPostgresRegistry({ url, schema, poolSize: 4 });
         return {
           registry,
+          database: { url, schema },
           async dispose() {
             await registry.close();
             await dropSchema(url, schema);
@@ -78,29 +90,11 @@ export function registryFactories(): RegistryFactory[] {
   return factories;
 }
 
-/** Rejections kept in memory (the edge only reads them). */
-export class MemoryRejections implements RejectionStore {
-  rows: RejectionRow[] = [];
-  async append(rows: readonly RejectionRow[]): Promise<void> {
-    this.rows.push(...rows);
-  }
-  async recent(deviceId: string, options: RejectionQuery = {}): Promise<RejectionRow[]> {
-    return this.rows
-      .filter((r) => r.deviceId === deviceId && (options.before === undefined || r.rejectedAt < options.before))
-      .filter((r) => options.channels === undefined || options.channels.includes(r.channel))
-      .sort((a, b) => b.rejectedAt - a.rejectedAt)
-      .slice(0, options.limit ?? 100);
-  }
-}
-
-const emptyStore: Pick<StateStore, 'latest' | 'history' | 'aggregate'> = {
-  latest: async () => [],
-  history: async () => [],
-  aggregate: async () => [],
-};
-
 export interface HarnessOptions {
+  /** As its adapter opened it (not publishing); the caller closes it. */
   registry: Registry;
+  /** Where `registry` lives when it is PostgreSQL (RegistryFactory's `database`): changes then go over LISTEN/NOTIFY, and lookups are reused 2 s as the service does there. */
+  database?: RegistryDatabase;
   store?: Pick<StateStore, 'latest' | 'history' | 'aggregate'>;
   limits?: EdgeDeps['limits'];
   /** Awaited before every append to topic `uplinks` (e.g. to stall the log or make it refuse). */
@@ -110,11 +104,30 @@ export interface HarnessOptions {
   retryAfterSeconds?: number;
   /** Called for every device change on the harness's registry changes, after it is recorded in `changed`. */
   onDeviceChanged?(deviceId: string): void;
-  /** The registry changes the edge follows and `registry` publishes on (default: in-process ones, closed with the harness). */
+  /** The registry changes the edge follows and `registry` publishes on (default: the service's, closed with the harness). */
   changes?: RegistryChanges;
-  /** Cached lookups' lifetime, ms (EdgeDeps.cacheTtlMs). */
+  /**
+   * Cached lookups' lifetime, ms (the setting registryCacheTtlMs). Default 2000, as on PostgreSQL,
+   * on PGlite too: the suites change the registry behind the edge's back (`unpublished`).
+   */
   cacheTtlMs?: number;
   clockStart?: number;
+}
+
+/** The service's configuration for the harness: loopback HTTP with the suites' limits, 4 partitions. */
+function harnessConfig(dataDir: string, options: HarnessOptions): Config {
+  const limits: EdgeDeps['limits'] = options.limits ?? {};
+  return loopbackConfig(dataDir, {
+    http: {
+      ...defaultConfig.http, host: '127.0.0.1', port: 0,
+      maxBodyBytes: limits.maxBodyBytes ?? defaultConfig.http.maxBodyBytes,
+      rateLimitPerSecond: limits.rateLimit?.perSecond ?? 0,
+      rateLimitBurst: limits.rateLimit?.burst ?? defaultConfig.http.rateLimitBurst,
+    },
+    engine: { ...defaultConfig.engine, partitions: 4 },
+    registryCacheTtlMs: options.cacheTtlMs ?? 2000,
+    ...(options.database === undefined ? {} : { databaseUrl: options.database.url, databaseSchema: options.database.schema }),
+  });
 }
 
 export interface Reply {
@@ -140,39 +153,46 @@ export class EdgeHarness {
   readonly registry: Registry;
   /** The same registry without publishing: a change made by a process that never announced it. */
   readonly unpublished: Registry;
-  readonly log: LocalLog;
+  readonly log: Log;
   readonly intake: Intake;
   readonly ingest: UplinkIngest;
-  readonly rejections = new MemoryRejections();
+  /** The store's rejections: what the edge recorded, and what a suite appends itself. */
+  readonly rejections: MemoryRejections;
   /** Envelopes the log confirmed durable, in append order. */
   readonly appended: UplinkEnvelope[] = [];
   /** Ids of devices the registry changes said were created, changed or deleted. */
   readonly changed: string[] = [];
   /** What the edge follows; `registry` publishes every change it makes here. */
   readonly changes: RegistryChanges;
-  readonly #ownChanges: boolean;
+  /** Errors the edge logged. */
   readonly errors: unknown[] = [];
-  #dir: string;
+  /** The ports the edge runs on (app/openPorts.ts). */
+  readonly ports: Ports;
+  readonly #tmp: { dir: string; remove(): void };
   #server!: ServedEdge;
   base = '';
 
-  private constructor(options: HarnessOptions, dir: string, log: LocalLog) {
-    this.clock = new SimulatedClock(options.clockStart ?? Date.UTC(2025, 0, 1));
-    this.#ownChanges = options.changes === undefined;
-    this.changes = options.changes ?? new InProcessRegistryChanges();
-    this.registry = publishingRegistry(options.registry, this.changes);
+  private constructor(options: HarnessOptions, ports: Ports, clock: SimulatedClock, tmp: { dir: string; remove(): void }, rejections: MemoryRejections) {
+    this.clock = clock;
+    this.rejections = rejections;
+    this.ports = ports;
+    this.#tmp = tmp;
+    this.registry = ports.registry;
     this.unpublished = options.registry;
-    this.changes.subscribe((change) => {
+    this.changes = ports.changes;
+    this.log = ports.log;
+    // The process's one subscription to its changes (app/RegistryChangeFanOut.ts) tells the harness too.
+    ports.registryChanges.add((change) => {
       if (change.kind !== 'device-changed' && change.kind !== 'device-deleted') return;
       this.changed.push(change.deviceId);
       options.onDeviceChanged?.(change.deviceId);
     });
-    this.#dir = dir;
-    this.log = log;
+    const log = ports.log;
+    const { uplinks } = ports.names;
     const appended = this.appended;
     const counting = {
       async append(topic: string, records: ProducerRecord[]): Promise<RecordPosition[]> {
-        if (topic !== 'uplinks') return log.append(topic, records);
+        if (topic !== uplinks) return log.append(topic, records);
         await options.beforeAppend?.();
         const positions = await log.append(topic, records);
         for (const r of records) appended.push(decodeEnvelope(r.value));
@@ -180,39 +200,56 @@ export class EdgeHarness {
       },
     };
     this.intake = buildIntake({
-      log: counting, clock: this.clock, rejections: this.rejections,
+      log: counting, clock, rejections: this.rejections, topics: ports.names, logger: this.#logger(),
       ingest: { maxPending: options.maxPending, retryAfterSeconds: options.retryAfterSeconds },
     });
     this.ingest = this.intake.ingest;
   }
 
   static async start(options: HarnessOptions): Promise<EdgeHarness> {
-    const dir = mkdtempSync(join(tmpdir(), 'fleetstream-edge-'));
-    const log = createLocalLog({ dir: join(dir, 'log') });
-    await log.ensureTopics([{ name: 'uplinks', partitions: 4 }, { name: 'dead-letters', partitions: 1 }]);
-    const h = new EdgeHarness(options, dir, log);
-    const app = createEdgeApp({
-      registry: h.registry,
-      changes: h.changes,
-      cacheTtlMs: options.cacheTtlMs,
-      admission: h.intake.admission,
-      store: options.store ?? emptyStore,
-      rejections: h.rejections,
-      clock: h.clock,
-      limits: options.limits,
-      logger: { error: (message, fields) => h.errors.push({ message, ...fields }) },
-    });
-    h.#server = await serveEdge(app, { port: 0 });
+    const tmp = tempDir('edge');
+    const clock = new SimulatedClock(options.clockStart ?? Date.UTC(2025, 0, 1));
+    const config = harnessConfig(join(tmp.dir, 'data'), options);
+    const rejections = new MemoryRejections();
+    let ports: Ports;
+    try {
+      ports = await openPorts({
+        config, clock, logger: silentLogger,
+        given: { registry: options.registry, changes: options.changes, store: memoryServiceStore({ reads: options.store ?? emptyReads, rejections }) },
+      });
+    } catch (error) {
+      tmp.remove();
+      throw error;
+    }
+    const h = new EdgeHarness(options, ports, clock, tmp, rejections);
+    try {
+      h.#server = await serveHttpEdge({
+        config, registry: ports.registry, lookups: ports.lookups, registryChanges: ports.registryChanges, store: ports.store, clock,
+        logger: h.#logger(), admission: h.intake.admission, lpwanApplications: ports.lpwanApplications,
+      });
+    } catch (error) {
+      await h.#closePorts();
+      throw error;
+    }
     h.base = `http://127.0.0.1:${h.#server.port}`;
     return h;
   }
 
   async close(): Promise<void> {
     await this.#server.close();
+    await this.#closePorts();
+  }
+
+  async #closePorts(): Promise<void> {
     await this.intake.close();
-    await this.log.close();
-    if (this.#ownChanges) await this.changes.close();
-    rmSync(this.#dir, { recursive: true, force: true });
+    await this.ports.close();
+    this.#tmp.remove();
+  }
+
+  /** Silent but for errors, which are kept in `errors`. */
+  #logger(): Logger {
+    const logger: Logger = { ...silentLogger, error: (message, fields) => this.errors.push({ message, ...fields }), child: () => logger };
+    return logger;
   }
 
   async request(method: string, path: string, options: {

@@ -16,8 +16,8 @@ export function harnessSuite(title: string, factory: RegistryFactory, options: O
   const test = suite<HarnessContext>(`${title} (${factory.name})`);
 
   test.before(async (ctx) => {
-    const { registry, dispose } = await factory.create();
-    ctx.h = await EdgeHarness.start({ ...options, registry });
+    const { registry, dispose, database } = await factory.create();
+    ctx.h = await EdgeHarness.start({ ...options, registry, database });
     ctx.dispose = dispose;
   });
 

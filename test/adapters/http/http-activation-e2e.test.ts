@@ -26,9 +26,9 @@ function engineSuite(factory: RegistryFactory) {
   const test = suite(`activated device through the engine (${factory.name})`);
 
   test('the activated device\'s token sends states; the actors check them against the device type\'s profiles', async () => {
-    const { registry, dispose } = await factory.create();
+    const { registry, dispose, database } = await factory.create();
     let engine: Engine | undefined;
-    const h = await EdgeHarness.start({ registry, onDeviceChanged: (id) => engine?.pipeline.actors.invalidate(id) });
+    const h = await EdgeHarness.start({ registry, database, onDeviceChanged: (id) => engine?.pipeline.actors.invalidate(id) });
     const rows: StateRow[] = [];
     const dead: DeadLetter[] = [];
     engine = buildEngine({

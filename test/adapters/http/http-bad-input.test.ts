@@ -59,7 +59,7 @@ function badInputSuite(factory: RegistryFactory) {
   test.before(async (ctx) => {
     ctx.factory = await factory.create();
     ctx.calls = [];
-    ctx.h = await EdgeHarness.start({ registry: ctx.factory.registry, store: spyStore(ctx.calls), limits: { maxBodyBytes: MAX } });
+    ctx.h = await EdgeHarness.start({ registry: ctx.factory.registry, database: ctx.factory.database, store: spyStore(ctx.calls), limits: { maxBodyBytes: MAX } });
   });
 
   test.after(async (ctx) => {
@@ -268,7 +268,7 @@ function badInputSuite(factory: RegistryFactory) {
   });
 
   test('rate limit per token → 429 with Retry-After (simulated clock); other tokens unaffected; nothing appended', async ({ factory: f }) => {
-    const h = await EdgeHarness.start({ registry: f.registry, limits: { rateLimit: { perSecond: 2, burst: 3 } } });
+    const h = await EdgeHarness.start({ registry: f.registry, database: f.database, limits: { rateLimit: { perSecond: 2, burst: 3 } } });
     try {
       const s = await h.seed();
       const send = (token: string) => h.request('PUT', `/device/${s.deviceId}/state`, { token, json: { temperature: { value: 1 } } });
@@ -294,7 +294,7 @@ function badInputSuite(factory: RegistryFactory) {
   test('backpressure → 503 + Retry-After, nothing appended; the retried uplink is accepted', async ({ factory: f }) => {
     let blocked = true;
     const h = await EdgeHarness.start({
-      registry: f.registry,
+      registry: f.registry, database: f.database,
       beforeAppend: () => (blocked
         ? Promise.reject(new FleetError('BACKPRESSURE', 'engine behind', { detail: { retryAfter: 2 } }))
         : Promise.resolve()),
@@ -317,7 +317,7 @@ function badInputSuite(factory: RegistryFactory) {
   test('a stalled log: no 202 before durable; over the ingest bound 503 at once; the waiting uplinks all land', async ({ factory: f }) => {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => { release = resolve; });
-    const h = await EdgeHarness.start({ registry: f.registry, beforeAppend: () => gate, maxPending: 2, retryAfterSeconds: 5 });
+    const h = await EdgeHarness.start({ registry: f.registry, database: f.database, beforeAppend: () => gate, maxPending: 2, retryAfterSeconds: 5 });
     try {
       const s = await h.seed();
       const send = (v: number) => h.request('PUT', `/device/${s.deviceId}/state`, { token: s.deviceToken, json: { temperature: { value: v } } });
