@@ -1,25 +1,32 @@
 /**
- * The embedded stack behind an MQTT edge, for the mqtt-*.test.ts suites: PGlite registry, local log
- * in a temp dir, the service's intake (app/buildIntake.ts), optionally its engine into chDB
- * (app/buildEngine.ts), and the embedded MQTT edge on a free
- * loopback port. mqtt.js clients connect to `url`.
+ * The embedded stack behind an MQTT edge, for the mqtt-*.test.ts suites, composed as the service
+ * composes it: the ports from app/openPorts.ts (an in-memory PGlite registry made to publish its
+ * changes, the process's one registry lookup cache and change subscription, the local log in a temp
+ * dir), the service's intake (app/buildIntake.ts), the embedded MQTT edge (app/buildEdges.ts) on a
+ * free loopback port, told every registry change, and optionally the engine (app/buildEngine.ts)
+ * into chDB: one store for every stack of the process (chDB allows one data dir per process);
+ * without the engine, a store in memory. mqtt.js clients connect to `url`.
  */
 import mqtt, { type MqttClient } from 'mqtt';
-import { createChdbStore } from '../../adapters/chdb/createChdbStore.ts';
-import { createLocalLog, type LocalLog } from '../../adapters/local-log/LocalLog.ts';
-import { createMqttEdge, type MqttEdge, type MqttEdgeOptions } from '../../adapters/mqtt/gateway/createMqttEdge.ts';
+import type { MqttEdge, MqttEdgeOptions } from '../../adapters/mqtt/gateway/createMqttEdge.ts';
 import { createPgliteRegistry } from '../../adapters/pglite/createPgliteRegistry.ts';
 import { systemClock, type Clock } from '../../engine/kernel/clock.ts';
+import { silentLogger } from '../../engine/kernel/logger.ts';
 import { decodeEnvelope } from '../../engine/uplink/envelope.ts';
-import type { ProducerRecord, RecordPosition } from '../../engine/ports/log.ts';
+import type { Log, ProducerRecord, RecordPosition } from '../../engine/ports/log.ts';
 import { registryDirectory, type Registry } from '../../engine/ports/registry.ts';
+import type { RegistryChanges } from '../../engine/ports/registryChanges.ts';
 import type { StateStore } from '../../engine/ports/store.ts';
 import type { UplinkIngest } from '../../engine/uplink/UplinkIngest.ts';
 import type { UplinkPipeline } from '../../engine/uplink/pipeline/UplinkPipeline.ts';
-import { buildEngine, type Engine } from '../../app/buildEngine.ts';
+import { actorsFollowing, buildEngine, type Engine } from '../../app/buildEngine.ts';
+import { startEmbeddedMqttEdge } from '../../app/buildEdges.ts';
 import { buildIntake, type Intake } from '../../app/buildIntake.ts';
-import { Topics, type DeadLetter, type UplinkEnvelope } from '../../schemas/messages.ts';
-import { MemoryRejections } from './edgeHarness.ts';
+import { openPorts, type Ports } from '../../app/openPorts.ts';
+import type { DeadLetter, UplinkEnvelope } from '../../schemas/messages.ts';
+import { MemoryRejections, memoryServiceStore } from './memoryServiceStore.ts';
+import { loopbackConfig } from './loopbackConfig.ts';
+import { acquireChdbStore, releaseChdbStore } from './sharedChdbStore.ts';
 import { tempDir } from './tmp.ts';
 
 export interface SeededDevice {
@@ -31,16 +38,23 @@ export interface SeededDevice {
 export interface StackOptions {
   pipeline?: boolean;
   clock?: Clock;
-  edge?: Partial<MqttEdgeOptions>;
+  /**
+   * The embedded edge's bounds; `cacheTtlMs` is the setting registryCacheTtlMs, and `changes` the
+   * registry changes the stack's registry publishes on and its process hears (the caller closes them).
+   */
+  edge?: Partial<Omit<MqttEdgeOptions, 'changes'>> & { changes?: RegistryChanges };
 }
 
 export class MqttStack {
+  /** Publishes every change it makes, as the service's registry does. */
   registry!: Registry;
-  log!: LocalLog;
+  log!: Log;
+  ports!: Ports;
   intake!: Intake;
   ingest!: UplinkIngest;
   engine: Engine | undefined;
   edge!: MqttEdge;
+  /** The process's chDB store, when the stack runs the engine. */
   store: StateStore | undefined;
   pipeline: UplinkPipeline | undefined;
   readonly rejections = new MemoryRejections();
@@ -52,47 +66,81 @@ export class MqttStack {
   url = '';
   readonly #tmp = tempDir('mqtt');
   readonly #clients: MqttClient[] = [];
+  readonly #closers: Array<() => Promise<unknown> | unknown> = [];
 
   static async start(options: StackOptions = {}): Promise<MqttStack> {
     const s = new MqttStack();
-    const clock = options.clock ?? systemClock;
-    s.registry = await createPgliteRegistry();
-    s.log = createLocalLog({ dir: `${s.#tmp.dir}/log` });
-    await s.log.ensureTopics([{ name: Topics.uplinks, partitions: 2 }, { name: Topics.deadLetters, partitions: 1 }, { name: Topics.commands, partitions: 2 }]);
-    const log = s.log;
-    const appended = s.appended;
-    s.intake = buildIntake({
-      clock,
-      rejections: s.rejections,
-      onDeadLetters: (letters) => { s.deadLetters.push(...letters); },
-      log: {
-        async append(topic: string, records: ProducerRecord[]): Promise<RecordPosition[]> {
-          const positions = await log.append(topic, records);
-          if (topic === Topics.uplinks) for (const r of records) appended.push(decodeEnvelope(r.value));
-          return positions;
-        },
-      },
-    });
-    s.ingest = s.intake.ingest;
-    s.edge = await createMqttEdge({ registry: s.registry, admission: s.intake.admission, clock, port: 0, host: '127.0.0.1', ...options.edge });
-    s.url = `mqtt://127.0.0.1:${s.edge.port}`;
-    if (options.pipeline) {
-      s.store = createChdbStore({ dir: `${s.#tmp.dir}/chdb` });
-      await s.store.init();
-      s.engine = buildEngine({
-        log, store: s.store, rejections: s.rejections, directory: registryDirectory(s.registry), clock: systemClock,
-        settings: { commitIntervalMs: 20, batchRows: 500, batchDelayMs: 10 },
-        onDeadLetters: (letters) => { s.deadLetters.push(...letters); },
-        onStored: (stored) => s.edge.publishStates(stored),
-      });
-      s.pipeline = s.engine.pipeline;
-      await s.engine.start();
+    try {
+      await s.#start(options);
+    } catch (error) {
+      await s.stop();
+      throw error;
     }
-    const user = await s.registry.createUser({ name: 'mqtt user' });
-    s.userId = user.entity.id;
-    s.userToken = user.token;
-    s.groundId = (await s.registry.createGround({ name: 'mqtt ground', userId: s.userId })).id;
     return s;
+  }
+
+  async #start(options: StackOptions): Promise<void> {
+    const clock = options.clock ?? systemClock;
+    const { changes, cacheTtlMs, ...bounds } = options.edge ?? {};
+    const config = loopbackConfig(`${this.#tmp.dir}/data`, { registryCacheTtlMs: cacheTtlMs });
+    const raw = await createPgliteRegistry();
+    this.#closers.push(() => raw.close());
+    let store = memoryServiceStore({ rejections: this.rejections });
+    if (options.pipeline) {
+      store = this.store = await acquireChdbStore();
+      this.#closers.push(() => releaseChdbStore());
+    }
+    const ports = this.ports = await openPorts({ config, clock, logger: silentLogger, given: { registry: raw, changes, store } });
+    this.#closers.push(() => ports.close());
+    this.registry = ports.registry;
+    this.log = ports.log;
+    this.intake = buildIntake({
+      clock, rejections: this.rejections, topics: ports.names, logger: silentLogger,
+      onDeadLetters: (letters) => { this.deadLetters.push(...letters); },
+      log: this.#counting(ports),
+    });
+    this.#closers.push(() => this.intake.close());
+    this.ingest = this.intake.ingest;
+    const edge = this.edge = await startEmbeddedMqttEdge({
+      config, registry: ports.registry, lookups: ports.lookups, admission: this.intake.admission, clock, logger: silentLogger, embedded: bounds,
+    });
+    this.#closers.push(() => edge.close());
+    // Connections of a revoked token, a deleted device or a user who left the ground close.
+    ports.registryChanges.add((change) => edge.apply(change));
+    this.url = `mqtt://127.0.0.1:${edge.port}`;
+    if (options.pipeline) await this.#startEngine(ports);
+    const user = await this.registry.createUser({ name: 'mqtt user' });
+    this.userId = user.entity.id;
+    this.userToken = user.token;
+    this.groundId = (await this.registry.createGround({ name: 'mqtt ground', userId: this.userId })).id;
+  }
+
+  /** The log as the intake sees it: what it appends to `uplinks` is kept in `appended` once durable. */
+  #counting(ports: Ports): Pick<Log, 'append'> {
+    const { log, names } = ports;
+    const appended = this.appended;
+    return {
+      async append(topic: string, records: ProducerRecord[]): Promise<RecordPosition[]> {
+        const positions = await log.append(topic, records);
+        if (topic === names.uplinks) for (const r of records) appended.push(decodeEnvelope(r.value));
+        return positions;
+      },
+    };
+  }
+
+  async #startEngine(ports: Ports): Promise<void> {
+    const engine = this.engine = buildEngine({
+      log: ports.log, store: ports.store, rejections: this.rejections, directory: registryDirectory(ports.registry), clock: systemClock,
+      names: ports.names, settings: { commitIntervalMs: 20, batchRows: 500, batchDelayMs: 10 },
+      onDeadLetters: (letters) => { this.deadLetters.push(...letters); },
+      onStored: (stored) => this.edge.publishStates(stored),
+    });
+    this.pipeline = engine.pipeline;
+    // Profiles changed while the stack runs reach its device actors, as in the service.
+    ports.registryChanges.add(actorsFollowing(engine.pipeline));
+    await engine.start();
+    // Stopped first (closers run in reverse): it stores what the edge accepted.
+    this.#closers.push(() => engine.stop());
   }
 
   async device(name: string, assets: { name: string; is?: 'sensor' | 'actuator' | 'virtual'; profile?: Record<string, unknown> }[]): Promise<SeededDevice> {
@@ -113,13 +161,8 @@ export class MqttStack {
   }
 
   async stop(): Promise<void> {
-    await Promise.all(this.#clients.map((c) => c.endAsync(true).catch(() => undefined)));
-    await this.engine?.stop();
-    await this.edge.close();
-    await this.intake.close();
-    await this.log.close();
-    await this.store?.close();
-    await this.registry.close();
+    await Promise.all(this.#clients.splice(0).map((c) => c.endAsync(true).catch(() => undefined)));
+    for (const close of this.#closers.splice(0).reverse()) await close();
     this.#tmp.remove();
   }
 }
