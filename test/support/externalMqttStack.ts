@@ -1,13 +1,14 @@
 /**
  * External broker mode against a real broker (Mosquitto on 127.0.0.1:1883 unless MQTT_URL_TEST
  * says otherwise): the service's ports in a temp dir (app/openPorts.ts: PGlite registry, local log,
- * chDB, the one registry lookup cache), its engine into chDB (app/buildEngine.ts), and any number
- * of Fleetstream instances (createExternalMqtt, each with the service's intake) in one shared
+ * chDB, the one registry lookup cache and change subscription), its engine into chDB
+ * (app/buildEngine.ts), and any number of Fleetstream instances (app/buildEdges.ts
+ * startExternalMqtt, each with the service's intake, app/buildIntake.ts) in one shared
  * subscription group unique to the run, so other users of the broker never take this run's uplinks.
  */
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
 import { createConnection } from 'node:net';
-import { createExternalMqtt, type ExternalMqtt, type ExternalMqttOptions } from '../../adapters/mqtt/external/createExternalMqtt.ts';
+import type { ExternalMqtt, ExternalMqttOptions } from '../../adapters/mqtt/external/createExternalMqtt.ts';
 import { systemClock } from '../../engine/kernel/clock.ts';
 import { silentLogger } from '../../engine/kernel/logger.ts';
 import { decodeEnvelope } from '../../engine/uplink/envelope.ts';
@@ -18,12 +19,14 @@ import { registryDirectory, type Registry } from '../../engine/ports/registry.ts
 import type { StateStore } from '../../engine/ports/store.ts';
 import type { UplinkIngest } from '../../engine/uplink/UplinkIngest.ts';
 import { actorsFollowing, buildEngine, type Engine } from '../../app/buildEngine.ts';
+import { startExternalMqtt, type ExternalMqttBounds } from '../../app/buildEdges.ts';
 import { buildIntake, type Intake } from '../../app/buildIntake.ts';
 import { openPorts, type Ports } from '../../app/openPorts.ts';
 import { prepareDataDir } from '../../app/prepareDataDir.ts';
 import type { UplinkPipeline } from '../../engine/uplink/pipeline/UplinkPipeline.ts';
 import type { DeviceActors } from '../../engine/actors/DeviceActors.ts';
-import { Topics, type DeadLetter, type UplinkEnvelope } from '../../schemas/messages.ts';
+import type { Config } from '../../schemas/config.ts';
+import type { DeadLetter, UplinkEnvelope } from '../../schemas/messages.ts';
 import { MemoryRejections } from './edgeHarness.ts';
 import { loopbackConfig } from './loopbackConfig.ts';
 import type { SeededDevice } from './mqttStack.ts';
@@ -51,6 +54,9 @@ export interface Instance {
   ingest: UplinkIngest;
 }
 
+/** What an instance's configuration says, and the bounds of its client of the broker. */
+export type InstanceOptions = Partial<ExternalMqttBounds & Pick<ExternalMqttOptions, 'shareGroup' | 'clientIdPrefix' | 'sessionExpirySeconds' | 'cacheTtlMs'>>;
+
 export class ExternalStack {
   registry!: Registry;
   log!: Log;
@@ -65,6 +71,7 @@ export class ExternalStack {
   readonly group = `fstest-${process.pid}-${newId().slice(0, 8)}`;
   groundId = '';
   readonly #tmp = tempDir('mqtt-external');
+  #config!: Config;
   readonly #clients: MqttClient[] = [];
 
   /** The broker this stack's instances and clients use. */
@@ -73,14 +80,14 @@ export class ExternalStack {
   static async start(options: { url?: string } = {}): Promise<ExternalStack> {
     const s = new ExternalStack();
     s.url = options.url ?? BROKER_URL;
-    const config = loopbackConfig(`${s.#tmp.dir}/data`);
+    const config = s.#config = loopbackConfig(`${s.#tmp.dir}/data`);
     prepareDataDir(config.dataDir, silentLogger);
     s.ports = await openPorts({ config, clock: systemClock, logger: silentLogger });
     s.registry = s.ports.registry;
     s.log = s.ports.log;
     s.store = s.ports.store;
     s.engine = buildEngine({
-      log: s.log, store: s.store, rejections: s.rejections, directory: registryDirectory(s.registry), clock: systemClock,
+      log: s.log, store: s.store, rejections: s.rejections, directory: registryDirectory(s.registry), clock: systemClock, names: s.ports.names,
       settings: { commitIntervalMs: 20, batchRows: 500, batchDelayMs: 10 },
       onStored: (stored) => { for (const i of s.instances) i.mqtt.publishStates(stored); },
     });
@@ -92,14 +99,27 @@ export class ExternalStack {
     return s;
   }
 
-  /** A Fleetstream instance in this run's group; `failAppends` makes its first appends fail as an unavailable log would. */
-  async instance(extra: Partial<ExternalMqttOptions> = {}, failAppends = 0): Promise<Instance> {
+  /**
+   * A Fleetstream instance in this run's group (`extra` sets what the configuration would: its
+   * share group, client id prefix, session expiry and cache lifetime; and the client's bounds);
+   * `failAppends` makes its first appends fail as an unavailable log would.
+   */
+  async instance(extra: InstanceOptions = {}, failAppends = 0): Promise<Instance> {
+    const { shareGroup, clientIdPrefix, sessionExpirySeconds, cacheTtlMs, ...bounds } = extra;
+    const config: Config = {
+      ...this.#config,
+      mqtt: { ...this.#config.mqtt, url: this.url, shareGroup: shareGroup ?? this.group, clientId: clientIdPrefix, sessionExpirySeconds },
+      registryCacheTtlMs: cacheTtlMs ?? this.#config.registryCacheTtlMs,
+    };
     const appended: UplinkEnvelope[] = [];
     const log = this.log;
+    const { uplinks } = this.ports.names;
     let failures = failAppends;
     const intake = buildIntake({
       clock: systemClock,
       rejections: this.rejections,
+      topics: this.ports.names,
+      logger: silentLogger,
       onDeadLetters: (letters) => { this.deadLetters.push(...letters); },
       log: {
         async append(topic: string, records: ProducerRecord[]): Promise<RecordPosition[]> {
@@ -108,16 +128,16 @@ export class ExternalStack {
             throw new FleetError('UNAVAILABLE', 'log unavailable');
           }
           const positions = await log.append(topic, records);
-          if (topic === Topics.uplinks) for (const r of records) appended.push(decodeEnvelope(r.value));
+          if (topic === uplinks) for (const r of records) appended.push(decodeEnvelope(r.value));
           return positions;
         },
       },
     });
     const instance: Instance = {
       appended, intake, ingest: intake.ingest,
-      mqtt: await createExternalMqtt({
-        url: this.url, registry: this.registry, lookups: this.ports.lookups, admission: intake.admission, clock: systemClock,
-        shareGroup: this.group, retryBaseMs: 20, offlineRetryMs: 200, ...extra,
+      mqtt: await startExternalMqtt({
+        config, registry: this.registry, lookups: this.ports.lookups, admission: intake.admission, clock: systemClock, logger: silentLogger,
+        external: { retryBaseMs: 20, offlineRetryMs: 200, ...bounds },
       }),
     };
     this.instances.push(instance);
