@@ -5,13 +5,16 @@
  * Plain RFC 8949 only: maps with text keys, the body as a byte string (major type 2, no typed-array
  * tag), integers as integers (epoch-ms times are written as 64-bit unsigned ints, never as floats),
  * no cbor-x records, structured clone, packing or bundled strings. Any CBOR library can read them.
+ *
+ * Envelopes, one per uplink, are written and read by hand (envelopeWriter.ts, envelopeReader.ts);
+ * dead letters, rare and off the hot path, go through cbor-x and the schema, envelope included.
  */
 import { Encoder } from 'cbor-x';
 import { Compile } from 'typebox/compile';
 import { FleetError } from '../kernel/errors.ts';
 import { DeadLetter, UplinkEnvelope, type AdmittedUplink, type NetworkMeta } from '../../schemas/messages.ts';
 import { checkJsonValue } from '../kernel/checkJsonValue.ts';
-import { readEnvelope as readWrittenEnvelope } from './envelopeReader.ts';
+import { readEnvelope } from './envelopeReader.ts';
 import { writeEnvelope } from './envelopeWriter.ts';
 
 const codec = new Encoder({
@@ -46,8 +49,11 @@ function wireNetwork(n: NetworkMeta): Record<string, unknown> {
   return out;
 }
 
-/** Only the schema's fields, in a fixed order, without undefined members. */
-function wireEnvelope(e: UplinkEnvelope): Record<string, unknown> {
+/**
+ * A dead letter's envelope: only the schema's fields, in a fixed order, without undefined members.
+ * A dead letter is about the uplink as received; what admission carried for the store stays out.
+ */
+function wireDeadLetterEnvelope(e: UplinkEnvelope): Record<string, unknown> {
   const out: Record<string, unknown> = {
     id: e.id,
     channel: e.channel,
@@ -58,12 +64,7 @@ function wireEnvelope(e: UplinkEnvelope): Record<string, unknown> {
   if (e.network !== undefined) out.network = wireNetwork(e.network);
   out.receivedAt = wireInt(e.receivedAt);
   out.body = e.body;
-  if (e.admitted !== undefined) out.admitted = wireAdmitted(e.admitted);
   return out;
-}
-
-function wireAdmitted(a: AdmittedUplink): Record<string, unknown> {
-  return { states: a.states.map(([asset, ts, value]) => [asset, wireInt(ts), value]), dropped: a.dropped };
 }
 
 /**
@@ -118,8 +119,8 @@ function readNetwork(raw: Record<string, unknown>): NetworkMeta {
   return out;
 }
 
-/** Validates a decoded envelope map and rebuilds it with only the schema's fields. */
-function readEnvelope(raw: unknown, what: string): UplinkEnvelope {
+/** Validates a dead letter's decoded envelope map and rebuilds it with only the schema's fields. */
+function readDeadLetterEnvelope(raw: unknown, what: string): UplinkEnvelope {
   if (!checkEnvelope.Check(raw)) {
     throw new FleetError('MALFORMED_PAYLOAD', `${what}: ${firstError(checkEnvelope.Errors(raw))}`);
   }
@@ -141,28 +142,14 @@ function readEnvelope(raw: unknown, what: string): UplinkEnvelope {
   return out;
 }
 
-/** The same bytes as encodeEnvelopeGeneric, written directly (envelopeWriter.ts) where it can be. */
+/** The envelope's CBOR (envelopeWriter.ts); throws FleetError('INTERNAL') on what it cannot hold. */
 export function encodeEnvelope(e: UplinkEnvelope): Uint8Array {
-  return writeEnvelope(e) ?? encodeEnvelopeGeneric(e);
+  return writeEnvelope(e);
 }
 
-/** The envelope through cbor-x: the reference encoding, and the path for anything unusual. */
-export function encodeEnvelopeGeneric(e: UplinkEnvelope): Uint8Array {
-  return encodeChecked(wireEnvelope(e), 'uplink envelope');
-}
-
-/**
- * Throws FleetError('MALFORMED_PAYLOAD') on anything that is not a well-formed envelope. The
- * bytes envelopeWriter.ts writes are read directly (envelopeReader.ts); anything else goes
- * through cbor-x, which decides what it becomes.
- */
+/** Throws FleetError('MALFORMED_PAYLOAD') on anything that is not a well-formed envelope (envelopeReader.ts). */
 export function decodeEnvelope(bytes: Uint8Array): UplinkEnvelope {
-  return (bytes instanceof Uint8Array ? readWrittenEnvelope(bytes) : undefined) ?? decodeEnvelopeGeneric(bytes);
-}
-
-/** The envelope through cbor-x and the schema: the reference decoding. */
-export function decodeEnvelopeGeneric(bytes: Uint8Array): UplinkEnvelope {
-  return readEnvelope(decodeRaw(bytes, 'uplink envelope'), 'uplink envelope');
+  return readEnvelope(bytes);
 }
 
 export function encodeDeadLetter(d: DeadLetter): Uint8Array {
@@ -170,8 +157,7 @@ export function encodeDeadLetter(d: DeadLetter): Uint8Array {
   if (d.asset !== undefined) out.asset = d.asset;
   if (d.item !== undefined) out.item = d.item;
   out.rejectedAt = wireInt(d.rejectedAt);
-  // A dead letter is about the uplink as received; what admission carried for the store stays out.
-  out.envelope = wireEnvelope(d.envelope.admitted === undefined ? d.envelope : { ...d.envelope, admitted: undefined });
+  out.envelope = wireDeadLetterEnvelope(d.envelope);
   return encodeChecked(out, 'dead letter');
 }
 
@@ -187,7 +173,7 @@ export function decodeDeadLetter(bytes: Uint8Array): DeadLetter {
     code: r.code as string,
     reason: r.reason as string,
     rejectedAt: r.rejectedAt as number,
-    envelope: readEnvelope(r.envelope, 'dead letter envelope'),
+    envelope: readDeadLetterEnvelope(r.envelope, 'dead letter envelope'),
   };
   if (r.asset !== undefined) out.asset = r.asset as string;
   if (r.item !== undefined) out.item = r.item as number;

@@ -1,19 +1,22 @@
 /**
- * The uplink envelope's CBOR written by hand: every uplink of every channel is encoded once on its
- * way to the log, and the generic encoder (cbor-x walking a freshly built map, 64-bit times as
- * bigints) cost several times what this fixed shape needs.
+ * The uplink envelope's CBOR written by hand, the one writer of topic `uplinks`: every uplink of
+ * every channel is encoded once on its way to the log, and a generic encoder (cbor-x walking a
+ * freshly built map, 64-bit times as bigints) cost several times what this fixed shape needs.
  *
- * The bytes are exactly those envelope.ts's cbor-x codec writes (test/engine/uplink/envelope.test.ts compares the
- * two on random envelopes and on the recorded fixture), so readers see no change: definite-length
+ * The bytes are those the cbor-x codec the envelope was first written with writes
+ * (test/engine/uplink/envelope.test.ts compares them with test/support/reference/envelopeCborX.ts
+ * on random envelopes, and with the recorded fixture), so readers see no change: definite-length
  * maps and arrays with their shortest headers, text keys in the schema's order, the body as a byte
  * string, integers up to 32 bits as CBOR integers, epoch-ms times as 64-bit integers, any other
  * number as a float64 (as cbor-x does: -0 as the integer 0).
  *
- * Returns undefined on anything outside that shape (a value that is not JSON, a time that is not a
- * safe integer): the caller then encodes with cbor-x, which decides what such input becomes.
+ * It writes every envelope envelopeReader.ts reads back, and throws FleetError('INTERNAL') on any
+ * other (a carried state that is no storable JSON value, a time that is no safe integer): such an
+ * envelope is an edge bug, and a record every consumer would refuse must not reach the log.
  */
 import type { UplinkEnvelope } from '../../schemas/messages.ts';
 import { MAX_JSON_DEPTH } from '../kernel/checkJsonValue.ts';
+import { FleetError } from '../kernel/errors.ts';
 
 const TWO_32 = 0x1_0000_0000;
 
@@ -22,8 +25,9 @@ let out = Buffer.allocUnsafe(16 * 1024);
 let view = new DataView(out.buffer, out.byteOffset, out.byteLength);
 let pos = 0;
 
-/** Thrown (and caught below) when the input leaves the envelope's shape. */
-const NOT_PLAIN = Symbol('not plain');
+function unwritable(reason: string): never {
+  throw new FleetError('INTERNAL', `cannot encode uplink envelope: ${reason}`);
+}
 
 function room(bytes: number): void {
   if (pos + bytes <= out.length) return;
@@ -53,7 +57,7 @@ function head(major: number, n: number): void {
 }
 
 function text(s: unknown): void {
-  if (typeof s !== 'string') throw NOT_PLAIN;
+  if (typeof s !== 'string') unwritable(`${typeof s} where text belongs`);
   const n = s.length;
   room(9 + n * 3);
   // ASCII, the usual case (ids, asset names, codes), copied without a call into the runtime.
@@ -83,7 +87,7 @@ function bytes(b: Uint8Array): void {
 
 /** A number as cbor-x writes it (envelope.ts's options): small integers as integers, else float64. */
 function number(n: unknown): void {
-  if (typeof n !== 'number') throw NOT_PLAIN;
+  if (typeof n !== 'number') unwritable(`${typeof n} where a number belongs`);
   room(9);
   if (n >>> 0 === n) head(0, n);
   else if (n >> 0 === n || (n < 0 && n >= -TWO_32 && Math.floor(n) === n)) head(1, -1 - n);
@@ -94,11 +98,16 @@ function number(n: unknown): void {
   }
 }
 
-/** An epoch-ms time (envelope.ts wireInt): beyond 32 bits a 64-bit integer, never a float. */
-function time(n: unknown): void {
-  if (typeof n !== 'number') throw NOT_PLAIN;
+function integer(n: unknown, what: string): void {
+  if (!Number.isInteger(n)) unwritable(`${what} ${String(n)} is no integer`);
+  number(n);
+}
+
+/** An epoch-ms time: beyond 32 bits a 64-bit integer, never a float (as the cbor-x codec wrote a bigint). */
+function time(t: unknown, what: string): void {
+  if (!Number.isSafeInteger(t)) unwritable(`${what} ${String(t)} is no epoch ms (a safe integer)`);
+  const n = t as number;
   if (n <= 0xffffffff && n >= -0xffffffff) return number(n);
-  if (!Number.isSafeInteger(n)) throw NOT_PLAIN;
   room(9);
   const negative = n < 0;
   const u = negative ? -1 - n : n;
@@ -110,7 +119,9 @@ function time(n: unknown): void {
 
 function json(v: unknown, depth: number): void {
   switch (typeof v) {
-    case 'number': return number(v);
+    case 'number':
+      if (!Number.isFinite(v)) unwritable(`a state holds ${v}, which cannot be stored`);
+      return number(v);
     case 'string': return text(v);
     case 'boolean':
       room(1);
@@ -122,15 +133,15 @@ function json(v: unknown, depth: number): void {
         out[pos++] = 0xf6;
         return;
       }
-      // Deeper than a stored value may be (envelopeReader.ts refuses it too): cbor-x decides.
-      if (depth >= MAX_JSON_DEPTH) throw NOT_PLAIN;
+      // Deeper than a stored value may be (envelopeReader.ts refuses it too).
+      if (depth >= MAX_JSON_DEPTH) unwritable(`a state nests deeper than ${MAX_JSON_DEPTH} levels`);
       if (Array.isArray(v)) {
         head(4, v.length);
         for (let i = 0; i < v.length; i++) json(v[i], depth + 1);
         return;
       }
       const proto = Object.getPrototypeOf(v);
-      if (proto !== Object.prototype && proto !== null) throw NOT_PLAIN;
+      if (proto !== Object.prototype && proto !== null) unwritable(`a state holds a ${v.constructor?.name} object, no JSON value`);
       const keys = Object.keys(v);
       head(5, keys.length);
       for (const key of keys) {
@@ -140,7 +151,7 @@ function json(v: unknown, depth: number): void {
       return;
     }
     default:
-      throw NOT_PLAIN;
+      unwritable(`a state holds a ${typeof v}, no JSON value`);
   }
 }
 
@@ -174,11 +185,13 @@ function envelope(e: UplinkEnvelope): void {
     }
     if (n.fPort !== undefined) {
       text('fPort');
-      number(n.fPort);
+      integer(n.fPort, 'fPort');
     }
     if (n.receivedAt !== undefined) {
       text('receivedAt');
-      time(n.receivedAt);
+      // The schema lets the network's own time be any integer; beyond 2^53 it is the float64 it is.
+      if (Number.isSafeInteger(n.receivedAt)) time(n.receivedAt, 'network receivedAt');
+      else integer(n.receivedAt, 'network receivedAt');
     }
     if (n.format !== undefined) {
       text('format');
@@ -186,7 +199,7 @@ function envelope(e: UplinkEnvelope): void {
     }
   }
   text('receivedAt');
-  time(e.receivedAt);
+  time(e.receivedAt, 'receivedAt');
   text('body');
   bytes(e.body);
   const a = e.admitted;
@@ -195,41 +208,38 @@ function envelope(e: UplinkEnvelope): void {
     head(5, 2);
     text('states');
     head(4, a.states.length);
-    for (const [asset, ts, value] of a.states) {
+    for (const state of a.states) {
+      if (state.length !== 3) unwritable('a state is not [asset, ts, value]');
       head(4, 3);
-      text(asset);
-      time(ts);
-      json(value, 0);
+      text(state[0]);
+      time(state[1], 'state ts');
+      json(state[2], 0);
     }
     text('dropped');
     head(4, a.dropped.length);
     for (const entry of a.dropped) {
+      if (entry.length !== 3 && entry.length !== 4) unwritable('a dropped entry is not [asset, code, reason] or [asset, code, reason, item]');
       head(4, entry.length);
       text(entry[0]);
       text(entry[1]);
       text(entry[2]);
       if (entry.length === 4) {
-        if (entry[3] >>> 0 !== entry[3]) throw NOT_PLAIN;
-        head(0, entry[3]);
+        if (!(entry[3] >= 0)) unwritable(`dropped item ${entry[3]} is below 0`);
+        integer(entry[3], 'dropped item');
       }
     }
   }
 }
 
 /**
- * The envelope's CBOR (its own copy), or undefined when it is not of the plain shape. The copy is
- * taken like Buffer.from's, from Node's shared pool below 4 KiB: an envelope lives only until the
- * log has framed it, and a backing store of its own per uplink cost a malloc and a free.
+ * The envelope's CBOR (its own copy). The copy is taken like Buffer.from's, from Node's shared pool
+ * below 4 KiB: an envelope lives only until the log has framed it, and a backing store of its own
+ * per uplink cost a malloc and a free.
  */
-export function writeEnvelope(e: UplinkEnvelope): Uint8Array | undefined {
+export function writeEnvelope(e: UplinkEnvelope): Uint8Array {
   pos = 0;
-  try {
-    if (!(e.body instanceof Uint8Array)) return undefined;
-    envelope(e);
-  } catch (error) {
-    if (error === NOT_PLAIN) return undefined;
-    throw error;
-  }
+  if (!(e.body instanceof Uint8Array)) unwritable('body is not bytes');
+  envelope(e);
   const copy = Buffer.allocUnsafe(pos);
   out.copy(copy, 0, 0, pos);
   return new Uint8Array(copy.buffer, copy.byteOffset, pos);

@@ -13,6 +13,7 @@ import { deviceActors } from '../../../engine/actors/DeviceActors.ts';
 import { createLocalLog } from '../../../adapters/local-log/LocalLog.ts';
 import { Topics, type StateRow } from '../../../schemas/messages.ts';
 import { tempDir, waitFor } from '../../support/tmp.ts';
+import { encodeEnvelopeCborX } from '../../support/reference/envelopeCborX.ts';
 
 const json = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
 
@@ -86,8 +87,8 @@ test('a forged record whose carried state could not be stored is dead-lettered a
       id, channel: 'http' as const, contentType: 'json' as const, deviceId: 'd1', receivedAt: 1000, body: new Uint8Array(0),
       admitted: { states: [['t', 1000, value]] as [string, number, unknown][], dropped: [] },
     });
-    // encodeEnvelope writes what it is given; only the reader refuses a value no store could hold.
-    const records = [admitted('u1', 1), admitted('u2', Number.NaN), admitted('u3', 3)].map((e) => ({ key: 'd1', value: encodeEnvelope(e) }));
+    // encodeEnvelope refuses a value no store could hold; a forger's writer (cbor-x) does not, and the reader does.
+    const records = [admitted('u1', 1), admitted('u2', Number.NaN), admitted('u3', 3)].map((e) => ({ key: 'd1', value: (Number.isNaN(e.admitted.states[0][2]) ? encodeEnvelopeCborX : encodeEnvelope)(e) }));
     await log.append(Topics.uplinks, records);
     await waitFor(() => stored.length === 2 && dead.length === 1, 5000, 'two stored, one dead letter');
     assert.equal(stored.map((r) => [r.uplinkId, r.value]), [['u1', 1], ['u3', 3]]);
