@@ -1,7 +1,7 @@
 /**
  * Strict CBOR (RFC 8949) decoder for device bodies, which come from untrusted devices.
  *
- * Why not cbor-x here (it encodes our own envelopes): a device body needs the nesting depth limited
+ * Why not cbor-x here (it encodes our dead letters): a device body needs the nesting depth limited
  * while decoding, invalid UTF-8 refused instead of replaced, duplicate map keys refused, a
  * `__proto__` key kept as data (cbor-x renames it), non-text map keys visible (cbor-x turns 1 into
  * "1"), and 64-bit integers that fit a double returned as numbers.
