@@ -163,9 +163,10 @@ export function text(what: string): string {
 
 /** The length of a byte string (its bytes are next), read through tags 55799 and 64. */
 export function byteString(what: string): number {
-  if (pos >= end || src[pos] >> 5 !== 2) untag(true);
+  const tagged = pos >= end || src[pos] >> 5 !== 2 ? untag(true) : 0;
   const info = src[pos] & 0x1f;
-  if (src[pos] >> 5 !== 2) fail(`${what} must be a byte string`);
+  // cbor-x reads tag 64 on anything else as an empty Uint8Array.
+  if (src[pos] >> 5 !== 2) fail(tagged === 2 ? `${what}: tag 64 is not read on anything but a byte string` : `${what} must be a byte string`);
   pos++;
   if (info === 31) fail(`${what}: a byte string of indefinite length`);
   const n = argument(info);
@@ -291,6 +292,7 @@ export function skip(depth: number): void {
   if (major === 6) {
     // Tags are read through here, so the item after them is no tag: one call deeper at most.
     if (untag(true) !== 2) return skip(depth);
+    if (src[pos] >> 5 !== 2) fail(`at byte ${pos}: tag 64 is not read on anything but a byte string`);
     const n = byteString('a value tagged 64');
     pos += n;
     return;

@@ -52,8 +52,9 @@ function keySet(names: readonly string[]): KeySet {
 /** The index in `keys` of the next map key (consumed), -1 for any other key; `hint` is tried first. */
 function keyIndex(keys: KeySet, hint: number): number {
   const encoded = keys.encoded;
-  if (hint < encoded.length && matches(encoded[hint])) return hint;
-  for (let i = 0; i < encoded.length; i++) if (matches(encoded[i])) return i;
+  // Keys come in the writer's order, some left out: the next is likely at or after the hint.
+  for (let i = hint; i < encoded.length; i++) if (matches(encoded[i])) return i;
+  for (let i = 0; i < hint && i < encoded.length; i++) if (matches(encoded[i])) return i;
   // Short text that is none of them by its bytes is none of them decoded (U+FFFD is no ASCII).
   if (skipShortText()) return -1;
   return keys.names.indexOf(key());

@@ -558,7 +558,7 @@ test('skipped values: nesting is bounded, lengths are checked before anything is
   // Tags: 55799 and 64 on bytes are read through; cbor-x's extensions are not.
   assert.equal(decodeEnvelope(minimalWith(key('x'), 'd8404101')), minimal);
   assert.equal(decodeEnvelope(minimalWith(key('x'), 'd9d9f7f7')), minimal);
-  for (const tagged of ['c074323032342d30312d30315430303a30303a30305a', 'c11a65920080', 'c249010000000000000000', 'c48221196ab3', 'd81c81d81d00', 'd9010281', 'd9010380', 'd84061', 'd8338401808080', 'd9dfff8301', 'da53687264a0']) {
+  for (const tagged of ['c074323032342d30312d30315430303a30303a30305a', 'c11a65920080', 'c249010000000000000000', 'c48221196ab3', 'd81c81d81d00', 'd9010281', 'd9010380', 'd84061', 'd8406161', 'd8338401808080', 'd9dfff8301', 'da53687264a0']) {
     assertSameAsReference(minimalWith(key('x'), tagged));
     assertSameAsReference(stateWith(tagged));
     assertSameAsReference(minimalWith(key('asset'), tagged));
@@ -569,6 +569,11 @@ test('skipped values: nesting is bounded, lengths are checked before anything is
   assert.ok(toHex(withTag).includes('d84043010203'));
   assert.equal(decodeEnvelope(withTag), decodeEnvelope(tagged));
   assertSameAsReference(withTag);
+  // Tag 64 on anything but bytes: cbor-x makes an empty Uint8Array of it; refused.
+  const onText = hexBytes(toHex(encodeEnvelope(minimal)).replace(`${key('body')}40`, `${key('body')}d8406161`));
+  assert.ok('value' in outcome(decodeEnvelopeCborX, onText));
+  assert.match(malformed(onText).message, /tag 64 is not read/);
+  assertSameAsReference(onText);
 });
 
 test('dead letter round trip, with and without asset and item; garbage throws', () => {
