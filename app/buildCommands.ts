@@ -132,6 +132,12 @@ export function buildCommandOwner(options: CommandOwnerOptions): CommandOwner {
   };
 }
 
+/** The command actors' places in their devices' queues: this process's, or the primary's of an edge worker (calls). */
+export interface Reservations {
+  reserve(deviceId: string, commandId: string): void | Promise<void>;
+  release(commandId: string): boolean | Promise<boolean>;
+}
+
 /**
  * What the HTTP command routes of an edge append to and list. `reserve`: the command actors of
  * this process when they read every record of topic `commands` (the local log: one process per
@@ -139,15 +145,15 @@ export function buildCommandOwner(options: CommandOwnerOptions): CommandOwner {
  * (COMMAND_QUEUE_FULL, HTTP 429). Otherwise (Kafka: the device's owner may be another process) the
  * edge cannot know: the owner lists it as `failed`.
  */
-export function edgeCommands(options: { log: Log; names: Pick<LogNames, 'commands'>; history: Pick<CommandHistory, 'list'>; reserve?: CommandActors }): EdgeCommands {
+export function edgeCommands(options: { log: Log; names: Pick<LogNames, 'commands'>; history: Pick<CommandHistory, 'list'>; reserve?: Reservations }): EdgeCommands {
   const { log, names, history, reserve } = options;
   return {
     async append(record, accepted) {
-      reserve?.reserve(record.deviceId, record.id);
+      await reserve?.reserve(record.deviceId, record.id);
       try {
         await log.append(names.commands, [{ key: record.deviceId, value: encodeCommandRecord({ ...record, accepted }) }]);
       } catch (error) {
-        reserve?.release(record.id);
+        await reserve?.release(record.id);
         throw error;
       }
     },

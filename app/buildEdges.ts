@@ -23,7 +23,7 @@ import { createMqttEdge, type MqttEdge, type MqttEdgeOptions } from '../adapters
 import type { Config } from '../schemas/config.ts';
 import { registryCacheTtlMs, type ServiceStore } from './openPorts.ts';
 
-export type MqttGateway = Pick<MqttEdge, 'commands' | 'publishStates' | 'followsFeeds' | 'close' | 'stats'> & Partial<Pick<MqttEdge, 'port' | 'apply'>>;
+export type MqttGateway = Pick<MqttEdge, 'commands' | 'publishStates' | 'followsFeeds' | 'close' | 'stats'> & Partial<Pick<MqttEdge, 'port' | 'apply' | 'accept'>>;
 
 export { registryCacheTtlMs } from './openPorts.ts';
 

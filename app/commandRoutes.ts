@@ -4,7 +4,7 @@
  * - Local log (one process per data dir): the owner delivers through this process's own MQTT
  *   gateway or external-broker client, attached once the edge starts (deliveries before that find
  *   the device offline, and are tried again when it becomes reachable).
- * - Kafka: a device's session may be on any edge process. The owner delivers through a
+ * - Kafka, or embedded edge workers: a device's session may be on any edge process. The owner delivers through a
  *   RelayedTransport (requests on topic `command-deliveries`, answers on topic `commands`), and
  *   each edge serves its MQTT transport to every owner through a DeliveryRelay.
  */
@@ -34,8 +34,8 @@ export function edgeId(): string {
   return `${hostname().slice(0, 64)}-${process.pid}-${randomBase62(6)}`;
 }
 
-export function commandRoutes(w: Pick<Wiring, 'usesKafka' | 'log' | 'clock' | 'logger' | 'ports' | 'config'>): CommandRoutes {
-  if (!w.usesKafka) return localRoutes();
+export function commandRoutes(w: Pick<Wiring, 'acrossProcesses' | 'workers' | 'log' | 'clock' | 'logger' | 'ports' | 'config'>): CommandRoutes {
+  if (!w.acrossProcesses) return localRoutes();
   const names = w.ports.names;
   const connectivity = new Connectivity();
   const relayed = new RelayedTransport({
@@ -55,7 +55,8 @@ export function commandRoutes(w: Pick<Wiring, 'usesKafka' | 'log' | 'clock' | 'l
         log: w.log, clock: w.clock, edge, transport, shared,
         topics: { commands: names.commands, deliveries: names.commandDeliveries },
         // Every edge reads every request, except through an external broker (one edge answers each).
-        group: shared ? names.deliveriesGroup : `${names.deliveriesGroup}.${edge}`,
+        // An embedded edge worker's group is named by its index: the local log keeps a group's place.
+        group: shared ? names.deliveriesGroup : `${names.deliveriesGroup}.${w.workers !== undefined && 'index' in w.workers ? `w${w.workers.index}` : edge}`,
         onError: (error) => w.logger.warn('command delivery relay', { error }),
       });
       let started = false;

@@ -22,12 +22,16 @@ import { edgeRole, type EdgeRole } from './edgeRole.ts';
 import { createMetrics, type ServiceMetrics } from './metrics.ts';
 import { dataPaths, openPorts, type ServiceStore } from './openPorts.ts';
 import { prepareDataDir } from './prepareDataDir.ts';
+import { startEmbeddedWorkers, type EmbeddedWorkers } from './embeddedWorkers.ts';
 import type { Role } from './Role.ts';
 import { logStarted, startAdminSocket, startMetricsListener, startProbes } from './serviceParts.ts';
 import { wire } from './wiring.ts';
 
 export { dataPaths, kafkaTimeouts, logNames, openRegistry } from './openPorts.ts';
 export { engineReady } from './buildEngine.ts';
+
+/** What an edge worker runs. */
+const ENTRY_POINT = new URL('../bin/fleetstream.ts', import.meta.url).pathname;
 
 export interface ServiceOptions {
   config: Config;
@@ -40,6 +44,8 @@ export interface ServiceOptions {
   onFailed?(error: FleetError): void;
   /** An edge worker of a primary (app/edgeWorkers.ts): it says so when started, and the primary says `fleetstream started`. */
   worker?: boolean;
+  /** Edge workers of this embedded service (app/embeddedWorkers.ts); default 1: the edge runs in this process. */
+  edgeWorkers?: number;
 }
 
 export interface Service {
@@ -81,14 +87,16 @@ export async function createService(options: ServiceOptions): Promise<Service> {
   const roles: Role[] = [];
   let started = false;
   const ready = () => started && roles.every((role) => role.ready());
+  const workerCount = options.edgeWorkers ?? 1;
+  let scrape = () => metrics.scrape();
   try {
     // First: a metrics port in use fails the start before any adapter opens.
-    const metricsListener = await startMetricsListener(config, metrics);
+    const metricsListener = await startMetricsListener(config, { scrape: () => scrape() });
     if (metricsListener !== undefined) closers.add('metrics listener', () => metricsListener.close());
     const ports = await openPorts({ config, clock, logger });
     closers.add('ports', () => ports.close());
     ports.registryChanges.add(metrics.watchRegistryChanges(ports.link));
-    const w = wire({ config, clock, logger, ports, metrics });
+    const w = wire({ config, clock, logger, ports, metrics, workers: workerCount > 1 ? { primary: true } : undefined });
     closers.add('live publisher', () => w.live.close());
     let edge: EdgeRole | undefined;
     let owner: CommandOwner | undefined;
@@ -106,7 +114,13 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       closers.add('command owner', () => role.stop());
       roles.push(role);
     }
-    if (config.role !== 'engine') {
+    let workers: EmbeddedWorkers | undefined;
+    if (workerCount > 1) {
+      const started = workers = await startEmbeddedWorkers({ config, count: workerCount, ports, reservations: owner?.actors, metrics, logger, exec: ENTRY_POINT });
+      closers.add('edge workers', () => started.stop());
+      scrape = () => started.scrape();
+      metrics.watchLive({ publisher: w.live });
+    } else if (config.role !== 'engine') {
       const role = edge = edgeRole(w, { ready, routes, reserve: w.usesKafka ? undefined : owner?.actors });
       closers.add('edge', () => role.stop());
       await role.start();
@@ -114,17 +128,19 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     } else {
       metrics.watchLive({ publisher: w.live });
     }
-    const admin = await startAdminSocket(w, ports.registry, edge?.httpPort);
+    const httpPort = edge?.httpPort ?? workers?.httpPort;
+    const mqttPort = edge?.mqttPort ?? workers?.mqttPort;
+    const admin = await startAdminSocket(w, ports.registry, httpPort);
     if (admin !== undefined) closers.add('admin', () => admin.close());
     logStarted(logger, config, options.worker === true ? 'edge worker started' : 'fleetstream started', {
-      root: ports.paths.root, httpPort: edge?.httpPort, probesPort: probes?.port, metricsPort: metricsListener?.port, mqttPort: edge?.mqttPort, metricsToken: w.metricsToken !== undefined,
+      root: ports.paths.root, httpPort, probesPort: probes?.port, metricsPort: metricsListener?.port, mqttPort, metricsToken: w.metricsToken !== undefined,
     });
     started = true;
     let stopping: Promise<void> | undefined;
     return {
       metrics, metricsPort: metricsListener?.port, probesPort: probes?.port, ready, config,
       registry: ports.registry, changes: ports.changes, log: ports.log, store: ports.store,
-      pipeline: engine?.pipeline, httpPort: edge?.httpPort, mqttPort: edge?.mqttPort, commands: owner?.actors, live: edge?.hub,
+      pipeline: engine?.pipeline, httpPort, mqttPort, commands: owner?.actors, live: edge?.hub,
       adminSocketPath: admin?.path,
       stop: () => (stopping ??= closers.closeAll().then(() => logger.info('fleetstream stopped'))),
     };

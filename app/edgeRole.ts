@@ -5,9 +5,8 @@
  */
 import type { LiveHub } from '../engine/live/LiveHub.ts';
 import type { UplinkAdmissionPort } from '../engine/ports/uplinkAdmission.ts';
-import type { CommandActors } from '../engine/actors/CommandActors.ts';
 import type { EdgeCommands } from '../adapters/http/routes/commands/commandRoutes.ts';
-import { edgeCommands } from './buildCommands.ts';
+import { edgeCommands, type Reservations } from './buildCommands.ts';
 import type { CommandRoutes } from './commandRoutes.ts';
 import { serveHttpEdge, startMqttEdge, type MqttGateway } from './buildEdges.ts';
 import { buildIntake, type Intake } from './buildIntake.ts';
@@ -25,6 +24,8 @@ export interface EdgeRole extends Role {
   readonly httpPort: number | undefined;
   /** The bound port of the embedded MQTT edge (none with an external broker or port -1). */
   readonly mqttPort: number | undefined;
+  /** The MQTT gateway, once started (none with port -1). */
+  readonly mqtt: MqttGateway | undefined;
 }
 
 export interface EdgeRoleOptions {
@@ -32,8 +33,8 @@ export interface EdgeRoleOptions {
   ready(): boolean;
   /** Where this edge's MQTT transport is offered to the command owners. */
   routes: CommandRoutes;
-  /** This process's command actors, when they read every command record (the local log): HTTP reserves a place before the append. */
-  reserve?: CommandActors;
+  /** The command actors, when they read every command record (the local log): HTTP reserves a place before the append. */
+  reserve?: Reservations;
 }
 
 export function edgeRole(w: Wiring, options: EdgeRoleOptions): EdgeRole {
@@ -44,6 +45,7 @@ export function edgeRole(w: Wiring, options: EdgeRoleOptions): EdgeRole {
   let commands: EdgeCommands | undefined;
   let httpPort: number | undefined;
   let mqttPort: number | undefined;
+  let gateway: MqttGateway | undefined;
   let started = false;
 
   const start = async () => {
@@ -59,7 +61,7 @@ export function edgeRole(w: Wiring, options: EdgeRoleOptions): EdgeRole {
     intake = edgeIntake;
     closers.add('intake', () => edgeIntake.close());
     const admission = w.metrics.admission(edgeIntake.admission);
-    const mqtt = await startGateway(w, admission, closers);
+    const mqtt = gateway = await startGateway(w, admission, closers);
     mqttPort = mqtt?.port;
     if (mqtt !== undefined) {
       const attached = options.routes.attach(mqtt.commands, mqtt.port === undefined);
@@ -79,6 +81,7 @@ export function edgeRole(w: Wiring, options: EdgeRoleOptions): EdgeRole {
     get commands() { return commands; },
     get httpPort() { return httpPort; },
     get mqttPort() { return mqttPort; },
+    get mqtt() { return gateway; },
     start,
     stop: () => closers.closeAll(),
     ready: () => started,
@@ -89,7 +92,11 @@ export function edgeRole(w: Wiring, options: EdgeRoleOptions): EdgeRole {
 async function startGateway(w: Wiring, admission: UplinkAdmissionPort, closers: Closers): Promise<MqttGateway | undefined> {
   const { config, ports } = w;
   const mqtt = await listening({ name: 'MQTT', setting: 'mqtt-port', host: config.mqtt.host, port: config.mqtt.port, hint: 'or --mqtt-port=-1 to run without the embedded MQTT edge' },
-    () => startMqttEdge({ config, registry: ports.registry, lookups: ports.lookups, admission, clock: w.clock, logger: w.logger }));
+    () => startMqttEdge({
+      config, registry: ports.registry, lookups: ports.lookups, admission, clock: w.clock, logger: w.logger,
+      // An embedded edge worker: its primary accepts MQTT connections and hands each to the worker of its client id.
+      embedded: { handedOver: w.workers !== undefined && 'index' in w.workers && !w.usesKafka },
+    }));
   if (mqtt === undefined) return undefined;
   w.metrics.watchMqtt(mqtt.stats);
   closers.add('mqtt', () => mqtt.close());

@@ -26,17 +26,30 @@ export function distributed(config: Config): boolean {
   return (config.kafkaBrokers?.length ?? 0) > 0 && config.databaseUrl !== undefined && config.clickhouseUrl !== undefined;
 }
 
+/** Every port embedded: the primary holds them and serves them to its workers (app/embeddedWorkers.ts). */
+export function embedded(config: Config): boolean {
+  return (config.kafkaBrokers?.length ?? 0) === 0 && config.databaseUrl === undefined && config.clickhouseUrl === undefined;
+}
+
 /**
- * How many edge workers the configuration asks for. `auto`: one per core but one (left to the
- * kernel's network work and the primary) for a distributed `--role edge`, else 1. More than one
- * anywhere else is refused.
+ * MQTT over TLS on the embedded edge: the primary cannot read a client id inside TLS to pick the
+ * worker of its session, so that edge stays one process.
+ */
+function embeddedTls(config: Config): boolean {
+  return embedded(config) && config.mqtt.url === undefined && config.mqtt.tlsCertFile !== undefined && config.mqtt.port >= 0;
+}
+
+/**
+ * How many edge workers the configuration asks for: for a distributed `--role edge`, or the
+ * embedded `--role all`. `auto`: one per core but one (left to the kernel's network work and the
+ * primary's engine), else 1. More than one anywhere else is refused.
  */
 export function edgeWorkerCount(config: Config, cores = availableParallelism()): number {
   const wanted = config.edgeWorkers;
-  const possible = config.role === 'edge' && distributed(config);
+  const possible = (config.role === 'edge' && distributed(config)) || (config.role === 'all' && embedded(config) && !embeddedTls(config));
   if (wanted === 'auto') return possible ? Math.max(1, cores - 1) : 1;
   if (wanted > 1 && !possible) {
-    throw new FleetError('VALIDATION_FAILED', `invalid configuration: --edge-workers ${wanted} runs workers of --role edge with Kafka, PostgreSQL and ClickHouse (KAFKA_BROKERS, DATABASE_URL, CLICKHOUSE_URL); the embedded mode runs one edge (its log, store and registry belong to one process)`, { detail: { field: 'edgeWorkers' } });
+    throw new FleetError('VALIDATION_FAILED', `invalid configuration: --edge-workers ${wanted} runs the workers of --role edge with Kafka, PostgreSQL and ClickHouse (KAFKA_BROKERS, DATABASE_URL, CLICKHOUSE_URL), or of the embedded --role all with none of them (and without MQTT over TLS, whose client ids the primary cannot read to keep each client's session on one worker)`, { detail: { field: 'edgeWorkers' } });
   }
   return wanted;
 }

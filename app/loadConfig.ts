@@ -81,6 +81,11 @@ export function loadConfig(flags: Partial<Record<SettingName, string>>, env: Rec
     if (raw === undefined || raw === '') continue;
     setPath(config, path, convert(`--${flag} / ${variable}`, raw, kind));
   }
+  return checkedConfig(config);
+}
+
+/** A whole configuration (as loadConfig builds it, or as a primary hands it to its workers), checked. */
+export function checkedConfig(config: unknown): Config {
   if (!checkConfig.Check(config)) {
     const problems = [...checkConfig.Errors(config)].map((e) => `${e.instancePath || '/'} ${e.message}`);
     throw new FleetError('VALIDATION_FAILED', `invalid configuration: ${problems.join('; ')}`);

@@ -14,7 +14,7 @@ import { httpBaseOf } from './startupLines.ts';
 import type { Wiring } from './wiring.ts';
 
 /** The metrics listener, unless its port is -1. */
-export async function startMetricsListener(config: Config, metrics: ServiceMetrics): Promise<ServedMetrics | undefined> {
+export async function startMetricsListener(config: Config, metrics: Pick<ServiceMetrics, 'scrape'>): Promise<ServedMetrics | undefined> {
   if (config.metrics.port < 0) return undefined;
   return listening(
     { name: 'metrics', setting: 'metrics-port', host: config.metrics.host, port: config.metrics.port, hint: 'or --metrics-port=-1 to run without the metrics listener' },

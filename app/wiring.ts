@@ -30,20 +30,28 @@ export interface Wiring {
   readonly hub: LiveHub | undefined;
   /** The log is Kafka: other processes may read and write the same topics. */
   readonly usesKafka: boolean;
+  /**
+   * Where this process stands among embedded edge workers (app/edgeWorkers.ts): the primary, which
+   * runs no edge of its own, or the worker of that index. Undefined: one process.
+   */
+  readonly workers: { primary: true } | { index: number } | undefined;
+  /** The edges and the command owner may be different processes (Kafka, or edge workers). */
+  readonly acrossProcesses: boolean;
   /** GET /metrics on the HTTP port, only to a bearer of the metrics token (schemas/config.ts). */
   readonly metricsToken: { token: string; scrape(): Promise<{ contentType: string; body: string }> } | undefined;
 }
 
-export function wire(options: Pick<Wiring, 'config' | 'clock' | 'logger' | 'ports' | 'metrics'>): Wiring {
-  const { config, clock, logger, ports, metrics } = options;
+export function wire(options: Pick<Wiring, 'config' | 'clock' | 'logger' | 'ports' | 'metrics'> & { workers?: Wiring['workers'] }): Wiring {
+  const { config, clock, logger, ports, metrics, workers } = options;
   const names = ports.names;
   const usesKafka = config.kafkaBrokers !== undefined && config.kafkaBrokers.length > 0;
   const log = metrics.log(ports.log);
-  const hub = config.role === 'engine' ? undefined : new LiveHub({
+  const worker = workers !== undefined && 'index' in workers ? workers.index : undefined;
+  const hub = config.role === 'engine' || (workers !== undefined && 'primary' in workers) ? undefined : new LiveHub({
     log: ports.log, clock, topic: names.live,
     // Kafka: every edge reads every partition, so each process is its own group. The local log
-    // has one process per data dir: a fixed group lets it drop what was read.
-    group: usesKafka ? `${names.liveGroup}.${randomUUID()}` : names.liveGroup,
+    // is one process's: a fixed group (one per edge worker) lets it drop what was read.
+    group: usesKafka ? `${names.liveGroup}.${randomUUID()}` : worker !== undefined ? `${names.liveGroup}.w${worker}` : names.liveGroup,
     groundOf: async (deviceId) => (await ports.lookups.device(deviceId))?.groundId,
     onError: (error) => logger.warn('a live record was skipped', { error }),
   });
@@ -51,14 +59,14 @@ export function wire(options: Pick<Wiring, 'config' | 'clock' | 'logger' | 'port
   const live = new LivePublisher({
     log, clock, topic: names.live,
     // On the local log this process's hub is the topic's only reader: events are built only while it wants them.
-    wanted: hub !== undefined && !usesKafka ? () => hub.wantsEvents() : undefined,
+    wanted: hub !== undefined && !usesKafka && workers === undefined ? () => hub.wantsEvents() : undefined,
     onDropped: (count, error) => {
       if (liveDropped === 0 || error !== undefined) logger.warn('live events dropped (streams miss them; the store has them)', { count, error });
       liveDropped += count;
     },
   });
   return {
-    ...options, log, live, hub, usesKafka,
+    ...options, log, live, hub, usesKafka, workers, acrossProcesses: usesKafka || workers !== undefined,
     rejections: metrics.rejections(ports.store.rejections),
     metricsToken: config.metrics.token === undefined ? undefined : { token: config.metrics.token, scrape: () => metrics.scrape() },
   };

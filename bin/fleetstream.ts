@@ -18,14 +18,16 @@ import { FleetError, toFleetError } from '../engine/kernel/errors.ts';
 import { createJsonLogger, createTextLogger, type Logger } from '../engine/kernel/logger.ts';
 import type { Config } from '../schemas/config.ts';
 import { httpBaseOf, startupLines } from '../app/startupLines.ts';
-import { edgeWorkerCount, isEdgeWorker, startEdgeWorkers, workerConfig, workerStarted } from '../app/edgeWorkers.ts';
+import { edgeWorkerCount, embedded, isEdgeWorker, startEdgeWorkers, workerConfig, workerStarted } from '../app/edgeWorkers.ts';
+import { EMBEDDED_WORKER_CONFIG } from '../app/embeddedWorkers.ts';
+import { runEmbeddedWorker } from '../app/embeddedWorker.ts';
 import { runDemoDevice } from '../app/demoDevice.ts';
 import { DEMO_ASSETS } from '../engine/admin/adminActions.ts';
 import { adminOperations, checkAdminInput } from '../app/adminOperations.ts';
 import { callAdminSocket } from '../app/adminSocket.ts';
 import { pgliteRegistryExists } from '../adapters/pglite/createPgliteRegistry.ts';
 import { createService, dataPaths, openRegistry, type Service } from '../app/createService.ts';
-import { loadConfig, settings, type SettingName } from '../app/loadConfig.ts';
+import { checkedConfig, loadConfig, settings, type SettingName } from '../app/loadConfig.ts';
 
 const usage = `usage:
   fleetstream start [options]
@@ -41,15 +43,18 @@ ${Object.entries(settings).map(([flag, [variable]]) => `  --${flag} <value>  [${
 const settingOptions = Object.fromEntries(Object.keys(settings).map((flag) => [flag, { type: 'string' as const }]));
 
 async function start(flags: Partial<Record<SettingName, string>>): Promise<void> {
-  const loaded = loadConfig(flags, process.env);
   const worker = isEdgeWorker(process.env);
+  // An embedded worker runs its primary's configuration, whatever started the primary.
+  const fromPrimary = process.env[EMBEDDED_WORKER_CONFIG];
+  const loaded = worker && fromPrimary !== undefined ? checkedConfig(JSON.parse(fromPrimary)) : loadConfig(flags, process.env);
   const workers = worker ? 1 : edgeWorkerCount(loaded);
   const config = worker ? workerConfig(loaded) : loaded;
   // JSON for machines (the default off a terminal, and when asked); lines for a person otherwise.
   const format = config.log.format ?? 'auto';
   const text = format === 'text' || (format === 'auto' && process.stderr.isTTY === true);
   const logger = text ? createTextLogger({ level: config.log.level }) : createJsonLogger({ level: config.log.level });
-  if (workers > 1) return startPrimary(config, logger, workers);
+  if (workers > 1 && !embedded(config)) return startPrimary(config, logger, workers);
+  if (worker && fromPrimary !== undefined) return startEmbeddedWorker(config, Number(process.env.FLEETSTREAM_EDGE_WORKER), logger);
   let service: Service | undefined;
   let failure: FleetError | undefined;
   let stopping = false;
@@ -71,6 +76,7 @@ async function start(flags: Partial<Record<SettingName, string>>): Promise<void>
     config,
     logger,
     worker,
+    edgeWorkers: workers,
     onFailed: (error) => {
       failure ??= error;
       stop(`engine failed: ${error.code}`);
@@ -85,6 +91,16 @@ async function start(flags: Partial<Record<SettingName, string>>): Promise<void>
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
   if (failure === undefined) setImmediate(collectStartupGarbage);
+}
+
+/** An edge worker of an embedded primary: its edge, on the ports the primary serves; drains on SIGTERM. */
+async function startEmbeddedWorker(config: Config, index: number, logger: Logger): Promise<void> {
+  const running = await runEmbeddedWorker({ config, index, logger, parent: process as never });
+  const stop = () => running.stop().then(() => process.exit(0), () => process.exit(1));
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  // The primary is gone: nothing to serve the ports any more.
+  process.once('disconnect', stop);
 }
 
 /** The primary of edge workers: forks them, serves their metrics, drains them on a signal. */

@@ -18,6 +18,8 @@ export interface MqttEdgeOptions {
   port?: number;
   /** Listen address; default '0.0.0.0'. */
   host?: string;
+  /** No listener: another process accepts connections on `port` and hands them over (MqttEdge.accept). */
+  handedOver?: boolean;
   /** PEM certificate and key: the listener speaks MQTT over TLS (port default then 8883). */
   tls?: { cert: string | Uint8Array; key: string | Uint8Array };
   /** Largest uplink payload, bytes. Default 65 536 (the HTTP edge's body limit). */

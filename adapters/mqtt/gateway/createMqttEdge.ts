@@ -49,6 +49,11 @@ export interface MqttEdge {
    * ground close (subscribed to `changes` when given; otherwise the owner of `lookups` calls it).
    */
   apply(change: RegistryChange): void;
+  /**
+   * Takes a connection another process accepted (an embedded primary's MQTT port, app/mqttHandoff.ts),
+   * with the bytes it already read from it.
+   */
+  accept(socket: Socket, head: Buffer): void;
   close(): Promise<void>;
 }
 
@@ -90,19 +95,22 @@ export async function createMqttEdge(options: MqttEdgeOptions): Promise<MqttEdge
   };
   const unsubscribeChanges = options.changes?.subscribe(onChange);
 
-  const server: Server = options.tls === undefined
+  const port = options.port ?? (options.tls === undefined ? 1883 : 8883);
+  // Connections handed over by another process: no listener of its own.
+  const server: Server | undefined = options.handedOver === true ? undefined : options.tls === undefined
     ? createServer({ highWaterMark: SOCKET_HIGH_WATER_MARK }, onSocket)
     : createTlsServer({ highWaterMark: SOCKET_HIGH_WATER_MARK, cert: options.tls.cert as never, key: options.tls.key as never, handshakeTimeout: limits.connectTimeoutMs }, onSocket);
-  const port = options.port ?? (options.tls === undefined ? 1883 : 8883);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, options.host ?? '0.0.0.0', () => {
-      server.off('error', reject);
-      resolve();
+  if (server !== undefined) {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, options.host ?? '0.0.0.0', () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
-  });
-  const address = server.address();
-  const boundPort = typeof address === 'object' && address !== null ? address.port : port;
+  }
+  const address = server?.address();
+  const boundPort = typeof address === 'object' && address !== null && address !== undefined ? address.port : port;
 
   return {
     port: boundPort,
@@ -113,11 +121,16 @@ export async function createMqttEdge(options: MqttEdgeOptions): Promise<MqttEdge
     },
     followsFeeds: () => sessions.followsFeeds,
     apply: onChange,
+    accept(socket, head) {
+      // Read again by the connection, first of all.
+      if (head.length > 0) socket.unshift(head);
+      onSocket(socket);
+    },
     async close() {
       connections.stop();
       unsubscribeChanges?.();
       transport.close();
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      const closed = new Promise<void>((resolve) => (server === undefined ? resolve() : server.close(() => resolve())));
       for (const conn of [...connections.all]) conn.disconnect(Reason.SERVER_SHUTTING_DOWN, 'server shutting down');
       sessions.close();
       await closed;

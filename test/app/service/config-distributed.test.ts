@@ -132,16 +132,20 @@ test('the composed service uses the prefixed topics and group and the named Clic
   }
 });
 
-test('edge workers: auto is one per core but one for a distributed edge, 1 elsewhere; more than one is refused where the edge cannot share its ports', () => {
+test('edge workers: auto is one per core but one for a distributed --role edge and the embedded --role all, 1 elsewhere; more than one is refused where the edge cannot share its ports', () => {
   const servers = { 'kafka-brokers': '127.0.0.1:9092', 'database-url': 'postgres://x@127.0.0.1/db', 'clickhouse-url': 'http://127.0.0.1:8123' };
   const edge = loadConfig({ role: 'edge', ...servers }, {});
   assert.is(edge.edgeWorkers, 'auto');
   assert.equal([edgeWorkerCount(edge, 16), edgeWorkerCount(edge, 2), edgeWorkerCount(edge, 1)], [15, 1, 1]);
   assert.is(edgeWorkerCount(loadConfig({ role: 'edge', 'edge-workers': '4', ...servers }, {}), 2), 4);
   assert.is(edgeWorkerCount(loadConfig({}, { EDGE_WORKERS: '3', FLEETSTREAM_ROLE: 'edge', KAFKA_BROKERS: 'k:9092', DATABASE_URL: 'postgres://x@h/db', CLICKHOUSE_URL: 'http://h:8123' }), 2), 3);
-  assert.is(edgeWorkerCount(loadConfig({}, {}), 16), 1, 'embedded: one edge');
-  assert.is(edgeWorkerCount(loadConfig({ role: 'all', ...servers }, {}), 16), 1, 'role all: one edge beside the engine');
-  assert.throws(() => edgeWorkerCount(loadConfig({ 'edge-workers': '2' }, {})), /embedded mode runs one edge/);
+  assert.equal([edgeWorkerCount(loadConfig({}, {}), 16), edgeWorkerCount(loadConfig({}, {}), 2)], [15, 1], 'embedded: the primary holds the ports, the workers the edge');
+  assert.is(edgeWorkerCount(loadConfig({ 'edge-workers': '2' }, {}), 16), 2);
+  assert.is(edgeWorkerCount(loadConfig({ role: 'all', ...servers }, {}), 16), 1, 'a distributed role all: one edge beside the engine');
+  const tls = { 'mqtt-tls-cert': '/c.pem', 'mqtt-tls-key': '/k.pem' };
+  assert.is(edgeWorkerCount(loadConfig(tls, {}), 16), 1, 'embedded MQTT over TLS: one edge');
+  assert.throws(() => edgeWorkerCount(loadConfig({ 'edge-workers': '2', ...tls }, {})), /without MQTT over TLS/);
+  assert.throws(() => edgeWorkerCount(loadConfig({ role: 'all', 'edge-workers': '2', ...servers }, {})), /--role edge with Kafka, PostgreSQL and ClickHouse/);
   assert.throws(() => edgeWorkerCount(loadConfig({ role: 'edge', 'edge-workers': '2', 'kafka-brokers': 'k:9092' }, {})), /--role edge with Kafka, PostgreSQL and ClickHouse/);
   for (const bad of ['0', '-1', '1.5', '257', 'many', 'auto2']) assert.throws(() => loadConfig({ 'edge-workers': bad }, {}), /edge-workers|edgeWorkers|invalid configuration/, bad);
 });
