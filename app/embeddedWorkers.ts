@@ -53,6 +53,22 @@ export interface EmbeddedWorkersOptions {
   exec: string;
 }
 
+/** The MQTT port is the primary's: each connection goes to the worker of its client id (none with an external broker or port -1). */
+function startHandoff(config: Config, count: number, running: ReadonlyMap<number, Running>): Promise<MqttHandoff | undefined> {
+  if (config.mqtt.url !== undefined || config.mqtt.port < 0) return Promise.resolve(undefined);
+  return listening({ name: 'MQTT', setting: 'mqtt-port', host: config.mqtt.host, port: config.mqtt.port, hint: 'or --mqtt-port=-1 to run without the embedded MQTT edge' },
+    () => startMqttHandoff({
+      host: config.mqtt.host, port: config.mqtt.port, workers: () => count, connectTimeoutMs: 10_000,
+      handTo: (index, socket, head) => {
+        const target = running.get(index);
+        if (target === undefined || !target.started || !target.worker.isConnected()) return false;
+        // send() answers false also when it only queued the message: the socket is on its way either way.
+        target.worker.send({ type: HANDOFF, head }, socket);
+        return true;
+      },
+    }));
+}
+
 export async function startEmbeddedWorkers(options: EmbeddedWorkersOptions): Promise<EmbeddedWorkers> {
   const { config, count, logger } = options;
   cluster.setupPrimary({ exec: options.exec, args: ['start'], serialization: 'advanced' });
@@ -99,20 +115,7 @@ export async function startEmbeddedWorkers(options: EmbeddedWorkersOptions): Pro
   };
   let handoff: MqttHandoff | undefined;
   try {
-    // The MQTT port is the primary's: each connection goes to the worker of its client id.
-    if (config.mqtt.url === undefined && config.mqtt.port >= 0) {
-      handoff = await listening({ name: 'MQTT', setting: 'mqtt-port', host: config.mqtt.host, port: config.mqtt.port, hint: 'or --mqtt-port=-1 to run without the embedded MQTT edge' },
-        () => startMqttHandoff({
-          host: config.mqtt.host, port: config.mqtt.port, workers: () => count, connectTimeoutMs: 10_000,
-          handTo: (index, socket, head) => {
-            const target = running.get(index);
-            if (target === undefined || !target.started || !target.worker.isConnected()) return false;
-            // send() answers false also when it only queued the message: the socket is on its way either way.
-            target.worker.send({ type: HANDOFF, head }, socket);
-            return true;
-          },
-        }));
-    }
+    handoff = await startHandoff(config, count, running);
     // One at a time: the first worker's port is the one the others share.
     for (let i = 0; i < count; i++) await fork(i);
   } catch (error) {
