@@ -78,6 +78,14 @@ export interface Service {
   stop(): Promise<void>;
 }
 
+/** Starts a role; it stops in the reverse order of starting, and its readiness is the process's too. */
+async function startRole<R extends Role>(role: R, name: string, closers: Closers, roles: Role[]): Promise<R> {
+  await role.start();
+  closers.add(name, () => role.stop());
+  roles.push(role);
+  return role;
+}
+
 export async function createService(options: ServiceOptions): Promise<Service> {
   const { config, logger } = options;
   const clock = options.clock ?? systemClock;
@@ -105,29 +113,19 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     const probes = config.role === 'engine' ? await startProbes(w, { alive: () => engine?.pipeline.failure === undefined, ready }) : undefined;
     if (probes !== undefined) closers.add('probes', () => probes.close());
     if (engine !== undefined) {
-      await engine.start();
       // Stopped after the edges (closers run in reverse): first it stores what they accepted.
-      closers.add('engine', () => engine.stop());
-      roles.push(engine);
-      const role = owner = commandOwnerRole(w, routes);
-      await role.start();
-      closers.add('command owner', () => role.stop());
-      roles.push(role);
+      await startRole(engine, 'engine', closers, roles);
+      owner = await startRole(commandOwnerRole(w, routes), 'command owner', closers, roles);
     }
     let workers: EmbeddedWorkers | undefined;
     if (workerCount > 1) {
       const started = workers = await startEmbeddedWorkers({ config, count: workerCount, ports, reservations: owner?.actors, metrics, logger, exec: ENTRY_POINT });
       closers.add('edge workers', () => started.stop());
       scrape = () => started.scrape();
-      metrics.watchLive({ publisher: w.live });
     } else if (config.role !== 'engine') {
-      const role = edge = edgeRole(w, { ready, routes, reserve: w.usesKafka ? undefined : owner?.actors });
-      closers.add('edge', () => role.stop());
-      await role.start();
-      roles.push(role);
-    } else {
-      metrics.watchLive({ publisher: w.live });
+      edge = await startRole(edgeRole(w, { ready, routes, reserve: w.usesKafka ? undefined : owner?.actors }), 'edge', closers, roles);
     }
+    if (edge === undefined) metrics.watchLive({ publisher: w.live });
     const httpPort = edge?.httpPort ?? workers?.httpPort;
     const mqttPort = edge?.mqttPort ?? workers?.mqttPort;
     const admin = await startAdminSocket(w, ports.registry, httpPort);
