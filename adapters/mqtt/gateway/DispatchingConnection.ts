@@ -26,13 +26,18 @@ const UNSUBSCRIBE = 10;
 const PINGREQ = 12;
 const DISCONNECT = 14;
 
+/** The one 'data' listener of every connection's socket (no closure per connection). */
+function onData(this: Socket, chunk: Buffer): void {
+  (EdgeConnection.of(this) as DispatchingConnection).onData(chunk);
+}
+
 export class DispatchingConnection extends EdgeConnection implements FrameSink {
   constructor(ctx: EdgeContext<EdgeConnection>, socket: Socket) {
     super(ctx, socket);
-    socket.on('data', (chunk: Buffer) => this.#onData(chunk));
+    socket.on('data', onData);
   }
 
-  #onData(chunk: Buffer): void {
+  onData(chunk: Buffer): void {
     if (this.phase === 'closed') return;
     this.lastSeen = this.ctx.clock.now();
     // Not corked here: write() corks at the first packet a chunk's packets answer, and an uplink
@@ -45,7 +50,7 @@ export class DispatchingConnection extends EdgeConnection implements FrameSink {
   frame(first: number, body: Buffer): boolean {
     if (this.phase === 'closed') return false;
     if (this.phase === 'authenticating') {
-      this.backlog.push({ first, body: Buffer.from(body) });
+      (this.backlog ??= []).push({ first, body: Buffer.from(body) });
       return true;
     }
     try {
@@ -73,10 +78,7 @@ export class DispatchingConnection extends EdgeConnection implements FrameSink {
       case PUBLISH: return handlePublishFrame(this, first, body);
       case PUBACK: {
         if (body.length < 2) return this.protocolError(Reason.MALFORMED_PACKET, 'PUBACK without packet identifier');
-        const id = body.readUInt16BE(0);
-        const acked = this.commandAcks.get(id);
-        this.commandAcks.delete(id);
-        acked?.();
+        this.commandAcked(body.readUInt16BE(0));
         return;
       }
       case PUBREL: {
@@ -115,10 +117,14 @@ export class DispatchingConnection extends EdgeConnection implements FrameSink {
     if (packet === undefined) return;
     const violation = packet.cmd === 'subscribe' ? subscribeViolation(packet, this.v5) : unsubscribeViolation(packet as mqttPacket.IUnsubscribePacket, this.v5);
     if (violation !== undefined) return this.protocolError(violation.reason, violation.text);
-    this.control = this.control.then(() => (this.phase === 'open' ? handle(packet) : undefined)).catch((error: unknown) => {
+    const handled = (this.control ?? Promise.resolve()).then(() => (this.phase === 'open' ? handle(packet) : undefined)).catch((error: unknown) => {
       this.ctx.logger.error('mqtt: control packet failed', { error: String(error) });
       this.protocolError(Reason.UNSPECIFIED, 'server error');
+    }).then(() => {
+      // The last one handled: none is under way, and none is kept.
+      if (this.control === handled) this.control = undefined;
     });
+    this.control = handled;
   }
 
   #refuseFrame(refusal: FrameRefusal): void {
@@ -134,7 +140,7 @@ export class DispatchingConnection extends EdgeConnection implements FrameSink {
   /** Packets read while CONNECT was authenticated, handled now that it is. */
   replayBacklog(): void {
     const backlog = this.backlog;
-    this.backlog = [];
-    for (const { first, body } of backlog) if (!this.frame(first, body)) return;
+    this.backlog = undefined;
+    if (backlog !== undefined) for (const { first, body } of backlog) if (!this.frame(first, body)) return;
   }
 }

@@ -41,9 +41,11 @@ export interface Session {
   expiryMs: number;
   timer: TimerHandle | undefined;
   disconnectedAt: number;
-  /** Packet ids of QoS 1 publishes refused lately, oldest first, with their answers: a resend (DUP) gets the answer again, not a second record. */
-  refusedIds: number[];
-  refusedAnswers: Map<number, Buffer>;
+  /**
+   * Packet ids of QoS 1 publishes refused lately, oldest first (the Map's order), with their answers:
+   * a resend (DUP) gets the answer again, not a second record. Created at the first refusal.
+   */
+  refused: Map<number, Buffer> | undefined;
 }
 
 export type Claim =
@@ -87,7 +89,7 @@ export class Sessions {
     }
     if (this.#byClientId.size >= this.#o.maxSessions) this.#evictOldestOffline();
     const session: Session = {
-      clientId, owner, subscriptions: new Map(), holder, expiryMs: 0, timer: undefined, disconnectedAt: 0, refusedIds: [], refusedAnswers: new Map(),
+      clientId, owner, subscriptions: new Map(), holder, expiryMs: 0, timer: undefined, disconnectedAt: 0, refused: undefined,
     };
     this.#byClientId.set(clientId, session);
     return { ok: true, session, present: false, previous };

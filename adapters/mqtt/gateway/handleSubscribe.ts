@@ -39,7 +39,7 @@ export async function handleSubscribe(conn: EdgeConnection, packet: mqttPacket.I
       const resolved = await resolve(conn, filter);
       if (resolved.ok) {
         const granted = Math.min(qos, 1) as 0 | 1;
-        ctx.sessions.subscribe(conn.session!, { ...resolved.value, qos: granted });
+        ctx.sessions.subscribe(conn.session!, subscriptionEntry(resolved.value, granted));
         codes.push(granted);
         if (resolved.value.channel === 'command' && conn.deviceId !== undefined) commands = true;
         continue;
@@ -98,6 +98,24 @@ async function resolve(conn: EdgeConnection, filter: string): Promise<{ ok: true
     value: s.kind === 'device'
       ? { filter, channel: s.channel, deviceId: d.id, groundId: d.groundId, asset: s.asset }
       : { filter, channel: s.channel, deviceId: d.id, groundId: d.groundId, assetId: s.assetId, assetName: d.assets.find((a) => a.id === s.assetId)!.name },
+  };
+}
+
+/**
+ * The entry kept for a granted filter, in one shape whatever the filter: every session holds its
+ * subscriptions for as long as it lives (a spread would give each entry a properties array of its
+ * own for `qos`); the channel is the module's constant, not the filter's copy of the word.
+ */
+function subscriptionEntry(resolved: Omit<SubscriptionEntry, 'qos'>, qos: 0 | 1): SubscriptionEntry {
+  return {
+    filter: resolved.filter,
+    qos,
+    channel: resolved.channel === 'command' ? 'command' : 'feed',
+    deviceId: resolved.deviceId,
+    groundId: resolved.groundId,
+    asset: resolved.asset,
+    assetId: resolved.assetId,
+    assetName: resolved.assetName,
   };
 }
 

@@ -46,9 +46,9 @@ export function handlePublishFrame(conn: EdgeConnection, first: number, body: Bu
         return conn.protocolError(Reason.TOPIC_ALIAS_INVALID, `topic alias ${publish.topicAlias} is outside 1–${limits.topicAliasMaximum}`);
       }
       if (publish.topic !== '') {
-        conn.aliases.set(publish.topicAlias, publish.topic);
+        (conn.aliases ??= new Map()).set(publish.topicAlias, publish.topic);
       } else {
-        const topic = conn.aliases.get(publish.topicAlias);
+        const topic = conn.aliases?.get(publish.topicAlias);
         if (topic === undefined) return conn.protocolError(Reason.PROTOCOL_ERROR, `topic alias ${publish.topicAlias} was never set`);
         publish.topic = topic;
       }
@@ -59,20 +59,22 @@ export function handlePublishFrame(conn: EdgeConnection, first: number, body: Bu
     // Reading pauses at Receive Maximum; what the chunk being read holds beyond it is still taken (bounded by
     // the socket's read size). mqtt.js, among others, does not keep to the server's Receive Maximum, so
     // exceeding it pauses the client instead of disconnecting it with 0x93.
-    slot = { packetId: publish.packetId, ready: false, done: false };
-    conn.acks.push(slot);
-    if (conn.acks.length >= limits.receiveMaximum) conn.pause('inflight');
+    slot = { packetId: publish.packetId, ready: false, done: false, packet: undefined };
+    const acks = (conn.acks ??= []);
+    acks.push(slot);
+    if (acks.length >= limits.receiveMaximum) conn.pause('inflight');
     if (publish.dup) {
-      const answer = conn.session?.refusedAnswers.get(publish.packetId);
+      const answer = conn.session?.refused?.get(publish.packetId);
       if (answer !== undefined) {
         answerSlot(conn, slot, answer);
         return;
       }
     }
   }
-  conn.uplinks.push({ publish, slot, refreshed: false });
+  const uplinks = (conn.uplinks ??= []);
+  uplinks.push({ publish, slot, refreshed: false });
   // QoS 0 too: a connection has at most Receive Maximum uplinks read and not yet admitted.
-  if (conn.uplinks.length + conn.admitting >= limits.receiveMaximum) conn.pause('admitting');
+  if (uplinks.length + conn.admitting >= limits.receiveMaximum) conn.pause('admitting');
   drain(conn);
 }
 
@@ -82,7 +84,7 @@ function drain(conn: EdgeConnection): void {
   const { gate } = conn.ctx;
   // Read once per run of the loop: it only ages the cached device (cacheTtlMs, minutes).
   const now = conn.ctx.clock.now();
-  while (conn.uplinks.length > 0 && !conn.discardUplinks) {
+  while (conn.uplinks !== undefined && !conn.discardUplinks) {
     if (!gate.open) {
       conn.gateWaiting = true;
       conn.pause('gate');
@@ -117,8 +119,22 @@ function drain(conn: EdgeConnection): void {
   }
 }
 
+/** Takes the oldest uplink read; an emptied queue is let go (an idle connection holds none). */
+function nextUplink(conn: EdgeConnection): PendingUplink | undefined {
+  const uplinks = conn.uplinks;
+  if (uplinks === undefined) return undefined;
+  const pending = uplinks.shift();
+  if (uplinks.length === 0) conn.uplinks = undefined;
+  return pending;
+}
+
+/** Puts an uplink back in front of the queue (it is tried again). */
+function putBack(conn: EdgeConnection, pending: PendingUplink): void {
+  (conn.uplinks ??= []).unshift(pending);
+}
+
 function decideNext(conn: EdgeConnection, device: DeviceWithAssets | undefined): void {
-  const pending = conn.uplinks.shift();
+  const pending = nextUplink(conn);
   if (pending === undefined || conn.discardUplinks) return;
   const { publish } = pending;
   const principal = conn.principal!;
@@ -132,7 +148,7 @@ function decideNext(conn: EdgeConnection, device: DeviceWithAssets | undefined):
         // The asset may have been created after the cached copy was read.
         pending.refreshed = true;
         conn.device = undefined;
-        conn.uplinks.unshift(pending);
+        putBack(conn, pending);
         return;
       }
       return refuseHere(conn, pending, decision);
@@ -152,7 +168,7 @@ function decideNext(conn: EdgeConnection, device: DeviceWithAssets | undefined):
   conn.admitting++;
   const settled = () => {
     conn.admitting--;
-    if (conn.uplinks.length + conn.admitting < limits.receiveMaximum) conn.resume('admitting');
+    if ((conn.uplinks?.length ?? 0) + conn.admitting < limits.receiveMaximum) conn.resume('admitting');
     gate.done();
   };
   // admitThen: no promise per uplink (three of them, with their reactions, on the admit() path).
@@ -175,7 +191,7 @@ function notAdmitted(conn: EdgeConnection, pending: PendingUplink, error: unknow
   const failure = toFleetError(error, 'UNAVAILABLE');
   if (failure.code === 'BACKPRESSURE' && !conn.discardUplinks) {
     // The log intake is full (other edges share it): this connection waits a little and tries again.
-    conn.uplinks.unshift(pending);
+    putBack(conn, pending);
     conn.pause('gate');
     conn.gateWaiting = true;
     conn.ctx.clock.setTimeout(() => {
@@ -223,9 +239,11 @@ function refused(conn: EdgeConnection, pending: PendingUplink, refusal: Refusal)
   const answer = refusalAnswer(conn, pending.publish, refusal);
   const session = conn.session;
   if (session !== undefined) {
-    session.refusedIds.push(slot.packetId);
-    session.refusedAnswers.set(slot.packetId, answer);
-    while (session.refusedIds.length > REMEMBERED_REFUSALS) session.refusedAnswers.delete(session.refusedIds.shift()!);
+    // A Map keeps insertion order: the first key is the oldest refusal (a refused id refused again moves last).
+    const remembered = (session.refused ??= new Map());
+    remembered.delete(slot.packetId);
+    remembered.set(slot.packetId, answer);
+    if (remembered.size > REMEMBERED_REFUSALS) remembered.delete(remembered.keys().next().value!);
   }
   answerSlot(conn, slot, answer);
 }
