@@ -20,7 +20,8 @@ import mqttPacket from 'mqtt-packet';
 import type { UplinkTarget } from '../../../engine/access/mqttTopics.ts';
 import type { Principal } from '../../../engine/ports/registry.ts';
 import type { DeviceWithAssets } from '../../../engine/ports/registry.ts';
-import { FrameReader, varintBytes } from './FrameReader.ts';
+import { FrameReader } from './FrameReader.ts';
+import { parsePacket } from './parsePacket.ts';
 import { encodePublish, encodePuback } from './publishCodec.ts';
 import { Reason, type DisconnectReason } from './reasonCodes.ts';
 import type { EdgeContext } from './EdgeContext.ts';
@@ -144,22 +145,9 @@ export abstract class EdgeConnection implements SessionHolder {
 
   /** Parses a complete packet with mqtt-packet; closes the connection and returns undefined when it is malformed. */
   parse(first: number, body: Buffer): mqttPacket.Packet | undefined {
-    // A parser per packet: complete packets only reach it, and a connection keeps none between packets.
-    const parser = mqttPacket.parser({ protocolVersion: this.version || 4 });
-    let result: mqttPacket.Packet | undefined;
-    let failure: Error | undefined;
-    const onPacket = (p: mqttPacket.Packet) => { result = p; };
-    const onError = (e: Error) => { failure = e; };
-    parser.on('packet', onPacket);
-    parser.on('error', onError);
-    try {
-      parser.parse(Buffer.concat([Buffer.from([first, ...varintBytes(body.length)]), body]));
-    } finally {
-      parser.off('packet', onPacket);
-      parser.off('error', onError);
-    }
-    if (failure !== undefined || result === undefined) {
-      this.protocolError(Reason.MALFORMED_PACKET, failure?.message ?? 'incomplete packet');
+    const result = parsePacket(this.version || 4, first, body);
+    if (result instanceof Error) {
+      this.protocolError(Reason.MALFORMED_PACKET, result.message);
       return undefined;
     }
     return result;

@@ -227,6 +227,39 @@ t('an MQTT 5 SUBSCRIBE with a malformed filter gets SUBACK 0x8F', async () => {
   r.socket.destroy();
 });
 
+t('malformed SUBSCRIBEs inside a whole frame close their connection and leave nothing for the next connection\'s packets (one parser per protocol level serves all)', async () => {
+  const frame = (body: number[]) => Buffer.from([0x82, body.length, ...body]);
+  const topic = [...Buffer.from('device/x')];
+  for (const version of [4, 5] as const) {
+    const props = version === 5 ? [0] : [];
+    const malformed = [
+      // The topic filter's length runs past the packet.
+      frame([0, 7, ...props, 0, 50, ...topic]),
+      // Requested QoS 3.
+      frame([0, 8, ...props, 0, topic.length, ...topic, 3]),
+      // No subscription options after the filter.
+      frame([0, 9, ...props, 0, topic.length, ...topic]),
+      ...(version === 5 ? [frame([0, 10, 9, 0, topic.length, ...topic, 1])] : []),
+    ];
+    for (const packet of malformed) {
+      const bad = await authenticated(s.edge.port, dev.token, version);
+      const good = await authenticated(s.edge.port, dev.token, version);
+      bad.socket.write(packet);
+      await withinMs(bad.closed, 2000, `malformed SUBSCRIBE v${version} closed`);
+      assert.ok(!bad.packets.some((p) => p.cmd === 'suback'));
+      if (version === 5) assert.is((bad.packets.find((p) => p.cmd === 'disconnect') as mqttPacket.IDisconnectPacket).reasonCode, 0x81);
+      good.socket.write(mqttPacket.generate({ cmd: 'subscribe', messageId: 42, subscriptions: [{ topic: `device/${dev.deviceId}/asset/+/command`, qos: 1 }] } as mqttPacket.ISubscribePacket, { protocolVersion: version }));
+      await waitFor(() => good.packets.some((p) => p.cmd === 'suback'), 2000, 'SUBACK');
+      const suback = good.packets.find((p) => p.cmd === 'suback') as mqttPacket.ISubackPacket;
+      assert.is(suback.messageId, 42);
+      assert.equal(suback.granted, [1]);
+      assert.ok(!good.isClosed());
+      good.socket.destroy();
+    }
+  }
+  await stillServes();
+});
+
 t('a QoS 2 flood from an MQTT 3.1.1 client: every publish made durable and answered with PUBREC in order, PUBREL → PUBCOMP', async () => {
   const r = await authenticated(s.edge.port, dev.token, 4);
   const appended = s.appended.length;
