@@ -60,9 +60,10 @@ export function handlePublishFrame(conn: EdgeConnection, first: number, body: Bu
     // the socket's read size). mqtt.js, among others, does not keep to the server's Receive Maximum, so
     // exceeding it pauses the client instead of disconnecting it with 0x93.
     slot = { packetId: publish.packetId, ready: false, done: false, packet: undefined };
-    const acks = (conn.acks ??= []);
-    acks.push(slot);
-    if (acks.length >= limits.receiveMaximum) conn.pause('inflight');
+    // A queue made for one (`[slot]`): a client with one publish in flight, the usual case, never grows it.
+    if (conn.acks === undefined) conn.acks = [slot];
+    else conn.acks.push(slot);
+    if (conn.acks.length >= limits.receiveMaximum) conn.pause('inflight');
     if (publish.dup) {
       const answer = conn.session?.refused?.get(publish.packetId);
       if (answer !== undefined) {
@@ -71,10 +72,11 @@ export function handlePublishFrame(conn: EdgeConnection, first: number, body: Bu
       }
     }
   }
-  const uplinks = (conn.uplinks ??= []);
-  uplinks.push({ publish, slot, refreshed: false });
+  const pending: PendingUplink = { publish, slot, refreshed: false };
+  if (conn.uplinks === undefined) conn.uplinks = [pending];
+  else conn.uplinks.push(pending);
   // QoS 0 too: a connection has at most Receive Maximum uplinks read and not yet admitted.
-  if (uplinks.length + conn.admitting >= limits.receiveMaximum) conn.pause('admitting');
+  if (conn.uplinks.length + conn.admitting >= limits.receiveMaximum) conn.pause('admitting');
   drain(conn);
 }
 
@@ -130,7 +132,8 @@ function nextUplink(conn: EdgeConnection): PendingUplink | undefined {
 
 /** Puts an uplink back in front of the queue (it is tried again). */
 function putBack(conn: EdgeConnection, pending: PendingUplink): void {
-  (conn.uplinks ??= []).unshift(pending);
+  if (conn.uplinks === undefined) conn.uplinks = [pending];
+  else conn.uplinks.unshift(pending);
 }
 
 function decideNext(conn: EdgeConnection, device: DeviceWithAssets | undefined): void {
