@@ -56,7 +56,15 @@
  * It runs before the ingest scenarios, and both threads collect their garbage fully before the first
  * reading and before the last: measured after the scenarios, the connections fitted in heap those had
  * freed (1-2 MB per 10 000 printed), and the system Mosquitto holds memory from its earlier clients
- * (0 MB growth, against 31 MB for a fresh one).
+ * (0 MB growth, against 31 MB for a fresh one). Those collections give back what V8 keeps for speed
+ * (`collect(true)`: the young generation grown under load, as the service's collection once it is
+ * ready and V8's memory reducer in an idle process do), and the first reading waits until RSS holds
+ * still. With plain full collections `held` counted V8's young generation instead: grown (32 → 64 MB
+ * semi-spaces) when the connections' survivors crossed its threshold, or shrunk by the memory reducer
+ * during the measurement — 35-43 MB in runs of the same code, -416 MB in another. `peak` still counts
+ * it: connecting allocates ~25 KB per device (mqtt-packet's CONNECT and SUBSCRIBE parsing the most).
+ * `2000 100 50 60 - 5 off 10000 1`, two runs: the edge held 21-22 MB per 10 000 (peak 63-66), 32
+ * (peak 85-92) before its connections made what few of them use lazy; a fresh Mosquitto 31 (31).
  *
  * Fleetstream (edge, log, engine) runs in a worker thread; every MQTT client runs in the main thread
  * for both brokers, so the load generator's cost is the same on both sides.
@@ -134,8 +142,8 @@ async function memoryRows(engine: Engine, rssConnections: number, mosquittoPid: 
   const rows: string[] = [];
   const per10k = (bytes: number) => `${((bytes / rssConnections) * 10_000 / 1024 / 1024).toFixed(0)} MB per 10 000`;
   const settle = async () => {
-    await engine.ask('collected', { type: 'collect' });
-    collect();
+    await engine.ask('collected', { type: 'collect', shrink: true });
+    collect(true);
   };
   const { ready } = engine;
   const edgeGrowth = await rssOf(ready.port, rssConnections, (i) => ready.devices[i % ready.devices.length], () => process.memoryUsage().rss, settle);

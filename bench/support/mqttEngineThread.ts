@@ -26,7 +26,7 @@ import { collect } from './collect.ts';
 export const MOSQUITTO = 'mqtt://127.0.0.1:1883';
 
 export interface Device { id: string; token: string; ledId: string }
-export type ToWorker = { type: 'collect' } | { type: 'count' } | { type: 'command'; deviceId: string; value: number } | { type: 'deliver'; device: Device; value: number } | { type: 'external'; on: boolean; connections?: number } | { type: 'stop' };
+export type ToWorker = { type: 'collect'; shrink?: boolean } | { type: 'count' } | { type: 'command'; deviceId: string; value: number } | { type: 'deliver'; device: Device; value: number } | { type: 'external'; on: boolean; connections?: number } | { type: 'stop' };
 export type FromWorker = { type: 'ready'; port: number; devices: Device[] } | { type: 'collected' } | { type: 'count'; appended: number; cpuMicros: number } | { type: 'external'; brokerDropped: number } | { type: 'stopped' };
 
 async function engineThread(deviceCount: number): Promise<void> {
@@ -64,7 +64,7 @@ async function engineThread(deviceCount: number): Promise<void> {
   const post = (m: FromWorker) => parentPort!.postMessage(m);
   parentPort!.on('message', async (m: ToWorker) => {
     if (m.type === 'collect') {
-      collect();
+      collect(m.shrink);
       post({ type: 'collected' });
     } else if (m.type === 'count') {
       const cpu = process.threadCpuUsage();

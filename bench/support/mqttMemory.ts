@@ -24,6 +24,7 @@ export function vmRss(pid: number): number {
 export async function rssOf(port: number, count: number, device: (i: number) => Device | undefined, rss: () => number,
   settle: () => Promise<void> = async () => undefined): Promise<{ peak: number; held: number }> {
   await settle();
+  await steady(rss);
   const before = rss();
   let peak = before;
   const sampler = setInterval(() => { peak = Math.max(peak, rss()); }, 20);
@@ -71,6 +72,22 @@ export async function rssOf(port: number, count: number, device: (i: number) => 
   await new Promise((r) => child.once('exit', r));
   if (ready < count) console.log(`  (${ready}/${count} connections answered)`);
   return { peak: peak - before, held };
+}
+
+/**
+ * Waits until `rss()` holds still (within 1 MB over a second; 30 s at most): a process that has just
+ * started may still be giving back memory its start used (V8's compilers, the registry's WebAssembly),
+ * which once made the edge's growth read as -416 MB per 10 000 connections.
+ */
+async function steady(rss: () => number): Promise<void> {
+  let last = rss();
+  let still = 0;
+  for (let waited = 0; still < 4 && waited < 30_000; waited += 250) {
+    await new Promise((r) => setTimeout(r, 250));
+    const now = rss();
+    still = Math.abs(now - last) < 1024 * 1024 ? still + 1 : 0;
+    last = now;
+  }
 }
 
 /** A Mosquitto started for the memory figure on FRESH_MOSQUITTO_PORT, or undefined when it cannot start. */
