@@ -77,6 +77,7 @@ import { useStartFlags } from '../test/support/startFlags.ts';
 import { collect } from './support/collect.ts';
 import { MOSQUITTO, type FromWorker, type ToWorker } from './support/mqttEngineThread.ts';
 import { connectAll, cpuLine, cpuNow, drive, mosquittoProcess, percentile, type Outcome } from './support/mqttLoad.ts';
+import { recordCosts } from './support/costs.ts';
 import { FRESH_MOSQUITTO_PORT, freshMosquitto, rssOf, vmRss } from './support/mqttMemory.ts';
 
 interface Settings {
@@ -148,6 +149,7 @@ async function memoryRows(engine: Engine, rssConnections: number, mosquittoPid: 
   const { ready } = engine;
   const edgeGrowth = await rssOf(ready.port, rssConnections, (i) => ready.devices[i % ready.devices.length], () => process.memoryUsage().rss, settle);
   rows.push(`${rssConnections} connected devices  fleetstream edge  RSS growth: peak ${per10k(edgeGrowth.peak)}, held ${per10k(edgeGrowth.held)}`);
+  recordCosts(`bench/mqtt.bench.ts, ${rssConnections} connections (held RSS growth)`, { edgeBytesPerConnection: edgeGrowth.held / rssConnections });
   const fresh = await freshMosquitto();
   if (fresh !== undefined) {
     const growth = await rssOf(FRESH_MOSQUITTO_PORT, rssConnections, () => undefined, () => vmRss(fresh.pid));
