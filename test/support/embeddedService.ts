@@ -39,6 +39,8 @@ export async function startEmbeddedService(options: EmbeddedServiceOptions | str
       lpwanApplicationsFile,
     },
     logger: createJsonLogger(o.log ?? { level: 'error', write: () => undefined }),
+    // The suites run again with the edge in worker processes (test/app/service/edge-workers-suites.test.ts).
+    edgeWorkers: Number(process.env.EDGE_WORKERS_TEST ?? 1),
   });
   return { service, base: `http://127.0.0.1:${service.httpPort}` };
 }
