@@ -14,7 +14,11 @@ export interface KafkaLogOptions {
   brokers: string[];
   /** Client id in broker logs and quotas. Default 'fleetstream'. */
   clientId?: string;
-  /** How long an append waits for others to share its produce request, ms. Default 5. */
+  /**
+   * How long the first append to an idle producer waits for others to share its produce request, ms.
+   * Default 0: the request leaves one event-loop turn later; appends arriving while a request is in
+   * flight leave together once it is acknowledged whatever the linger (LingerProducer.ts).
+   */
   lingerMs?: number;
   /** Records per produce request (an append is never split). Default 5000. */
   maxBatchRecords?: number;

@@ -1,11 +1,18 @@
 /**
- * Appends to Kafka with producer-side batching: appends arriving within `lingerMs` of each other
- * (or while the previous request is still unacknowledged) leave in one produce request, and each
+ * Appends to Kafka with producer-side batching (group commit, as the local log's FlushRounds): each
  * append's promise settles only when Kafka acknowledged its records (acks=-1: all in-sync replicas).
  *
- * One produce request is in flight at a time. That keeps the records of a partition in append-call
- * order without relying on kafkajs's in-flight ordering, and under load it batches by itself: what
- * arrives during a round trip leaves with the next request.
+ * One produce request is in flight at a time. kafkajs's idempotent producer holds a lock per broker
+ * for a request's whole round trip anyway (eosManager.acquireBrokerLock); keeping the one request
+ * here also keeps the records of a partition in append-call order, and under load it batches by
+ * itself: what arrives during a round trip leaves with the next request.
+ *
+ * A request starts one event-loop turn after the first append reaches an idle producer (appends made
+ * in the same turn share it), or `lingerMs` after it. The next one starts in the turn the previous
+ * one is acknowledged, without a linger, in that turn's check phase (setImmediate): the appends of
+ * the requests read in its I/O phase join it. A linger by default cost a closed loop of clients (each
+ * awaiting its 202 before its next uplink) a whole linger per round trip: the producer is idle at
+ * every acknowledgement, since every client waited on that request (docs/scaling.md).
  */
 import type { Producer, RecordMetadata, TopicMessages } from 'kafkajs';
 import type { Clock, TimerHandle } from '../../engine/kernel/clock.ts';
@@ -38,7 +45,10 @@ export interface LingerProducerOptions {
   /** Partition count of a topic (cached by the caller); rejects NOT_FOUND for unknown topics. */
   partitionCount(topic: string): Promise<number>;
   clock: Clock;
-  /** ms an append waits for company before its request leaves. */
+  /**
+   * ms the first append to an idle producer waits for company before its request leaves; 0: it leaves
+   * one event-loop turn later. Requests that follow an acknowledgement never wait for it.
+   */
   lingerMs: number;
   /** Records per produce request; a request leaves early when it is full. An append is never split. */
   maxBatchRecords: number;
@@ -68,7 +78,8 @@ export class LingerProducer {
   #queuedRecords = 0;
   #inFlightRecords = 0;
   #sending = false;
-  #lingerTimer: TimerHandle | undefined;
+  /** The linger's timer, or the immediate that starts the next request. */
+  #start: TimerHandle | undefined;
   #closed = false;
   #idle: (() => void)[] = [];
   #unsettled = 0;
@@ -109,27 +120,39 @@ export class LingerProducer {
   /** Sends what is queued and waits until nothing is queued or in flight; later appends reject CLOSED. */
   async close(): Promise<void> {
     this.#closed = true;
-    this.#lingerTimer?.cancel();
-    this.#lingerTimer = undefined;
+    this.#start?.cancel();
+    this.#start = undefined;
     if (!this.#sending) void this.#flush();
     if (this.#queue.length === 0 && !this.#sending) return;
     await new Promise<void>((resolve) => this.#idle.push(resolve));
   }
 
   #schedule(): void {
-    if (this.#sending) return; // the completion of the current request sends the rest
+    if (this.#sending) return; // the acknowledgement of the current request starts the next
     if (this.#queuedRecords >= this.#options.maxBatchRecords || this.#closed) {
-      this.#lingerTimer?.cancel();
-      this.#lingerTimer = undefined;
+      this.#start?.cancel();
+      this.#start = undefined;
       void this.#flush();
       return;
     }
-    if (this.#lingerTimer === undefined) {
-      this.#lingerTimer = this.#options.clock.setTimeout(() => {
-        this.#lingerTimer = undefined;
+    if (this.#start !== undefined) return;
+    if (this.#options.lingerMs > 0) {
+      this.#start = this.#options.clock.setTimeout(() => {
+        this.#start = undefined;
         void this.#flush();
       }, this.#options.lingerMs);
+    } else {
+      this.#startSoon();
     }
+  }
+
+  /** Starts a request in this event-loop turn's check phase, once the turn's I/O callbacks have made their appends. */
+  #startSoon(): void {
+    const immediate = setImmediate(() => {
+      this.#start = undefined;
+      void this.#flush();
+    });
+    this.#start = { cancel: () => clearImmediate(immediate) };
   }
 
   #expire(entry: PendingAppend): void {
@@ -210,8 +233,8 @@ export class LingerProducer {
     }
     this.#options.onFlush?.({ records: count, appends: batch.length, durationMs: this.#options.clock.now() - started, error });
     if (this.#queue.length > 0) {
-      // what queued up during the round trip has waited long enough: send it now
-      void this.#flush();
+      // what queued up during the round trip has waited long enough: no linger
+      if (this.#start === undefined) this.#startSoon();
     } else {
       this.#notifyIdle();
     }

@@ -2,8 +2,8 @@
  * The log port on Apache Kafka through kafkajs: the distributed adapter of DESIGN §2.
  *
  * - append: idempotent producer, acks=-1, the partition chosen by engine/kernel/partition.ts (so a key
- *   lands on the same partition as with the local log), appends batched for `lingerMs`
- *   (LingerProducer); each promise resolves with Kafka's offsets once acknowledged.
+ *   lands on the same partition as with the local log), concurrent appends sharing a produce request
+ *   (group commit, LingerProducer); each promise resolves with Kafka's offsets once acknowledged.
  * - consumer: a kafkajs consumer group delivering per-partition batches; see KafkaGroupConsumer
  *   for what is guaranteed around rebalances.
  */
@@ -76,7 +76,7 @@ class KafkaLog implements Log {
       renewProducer: () => this.#renewProducer(),
       partitionCount: (topic) => this.partitionCount(topic),
       clock: this.#clock,
-      lingerMs: options.lingerMs ?? 5,
+      lingerMs: options.lingerMs ?? 0,
       maxBatchRecords: options.maxBatchRecords ?? 5000,
       maxPendingRecords: options.maxPendingRecords ?? 100_000,
       appendTimeoutMs: options.appendTimeoutMs ?? 30_000,

@@ -1,6 +1,7 @@
 /**
- * LingerProducer logic on a simulated clock: linger, request size cap, one request in flight,
- * offsets from RecordMetadata, deadlines, backpressure, close. kafkajs's producer is replaced by a
+ * LingerProducer logic on a simulated clock: linger, request size cap, one request in flight and the
+ * next one in the turn of its acknowledgement, offsets from RecordMetadata, deadlines, backpressure,
+ * close. kafkajs's producer is replaced by a
  * scripted stand-in whose sendBatch calls the test answers by hand; the real broker is exercised in
  * kafka-log.test.ts.
  */
@@ -58,6 +59,9 @@ function setup(overrides: Partial<ConstructorParameters<typeof LingerProducer>[0
 const settle = async () => {
   for (let i = 0; i < 10; i++) await Promise.resolve();
 };
+
+/** Lets the event loop reach its check phase (setImmediate), where requests without a linger start. */
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 const rec = (key: string, value = key, timestamp?: number): ProducerRecord => ({ key, value: new TextEncoder().encode(value), timestamp });
 
@@ -150,7 +154,8 @@ test('a full request leaves without waiting for the linger; an append is never s
   assert.is(sent[0].batch.topicMessages![0].messages.length, 3);
   acknowledge(sent[0], new Map());
   await settle();
-  assert.is(sent.length, 2, 'the rest leaves right after the acknowledgement');
+  await turn();
+  assert.is(sent.length, 2, 'the rest leaves in the turn of the acknowledgement');
   assert.is(sent[1].batch.topicMessages![0].messages.length, 3);
   await expireAll();
 });
@@ -169,8 +174,49 @@ test('one request in flight: what arrives meanwhile leaves together after the ac
   assert.is(sent.length, 1, 'no second request while the first is unacknowledged');
   acknowledge(sent[0], new Map());
   await settle();
+  await turn();
   assert.is(sent.length, 2);
   assert.is(sent[1].batch.topicMessages![0].messages.length, 3);
+  await expireAll();
+});
+
+test('lingerMs 0: the appends of one turn share a request that leaves in its check phase, the clock standing still', async () => {
+  const { sent, flushes, appender } = setup({ lingerMs: 0 });
+  const a = track(appender.append('t', [rec('a')]));
+  const b = track(appender.append('t', [rec('b'), rec('c')]));
+  await settle();
+  assert.is(sent.length, 0, 'not before the turn ends');
+  await turn();
+  assert.is(sent.length, 1);
+  assert.is(sent[0].batch.topicMessages![0].messages.length, 3);
+  const c = track(appender.append('t', [rec('d')]));
+  acknowledge(sent[0], new Map());
+  await settle();
+  assert.ok(a.done && b.done && !c.done);
+  await turn();
+  assert.is(sent.length, 2, 'the append made during the round trip leaves in the turn of the acknowledgement');
+  acknowledge(sent[1], new Map());
+  await settle();
+  assert.ok(c.done && c.error === undefined);
+  assert.equal(flushes.map((f) => [f.records, f.appends]), [[3, 2], [1, 1]]);
+});
+
+test('the request after an acknowledgement waits for no linger and takes the appends made in that turn', async () => {
+  const { clock, sent, appender, expireAll } = setup({ lingerMs: 10 });
+  track(appender.append('t', [rec('a')]));
+  await settle();
+  clock.advance(10);
+  await settle();
+  assert.is(sent.length, 1);
+  track(appender.append('t', [rec('b')])); // during the round trip
+  await settle();
+  acknowledge(sent[0], new Map());
+  track(appender.append('t', [rec('c')])); // read in the turn of the acknowledgement
+  await settle();
+  assert.is(sent.length, 1, 'the next request waits for the check phase');
+  await turn();
+  assert.is(sent.length, 2, 'without the clock advancing');
+  assert.equal(sent[1].batch.topicMessages![0].messages.map((m) => String(m.value)), ['b', 'c']);
   await expireAll();
 });
 
