@@ -6,6 +6,7 @@
  *   KAFKA_BROKERS=$(bash scripts/kafka.sh brokers) CLICKHOUSE_URL=$(bash scripts/clickhouse.sh url) \
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx node bench/distributed.bench.ts
  *   BENCH_UPLINKS=20000 BENCH_BACKLOG=1000000 BENCH_DEVICES=200 BENCH_CONCURRENCY=32 BENCH_PARTITIONS=8 …
+ *   (BENCH_BACKLOG=0: phase 1 alone)
  *
  * Uplinks are JSON device states of 4 data points (test/support/fleetCluster.ts). Phases:
  * 1. HTTP end to end, BENCH_UPLINKS uplinks from BENCH_CONCURRENCY keep-alive clients, timed from the
@@ -172,6 +173,8 @@ interface PhaseResult {
   /** CPU seconds by process name over the phase. */
   cpuOf?: Record<string, number>;
   rss: string;
+  /** HTTP phases: uplinks answered 202 per second, timed from the first request to the last 202. */
+  acceptedPerSecond?: number;
   extra?: string;
 }
 
@@ -233,7 +236,7 @@ async function httpPhase(label: string, distributed: boolean, engines: number): 
       if (visible !== UPLINKS * POINTS_PER_UPLINK) throw new Error(`${label}: ${visible} data points visible, expected ${UPLINKS * POINTS_PER_UPLINK}`);
       extra += ', ClickHouse count checked';
     }
-    return { label, points: UPLINKS * POINTS_PER_UPLINK, seconds, cpu, cpuOf, rss, extra };
+    return { label, points: UPLINKS * POINTS_PER_UPLINK, seconds, cpu, cpuOf, rss, acceptedPerSecond: UPLINKS / accepted, extra };
   } finally {
     await s.cleanup();
   }
@@ -289,19 +292,26 @@ const report = (r: PhaseResult) => {
 report(await httpPhase('HTTP e2e, embedded (--role all)', false, 0));
 report(await httpPhase('HTTP e2e, edge + 1 engine', true, 1));
 report(await httpPhase('HTTP e2e, edge + 2 engines', true, 2));
-report(await drainPhase('Kafka backlog → 1 engine → CH', 1));
-report(await drainPhase('Kafka backlog → 2 engines → CH', 2));
-const rate = (label: string) => { const r = results.find((x) => x.label.startsWith(label))!; return r.points / r.seconds; };
+if (BACKLOG > 0) {
+  report(await drainPhase('Kafka backlog → 1 engine → CH', 1));
+  report(await drainPhase('Kafka backlog → 2 engines → CH', 2));
+}
+const rate = (label: string) => { const r = results.find((x) => x.label.startsWith(label)); return r === undefined ? NaN : r.points / r.seconds; };
+const acceptedRate = (label: string) => results.find((x) => x.label.startsWith(label))!.acceptedPerSecond!;
 // For bench/capacity.ts: the engine's and the store's cost from the drain (nothing else runs),
 // the broker's per uplink appended and read from HTTP through one engine.
-const drain = results.find((r) => r.label.startsWith('Kafka backlog → 1'))!;
+const drain = results.find((r) => r.label.startsWith('Kafka backlog → 1'));
 const e2e = results.find((r) => r.label.startsWith('HTTP e2e, edge + 1'))!;
-const perUplink = (seconds: number | undefined, r: PhaseResult) => (seconds === undefined ? undefined : (seconds * 1e6) / (r.points / POINTS_PER_UPLINK));
-const clickhouseSeconds = drain.cpuOf?.clickhouse;
+const perUplink = (seconds: number | undefined, r: PhaseResult | undefined) => (seconds === undefined || r === undefined ? undefined : (seconds * 1e6) / (r.points / POINTS_PER_UPLINK));
+const clickhouseSeconds = drain?.cpuOf?.clickhouse;
 recordCosts(`bench/distributed.bench.ts ${UPLINKS} ${BACKLOG}`, {
-  engineCpuMicros: perUplink(drain.cpuOf?.['engine-1'], drain),
+  engineCpuMicros: perUplink(drain?.cpuOf?.['engine-1'], drain),
   brokerCpuMicros: perUplink(e2e.cpuOf?.kafka, e2e),
-  storeRowsPerCoreSecond: clickhouseSeconds === undefined ? undefined : drain.points / clickhouseSeconds,
+  storeRowsPerCoreSecond: clickhouseSeconds === undefined || drain === undefined ? undefined : drain.points / clickhouseSeconds,
 });
 console.log(`ratios: HTTP e2e distributed/embedded: 1 engine ${(rate('HTTP e2e, edge + 1') / rate('HTTP e2e, embedded')).toFixed(2)}, ` +
-  `2 engines ${(rate('HTTP e2e, edge + 2') / rate('HTTP e2e, embedded')).toFixed(2)}; drain 2 engines/1 engine ${(rate('Kafka backlog → 2') / rate('Kafka backlog → 1')).toFixed(2)}`);
+  `2 engines ${(rate('HTTP e2e, edge + 2') / rate('HTTP e2e, embedded')).toFixed(2)}; ` +
+  `uplinks accepted distributed/embedded: 1 engine ${(acceptedRate('HTTP e2e, edge + 1') / acceptedRate('HTTP e2e, embedded')).toFixed(2)}, ` +
+  `2 engines ${(acceptedRate('HTTP e2e, edge + 2') / acceptedRate('HTTP e2e, embedded')).toFixed(2)}; ` +
+  `drain 2 engines/1 engine ${BACKLOG > 0 ? (rate('Kafka backlog → 2') / rate('Kafka backlog → 1')).toFixed(2) : 'not run'}; ` +
+  `broker CPU per uplink (HTTP through one engine) ${e2e.cpuOf?.kafka === undefined ? 'not measured' : `${fmt(perUplink(e2e.cpuOf.kafka, e2e)!)} µs`}`);
