@@ -127,16 +127,21 @@ export async function startEdgeWorkers(config: Config, logger: Logger, count: nu
     workers: count,
     async stop(timeoutMs = 30_000) {
       stopping = true;
-      const running = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && !w.isDead());
-      await Promise.all(running.map((worker) => new Promise<void>((resolve) => {
-        const timer = setTimeout(() => worker.process.kill('SIGKILL'), timeoutMs);
-        worker.once('exit', () => {
-          clearTimeout(timer);
-          resolve();
-        });
-        worker.process.kill('SIGTERM');
-      })));
+      await drainWorkers(Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined), timeoutMs);
       await metrics?.close();
     },
   };
+}
+
+/** SIGTERM to each worker still running (each drains), SIGKILL to those still there after `timeoutMs`; resolves once all exited. */
+export function drainWorkers(workers: Iterable<Worker>, timeoutMs: number): Promise<void> {
+  return Promise.all([...workers].map((worker) => new Promise<void>((resolve) => {
+    if (worker.isDead()) return resolve();
+    const timer = setTimeout(() => worker.process.kill('SIGKILL'), timeoutMs);
+    worker.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    worker.process.kill('SIGTERM');
+  }))).then(() => undefined);
 }

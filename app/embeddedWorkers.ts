@@ -19,6 +19,7 @@ import { startMqttHandoff, type MqttHandoff } from './mqttHandoff.ts';
 import { WorkerChannel } from './workerChannel.ts';
 import { servePorts } from './workerPorts.ts';
 import { listening } from './portInUse.ts';
+import { drainWorkers } from './edgeWorkers.ts';
 
 export const EMBEDDED_WORKER_CONFIG = 'FLEETSTREAM_EDGE_WORKER_CONFIG';
 export const WORKER_INDEX = 'FLEETSTREAM_EDGE_WORKER';
@@ -103,15 +104,7 @@ export async function startEmbeddedWorkers(options: EmbeddedWorkersOptions): Pro
 
   const stop = async (timeoutMs = 30_000) => {
     stopping = true;
-    await Promise.all([...running.values()].map(({ worker }) => new Promise<void>((resolve) => {
-      if (worker.isDead()) return resolve();
-      const timer = setTimeout(() => worker.process.kill('SIGKILL'), timeoutMs);
-      worker.once('exit', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-      worker.process.kill('SIGTERM');
-    })));
+    await drainWorkers([...running.values()].map(({ worker }) => worker), timeoutMs);
   };
   let handoff: MqttHandoff | undefined;
   try {
