@@ -1,7 +1,8 @@
 /**
  * Contract of the CommandTransport port (engine/ports/commandTransport.ts), run by the embedded
  * gateway's transport and by ClientCommandTransport over Mosquitto (test/adapters/mqtt/command-transport.test.ts),
- * with real mqtt.js devices. `delivered` is acknowledged by whoever the transport hands the command
+ * and by the RelayedTransport through the command relay to the embedded gateway, with real mqtt.js
+ * devices. `delivered` is acknowledged by whoever the transport hands the command
  * to: the device's PUBACK (embedded) or the broker's, which then owns delivery (external broker).
  */
 import type { MqttClient } from 'mqtt';
@@ -33,6 +34,7 @@ export function commandTransportContract(name: string, start: () => Promise<Mqtt
     const got: [string, string][] = [];
     const client = await w.connect(dev, {}, (topic, payload) => got.push([topic, payload.toString()]));
     await client.subscribeAsync([`device/${dev.deviceId}/asset/led/command`, `asset/${dev.assetIds.led}/command`], { qos: 1 });
+    await w.reachable?.(dev.deviceId);
     return { client, got };
   };
 

@@ -4,12 +4,16 @@
  * their token) and external broker mode on a Mosquitto of the world's own whose ACL plays the
  * broker's part (a device logs in with its id as user name and may use its own topics only, as
  * docs/mqtt.md asks of the operator). Both run the uplink pipeline into chDB and command actors on
- * topic `commands`.
+ * topic `commands`. A third world reaches the embedded gateway through the command relay, as a
+ * command owner in another process does.
  */
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
 import { systemClock } from '../../engine/kernel/clock.ts';
 import { CommandActors } from '../../engine/actors/CommandActors.ts';
+import { Connectivity } from '../../engine/actors/Connectivity.ts';
 import { CommandPipeline } from '../../engine/commands/CommandPipeline.ts';
+import { DeliveryRelay } from '../../engine/commands/DeliveryRelay.ts';
+import { RelayedTransport } from '../../engine/commands/RelayedTransport.ts';
 import type { CommandTransport } from '../../engine/ports/commandTransport.ts';
 import { registryDirectory, type Registry } from '../../engine/ports/registry.ts';
 import type { StateStore } from '../../engine/ports/store.ts';
@@ -18,6 +22,7 @@ import type { MemoryRejections } from './edgeHarness.ts';
 import { ExternalStack } from './externalMqttStack.ts';
 import { MosquittoProcess } from './mosquittoProcess.ts';
 import { MqttStack, type SeededDevice } from './mqttStack.ts';
+import { waitFor } from './tmp.ts';
 
 export type AssetSpec = { name: string; is?: 'sensor' | 'actuator'; profile?: Record<string, unknown> };
 
@@ -41,6 +46,12 @@ export interface MqttEdgeWorld {
   readonly acknowledgedBy: 'device' | 'broker';
   /** The edge's command transport, with its ack timeout (ms). */
   readonly transport: CommandTransport;
+  /**
+   * Resolves once the transport knows that the device listens on a command topic: at once for a
+   * transport that looks at the connections itself; the relayed one learns it from the edge's
+   * presence record.
+   */
+  reachable?(deviceId: string): Promise<void>;
   readonly ackTimeoutMs: number;
   device(name: string, assets: AssetSpec[]): Promise<SeededDevice>;
   /**
@@ -71,10 +82,10 @@ class Commands {
   readonly pipeline: CommandPipeline;
   readonly log: ExternalStack['log'];
   #n = 0;
-  constructor(log: ExternalStack['log'], registry: Registry, transport: CommandTransport) {
+  constructor(log: ExternalStack['log'], registry: Registry, transport: CommandTransport, edges?: RelayedTransport) {
     this.log = log;
     this.actors = new CommandActors({ clock: systemClock, transport, retryBaseMs: 100, retryMaxMs: 1000 });
-    this.pipeline = new CommandPipeline({ log, actors: this.actors, directory: registryDirectory(registry), clock: systemClock, commitIntervalMs: 50 });
+    this.pipeline = new CommandPipeline({ log, actors: this.actors, directory: registryDirectory(registry), clock: systemClock, commitIntervalMs: 50, edges });
   }
   async issue(deviceId: string, asset: string, value: unknown, at?: string): Promise<string> {
     const id = `cmd-${process.pid}-${++this.#n}-${Date.now()}`;
@@ -130,6 +141,46 @@ export async function embeddedWorld(): Promise<MqttEdgeWorld> {
     async stop() {
       await Promise.all(clients.map((c) => c.endAsync(true).catch(() => undefined)));
       await commands.stop();
+      await s.stop();
+    },
+  };
+}
+
+/**
+ * The embedded gateway reached as a device's command owner in another process reaches it: through
+ * a RelayedTransport, requests on topic `command-deliveries`, the edge's DeliveryRelay, and its
+ * answers and presence on topic `commands` (docs/scaling.md).
+ */
+export async function relayedWorld(): Promise<MqttEdgeWorld> {
+  const s = await MqttStack.start({ pipeline: true, edge: { ackTimeoutMs: ACK_TIMEOUT_MS, maxRefusals: 1000 } });
+  const connectivity = new Connectivity();
+  const transport = new RelayedTransport({
+    log: s.log, clock: systemClock, topic: Topics.commandDeliveries, connectivity, tracked: true,
+    answerTimeoutMs: ACK_TIMEOUT_MS + 2000, partitionCount: () => s.log.partitionCount(Topics.commands),
+  });
+  const relay = new DeliveryRelay({
+    log: s.log, clock: systemClock, edge: 'contract-edge', transport: s.edge.commands, shared: false, commitIntervalMs: 50,
+    topics: { commands: Topics.commands, deliveries: Topics.commandDeliveries }, group: 'contract-deliveries',
+  });
+  await relay.start();
+  const commands = new Commands(s.log, s.registry, transport, transport);
+  await commands.pipeline.start();
+  const clients: MqttClient[] = [];
+  return {
+    registry: s.registry, store: s.store!, rejections: s.rejections, appended: s.appended,
+    protocolVersions: [4], acknowledgedBy: 'device', transport, ackTimeoutMs: ACK_TIMEOUT_MS,
+    reachable: (deviceId) => waitFor(() => connectivity.of(deviceId) !== undefined, 5000, `presence of ${deviceId}`),
+    device: (name, assets) => s.device(unique(name), assets),
+    connect: (device, extra = {}, onMessage) => connectTo(s.url, { username: device.token, password: device.token, ...extra }, onMessage, clients),
+    cliArgs: (device) => ['-h', '127.0.0.1', '-p', String(s.edge.port), '-u', device.token, '-P', device.token],
+    command: (deviceId, asset, value, at) => commands.issue(deviceId, asset, value, at),
+    commandStatus: (deviceId, id) => commands.status(deviceId, id),
+    withholdAcks: withholdDeviceAcks,
+    async stop() {
+      await Promise.all(clients.map((c) => c.endAsync(true).catch(() => undefined)));
+      await commands.stop();
+      transport.close();
+      await relay.stop();
       await s.stop();
     },
   };
