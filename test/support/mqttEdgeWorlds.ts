@@ -126,12 +126,21 @@ export function withholdDeviceAcks(client: MqttClient): () => void {
 
 export async function embeddedWorld(): Promise<MqttEdgeWorld> {
   const s = await MqttStack.start({ pipeline: true, edge: { ackTimeoutMs: ACK_TIMEOUT_MS, maxRefusals: 1000 } });
-  const commands = new Commands(s.log, s.registry, s.edge.commands);
+  return gatewayWorld(s, s.edge.commands);
+}
+
+/**
+ * A world on the embedded gateway of `s` whose command actors deliver through `transport`
+ * (`relayed`: that transport is the relay's, fed presence and answers by the command pipeline).
+ */
+async function gatewayWorld(s: MqttStack, transport: CommandTransport, relayed?: { transport: RelayedTransport; reachable(deviceId: string): Promise<void>; stop(): Promise<void> }): Promise<MqttEdgeWorld> {
+  const commands = new Commands(s.log, s.registry, transport, relayed?.transport);
   await commands.pipeline.start();
   const clients: MqttClient[] = [];
   return {
     registry: s.registry, store: s.store!, rejections: s.rejections, appended: s.appended,
-    protocolVersions: [4], acknowledgedBy: 'device', transport: s.edge.commands, ackTimeoutMs: ACK_TIMEOUT_MS,
+    protocolVersions: [4], acknowledgedBy: 'device', transport, ackTimeoutMs: ACK_TIMEOUT_MS,
+    ...(relayed === undefined ? {} : { reachable: relayed.reachable }),
     device: (name, assets) => s.device(unique(name), assets),
     connect: (device, extra = {}, onMessage) => connectTo(s.url, { username: device.token, password: device.token, ...extra }, onMessage, clients),
     cliArgs: (device) => ['-h', '127.0.0.1', '-p', String(s.edge.port), '-u', device.token, '-P', device.token],
@@ -141,6 +150,7 @@ export async function embeddedWorld(): Promise<MqttEdgeWorld> {
     async stop() {
       await Promise.all(clients.map((c) => c.endAsync(true).catch(() => undefined)));
       await commands.stop();
+      await relayed?.stop();
       await s.stop();
     },
   };
@@ -163,27 +173,14 @@ export async function relayedWorld(): Promise<MqttEdgeWorld> {
     topics: { commands: Topics.commands, deliveries: Topics.commandDeliveries }, group: 'contract-deliveries',
   });
   await relay.start();
-  const commands = new Commands(s.log, s.registry, transport, transport);
-  await commands.pipeline.start();
-  const clients: MqttClient[] = [];
-  return {
-    registry: s.registry, store: s.store!, rejections: s.rejections, appended: s.appended,
-    protocolVersions: [4], acknowledgedBy: 'device', transport, ackTimeoutMs: ACK_TIMEOUT_MS,
+  return gatewayWorld(s, transport, {
+    transport,
     reachable: (deviceId) => waitFor(() => connectivity.of(deviceId) !== undefined, 5000, `presence of ${deviceId}`),
-    device: (name, assets) => s.device(unique(name), assets),
-    connect: (device, extra = {}, onMessage) => connectTo(s.url, { username: device.token, password: device.token, ...extra }, onMessage, clients),
-    cliArgs: (device) => ['-h', '127.0.0.1', '-p', String(s.edge.port), '-u', device.token, '-P', device.token],
-    command: (deviceId, asset, value, at) => commands.issue(deviceId, asset, value, at),
-    commandStatus: (deviceId, id) => commands.status(deviceId, id),
-    withholdAcks: withholdDeviceAcks,
     async stop() {
-      await Promise.all(clients.map((c) => c.endAsync(true).catch(() => undefined)));
-      await commands.stop();
       transport.close();
       await relay.stop();
-      await s.stop();
     },
-  };
+  });
 }
 
 export async function externalWorld(): Promise<MqttEdgeWorld> {
