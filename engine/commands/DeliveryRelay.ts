@@ -52,9 +52,6 @@ export class DeliveryRelay {
   #sentInWindow = new Set<string>();
   #again = new Set<string>();
   #window: TimerHandle | undefined;
-  /** Requests answered since start, and skipped (for another edge, or offline here). */
-  answered = 0;
-  skipped = 0;
   /** Roll calls answered since start. */
   rollCalls = 0;
 
@@ -97,10 +94,7 @@ export class DeliveryRelay {
         continue;
       }
       const request = decoded.request;
-      if (request.to !== undefined && request.to !== this.#o.edge) {
-        this.skipped++;
-        continue;
-      }
+      if (request.to !== undefined && request.to !== this.#o.edge) continue;
       const work = this.#deliver(request).finally(() => this.#inFlight.delete(work));
       this.#inFlight.add(work);
     }
@@ -112,16 +106,12 @@ export class DeliveryRelay {
     try {
       const result: DeliveryOutcome = await this.#o.transport.deliver({ commandId, deviceId, asset, payload: encoder.encode(request.payload) });
       // Asked of every edge: only the one holding the session answers.
-      if (result === 'offline' && request.to === undefined && !this.#o.shared) {
-        this.skipped++;
-        return;
-      }
+      if (result === 'offline' && request.to === undefined && !this.#o.shared) return;
       outcome = { deliveryId, commandId, edge: this.#o.edge, result };
     } catch (error) {
       const failure = toFleetError(error, 'UNAVAILABLE');
       outcome = { deliveryId, commandId, edge: this.#o.edge, result: 'failed', code: failure.code, reason: failure.message.slice(0, 1024), retriable: failure.retriable };
     }
-    this.answered++;
     await this.#append(deviceId, encodeOutcome(outcome));
   }
 
