@@ -21,6 +21,7 @@ import { decodeStoredState } from '../../../adapters/clickhouse-sql/stateQueries
 import { decodeEnvelope } from '../../../engine/uplink/envelope.ts';
 import type { LogRecord } from '../../../engine/ports/log.ts';
 import { Topics } from '../../../schemas/messages.ts';
+import { seeded } from '../../support/cborVariants.ts';
 import { CRASH_ASSETS, crashAt, crashDeviceOf, crashK, crashValues } from '../../support/crashUplinks.ts';
 import { tempDir } from '../../support/tmp.ts';
 
@@ -35,17 +36,6 @@ const CHILD = new URL('../../support/crashChild.ts', import.meta.url).pathname;
 // left for the consume-only runs to be killed in.
 const THROTTLE = { maxRows: 200, maxInFlight: 500 };
 
-/** mulberry32: a small seeded generator, so a failing kill schedule can be replayed. */
-function seeded(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface RunState {
   /** Sum of the engine group's committed offsets when the child started. */
