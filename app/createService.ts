@@ -27,7 +27,7 @@ import type { Role } from './Role.ts';
 import { logStarted, startAdminSocket, startMetricsListener, startProbes } from './serviceParts.ts';
 import { wire } from './wiring.ts';
 
-export { dataPaths, kafkaTimeouts, logNames, openRegistry } from './openPorts.ts';
+export { dataPaths, kafkaSettings, logNames, openRegistry } from './openPorts.ts';
 export { engineReady } from './buildEngine.ts';
 
 /** What an edge worker runs. */

@@ -35,6 +35,7 @@ export const settings = {
   'kafka-brokers': ['KAFKA_BROKERS', 'kafkaBrokers', 'list'],
   'kafka-append-timeout-ms': ['KAFKA_APPEND_TIMEOUT_MS', 'kafka.appendTimeoutMs', 'integer'],
   'kafka-session-timeout-ms': ['KAFKA_SESSION_TIMEOUT_MS', 'kafka.sessionTimeoutMs', 'integer'],
+  'kafka-throughput-wait-ms': ['KAFKA_THROUGHPUT_WAIT_MS', 'kafka.throughputWaitMs', 'integer'],
   'clickhouse-url': ['CLICKHOUSE_URL', 'clickhouseUrl', 'string'],
   'database-url': ['DATABASE_URL', 'databaseUrl', 'string'],
   'database-schema': ['DATABASE_SCHEMA', 'databaseSchema', 'string'],

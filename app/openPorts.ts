@@ -54,10 +54,11 @@ export function logNames(config: Pick<Config, 'topicPrefix'>) {
 }
 export type LogNames = ReturnType<typeof logNames>;
 
-/** Kafka client timeouts from the configuration; heartbeats at most a third of the session apart. */
-export function kafkaTimeouts(kafka: Config['kafka']): { appendTimeoutMs?: number; sessionTimeoutMs?: number; heartbeatIntervalMs?: number } {
-  const out: { appendTimeoutMs?: number; sessionTimeoutMs?: number; heartbeatIntervalMs?: number } = {};
+/** Kafka client settings from the configuration; heartbeats at most a third of the session apart. */
+export function kafkaSettings(kafka: Config['kafka']): { appendTimeoutMs?: number; sessionTimeoutMs?: number; heartbeatIntervalMs?: number; throughputWaitMs?: number } {
+  const out: { appendTimeoutMs?: number; sessionTimeoutMs?: number; heartbeatIntervalMs?: number; throughputWaitMs?: number } = {};
   if (kafka.appendTimeoutMs !== undefined) out.appendTimeoutMs = kafka.appendTimeoutMs;
+  if (kafka.throughputWaitMs !== undefined) out.throughputWaitMs = kafka.throughputWaitMs;
   if (kafka.sessionTimeoutMs !== undefined) {
     out.sessionTimeoutMs = kafka.sessionTimeoutMs;
     out.heartbeatIntervalMs = Math.min(3000, Math.floor(kafka.sessionTimeoutMs / 3));
@@ -136,7 +137,7 @@ function openRegistryChanges(config: Pick<Config, 'databaseUrl' | 'databaseSchem
 /** The log with the service's topics created (existing topics keep their partitions). */
 export async function openLog(config: Config, clock: Clock): Promise<Log> {
   const log: Log = config.kafkaBrokers && config.kafkaBrokers.length > 0
-    ? createKafkaLog({ brokers: config.kafkaBrokers, ...kafkaTimeouts(config.kafka) })
+    ? createKafkaLog({ brokers: config.kafkaBrokers, ...kafkaSettings(config.kafka) })
     : createLocalLog({ dir: dataPaths(config.dataDir).log, clock });
   const names = logNames(config);
   try {

@@ -84,6 +84,12 @@ export const Config = Type.Object({
      * (the broker's group.min/max.session.timeout.ms bound it, 6 000..1 800 000 by default). Unset: 30 000.
      */
     sessionTimeoutMs: Type.Optional(Type.Integer({ minimum: 1000, maximum: 3_600_000 })),
+    /**
+     * How long a fetch of the busy readers (the engine's uplinks, every edge's live feed) waits for
+     * 64 KiB of records, ms: fewer, fuller fetches under load, at most this much added latency when
+     * records trickle in. Unset: 20.
+     */
+    throughputWaitMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 1000 })),
   }),
   /** ClickHouse server HTTP URL. Unset: embedded chDB. */
   clickhouseUrl: Type.Optional(Type.String({ minLength: 1 })),

@@ -44,6 +44,11 @@ export interface KafkaLogOptions {
   rebalanceTimeoutMs?: number;
   /** Fetch long-poll, ms; bounds how late an idle consumer notices a rebalance. Default 500. */
   maxWaitMs?: number;
+  /**
+   * How long a fetch of a consumer that prefers throughput (ConsumerOptions.prefer) waits for 64 KiB
+   * of records, ms: the latency such a reader adds when records trickle in. Default 20.
+   */
+  throughputWaitMs?: number;
   /** Partitions whose batches a consumer processes at the same time. Default 4. */
   partitionsConsumedConcurrently?: number;
   /** Records per onBatch call when ConsumerOptions.maxBatchRecords is not given. Default 500. */
@@ -73,7 +78,7 @@ export function validateLogOptions(options: KafkaLogOptions, logLevels: readonly
   if ((options.heartbeatIntervalMs ?? 3000) >= (options.sessionTimeoutMs ?? 30_000)) {
     throw new FleetError('VALIDATION_FAILED', 'heartbeatIntervalMs must be below sessionTimeoutMs', { detail: { option: 'heartbeatIntervalMs' } });
   }
-  for (const field of ['lingerMs', 'maxWaitMs', 'redeliveryBackoffMs'] as const) {
+  for (const field of ['lingerMs', 'maxWaitMs', 'throughputWaitMs', 'redeliveryBackoffMs'] as const) {
     const value = options[field];
     if (value !== undefined && !(Number.isSafeInteger(value) && value >= 0)) {
       throw new FleetError('VALIDATION_FAILED', `${field} must be a non-negative integer`, { detail: { option: field } });

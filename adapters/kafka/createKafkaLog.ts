@@ -165,6 +165,8 @@ class KafkaLog implements Log {
       heartbeatIntervalMs: this.#options.heartbeatIntervalMs ?? 3000,
       rebalanceTimeoutMs: this.#options.rebalanceTimeoutMs ?? 60_000,
       maxWaitMs: this.#options.maxWaitMs ?? 500,
+      throughputWaitMs: this.#options.throughputWaitMs ?? 20,
+      fullFetchBytes: 64 * 1024,
       partitionsConsumedConcurrently: this.#options.partitionsConsumedConcurrently ?? 4,
       defaultMaxBatchRecords: this.#options.consumerMaxBatchRecords ?? 500,
       redeliveryBackoffMs: this.#options.redeliveryBackoffMs ?? 1000,

@@ -37,6 +37,9 @@ export function validateConsumerOptions(options: ConsumerOptions): void {
   if (options.maxBatchRecords !== undefined && !(isIndex(options.maxBatchRecords) && options.maxBatchRecords > 0)) {
     throw new FleetError('VALIDATION_FAILED', 'maxBatchRecords must be a positive integer', { detail: { field: 'maxBatchRecords' } });
   }
+  if (options.prefer !== undefined && options.prefer !== 'latency' && options.prefer !== 'throughput') {
+    throw new FleetError('VALIDATION_FAILED', "prefer must be 'latency' or 'throughput'", { detail: { field: 'prefer' } });
+  }
 }
 
 export function validatePartitions(partitions: TopicPartition[]): void {

@@ -21,6 +21,8 @@ export interface TopicConsumerOptions {
   maxBatchRecords?: number;
   /** Where a partition the group never committed on starts (ConsumerOptions.startAt): a live feed starts at the end. */
   startAt?: ConsumerOptions['startAt'];
+  /** ConsumerOptions.prefer: readers of busy topics take `throughput`. */
+  prefer?: ConsumerOptions['prefer'];
   /**
    * A batch of the topic. Each record is started on `tracker` (TopicConsumer.tracker) and finished
    * (TopicConsumer.finish) once its effects are durable; returning does not commit anything.
@@ -76,6 +78,7 @@ export class TopicConsumer {
       topics: [topic],
       maxBatchRecords: this.#o.maxBatchRecords,
       startAt: this.#o.startAt,
+      prefer: this.#o.prefer,
       onBatch: (batch) => this.#o.onBatch(batch, this.#trackerFor(batch)),
       onRevoke: (partitions) => this.#onRevoke(partitions),
       onAssign: (partitions) => {

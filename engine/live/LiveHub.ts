@@ -144,6 +144,7 @@ export class LiveHub {
       group: this.#o.group,
       topic: this.#o.topic,
       startAt: 'latest',
+      prefer: 'throughput', // every stored state of the fleet, read by every edge
       commitIntervalMs: this.#o.commitIntervalMs,
       onBatch: (batch, tracker) => this.#onBatch(batch, tracker),
       // A commit refused during a rebalance is harmless: the next tick commits again.

@@ -70,6 +70,13 @@ export interface ConsumerOptions {
    * wants only what comes next, as Kafka's `fromBeginning: false`). Committed offsets always win.
    */
   startAt?: 'earliest' | 'latest';
+  /**
+   * What this reader favours when records trickle in: `latency` (default) hands over each record as
+   * soon as it is there; `throughput` lets a read wait a little (the adapter's setting, a few tens of
+   * ms) for a fuller batch. Readers of busy topics take `throughput`: fewer, larger reads cost the
+   * broker and this process less per record. An adapter whose reads cost nothing extra ignores it.
+   */
+  prefer?: 'latency' | 'throughput';
 }
 
 export interface Consumer {

@@ -275,6 +275,22 @@ export function logContract(name: string, factory: () => Promise<LogFixture>, op
     }
   }));
 
+
+  test('prefer throughput: records that trickle in one at a time are each delivered, in order; a bulk append arrives whole', withLog(async ({ log }, consumer) => {
+    const topic = uniqueName('topic');
+    await log.ensureTopics([{ name: topic, partitions: 1 }]);
+    const recorder = new Recorder();
+    await consumer({ group: uniqueName('group'), topics: [topic], onBatch: recorder.onBatch, prefer: 'throughput' }).start();
+    // each waits for the one before it: a reader that held records back for a fuller batch would stall here
+    for (let i = 0; i < 5; i++) {
+      await log.append(topic, [record('k', `t${i}`)]);
+      await until(() => recorder.records.length === i + 1, `trickled record ${i}`);
+    }
+    await log.append(topic, Array.from({ length: 300 }, (_, i) => record('k', `b${i}`)));
+    await until(() => recorder.records.length >= 305, 'the bulk append');
+    assert.equal(recorder.records.map((r) => Buffer.from(r.value).toString()),
+      [...Array.from({ length: 5 }, (_, i) => `t${i}`), ...Array.from({ length: 300 }, (_, i) => `b${i}`)]);
+  }));
   test('consumers of different groups each receive every record', withLog(async ({ log }, consumer) => {
     const topic = uniqueName('topic');
     await log.ensureTopics([{ name: topic, partitions: 2 }]);

@@ -60,6 +60,7 @@ offline('bad options are refused with VALIDATION_FAILED naming the option', asyn
     [{ brokers: ['127.0.0.1:1'], lingerMs: -1 }, 'lingerMs'],
     [{ brokers: ['127.0.0.1:1'], maxBatchRecords: 0 }, 'maxBatchRecords'],
     [{ brokers: ['127.0.0.1:1'], appendTimeoutMs: 1.5 }, 'appendTimeoutMs'],
+    [{ brokers: ['127.0.0.1:1'], throughputWaitMs: -20 }, 'throughputWaitMs'],
     [{ brokers: ['127.0.0.1:1'], replicationFactor: 0 }, 'replicationFactor'],
     [{ brokers: ['127.0.0.1:1'], logLevel: 'loud' }, 'logLevel'],
     [{ brokers: ['127.0.0.1:1'], sessionTimeoutMs: 6000, heartbeatIntervalMs: 6000 }, 'heartbeatIntervalMs'],
@@ -83,6 +84,7 @@ offline('consumer options and pause arguments are validated before anything conn
   await rejectsWith(() => log.consumer({ group: '', topics: ['t'], onBatch }), 'VALIDATION_FAILED');
   await rejectsWith(() => log.consumer({ group: 'g', topics: [], onBatch }), 'VALIDATION_FAILED');
   await rejectsWith(() => log.consumer({ group: 'g', topics: ['t'], onBatch, maxBatchRecords: 0 }), 'VALIDATION_FAILED');
+  await rejectsWith(() => log.consumer({ group: 'g', topics: ['t'], onBatch, prefer: 'fast' as never }), 'VALIDATION_FAILED');
   await rejectsWith(() => log.consumer({ group: 'g', topics: ['t'], onBatch: 'no' as never }), 'VALIDATION_FAILED');
   const consumer = log.consumer({ group: 'g', topics: ['t'], onBatch });
   await rejectsWith(() => consumer.pause([{ topic: 't', partition: -1 }]), 'VALIDATION_FAILED');

@@ -9,7 +9,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { edgeWorkerCount } from '../../../app/edgeWorkers.ts';
 import { Session } from 'chdb';
-import { createService, kafkaTimeouts, logNames } from '../../../app/createService.ts';
+import { createService, kafkaSettings, logNames } from '../../../app/createService.ts';
 import { loadConfig } from '../../../app/loadConfig.ts';
 import { silentLogger } from '../../../engine/kernel/logger.ts';
 import { tempDir, waitFor } from '../../support/tmp.ts';
@@ -51,17 +51,21 @@ test('names that Kafka, ClickHouse or PostgreSQL would refuse (or that need quot
   }
 });
 
-test('Kafka append and session timeouts: parsed, bounded, heartbeats a third of the session at most', () => {
+test('Kafka append and session timeouts and the throughput wait: parsed, bounded, heartbeats a third of the session at most', () => {
   const unset = loadConfig({}, {});
   assert.equal(unset.kafka, {});
-  assert.equal(kafkaTimeouts(unset.kafka), {}, 'the Kafka adapter keeps its defaults');
+  assert.equal(kafkaSettings(unset.kafka), {}, 'the Kafka adapter keeps its defaults');
   const set = loadConfig({ 'kafka-session-timeout-ms': '10000' }, { KAFKA_APPEND_TIMEOUT_MS: '2500' });
   assert.equal(set.kafka, { appendTimeoutMs: 2500, sessionTimeoutMs: 10000 });
-  assert.equal(kafkaTimeouts(set.kafka), { appendTimeoutMs: 2500, sessionTimeoutMs: 10000, heartbeatIntervalMs: 3000 });
-  assert.equal(kafkaTimeouts({ sessionTimeoutMs: 6000 }), { sessionTimeoutMs: 6000, heartbeatIntervalMs: 2000 });
+  assert.equal(kafkaSettings(set.kafka), { appendTimeoutMs: 2500, sessionTimeoutMs: 10000, heartbeatIntervalMs: 3000 });
+  assert.equal(kafkaSettings({ sessionTimeoutMs: 6000 }), { sessionTimeoutMs: 6000, heartbeatIntervalMs: 2000 });
+  const wait = loadConfig({}, { KAFKA_THROUGHPUT_WAIT_MS: '50' });
+  assert.equal(kafkaSettings(wait.kafka), { throughputWaitMs: 50 });
+  assert.equal(kafkaSettings(loadConfig({ 'kafka-throughput-wait-ms': '0' }, {}).kafka), { throughputWaitMs: 0 });
   for (const [flag, value] of [
     ['kafka-append-timeout-ms', '0'], ['kafka-append-timeout-ms', '-5'], ['kafka-append-timeout-ms', '1.5'], ['kafka-append-timeout-ms', '600001'],
     ['kafka-session-timeout-ms', '999'], ['kafka-session-timeout-ms', '3600001'],
+    ['kafka-throughput-wait-ms', '-1'], ['kafka-throughput-wait-ms', '1001'], ['kafka-throughput-wait-ms', '2.5'],
   ]) {
     assert.throws(() => loadConfig({ [flag]: value }, {}), /invalid configuration/, `${flag}=${value}`);
   }
