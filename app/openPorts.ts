@@ -8,6 +8,7 @@
  */
 import { join, resolve } from 'node:path';
 import { systemClock, type Clock } from '../engine/kernel/clock.ts';
+import { randomBase62 } from '../engine/kernel/ids.ts';
 import type { Log } from '../engine/ports/log.ts';
 import type { Logger } from '../engine/kernel/logger.ts';
 import type { Registry } from '../engine/ports/registry.ts';
@@ -100,13 +101,15 @@ export async function openRegistry(
   options: { create?: boolean; logger?: Logger; given?: GivenRegistry } = {},
 ): Promise<OpenedRegistry> {
   const given = options.given ?? {};
+  // One origin for the process's connections and its changes feed: it skips what it announced.
+  const origin = randomBase62(16);
   const raw = given.registry ?? (config.databaseUrl
-    ? await createPostgresRegistry({ url: config.databaseUrl, schema: config.databaseSchema, clock })
+    ? await createPostgresRegistry({ url: config.databaseUrl, schema: config.databaseSchema, clock, origin })
     : await createPgliteRegistry({ dir: dataPaths(config.dataDir).registry, clock, create: options.create ?? true }));
   const closeRaw = given.registry === undefined ? () => raw.close() : async () => undefined;
   let changes: RegistryChanges;
   try {
-    changes = given.changes ?? await openRegistryChanges(config, clock, options.logger);
+    changes = given.changes ?? await openRegistryChanges(config, clock, origin, options.logger);
   } catch (error) {
     await closeRaw();
     throw error;
@@ -127,10 +130,10 @@ export async function openRegistry(
 }
 
 /** The registry changes of the configuration's kind. */
-function openRegistryChanges(config: Pick<Config, 'databaseUrl' | 'databaseSchema'>, clock: Clock, logger: Logger | undefined): Promise<RegistryChanges> | RegistryChanges {
+function openRegistryChanges(config: Pick<Config, 'databaseUrl' | 'databaseSchema'>, clock: Clock, origin: string, logger: Logger | undefined): Promise<RegistryChanges> | RegistryChanges {
   // PGlite allows one process per data dir, so every edge and engine on it lives in this process.
   return config.databaseUrl
-    ? PostgresRegistryChanges.open({ url: config.databaseUrl, schema: config.databaseSchema, clock, logger })
+    ? PostgresRegistryChanges.open({ url: config.databaseUrl, schema: config.databaseSchema, clock, logger, origin, announcedByDatabase: true })
     : new InProcessRegistryChanges((error) => logger?.warn('registry changes: a listener failed', { error }));
 }
 
@@ -167,15 +170,15 @@ export type ServiceStore = Awaited<ReturnType<typeof openStore>>;
 
 /**
  * How long registry answers are reused (docs/operations.md, "Registry changes"). The setting when
- * given; otherwise 2 s against PostgreSQL, where the TTL bounds a change another process committed
- * but never announced (it died in between), and 10 minutes on the embedded registry, where every
- * change is made in this process and reaches its caches before the request that made it is
- * answered, so nothing can go unannounced and the TTL only ages out devices that went quiet.
+ * given; otherwise 10 minutes. Every change reaches the caches it touches at once: on the embedded
+ * registry it is made in this process; on PostgreSQL the transaction that makes it announces it
+ * (migration 4), and a process whose LISTEN connection was cut drops everything once back. The TTL
+ * only ages out devices that went quiet, and bounds a connection that died without a word.
  */
-export function registryCacheTtlMs(config: Pick<Config, 'registryCacheTtlMs' | 'databaseUrl'>): number {
-  return config.registryCacheTtlMs ?? (config.databaseUrl ? 2000 : EMBEDDED_REGISTRY_CACHE_TTL_MS);
+export function registryCacheTtlMs(config: Pick<Config, 'registryCacheTtlMs'>): number {
+  return config.registryCacheTtlMs ?? REGISTRY_CACHE_TTL_MS;
 }
-const EMBEDDED_REGISTRY_CACHE_TTL_MS = 600_000;
+const REGISTRY_CACHE_TTL_MS = 600_000;
 
 /** Every adapter of a process, open. */
 export interface Ports {

@@ -103,8 +103,8 @@ export const Config = Type.Object({
   /**
    * How long the edges (HTTP, MQTT) reuse a token's principal, a device with its assets and a
    * membership, ms; 0 asks the registry every time. Registry changes drop what they touch at once
-   * (docs/operations.md), so this only bounds a change the feed missed. Unset: 2000 with PostgreSQL,
-   * 600 000 with the embedded registry (every change is made in this process: none is missed).
+   * (docs/operations.md), so this only ages out quiet devices and bounds a feed cut off without
+   * notice. Unset: 600 000 (on PostgreSQL every committed change is announced by its transaction).
    */
   registryCacheTtlMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 3_600_000 })),
   /** ClickHouse database of the states and rejections tables (chDB or server). Unset: `fleetstream`. */

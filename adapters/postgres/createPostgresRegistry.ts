@@ -26,12 +26,20 @@ export interface PostgresRegistryOptions {
   statementTimeoutMs?: number;
   /** Stamps createdAt and revocation times. Default: the system clock. */
   clock?: Clock;
+  /**
+   * Names this process in the registry changes its transactions announce (migration 4's triggers
+   * read it as the connections' `fleetstream.origin`): PostgresRegistryChanges with the same origin
+   * skips them, having delivered them here already. Unset: announced as from 'database'.
+   */
+  origin?: string;
   /** Errors of idle pooled connections (server restart, network); they are otherwise dropped. */
   onIdleError?: (error: Error) => void;
 }
 
 /** Lower-case identifier, so it needs no quoting rules beyond the double quotes added here. */
 const SCHEMA_RE = /^[a-z_][a-z0-9_]{0,62}$/;
+/** schemas/registryChanges.ts RegistryChangeNotification's origin. */
+const ORIGIN_RE = /^[0-9A-Za-z]{1,32}$/;
 
 export async function createPostgresRegistry(options: PostgresRegistryOptions): Promise<SqlRegistry> {
   if (typeof options.url !== 'string' || options.url.length === 0) {
@@ -40,13 +48,21 @@ export async function createPostgresRegistry(options: PostgresRegistryOptions): 
   if (options.schema !== undefined && !SCHEMA_RE.test(options.schema)) {
     throw new FleetError('VALIDATION_FAILED', 'schema: lower-case letters, digits and _ (at most 63), not starting with a digit', { detail: { field: 'schema' } });
   }
+  if (options.origin !== undefined && !ORIGIN_RE.test(options.origin)) {
+    throw new FleetError('VALIDATION_FAILED', 'origin: 1 to 32 letters and digits', { detail: { field: 'origin' } });
+  }
+  // Startup parameters: every pooled connection starts with the schema on its search_path and
+  // the process's origin for the changes its transactions announce.
+  const startup = [
+    ...(options.schema === undefined ? [] : [`-c search_path=${options.schema}`]),
+    ...(options.origin === undefined ? [] : [`-c fleetstream.origin=${options.origin}`]),
+  ];
   const pool = new pg.Pool({
     connectionString: options.url,
     max: options.poolSize ?? 10,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
     statement_timeout: options.statementTimeoutMs ?? 10_000,
-    // Startup parameter: every pooled connection starts with the schema on its search_path.
-    ...(options.schema === undefined ? {} : { options: `-c search_path=${options.schema}` }),
+    ...(startup.length === 0 ? {} : { options: startup.join(' ') }),
   });
   // Without a listener an idle client's error (e.g. the server restarting) would crash the process;
   // the pool drops that client and the next call connects anew.

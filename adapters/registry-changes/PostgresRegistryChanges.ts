@@ -11,6 +11,10 @@
  *
  * - Own changes are delivered to this process's listeners at once, before publish resolves; the
  *   notification carries this process's random `origin`, so its echo is skipped.
+ * - With `announcedByDatabase` (the service), the registry's own triggers send the notification from
+ *   the transaction that made the change (migration 4), so a committed change is announced even if
+ *   the process dies before publish, and one made by any SQL client is too; publish() then tells
+ *   this process's listeners only, and the pool's connections carry the same `origin`.
  * - One dedicated connection LISTENs and sends. When it is lost it is reopened with a backoff on the
  *   Clock, LISTEN runs again, notifications published meanwhile (at most `maxPending`, oldest dropped
  *   first) are sent, and listeners get `resync`.
@@ -33,8 +37,19 @@ import { RegistryChangeNotification } from '../../schemas/registryChanges.ts';
 export interface PostgresRegistryChangesOptions {
   /** Connection string of the registry's database (one session is held open for LISTEN). */
   url: string;
-  /** The registry's schema (PostgresRegistryOptions.schema): registries in other schemas use other channels. */
+  /**
+   * The registry's schema (PostgresRegistryOptions.schema): registries in other schemas use other
+   * channels. Unset: the schema the server's search_path gives (normally `public`), as the registry.
+   */
   schema?: string;
+  /**
+   * The registry announces its changes itself (migration 4: NOTIFY from the transaction that makes
+   * a change, sent only if it commits): publish() then only tells this process's listeners, and
+   * other processes hear the database's announcement. Unset (false): publish() sends the change too.
+   */
+  announcedByDatabase?: boolean;
+  /** Names this process in notifications (PostgresRegistryOptions.origin, the same value). Default: random. */
+  origin?: string;
   clock: Clock;
   logger?: Logger;
   /** Waiting for the connection before giving up this attempt, ms. Default 5000. */
@@ -56,10 +71,12 @@ const NOTIFY_BATCH = 'SELECT pg_notify($1, payload) FROM unnest($2::text[]) WITH
 /** PostgreSQL truncates identifiers past 63 bytes (NAMEDATALEN - 1); pg_notify refuses them. */
 const MAX_CHANNEL = 63;
 
-/** The channel of a registry schema: readable where it fits, hashed where it would not. */
-export function changesChannel(schema: string | undefined): string {
+/**
+ * The channel of a registry schema: readable where it fits, hashed where it would not. Migration 4's
+ * registry_announce names the same channel from inside the database.
+ */
+export function changesChannel(schema: string): string {
   const base = 'fleetstream_registry';
-  if (schema === undefined) return base;
   const named = `${base}_${schema}`;
   return named.length <= MAX_CHANNEL ? named : `${base}_${createHash('sha256').update(schema).digest('hex').slice(0, 32)}`;
 }
@@ -78,9 +95,10 @@ export interface PostgresRegistryChangesStats {
 }
 
 export class PostgresRegistryChanges implements RegistryChanges {
-  readonly channel: string;
+  /** Known once connected (the schema may come from the server's search_path). */
+  #channel: string | undefined;
   /** Names this process in its notifications. */
-  readonly origin = randomBase62(16);
+  readonly origin: string;
   readonly stats: PostgresRegistryChangesStats = { sent: 0, received: 0, ignored: 0, dropped: 0, reconnects: 0 };
   readonly #options: PostgresRegistryChangesOptions;
   readonly #logger: Logger;
@@ -112,11 +130,18 @@ export class PostgresRegistryChanges implements RegistryChanges {
   private constructor(options: PostgresRegistryChangesOptions) {
     this.#options = options;
     this.#logger = options.logger ?? silentLogger;
-    this.channel = changesChannel(options.schema);
+    this.origin = options.origin ?? randomBase62(16);
+    if (options.schema !== undefined) this.#channel = changesChannel(options.schema);
     this.#listeners = new Listeners((error) => this.#logger.warn('registry changes: a listener failed', { error }));
     this.#backoff = exponentialBackoff({ initialMs: options.reconnectInitialMs ?? 100, maxMs: options.reconnectMaxMs ?? 2000 });
     this.#maxPending = options.maxPending ?? 1000;
     if (!Number.isSafeInteger(this.#maxPending) || this.#maxPending < 0) throw new RangeError('maxPending must be an integer >= 0');
+  }
+
+  /** The channel listened on (and sent on). */
+  get channel(): string {
+    if (this.#channel === undefined) throw new FleetError('INTERNAL', 'registry changes: not connected yet');
+    return this.#channel;
   }
 
   /** True while the LISTEN connection is up. */
@@ -127,6 +152,7 @@ export class PostgresRegistryChanges implements RegistryChanges {
   async publish(change: RegistryChange): Promise<void> {
     if (this.#closed) throw new FleetError('CLOSED', 'registry changes: closed');
     this.#listeners.emit(change);
+    if (this.#options.announcedByDatabase === true) return;
     const notification: RegistryChangeNotification = { v: 1, origin: this.origin, change };
     await this.#send(JSON.stringify(notification));
   }
@@ -208,13 +234,17 @@ export class PostgresRegistryChanges implements RegistryChanges {
       connectionTimeoutMillis: this.#options.connectTimeoutMs ?? 5000,
       // Names the session in pg_stat_activity (an operator can tell which process holds it).
       application_name: `fleetstream-changes-${this.origin}`,
+      // A connection that died without a word (a peer gone, a NAT that forgot it) is noticed and reopened.
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
     });
     client.on('notification', (message) => this.#receive(message.channel, message.payload));
     client.on('error', (error) => this.#lost(client, error));
     client.on('end', () => this.#lost(client, undefined));
     try {
       await client.connect();
-      await client.query(`LISTEN "${this.channel}"`);
+      this.#channel ??= changesChannel((await client.query<{ schema: string }>('SELECT current_schema() AS schema')).rows[0].schema);
+      await client.query(`LISTEN "${this.#channel}"`);
     } catch (error) {
       client.removeAllListeners('notification');
       await client.end().catch(() => undefined);
@@ -262,7 +292,7 @@ export class PostgresRegistryChanges implements RegistryChanges {
   }
 
   #receive(channel: string, payload: string | undefined): void {
-    if (this.#closed || channel !== this.channel) return;
+    if (this.#closed || channel !== this.#channel) return;
     let notification: unknown;
     if (payload === undefined || payload.length > MAX_NOTIFICATION_CHARS) {
       this.#ignore(payload === undefined ? 'no payload' : `payload of ${payload.length} characters`);

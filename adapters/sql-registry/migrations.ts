@@ -2,7 +2,8 @@
  * Registry schema as numbered migrations, applied in order by migrate.ts. A migration, once
  * released, never changes (migrate.ts refuses a database whose recorded checksum differs); changes
  * go in a new migration. Version 2 holds the activation service (spec §2.5–2.8): device types
- * with versions, activations, options; version 3 the device type drafts and activation listing.
+ * with versions, activations, options; version 3 the device type drafts and activation listing;
+ * version 4 announces registry changes from the transactions that make them.
  *
  * Times are bigint epoch milliseconds (as everywhere in Fleetstream). Constraint names are stable:
  * sqlErrors.ts maps their violations to FleetError codes.
@@ -156,6 +157,73 @@ ALTER TABLE device_types ALTER COLUMN updated_at SET NOT NULL;
 
 -- A partner's activations page by page, oldest first.
 CREATE INDEX activations_partner_created_idx ON activations (partner_id, created_at, code);
+`,
+  },
+  {
+    version: 4,
+    name: 'registry changes announced by the database',
+    sql: `
+-- Every change that cached answers or open connections depend on is announced with NOTIFY by the
+-- transaction that makes it, whoever makes it (a Fleetstream process, the admin CLI, an operator's
+-- SQL): PostgreSQL sends it when, and only if, the transaction commits. The payload is a
+-- RegistryChangeNotification (schemas/registryChanges.ts); its origin is the connection's
+-- fleetstream.origin setting (a process skips its own), else 'database'. The channel is the one
+-- adapters/registry-changes/PostgresRegistryChanges.ts changesChannel names for this schema.
+CREATE FUNCTION registry_announce(change jsonb, schema_name text) RETURNS void
+LANGUAGE sql AS $$
+  SELECT pg_notify(
+    CASE WHEN length(schema_name) <= 42 THEN 'fleetstream_registry_' || schema_name
+         ELSE 'fleetstream_registry_' || left(encode(sha256(convert_to(schema_name, 'UTF8')), 'hex'), 32) END,
+    jsonb_build_object('v', 1, 'origin', coalesce(nullif(current_setting('fleetstream.origin', true), ''), 'database'), 'change', change)::text)
+$$;
+
+CREATE FUNCTION registry_token_announce() RETURNS trigger
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    PERFORM registry_announce(jsonb_build_object('kind', 'token-revoked', 'tokenHash', OLD.hash), TG_TABLE_SCHEMA);
+  ELSIF OLD.revoked_at IS NULL AND NEW.revoked_at IS NOT NULL THEN
+    PERFORM registry_announce(jsonb_build_object('kind', 'token-revoked', 'tokenHash', NEW.hash), TG_TABLE_SCHEMA);
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER tokens_announce AFTER UPDATE OR DELETE ON tokens FOR EACH ROW EXECUTE FUNCTION registry_token_announce();
+
+CREATE FUNCTION registry_device_announce() RETURNS trigger
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    PERFORM registry_announce(jsonb_build_object('kind', 'device-deleted', 'deviceId', OLD.id), TG_TABLE_SCHEMA);
+  ELSE
+    PERFORM registry_announce(jsonb_build_object('kind', 'device-changed', 'deviceId', NEW.id), TG_TABLE_SCHEMA);
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER devices_announce AFTER INSERT OR UPDATE OR DELETE ON devices FOR EACH ROW EXECUTE FUNCTION registry_device_announce();
+
+CREATE FUNCTION registry_asset_announce() RETURNS trigger
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    PERFORM registry_announce(jsonb_build_object('kind', 'device-changed', 'deviceId', OLD.device_id), TG_TABLE_SCHEMA);
+  ELSE
+    PERFORM registry_announce(jsonb_build_object('kind', 'device-changed', 'deviceId', NEW.device_id), TG_TABLE_SCHEMA);
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER assets_announce AFTER INSERT OR UPDATE OR DELETE ON assets FOR EACH ROW EXECUTE FUNCTION registry_asset_announce();
+
+CREATE FUNCTION registry_membership_announce() RETURNS trigger
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    PERFORM registry_announce(jsonb_build_object('kind', 'membership-changed', 'groundId', OLD.ground_id, 'userId', OLD.user_id), TG_TABLE_SCHEMA);
+  ELSE
+    PERFORM registry_announce(jsonb_build_object('kind', 'membership-changed', 'groundId', NEW.ground_id, 'userId', NEW.user_id), TG_TABLE_SCHEMA);
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER memberships_announce AFTER INSERT OR UPDATE OR DELETE ON memberships FOR EACH ROW EXECUTE FUNCTION registry_membership_announce();
 `,
   },
 ];

@@ -93,7 +93,7 @@ export function registryFactories(): RegistryFactory[] {
 export interface HarnessOptions {
   /** As its adapter opened it (not publishing); the caller closes it. */
   registry: Registry;
-  /** Where `registry` lives when it is PostgreSQL (RegistryFactory's `database`): changes then go over LISTEN/NOTIFY, and lookups are reused 2 s as the service does there. */
+  /** Where `registry` lives when it is PostgreSQL (RegistryFactory's `database`): changes then go over LISTEN/NOTIFY, announced by the database's transactions too. */
   database?: RegistryDatabase;
   store?: Pick<StateStore, 'latest' | 'history' | 'aggregate'>;
   limits?: EdgeDeps['limits'];
@@ -107,8 +107,8 @@ export interface HarnessOptions {
   /** The registry changes the edge follows and `registry` publishes on (default: the service's, closed with the harness). */
   changes?: RegistryChanges;
   /**
-   * Cached lookups' lifetime, ms (the setting registryCacheTtlMs). Default 2000, as on PostgreSQL,
-   * on PGlite too: the suites change the registry behind the edge's back (`unpublished`).
+   * Cached lookups' lifetime, ms (the setting registryCacheTtlMs). Default 2000: the suites change
+   * the registry behind the edge's back (`unpublished`), which only PostgreSQL announces.
    */
   cacheTtlMs?: number;
   clockStart?: number;

@@ -7,9 +7,11 @@ import pg from 'pg';
 import * as assert from 'uvu/assert';
 import { systemClock } from '../../../engine/kernel/clock.ts';
 import { silentLogger } from '../../../engine/kernel/logger.ts';
-import type { RegistryChanges } from '../../../engine/ports/registryChanges.ts';
+import type { RegistryChange, RegistryChanges } from '../../../engine/ports/registryChanges.ts';
 import { InProcessRegistryChanges } from '../../../adapters/registry-changes/InProcessRegistryChanges.ts';
 import { changesChannel, PostgresRegistryChanges } from '../../../adapters/registry-changes/PostgresRegistryChanges.ts';
+import { createPostgresRegistry } from '../../../adapters/postgres/createPostgresRegistry.ts';
+import { hashToken } from '../../../engine/access/tokens.ts';
 import { registryChangesContract } from '../../contracts/registryChanges.contract.ts';
 import { suite, withEnv } from '../../support/suite.ts';
 
@@ -66,7 +68,7 @@ withEnv('postgres registry changes', ['DATABASE_URL_TEST'], 'a PostgreSQL server
   const specifics = suite('postgres registry changes: specifics');
 
   specifics('channels: one per schema, within PostgreSQL\'s 63-byte identifiers', () => {
-    assert.is(changesChannel(undefined), 'fleetstream_registry');
+    assert.is(changesChannel('public'), 'fleetstream_registry_public');
     assert.is(changesChannel('tenant_a'), 'fleetstream_registry_tenant_a');
     const long = changesChannel('s'.repeat(63));
     assert.ok(long.length <= 63 && long !== changesChannel('s'.repeat(62) + 't'));
@@ -131,6 +133,79 @@ withEnv('postgres registry changes', ['DATABASE_URL_TEST'], 'a PostgreSQL server
       await Promise.all([a.close(), b.close()]);
     }
     assert.is(a.stats.dropped, 5, 'closing before reconnecting drops the three kept');
+  });
+
+  specifics('a registry\'s transactions announce their changes, sent only if they commit, whoever makes them', async () => {
+    // a schema name long enough for the hashed channel: the database and changesChannel must agree
+    const schema = `announce_${randomBytes(20).toString('hex')}`;
+    assert.ok(`fleetstream_registry_${schema}`.length > 63);
+    const origin = 'writer0origin0';
+    // the registry alone, without the publishing wrapper: a process that dies between its commit and its publish
+    const registry = await createPostgresRegistry({ url, schema, origin, poolSize: 2 });
+    const writer = await PostgresRegistryChanges.open({ url, schema, clock: systemClock, origin, announcedByDatabase: true });
+    const other = await PostgresRegistryChanges.open({ url, schema, clock: systemClock, announcedByDatabase: true });
+    try {
+      const heard: RegistryChange[] = [];
+      const echoed: RegistryChange[] = [];
+      other.subscribe((c) => heard.push(c));
+      writer.subscribe((c) => echoed.push(c));
+      const until = async (count: number) => {
+        const deadline = Date.now() + 5000;
+        while (heard.length < count && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+        assert.is(heard.length, count, `${count} changes heard: ${JSON.stringify(heard)}`);
+      };
+      const user = await registry.createUser({ name: 'ann' });
+      const ground = await registry.createGround({ name: 'site', userId: user.entity.id });
+      await until(1);
+      assert.equal(heard[0], { kind: 'membership-changed', groundId: ground.id, userId: user.entity.id }, 'the ground\'s first member');
+      const { device, token } = await registry.createDevice({ groundId: ground.id, name: 'meter', assets: [{ name: 't', is: 'sensor' }] });
+      await until(2); // the device and its asset: one change, NOTIFY folds identical ones of a transaction
+      assert.equal(heard[1], { kind: 'device-changed', deviceId: device.id });
+      heard.length = 0;
+      await registry.upsertAsset(device.id, 'h', { is: 'sensor' });
+      await until(1);
+      assert.equal(heard, [{ kind: 'device-changed', deviceId: device.id }]);
+      heard.length = 0;
+      assert.ok(await registry.revokeToken(token));
+      await until(1);
+      assert.equal(heard, [{ kind: 'token-revoked', tokenHash: hashToken(token) }]);
+      heard.length = 0;
+      // a transaction that rolls back announces nothing; an operator's own SQL is announced (origin 'database')
+      await admin(async (c) => {
+        await c.query(`SET search_path = "${schema}"`);
+        await c.query('BEGIN');
+        await c.query('DELETE FROM memberships WHERE ground_id = $1', [ground.id]);
+        await c.query('ROLLBACK');
+        await c.query('DELETE FROM assets WHERE device_id = $1', [device.id]);
+        await c.query('DELETE FROM devices WHERE id = $1', [device.id]);
+      });
+      await until(2); // the two assets' deletions fold into one device-changed; then the device's
+      assert.equal(heard, [{ kind: 'device-changed', deviceId: device.id }, { kind: 'device-deleted', deviceId: device.id }]);
+      assert.equal(echoed, heard, 'the writer hears what others made, and skips what its own connections announced');
+      assert.is(other.stats.ignored + writer.stats.ignored, 0, 'every announcement is a valid notification');
+    } finally {
+      await Promise.all([writer.close(), other.close(), registry.close()]);
+      await admin((c) => c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
+    }
+  });
+
+  specifics('announced by the database, publish tells this process only', async () => {
+    const schema = `changes_d_${randomBytes(4).toString('hex')}`;
+    const a = await PostgresRegistryChanges.open({ url, schema, clock: systemClock, announcedByDatabase: true });
+    const b = await PostgresRegistryChanges.open({ url, schema, clock: systemClock, announcedByDatabase: true });
+    try {
+      const here: unknown[] = [];
+      const there: unknown[] = [];
+      a.subscribe((c) => here.push(c));
+      b.subscribe((c) => there.push(c));
+      await a.publish({ kind: 'device-changed', deviceId: 'A'.repeat(22) });
+      assert.equal(here, [{ kind: 'device-changed', deviceId: 'A'.repeat(22) }], 'delivered here before publish resolved');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.equal(there, [], 'nothing sent: the database announces what commits');
+      assert.is(a.stats.sent, 0);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
   });
 
   specifics.run();
