@@ -41,6 +41,8 @@ export const ErrorCodes = {
   REQUEST_TIMEOUT: { status: 408, retriable: true },
   VALIDATION_FAILED: { status: 422, retriable: false },
   RATE_LIMITED: { status: 429, retriable: true },
+  /** An integration's URL points where outbound requests may not go (adapters/webhooks/OutboundPolicy.ts). */
+  DESTINATION_REFUSED: { status: 422, retriable: false },
   // infrastructure
   BACKPRESSURE: { status: 503, retriable: true },
   UNAVAILABLE: { status: 503, retriable: true },
