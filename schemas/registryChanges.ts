@@ -18,6 +18,10 @@ export const RegistryChange = Type.Union([
   Type.Object({ kind: Type.Literal('device-changed'), deviceId: Id }, { additionalProperties: false }),
   /** A user joined or left a ground (feeds and ground streams follow memberships). */
   Type.Object({ kind: Type.Literal('membership-changed'), groundId: Id, userId: Id }, { additionalProperties: false }),
+  /** An integration was created, changed or had its secret rotated (its deliveries follow the new settings). */
+  Type.Object({ kind: Type.Literal('integration-changed'), integrationId: Id, groundId: Id }, { additionalProperties: false }),
+  /** An integration is gone: nothing more is delivered to it. */
+  Type.Object({ kind: Type.Literal('integration-deleted'), integrationId: Id, groundId: Id }, { additionalProperties: false }),
   /**
    * Changes may have been missed (the feed was cut off from the other processes and is back):
    * drop every cached answer, and re-check the token of every open connection.

@@ -1,7 +1,7 @@
 /**
  * The registry port over a SqlExecutor: one implementation, one SQL dialect, shared by the PGlite
  * and PostgreSQL adapters. Each port of the registry has its SQL module (principals.ts, grounds.ts,
- * devices.ts, assets.ts, deviceTypes.ts, activations.ts) over one SqlContext. Inputs are validated
+ * devices.ts, assets.ts, deviceTypes.ts, activations.ts, integrations.ts) over one SqlContext. Inputs are validated
  * before any query; every driver error leaves through mapSqlError.
  */
 import { systemClock, type Clock } from '../../engine/kernel/clock.ts';
@@ -12,6 +12,7 @@ import { deviceOperations } from './devices.ts';
 import { deviceTypeOperations } from './deviceTypes.ts';
 import type { SqlExecutor } from './executor.ts';
 import { groundOperations } from './grounds.ts';
+import { integrationOperations } from './integrations.ts';
 import { migrate } from './migrate.ts';
 import { principalOperations } from './principals.ts';
 import { sqlContext } from './SqlContext.ts';
@@ -45,6 +46,7 @@ export async function createSqlRegistry(executor: SqlExecutor, options: SqlRegis
     ...assetOperations(ctx),
     ...deviceTypeOperations(ctx),
     ...activationOperations(ctx),
+    ...integrationOperations(ctx),
     async close() {
       if (closed) return;
       closed = true;

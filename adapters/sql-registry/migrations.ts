@@ -3,7 +3,8 @@
  * released, never changes (migrate.ts refuses a database whose recorded checksum differs); changes
  * go in a new migration. Version 2 holds the activation service (spec §2.5–2.8): device types
  * with versions, activations, options; version 3 the device type drafts and activation listing;
- * version 4 announces registry changes from the transactions that make them.
+ * version 4 announces registry changes from the transactions that make them; version 5 holds the
+ * integrations of grounds (engine/ports/integrationRegistry.ts).
  *
  * Times are bigint epoch milliseconds (as everywhere in Fleetstream). Constraint names are stable:
  * sqlErrors.ts maps their violations to FleetError codes.
@@ -224,6 +225,49 @@ BEGIN
   RETURN NULL;
 END $$;
 CREATE TRIGGER memberships_announce AFTER INSERT OR UPDATE OR DELETE ON memberships FOR EACH ROW EXECUTE FUNCTION registry_membership_announce();
+`,
+  },
+  {
+    version: 5,
+    name: 'integrations',
+    sql: `
+-- A ground's receivers of its events. The secrets sign deliveries, so they are kept as they are
+-- (a hash cannot sign); previous_secret signs too until previous_secret_until (a rotation's grace).
+CREATE TABLE integrations (
+  id                    text PRIMARY KEY,
+  ground_id             text NOT NULL CONSTRAINT integrations_ground_id_fkey REFERENCES grounds (id) ON DELETE CASCADE,
+  name                  text NOT NULL,
+  kind                  text NOT NULL CONSTRAINT integrations_kind_check CHECK (kind IN ('webhook')),
+  url                   text NOT NULL,
+  events                jsonb NOT NULL,
+  -- NULL: every device (asset) of the ground.
+  devices               jsonb,
+  assets                jsonb,
+  headers               jsonb NOT NULL,
+  status                text NOT NULL CONSTRAINT integrations_status_check CHECK (status IN ('active', 'disabled')),
+  disabled_reason       text,
+  secret                text NOT NULL,
+  previous_secret       text,
+  previous_secret_until bigint,
+  created_at            bigint NOT NULL,
+  updated_at            bigint NOT NULL
+);
+-- A ground's integrations page by page, oldest first.
+CREATE INDEX integrations_ground_created_idx ON integrations (ground_id, created_at, id);
+
+-- Announced by the transactions that change them (as migration 4 does for devices and tokens):
+-- whatever delivers an integration's events follows its settings, its secrets, its existence.
+CREATE FUNCTION registry_integration_announce() RETURNS trigger
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    PERFORM registry_announce(jsonb_build_object('kind', 'integration-deleted', 'integrationId', OLD.id, 'groundId', OLD.ground_id), TG_TABLE_SCHEMA);
+  ELSE
+    PERFORM registry_announce(jsonb_build_object('kind', 'integration-changed', 'integrationId', NEW.id, 'groundId', NEW.ground_id), TG_TABLE_SCHEMA);
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER integrations_announce AFTER INSERT OR UPDATE OR DELETE ON integrations FOR EACH ROW EXECUTE FUNCTION registry_integration_announce();
 `,
   },
 ];

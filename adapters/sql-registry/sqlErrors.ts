@@ -23,6 +23,7 @@ const BY_CONSTRAINT: Record<string, Mapping> = {
   memberships_user_id_fkey: { code: 'NOT_FOUND', message: 'user not found', field: 'userId' },
   device_types_partner_id_fkey: { code: 'NOT_FOUND', message: 'partner not found', field: 'partnerId' },
   activations_partner_id_fkey: { code: 'NOT_FOUND', message: 'partner not found', field: 'partnerId' },
+  integrations_ground_id_fkey: { code: 'NOT_FOUND', message: 'ground not found', field: 'groundId' },
   activations_partner_hardware_key: { code: 'CONFLICT', message: 'the partner already has an activation for that hardware id', field: 'hardware.id' },
 };
 

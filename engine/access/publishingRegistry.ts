@@ -1,7 +1,7 @@
 /**
  * The one place registry changes are published (engine/ports/registryChanges.ts): a Registry that
  * publishes what each mutation changed once the mutation has committed (one function per port:
- * fleetMutations, principalMutations, activationMutations), whoever calls it — the HTTP
+ * fleetMutations, principalMutations, activationMutations, integrationMutations), whoever calls it — the HTTP
  * routes, the admin CLI (directly or through the running service's admin socket), activation.
  *
  * Published after the commit rather than inside the transaction so that both registries (PGlite and
@@ -11,10 +11,11 @@
  *
  * A created device (directly or by activation) is published as device-changed too: no cache holds
  * a negative answer (RegistryLookups keeps positive ones only), but an engine that met the id before
- * reads it afresh. Not published: device-type changes (devices keep the profiles copied when
+ * reads it afresh. An integration's creation, change, rotation and deletion are published for
+ * whatever delivers its events. Not published: device-type changes (devices keep the profiles copied when
  * created), new principals, grounds and tokens (nothing cached can be stale about them).
  */
-import type { ActivationRegistry, FleetRegistry, PrincipalRegistry, Registry } from '../ports/registry.ts';
+import type { ActivationRegistry, FleetRegistry, IntegrationRegistry, PrincipalRegistry, Registry } from '../ports/registry.ts';
 import type { RegistryChanges } from '../ports/registryChanges.ts';
 import { hashToken } from './tokens.ts';
 
@@ -27,6 +28,7 @@ export function publishingRegistry<R extends Registry>(registry: R, changes: Pic
     ...fleetMutations(registry, publish),
     ...principalMutations(registry, publish),
     ...activationMutations(registry, publish),
+    ...integrationMutations(registry, publish),
   };
   const bound = new Map<PropertyKey, unknown>();
   return new Proxy(registry, {
@@ -99,6 +101,37 @@ function activationMutations(registry: ActivationRegistry, publish: Publish): Pi
       const activated = await registry.activate(request);
       await publish({ kind: 'device-changed', deviceId: activated.device.device.id });
       return activated;
+    },
+  };
+}
+
+type IntegrationMutations = Pick<IntegrationRegistry, 'createIntegration' | 'updateIntegration' | 'deleteIntegration' | 'rotateIntegrationSecret'>;
+
+/** What an integration's deliveries follow: its settings, its secrets, its existence. */
+function integrationMutations(registry: IntegrationRegistry, publish: Publish): IntegrationMutations {
+  const changed = async (integrationId: string, groundId: string) => publish({ kind: 'integration-changed', integrationId, groundId });
+  return {
+    async createIntegration(input) {
+      const created = await registry.createIntegration(input);
+      await changed(created.integration.id, created.integration.groundId);
+      return created;
+    },
+    async updateIntegration(integrationId, patch) {
+      const integration = await registry.updateIntegration(integrationId, patch);
+      await changed(integration.id, integration.groundId);
+      return integration;
+    },
+    async rotateIntegrationSecret(integrationId, options) {
+      const rotated = await registry.rotateIntegrationSecret(integrationId, options);
+      await changed(rotated.integration.id, rotated.integration.groundId);
+      return rotated;
+    },
+    async deleteIntegration(integrationId) {
+      // The ground goes in the change, and the row is gone once deleted: read it first.
+      const integration = await registry.getIntegration(integrationId);
+      const deleted = await registry.deleteIntegration(integrationId);
+      if (deleted && integration !== undefined) await publish({ kind: 'integration-deleted', integrationId, groundId: integration.groundId });
+      return deleted;
     },
   };
 }

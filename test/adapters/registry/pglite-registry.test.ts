@@ -13,6 +13,7 @@ import { activationContract } from '../../contracts/activation.contract.ts';
 import { activationLifecycleContract } from '../../contracts/activationLifecycle.contract.ts';
 import { deviceTypesContract } from '../../contracts/deviceTypes.contract.ts';
 import { fleetContract } from '../../contracts/fleet.contract.ts';
+import { integrationsContract } from '../../contracts/integrations.contract.ts';
 import { principalsContract } from '../../contracts/principals.contract.ts';
 import { registryContract, rejects, type RegistryFactory } from '../../contracts/registry.contract.ts';
 
@@ -28,6 +29,7 @@ const inMemory: RegistryFactory = async ({ clock }) => {
 registryContract('pglite (in memory)', inMemory).run();
 principalsContract('pglite (in memory)', inMemory).run();
 fleetContract('pglite (in memory)', inMemory).run();
+integrationsContract('pglite (in memory)', inMemory).run();
 activationContract('pglite (in memory)', inMemory).run();
 deviceTypesContract('pglite (in memory)', inMemory).run();
 activationLifecycleContract('pglite (in memory)', inMemory).run();

@@ -11,6 +11,7 @@ import { activationContract } from '../../contracts/activation.contract.ts';
 import { activationLifecycleContract } from '../../contracts/activationLifecycle.contract.ts';
 import { deviceTypesContract } from '../../contracts/deviceTypes.contract.ts';
 import { fleetContract } from '../../contracts/fleet.contract.ts';
+import { integrationsContract } from '../../contracts/integrations.contract.ts';
 import { principalsContract } from '../../contracts/principals.contract.ts';
 import { registryContract, rejects, type RegistryFactory } from '../../contracts/registry.contract.ts';
 import { dropSchema } from '../../support/postgresSchema.ts';
@@ -38,6 +39,7 @@ withEnv('postgres registry', ['DATABASE_URL_TEST'], 'a PostgreSQL server, e.g. p
   registryContract('postgres', isolated).run();
   principalsContract('postgres', isolated).run();
   fleetContract('postgres', isolated).run();
+  integrationsContract('postgres', isolated).run();
   activationContract('postgres', isolated).run();
   deviceTypesContract('postgres', isolated).run();
   activationLifecycleContract('postgres', isolated).run();

@@ -90,6 +90,27 @@ publish('nothing is published when nothing changed (already gone, unknown, refus
   assert.is(heard.length, 1);
 });
 
+publish('an integration\'s creation, change, rotation and deletion are published with its ground; nothing when nothing changed', async ({ registry, heard }) => {
+  const user = await registry.createUser({ name: 'u' });
+  const ground = await registry.createGround({ name: 'g', userId: user.entity.id });
+  const { integration } = await registry.createIntegration({ groundId: ground.id, name: 'app', kind: 'webhook', url: 'https://r.example/in', events: ['state'] });
+  const change = { kind: 'integration-changed', integrationId: integration.id, groundId: ground.id } as const;
+  assert.equal(heard, [change]);
+  heard.length = 0;
+  await registry.updateIntegration(integration.id, { name: 'renamed' });
+  await registry.rotateIntegrationSecret(integration.id, { graceMs: 0 });
+  assert.equal(heard, [change, change]);
+  heard.length = 0;
+  await registry.integrationSecrets(integration.id);
+  await registry.updateIntegration(newId(), { name: 'x' }).then(() => assert.unreachable('updated a missing integration'), () => undefined);
+  await registry.rotateIntegrationSecret(newId(), { graceMs: 0 }).then(() => assert.unreachable('rotated a missing integration'), () => undefined);
+  await registry.createIntegration({ groundId: newId(), name: 'app', kind: 'webhook', url: 'https://r.example/in', events: ['state'] }).then(() => assert.unreachable('no ground'), () => undefined);
+  assert.not.ok(await registry.deleteIntegration(newId()));
+  assert.equal(heard, []);
+  assert.ok(await registry.deleteIntegration(integration.id));
+  assert.equal(heard, [{ kind: 'integration-deleted', integrationId: integration.id, groundId: ground.id }]);
+});
+
 publish('the change is heard before the caller sees the answer; reads and close pass through', async ({ registry, changes }) => {
   const user = await registry.createUser({ name: 'u' });
   const ground = await registry.createGround({ name: 'g', userId: user.entity.id });

@@ -189,6 +189,49 @@ withEnv('postgres registry changes', ['DATABASE_URL_TEST'], 'a PostgreSQL server
     }
   });
 
+  specifics('integrations are announced by the transactions that change them, a ground\'s deletion included', async () => {
+    const schema = `announce_i_${randomBytes(4).toString('hex')}`;
+    const registry = await createPostgresRegistry({ url, schema, poolSize: 2 });
+    const other = await PostgresRegistryChanges.open({ url, schema, clock: systemClock, announcedByDatabase: true });
+    try {
+      const heard: RegistryChange[] = [];
+      other.subscribe((c) => { if (c.kind.startsWith('integration-')) heard.push(c); });
+      const until = async (count: number) => {
+        const deadline = Date.now() + 5000;
+        while (heard.length < count && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+        assert.is(heard.length, count, `${count} changes heard: ${JSON.stringify(heard)}`);
+      };
+      const user = await registry.createUser({ name: 'ann' });
+      const ground = await registry.createGround({ name: 'site', userId: user.entity.id });
+      const { integration } = await registry.createIntegration({ groundId: ground.id, name: 'app', kind: 'webhook', url: 'https://r.example/in', events: ['state'] });
+      const changed = { kind: 'integration-changed', integrationId: integration.id, groundId: ground.id } as const;
+      await until(1);
+      assert.equal(heard, [changed]);
+      await registry.updateIntegration(integration.id, { name: 'renamed' });
+      await until(2);
+      await registry.rotateIntegrationSecret(integration.id, { graceMs: 0 });
+      await until(3);
+      assert.equal(heard, [changed, changed, changed]);
+      heard.length = 0;
+      assert.ok(await registry.deleteIntegration(integration.id));
+      await until(1);
+      assert.equal(heard, [{ kind: 'integration-deleted', integrationId: integration.id, groundId: ground.id }]);
+      heard.length = 0;
+      const second = await registry.createIntegration({ groundId: ground.id, name: 'b', kind: 'webhook', url: 'https://r.example/in', events: ['state'] });
+      await until(1);
+      heard.length = 0;
+      await admin(async (c) => {
+        await c.query(`SET search_path = "${schema}"`);
+        await c.query('DELETE FROM grounds WHERE id = $1', [ground.id]);
+      });
+      await until(1);
+      assert.equal(heard, [{ kind: 'integration-deleted', integrationId: second.integration.id, groundId: ground.id }], 'cascaded from the ground');
+    } finally {
+      await Promise.all([other.close(), registry.close()]);
+      await admin((c) => c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
+    }
+  });
+
   specifics('announced by the database, publish tells this process only', async () => {
     const schema = `changes_d_${randomBytes(4).toString('hex')}`;
     const a = await PostgresRegistryChanges.open({ url, schema, clock: systemClock, announcedByDatabase: true });
