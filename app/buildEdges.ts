@@ -20,6 +20,9 @@ import { LiveConnections, type LiveSource } from '../adapters/http/live/liveRout
 import { createLiveSocket } from '../adapters/http/live/liveSocket.ts';
 import { createExternalMqtt, type ExternalMqtt, type ExternalMqttOptions } from '../adapters/mqtt/external/createExternalMqtt.ts';
 import { createMqttEdge, type MqttEdge, type MqttEdgeOptions } from '../adapters/mqtt/gateway/createMqttEdge.ts';
+import { outboundPolicy } from '../adapters/webhooks/OutboundPolicy.ts';
+import { checkWebhookUrl } from '../adapters/webhooks/webhookUrl.ts';
+import { WebhookSender } from '../adapters/webhooks/WebhookSender.ts';
 import type { Config } from '../schemas/config.ts';
 import { registryCacheTtlMs, type ServiceStore } from './openPorts.ts';
 
@@ -89,6 +92,9 @@ export async function serveHttpEdge(options: {
   const connections = new LiveConnections(10_000);
   const { lookups } = options;
   const liveAccess = new EdgeAccess({ registry, clock, cacheTtlMs: registryCacheTtlMs(config), lookups });
+  // Throws VALIDATION_FAILED naming a bad entry of --integrations-allow-hosts before anything listens.
+  const policy = outboundPolicy(config.integrationsAllowHosts ?? []);
+  const sender = new WebhookSender({ policy, clock });
   const lpwanIntake = new LpwanUplinkIntake({ devices: registry, admission, clock, atWindow: atWindowOf(config), cacheTtlMs: registryCacheTtlMs(config) });
   const stopLpwanChanges = options.registryChanges.add((change) => lpwanIntake.apply(change));
   const liveSocket = options.live === undefined ? undefined : createLiveSocket({
@@ -112,6 +118,7 @@ export async function serveHttpEdge(options: {
     logger,
     lpwan: { applications: options.lpwanApplications, intake: lpwanIntake },
     commands: options.commands,
+    integrations: { checkUrl: (url) => checkWebhookUrl(url, policy), send: (request) => sender.send(request) },
     observe: options.observe,
     live: options.live === undefined ? undefined : { hub: options.live, connections },
   });
@@ -123,6 +130,7 @@ export async function serveHttpEdge(options: {
       await liveSocket?.close();
       await served.close();
       stopLpwanChanges();
+      sender.close();
     },
   };
 }

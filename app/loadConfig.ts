@@ -33,6 +33,7 @@ export const settings = {
   'command-expiry-ms': ['COMMAND_EXPIRY_MS', 'commands.expiryMs', 'integer'],
   'command-queue': ['COMMAND_QUEUE', 'commands.maxQueuePerDevice', 'integer'],
   'kafka-brokers': ['KAFKA_BROKERS', 'kafkaBrokers', 'list'],
+  'integrations-allow-hosts': ['INTEGRATIONS_ALLOW_HOSTS', 'integrationsAllowHosts', 'list'],
   'kafka-append-timeout-ms': ['KAFKA_APPEND_TIMEOUT_MS', 'kafka.appendTimeoutMs', 'integer'],
   'kafka-session-timeout-ms': ['KAFKA_SESSION_TIMEOUT_MS', 'kafka.sessionTimeoutMs', 'integer'],
   'kafka-throughput-wait-ms': ['KAFKA_THROUGHPUT_WAIT_MS', 'kafka.throughputWaitMs', 'integer'],

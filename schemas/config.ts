@@ -70,6 +70,12 @@ export const Config = Type.Object({
     /** Commands queued per device before new ones are refused. */
     maxQueuePerDevice: Type.Integer({ minimum: 1 }),
   }),
+  /**
+   * Where integrations may send although the address is internal (loopback, private, link-local):
+   * host names and CIDRs, comma separated (adapters/webhooks/OutboundPolicy.ts). Plain http:// goes
+   * only to these. Unset: public https:// receivers only.
+   */
+  integrationsAllowHosts: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 253 }), { maxItems: 1000 })),
   /** Kafka brokers (host:port, comma separated). Unset: the embedded local log. */
   kafkaBrokers: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
   /** Kafka client settings (used only with kafkaBrokers). */

@@ -5,6 +5,7 @@
  * answered once, when created or rotated.
  */
 import Type, { type Static } from 'typebox';
+import { Page, PageLimit, pageCursor } from './page.ts';
 import { AssetName, EntityName, EpochMs, Id } from './registry.ts';
 
 /** What an integration receives: stored states, refused uplinks, command changes, alarms (once rules raise them). */
@@ -84,3 +85,53 @@ export const IntegrationQuery = Type.Object({
   after: Type.Optional(Type.Object({ createdAt: EpochMs, id: Id })),
 }, { additionalProperties: false });
 export type IntegrationQuery = Static<typeof IntegrationQuery>;
+
+// ---- the HTTP edge (adapters/http/routes/integrations/) ----
+
+/** `POST /ground/{groundId}/integrations`. */
+export const IntegrationCreateBody = Type.Object({
+  name: EntityName,
+  kind: IntegrationKind,
+  url: IntegrationUrl,
+  events: IntegrationEvents,
+  devices: Type.Optional(IntegrationDevices),
+  assets: Type.Optional(IntegrationAssets),
+  headers: Type.Optional(IntegrationHeaders),
+}, { additionalProperties: false });
+export type IntegrationCreateBody = Static<typeof IntegrationCreateBody>;
+
+/** `201` of creation and `200` of a rotation: the secret is shown once and never again. */
+export const IntegrationWithSecret = Type.Object({
+  ...Integration.properties,
+  secret: Type.String({ pattern: '^whsec_[A-Za-z0-9+/]+={0,2}$', description: 'signing secret (Standard Webhooks), shown once' }),
+});
+
+export const IntegrationParams = Type.Object({ id: Id });
+
+export const IntegrationListQuery = Type.Object({ limit: PageLimit, cursor: pageCursor(128) }, { additionalProperties: false });
+export type IntegrationListQuery = Static<typeof IntegrationListQuery>;
+
+export const IntegrationPage = Page(Integration);
+
+/** How long the previous secret keeps signing after a rotation, seconds: 0 (a leaked secret) to 7 days; default 24 h. */
+export const MAX_ROTATION_GRACE_S = 7 * 24 * 3600;
+export const RotateSecretQuery = Type.Object({
+  graceSeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_ROTATION_GRACE_S, description: 'seconds the previous secret still signs; default 86400' })),
+}, { additionalProperties: false });
+export type RotateSecretQuery = Static<typeof RotateSecretQuery>;
+
+/** `POST /integrations/{id}/test`: what the receiver made of one test event. */
+export const IntegrationTestResult = Type.Object({
+  /** `delivered` (2xx), `retry` (what a delivery would try again), `disable` (410: a delivery would disable the integration). */
+  outcome: Type.Union([Type.Literal('delivered'), Type.Literal('retry'), Type.Literal('disable')]),
+  /** The receiver's status, when it answered. */
+  status: Type.Optional(Type.Integer()),
+  /** The start of its answer's body (at most 1 KiB). */
+  body: Type.String(),
+  /** Why no answer came (timeout, connection, a destination refused). */
+  error: Type.Optional(Type.String()),
+  /** What its Retry-After asked, ms. */
+  retryAfterMs: Type.Optional(Type.Integer({ minimum: 0 })),
+  /** The webhook-id the test was sent with. */
+  messageId: Type.String(),
+});

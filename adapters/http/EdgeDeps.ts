@@ -4,6 +4,7 @@
  */
 import type { EdgeCoreDeps } from './EdgeContext.ts';
 import type { EdgeCommands } from './routes/commands/commandRoutes.ts';
+import type { EdgeIntegrations } from './routes/integrations/integrationRoutes.ts';
 import type { LpwanEdgeDeps } from './routes/lpwan/lpwanRoutes.ts';
 import type { EdgeProbes } from './routes/meta/probeRoutes.ts';
 import type { EdgeLive } from './live/liveRoutes.ts';
@@ -15,6 +16,8 @@ export interface EdgeDeps extends EdgeCoreDeps {
   lpwan?: LpwanEdgeDeps;
   /** Commands (routes/commands/); absent: no command routes. */
   commands?: EdgeCommands;
+  /** Integrations (routes/integrations/): the destination check and the sender; absent: no integration routes. */
+  integrations?: EdgeIntegrations;
   /** Live streams (live/liveRoutes.ts, docs/live.md); absent: no /live routes. */
   live?: EdgeLive;
   /** Readiness, request timing and metrics (app/metrics.ts); absent: no /ready nor /metrics. */

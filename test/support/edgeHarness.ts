@@ -112,6 +112,8 @@ export interface HarnessOptions {
    */
   cacheTtlMs?: number;
   clockStart?: number;
+  /** The setting integrationsAllowHosts: where integrations may send although internal (a receiver on loopback). */
+  integrationsAllowHosts?: string[];
 }
 
 /** The service's configuration for the harness: loopback HTTP with the suites' limits, 4 partitions. */
@@ -126,6 +128,7 @@ function harnessConfig(dataDir: string, options: HarnessOptions): Config {
     },
     engine: { ...defaultConfig.engine, partitions: 4 },
     registryCacheTtlMs: options.cacheTtlMs ?? 2000,
+    ...(options.integrationsAllowHosts === undefined ? {} : { integrationsAllowHosts: options.integrationsAllowHosts }),
     ...(options.database === undefined ? {} : { databaseUrl: options.database.url, databaseSchema: options.database.schema }),
   });
 }
