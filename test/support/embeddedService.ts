@@ -17,6 +17,8 @@ export interface EmbeddedServiceOptions {
   log?: { level: 'warn' | 'error'; write(line: string): void };
   /** Command settings over the defaults (`--command-queue`, `--command-expiry-ms`). */
   commands?: Partial<Config['commands']>;
+  /** `--integrations-allow-hosts`: where integrations may send although internal (a receiver on loopback). */
+  integrationsAllowHosts?: string[];
 }
 
 /** `options` as a string: the directory, with no LPWAN applications. */
@@ -37,6 +39,7 @@ export async function startEmbeddedService(options: EmbeddedServiceOptions | str
       engine: { ...defaultConfig.engine, partitions: 2, batchDelayMs: 10 },
       commands: { ...defaultConfig.commands, ...o.commands },
       lpwanApplicationsFile,
+      ...(o.integrationsAllowHosts === undefined ? {} : { integrationsAllowHosts: o.integrationsAllowHosts }),
     },
     logger: createJsonLogger(o.log ?? { level: 'error', write: () => undefined }),
     // The suites run again with the edge in worker processes (test/app/service/edge-workers-suites.test.ts).
