@@ -37,6 +37,7 @@ export interface RegistryChangesContractOptions {
 const DEVICE = 'A'.repeat(22);
 const GROUND = 'G'.repeat(22);
 const USER = 'U'.repeat(22);
+const INTEGRATION = 'I'.repeat(22);
 const HASH = 'ab'.repeat(32);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -65,6 +66,8 @@ export function registryChangesContract(name: string, factory: () => Promise<Reg
       { kind: 'device-deleted', deviceId: DEVICE },
       { kind: 'device-changed', deviceId: DEVICE },
       { kind: 'membership-changed', groundId: GROUND, userId: USER },
+      { kind: 'integration-changed', integrationId: INTEGRATION, groundId: GROUND },
+      { kind: 'integration-deleted', integrationId: INTEGRATION, groundId: GROUND },
     ];
     for (const change of sent) {
       const before = heard.length;
@@ -120,6 +123,24 @@ export function registryChangesContract(name: string, factory: () => Promise<Reg
     assert.equal(heardB.filter((c) => c.kind === 'device-changed'), fromA);
     assert.equal(heardB.filter((c) => c.kind === 'token-revoked'), [{ kind: 'token-revoked', tokenHash: HASH }]);
     assert.equal(heardA, [...fromA, { kind: 'token-revoked', tokenHash: HASH }]);
+  });
+
+  test('every kind reaches the other instances as published', async ({ fixture }) => {
+    if (!fixture.shared) return;
+    const a = await fixture.open();
+    const b = await fixture.open();
+    const heardB = record(b);
+    const sent: RegistryChange[] = [
+      { kind: 'token-revoked', tokenHash: HASH },
+      { kind: 'device-deleted', deviceId: DEVICE },
+      { kind: 'device-changed', deviceId: DEVICE },
+      { kind: 'membership-changed', groundId: GROUND, userId: USER },
+      { kind: 'integration-changed', integrationId: INTEGRATION, groundId: GROUND },
+      { kind: 'integration-deleted', integrationId: INTEGRATION, groundId: GROUND },
+    ];
+    for (const change of sent) await a.publish(change);
+    await waitFor(() => heardB.length >= sent.length, timeoutMs, 'the other instance to hear every kind');
+    assert.equal(heardB, sent);
   });
 
   test('malformed, oversized and forged notifications are ignored; valid ones still arrive', async ({ fixture }) => {
