@@ -29,6 +29,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import kafkajs from 'kafkajs';
 import { recordCosts } from './support/costs.ts';
+import { cpuSeconds } from './support/procCpu.ts';
 import pg from 'pg';
 import {
   appendUplinks, ASSETS, clickhouse, delay, POINTS_PER_UPLINK, rssMbOf, startFleet, UplinkLoad, visibleRows,
@@ -50,16 +51,6 @@ const bin = new URL('../bin/fleetstream.ts', import.meta.url).pathname;
 const run = promisify(execFile);
 const RUN = Date.now().toString(36);
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
-
-/** CPU seconds (user + system) a process used so far, from /proc. */
-function cpuSeconds(pid: number): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
-  } catch {
-    return 0;
-  }
-}
 
 interface Setup {
   name: string;

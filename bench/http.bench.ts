@@ -4,9 +4,11 @@
  * append to the local log through the service's intake) against a bare Hono route answering 202 in the same run, on
  * the same server stack. Prints req/s of both and their ratio. Not part of the test suite.
  *
- *   npx node bench/http.bench.ts [requests=20000] [concurrency=64] [devices=64] [sides=both|edge|bare]
+ *   npx node bench/http.bench.ts [requests=20000] [concurrency=64] [devices=64] [sides=both|edge|bare|workers]
  *
  * `sides` edge or bare drives one server only (to trace one of them, e.g. with --trace-gc-nvp).
+ * `workers` compares instead the CPU per uplink of two whole embedded services, with 1 and with 2
+ * edge workers, under the same load (bench/support/httpWorkers.ts).
  *
  * Each side is first warmed with one unmeasured round of `requests`, then the two alternate for five
  * measured rounds, in the order bare-edge, edge-bare, bare-edge, … (what drifts during a run weighs
@@ -42,6 +44,7 @@ import { buildIntake } from '../app/buildIntake.ts';
 import { registryCacheTtlMs } from '../app/buildEdges.ts';
 import { InProcessRegistryChanges } from '../adapters/registry-changes/InProcessRegistryChanges.ts';
 import { useStartFlags } from '../test/support/startFlags.ts';
+import { httpWorkersRounds } from './support/httpWorkers.ts';
 
 /** Measured rounds per side. */
 const ROUNDS = 5;
@@ -183,7 +186,8 @@ async function main(): Promise<void> {
   const concurrency = Number(process.argv[3] ?? 64);
   const devices = Number(process.argv[4] ?? 64);
   const sides = process.argv[5] ?? 'both';
-  if (!['both', 'edge', 'bare'].includes(sides)) throw new Error(`sides: both, edge or bare, not ${sides}`);
+  if (!['both', 'edge', 'bare', 'workers'].includes(sides)) throw new Error(`sides: both, edge, bare or workers, not ${sides}`);
+  if (sides === 'workers') return workersPhase(total, concurrency, devices);
   useStartFlags();
   const worker = new Worker(new URL(import.meta.url), { workerData: devices });
   const ready = await new Promise<Ready>((resolve, reject) => {
@@ -227,6 +231,19 @@ async function main(): Promise<void> {
   worker.postMessage('stop');
   await new Promise((resolve) => worker.once('message', resolve));
   await worker.terminate();
+}
+
+async function workersPhase(total: number, concurrency: number, devices: number): Promise<void> {
+  const rounds = await httpWorkersRounds(total, concurrency, devices, ROUNDS);
+  console.log(`PUT /device/{id}/state to a whole embedded service (every process's CPU: edge, engine, chDB), ${total} requests × ${ROUNDS} rounds, ${concurrency} in flight over ${devices} devices`);
+  for (const r of rounds) {
+    const split = r.workers > 1 ? ` (primary ${r.primaryMicros.toFixed(0)}, workers ${(r.cpuMicros - r.primaryMicros).toFixed(0)})` : '';
+    console.log(`  ${r.workers} edge worker${r.workers > 1 ? 's' : ' '}: ${Math.round(r.perSecond).toLocaleString('en-US').padStart(7)} uplinks/s, ${r.cpuMicros.toFixed(0).padStart(4)} µs CPU per uplink${split}`);
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const of = (n: number) => median(rounds.filter((r) => r.workers === n).map((r) => r.cpuMicros));
+  const pairs = rounds.filter((r) => r.workers === 2).map((r, i) => r.cpuMicros / rounds.filter((x) => x.workers === 1)[i].cpuMicros);
+  console.log(`CPU per uplink, 2 workers / 1 (medians): ${(of(2) / of(1)).toFixed(2)}   round by round: ${pairs.map((x) => x.toFixed(2)).join(' ')}`);
 }
 
 if (isMainThread) await main();

@@ -21,6 +21,7 @@ import kafkajs from 'kafkajs';
 import type { MqttClient } from 'mqtt';
 import { openRegistry } from '../app/openPorts.ts';
 import { recordCosts } from './support/costs.ts';
+import { cpuSeconds } from './support/procCpu.ts';
 import { connectAll } from './support/mqttLoad.ts';
 import { createDevices, delay, freePort, removeFleetData, startFleet, UplinkLoad, type FleetProcess, type TestDevice } from '../test/support/fleetCluster.ts';
 
@@ -70,20 +71,6 @@ interface Edges {
   stop(): Promise<void>;
 }
 
-/** CPU seconds (user + system) the processes used so far, from /proc. */
-function cpuSeconds(pids: number[]): number {
-  let total = 0;
-  for (const pid of pids) {
-    try {
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-      total += (Number(fields[11]) + Number(fields[12])) / 100;
-    } catch {
-      // gone
-    }
-  }
-  return total;
-}
-
 interface Rate {
   perSecond: number;
   /** Edge CPU µs per acknowledged message. */
@@ -94,11 +81,11 @@ interface Rate {
 async function measure(pids: number[], acked: () => number): Promise<Rate> {
   await delay(1000);
   const from = acked();
-  const cpu = cpuSeconds(pids);
+  const cpu = cpuSeconds(...pids);
   const t0 = performance.now();
   await delay(SECONDS * 1000);
   const count = acked() - from;
-  return { perSecond: count / ((performance.now() - t0) / 1000), cpuMicros: ((cpuSeconds(pids) - cpu) * 1e6) / count };
+  return { perSecond: count / ((performance.now() - t0) / 1000), cpuMicros: ((cpuSeconds(...pids) - cpu) * 1e6) / count };
 }
 
 async function httpRate(bases: string[], devices: TestDevice[], pids: number[]): Promise<Rate> {

@@ -1,0 +1,101 @@
+/**
+ * What sharing the HTTP port across edge workers costs per uplink: two embedded services
+ * (`fleetstream start`, local log, chDB, PGlite), one with `--edge-workers 1` (the edge in the
+ * service's one process) and one with `--edge-workers 2` (two worker processes, the primary keeping
+ * the log, the store and the registry and serving them over the cluster channel), under the same
+ * load, their rounds alternating. For each round: uplinks answered 202 per second, and the CPU
+ * seconds every process of the service used (primary and workers, engine and chDB included) per
+ * uplink — the figure `bench/http.bench.ts workers` compares, since on a machine with fewer cores
+ * than processes their throughput says more about the scheduler than about the service.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { ASSETS, freePort, startFleet, UplinkLoad, type FleetProcess, type TestDevice } from '../../test/support/fleetCluster.ts';
+import { cpuSeconds } from './procCpu.ts';
+
+const run = promisify(execFile);
+const bin = new URL('../../bin/fleetstream.ts', import.meta.url).pathname;
+
+interface Service {
+  workers: number;
+  process: FleetProcess;
+  baseUrl: string;
+  devices: TestDevice[];
+  /** The primary and its workers (`edge worker started` lines). */
+  pids(): number[];
+}
+
+export interface WorkersRound {
+  workers: number;
+  perSecond: number;
+  cpuMicros: number;
+  /** Of cpuMicros: the primary's (with 1 worker, the whole service's). */
+  primaryMicros: number;
+}
+
+async function startService(workers: number, dir: string, deviceCount: number): Promise<Service> {
+  const env = {
+    KAFKA_BROKERS: '', CLICKHOUSE_URL: '', DATABASE_URL: '', DATA_DIR: join(dir, `w${workers}`),
+    HTTP_HOST: '127.0.0.1', HTTP_PORT: String(await freePort()), MQTT_PORT: '-1', LPWAN_APPLICATIONS_FILE: '',
+  };
+  const p = await startFleet({ name: `service-w${workers}`, role: 'all', env, args: ['--edge-workers', String(workers)] });
+  const baseUrl = `http://127.0.0.1:${p.httpPort}`;
+  // A user and ground through the admin CLI (the running service's admin socket), devices over HTTP.
+  const admin = async (...args: string[]) => JSON.parse((await run(process.execPath, [bin, 'admin', ...args, '--json'], { env: { ...process.env, ...env } })).stdout) as Record<string, string>;
+  const user = await admin('create-user', 'bench');
+  const ground = await admin('create-ground', 'bench', '--user', user.id);
+  const devices: TestDevice[] = [];
+  for (let i = 0; i < deviceCount; i++) {
+    const res = await fetch(`${baseUrl}/ground/${ground.id}/devices`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: `sensor-${i}`, assets: ASSETS.map((name) => ({ name, is: 'sensor', profile: { type: 'number' } })) }),
+    });
+    if (res.status !== 201) throw new Error(`creating a device: ${res.status} ${await res.text()}`);
+    const body = await res.json() as { id: string; token: string };
+    devices.push({ id: body.id, token: body.token });
+  }
+  const pids = () => [p.pid, ...p.output().split('\n').filter((l) => l.includes('"msg":"edge worker started"')).map((l) => (JSON.parse(l) as { pid: number }).pid)];
+  if (pids().length !== (workers > 1 ? workers + 1 : 1)) throw new Error(`service-w${workers}: ${pids().length - 1} workers started`);
+  return { workers, process: p, baseUrl, devices, pids };
+}
+
+async function round(s: Service, total: number, concurrency: number, firstK: number): Promise<WorkersRound> {
+  const pids = s.pids();
+  const cpu0 = cpuSeconds(...pids);
+  const primary0 = cpuSeconds(s.process.pid);
+  const t0 = performance.now();
+  const load = new UplinkLoad({ baseUrl: s.baseUrl, devices: s.devices, concurrency, total, firstK }).start();
+  await load.finished();
+  const seconds = (performance.now() - t0) / 1000;
+  if (load.acked.size !== total) throw new Error(`service-w${s.workers}: ${load.acked.size} of ${total} accepted (${JSON.stringify(Object.fromEntries(load.statuses))})`);
+  // what the uplinks left to do (the engine storing them) is part of their cost: wait for it to settle
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  return {
+    workers: s.workers, perSecond: total / seconds,
+    cpuMicros: ((cpuSeconds(...pids) - cpu0) * 1e6) / total,
+    primaryMicros: ((cpuSeconds(s.process.pid) - primary0) * 1e6) / total,
+  };
+}
+
+/** `rounds` measured rounds per service, alternating which goes first, after one unmeasured round each. */
+export async function httpWorkersRounds(total: number, concurrency: number, deviceCount: number, rounds: number): Promise<WorkersRound[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'fleetstream-http-workers-'));
+  const services: Service[] = [];
+  try {
+    for (const workers of [1, 2]) services.push(await startService(workers, dir, deviceCount));
+    let k = 0;
+    for (const s of services) await round(s, total, concurrency, (k += total));
+    const out: WorkersRound[] = [];
+    for (let i = 0; i < rounds; i++) {
+      for (const s of i % 2 === 0 ? services : [...services].reverse()) out.push(await round(s, total, concurrency, (k += total)));
+    }
+    return out;
+  } finally {
+    await Promise.all(services.map((s) => s.process.stop()));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
