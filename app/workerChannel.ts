@@ -3,6 +3,13 @@
  * (app/edgeWorkers.ts): each side serves objects by name and calls the other's, a call answered
  * with its value or its FleetError (code, message, detail and retriability cross intact). Values
  * cross as structured clones (the `advanced` serialization: byte arrays stay byte arrays).
+ *
+ * The calls and replies one side sends during an event-loop turn leave together, once that turn's
+ * I/O callbacks have run (setImmediate), as one IPC message: a worker answering many HTTP requests
+ * per turn makes one write to the primary for their appends, and the primary one for its replies,
+ * not one each. A note leaves at once, with what was queued before it: a registry change reaches
+ * the workers before the caller that made it goes on (a revocation, then a new connection on a
+ * worker, must find the token revoked). Order is kept: messages arrive in the order they were sent.
  */
 import { FleetError, toFleetError, type ErrorCode } from '../engine/kernel/errors.ts';
 
@@ -20,6 +27,8 @@ interface Call { fw: 'call'; id: number; target: string; path: string[]; args: u
 interface Reply { fw: 'reply'; id: number; value?: unknown; error?: { code: string; message: string; detail?: Record<string, unknown>; retriable: boolean } }
 interface Note { fw: 'note'; name: string; value: unknown }
 type Message = Call | Reply | Note;
+/** The messages of one turn. */
+interface Batch { fw: 'batch'; messages: Message[] }
 
 /** Thrown by a call the other side never answered: it went away, or the channel closed. */
 const gone = (what: string) => new FleetError('UNAVAILABLE', `${what}: the other process of the edge is gone`);
@@ -29,7 +38,10 @@ export class WorkerChannel {
   readonly #handlers = new Map<string, Handler>();
   readonly #notes = new Map<string, (value: unknown) => void>();
   readonly #waiting = new Map<number, { resolve(value: unknown): void; reject(error: unknown): void }>();
-  readonly #listener = (message: unknown) => this.#receive(message as Message);
+  readonly #listener = (message: unknown) => this.#receiveSent(message as Message | Batch);
+  /** Sent this turn, leaving at its end. */
+  #outbox: Message[] = [];
+  #flush: NodeJS.Immediate | undefined;
   #next = 1;
   #closed = false;
 
@@ -61,7 +73,9 @@ export class WorkerChannel {
 
   /** A one-way message, delivered in order with the calls and replies sent after it. */
   note(name: string, value: unknown): void {
-    if (!this.#closed) this.#port.send({ fw: 'note', name, value } satisfies Note);
+    if (this.#closed) return;
+    this.#send({ fw: 'note', name, value });
+    this.#sendOutbox();
   }
 
   call(target: string, path: readonly string[], args: unknown[]): Promise<unknown> {
@@ -69,12 +83,7 @@ export class WorkerChannel {
     const id = this.#next++;
     return new Promise((resolve, reject) => {
       this.#waiting.set(id, { resolve, reject });
-      try {
-        this.#port.send({ fw: 'call', id, target, path: [...path], args } satisfies Call);
-      } catch (error) {
-        this.#waiting.delete(id);
-        reject(toFleetError(error, 'UNAVAILABLE'));
-      }
+      this.#send({ fw: 'call', id, target, path: [...path], args });
     });
   }
 
@@ -87,13 +96,48 @@ export class WorkerChannel {
     }) as T;
   }
 
-  /** Every call waiting for an answer fails UNAVAILABLE. */
+  /** Every call waiting for an answer fails UNAVAILABLE; what was not sent yet is not. */
   close(): void {
     this.#closed = true;
+    if (this.#flush !== undefined) clearImmediate(this.#flush);
+    this.#flush = undefined;
+    this.#outbox = [];
     this.#port.off('message', this.#listener);
     for (const [id, waiting] of this.#waiting) {
       this.#waiting.delete(id);
       waiting.reject(gone('a call'));
+    }
+  }
+
+  #send(message: Message): void {
+    this.#outbox.push(message);
+    this.#flush ??= setImmediate(() => this.#sendOutbox());
+  }
+
+  #sendOutbox(): void {
+    if (this.#flush !== undefined) clearImmediate(this.#flush);
+    this.#flush = undefined;
+    const messages = this.#outbox;
+    this.#outbox = [];
+    if (this.#closed || messages.length === 0) return;
+    try {
+      this.#port.send(messages.length === 1 ? messages[0] : { fw: 'batch', messages } satisfies Batch);
+    } catch (error) {
+      // The channel is gone: the calls among them are never answered.
+      for (const message of messages) {
+        if (message.fw !== 'call') continue;
+        const waiting = this.#waiting.get(message.id);
+        this.#waiting.delete(message.id);
+        waiting?.reject(toFleetError(error, 'UNAVAILABLE'));
+      }
+    }
+  }
+
+  #receiveSent(sent: Message | Batch): void {
+    if (sent !== null && typeof sent === 'object' && sent.fw === 'batch' && Array.isArray(sent.messages)) {
+      for (const message of sent.messages) this.#receive(message);
+    } else {
+      this.#receive(sent as Message);
     }
   }
 
@@ -122,6 +166,6 @@ export class WorkerChannel {
       const failure = toFleetError(error);
       reply = { fw: 'reply', id: call.id, error: { code: failure.code, message: failure.message, detail: failure.detail, retriable: failure.retriable } };
     }
-    if (!this.#closed) this.#port.send(reply);
+    if (!this.#closed) this.#send(reply);
   }
 }

@@ -105,6 +105,44 @@ test('calls cross with their values, nested methods run on their object, FleetEr
   assert.is(await Promise.resolve(remote).then((r) => typeof r), 'function');
 });
 
+test('what one side sends in a turn leaves as one IPC message, in order; so do the answers; a send that throws fails its calls', async () => {
+  const [primaryEnd, workerEnd] = pair();
+  const sentBy = (end: IpcPort) => {
+    const sent: unknown[] = [];
+    const send = end.send.bind(end);
+    end.send = (message: unknown) => { sent.push(message); return send(message); };
+    return sent;
+  };
+  const fromWorker = sentBy(workerEnd);
+  const fromPrimary = sentBy(primaryEnd);
+  const primary = new WorkerChannel(primaryEnd);
+  const worker = new WorkerChannel(workerEnd);
+  const appended: number[] = [];
+  primary.serve('log', { append: async (n: number) => { appended.push(n); return n * 2; } });
+  const notes: unknown[] = [];
+  worker.onNote('change', (value) => notes.push(value));
+  const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => worker.call('log', ['append'], [i])));
+  assert.equal(answers, Array.from({ length: 50 }, (_, i) => i * 2));
+  assert.equal(appended, Array.from({ length: 50 }, (_, i) => i), 'served in the order called');
+  assert.is(fromWorker.length, 1, 'fifty calls of one turn: one message');
+  assert.is(fromPrimary.length, 1, 'their fifty answers: one message');
+  // a note sent before an answer arrives before it
+  primary.handle('ask', () => { primary.note('change', 'before the answer'); return 'answer'; });
+  const answer = await worker.call('ask', [], []).then((value) => [...notes, value]);
+  assert.equal(answer, ['before the answer', 'answer']);
+  // a note leaves at once (a registry change must reach the workers before its maker goes on), with what was queued before it
+  const sentBefore = fromPrimary.length;
+  const queuedCall = primary.call('nothing-served', [], []).catch(() => undefined);
+  primary.note('change', 'at once');
+  assert.is(fromPrimary.length, sentBefore + 1, 'sent in the turn it was made, not at its end');
+  assert.equal((fromPrimary.at(-1) as { messages: Array<{ fw: string }> }).messages.map((m) => m.fw), ['call', 'note'], 'the call queued before it leaves first');
+  await queuedCall;
+  // a channel whose send throws: the calls of that turn fail UNAVAILABLE, nothing waits forever
+  workerEnd.send = () => { throw new Error('channel closed'); };
+  const failed = await Promise.all([worker.call('log', ['append'], [1]), worker.call('log', ['append'], [2])].map((p) => p.then(() => undefined, (error: unknown) => (error as FleetError).code)));
+  assert.equal(failed, ['UNAVAILABLE', 'UNAVAILABLE']);
+});
+
 test('a process that goes away fails the calls waiting for it, and later ones at once', async () => {
   const [primaryEnd, workerEnd] = pair();
   const primary = new WorkerChannel(primaryEnd);
