@@ -23,6 +23,7 @@ import { createMetrics, type ServiceMetrics } from './metrics.ts';
 import { dataPaths, openPorts, type ServiceStore } from './openPorts.ts';
 import { prepareDataDir } from './prepareDataDir.ts';
 import { startEmbeddedWorkers, type EmbeddedWorkers } from './embeddedWorkers.ts';
+import { WorkersLiveDemand } from './liveDemand.ts';
 import type { Role } from './Role.ts';
 import { logStarted, startAdminSocket, startMetricsListener, startProbes } from './serviceParts.ts';
 import { wire } from './wiring.ts';
@@ -104,7 +105,8 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     const ports = await openPorts({ config, clock, logger });
     closers.add('ports', () => ports.close());
     ports.registryChanges.add(metrics.watchRegistryChanges(ports.link));
-    const w = wire({ config, clock, logger, ports, metrics, workers: workerCount > 1 ? { primary: true } : undefined });
+    const liveDemand = new WorkersLiveDemand();
+    const w = wire({ config, clock, logger, ports, metrics, workers: workerCount > 1 ? { primary: true, liveDemand } : undefined });
     closers.add('live publisher', () => w.live.close());
     let edge: EdgeRole | undefined;
     let owner: CommandOwner | undefined;
@@ -119,7 +121,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     }
     let workers: EmbeddedWorkers | undefined;
     if (workerCount > 1) {
-      const started = workers = await startEmbeddedWorkers({ config, count: workerCount, ports, reservations: owner?.actors, metrics, logger, exec: ENTRY_POINT });
+      const started = workers = await startEmbeddedWorkers({ config, count: workerCount, ports, reservations: owner?.actors, liveDemand, metrics, logger, exec: ENTRY_POINT });
       closers.add('edge workers', () => started.stop());
       scrape = () => started.scrape();
     } else if (config.role !== 'engine') {

@@ -11,6 +11,7 @@ import { Closers } from './Closers.ts';
 import { commandRoutes } from './commandRoutes.ts';
 import type { Socket } from 'node:net';
 import { HANDOFF, WORKER_STARTED } from './embeddedWorkers.ts';
+import { LIVE_WANTED, reportLiveDemand } from './liveDemand.ts';
 import { edgeRole } from './edgeRole.ts';
 import { createMetrics } from './metrics.ts';
 import { logStarted } from './serviceParts.ts';
@@ -40,6 +41,10 @@ export async function runEmbeddedWorker(options: { config: Config; index: number
     const edge = edgeRole(w, { ready: () => started && edge.ready(), routes: commandRoutes(w), reserve: ports.reservations });
     closers.add('edge', () => edge.stop());
     await edge.start();
+    if (w.hub !== undefined) {
+      const stopReporting = reportLiveDemand(w.hub, (wanted) => channel.note(LIVE_WANTED, wanted), clock);
+      closers.add('live demand', async () => stopReporting());
+    }
     // MQTT connections the primary accepted for the client ids that map to this worker.
     const accept = edge.mqtt?.accept;
     if (accept !== undefined) {

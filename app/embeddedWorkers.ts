@@ -17,6 +17,7 @@ import type { ServiceMetrics } from './metrics.ts';
 import type { Ports } from './openPorts.ts';
 import { startMqttHandoff, type MqttHandoff } from './mqttHandoff.ts';
 import { WorkerChannel } from './workerChannel.ts';
+import { LIVE_WANTED, type WorkersLiveDemand } from './liveDemand.ts';
 import { servePorts } from './workerPorts.ts';
 import { listening } from './portInUse.ts';
 import { drainWorkers } from './edgeWorkers.ts';
@@ -48,6 +49,8 @@ export interface EmbeddedWorkersOptions {
   count: number;
   ports: Ports;
   reservations: Pick<CommandActors, 'reserve' | 'release'> | undefined;
+  /** Told whether each worker's live hub wants events (app/liveDemand.ts). */
+  liveDemand: WorkersLiveDemand;
   metrics: ServiceMetrics;
   logger: Logger;
   /** The entry point a worker runs (bin/fleetstream.ts). */
@@ -81,6 +84,7 @@ export async function startEmbeddedWorkers(options: EmbeddedWorkersOptions): Pro
     const worker = cluster.fork({ [WORKER_INDEX]: String(index), [EMBEDDED_WORKER_CONFIG]: JSON.stringify(config) });
     const channel = new WorkerChannel(worker);
     const closePorts = servePorts(channel, options.ports, options.reservations);
+    channel.onNote(LIVE_WANTED, (wanted) => options.liveDemand.report(index, wanted === true));
     const entry: Running = { worker, started: false, channel, closePorts };
     running.set(index, entry);
     const onStarted = (message: { type?: string; httpPort?: number; mqttPort?: number }) => {
@@ -93,6 +97,7 @@ export async function startEmbeddedWorkers(options: EmbeddedWorkersOptions): Pro
     worker.on('message', onStarted);
     worker.once('exit', (code, signal) => {
       channel.close();
+      options.liveDemand.forget(index);
       void closePorts();
       if (running.get(index)?.worker === worker) running.delete(index);
       reject(new FleetError('UNAVAILABLE', `edge worker ${index} exited during start (code ${code}, signal ${signal})`));

@@ -12,6 +12,7 @@ import { LivePublisher } from '../engine/live/LivePublisher.ts';
 import type { Log } from '../engine/ports/log.ts';
 import type { RejectionStore } from '../engine/ports/rejections.ts';
 import type { Config } from '../schemas/config.ts';
+import type { WorkersLiveDemand } from './liveDemand.ts';
 import type { ServiceMetrics } from './metrics.ts';
 import type { Ports } from './openPorts.ts';
 
@@ -32,9 +33,10 @@ export interface Wiring {
   readonly usesKafka: boolean;
   /**
    * Where this process stands among embedded edge workers (app/edgeWorkers.ts): the primary, which
-   * runs no edge of its own, or the worker of that index. Undefined: one process.
+   * runs no edge of its own and builds live events while a worker wants them (app/liveDemand.ts), or
+   * the worker of that index. Undefined: one process.
    */
-  readonly workers: { primary: true } | { index: number } | undefined;
+  readonly workers: { primary: true; liveDemand: WorkersLiveDemand } | { index: number } | undefined;
   /** The edges and the command owner may be different processes (Kafka, or edge workers). */
   readonly acrossProcesses: boolean;
   /** GET /metrics on the HTTP port, only to a bearer of the metrics token (schemas/config.ts). */
@@ -58,8 +60,11 @@ export function wire(options: Pick<Wiring, 'config' | 'clock' | 'logger' | 'port
   let liveDropped = 0;
   const live = new LivePublisher({
     log, clock, topic: names.live,
-    // On the local log this process's hub is the topic's only reader: events are built only while it wants them.
-    wanted: hub !== undefined && !usesKafka && workers === undefined ? () => hub.wantsEvents() : undefined,
+    // On the local log this process's hub is the topic's only reader, or its workers' hubs are:
+    // events are built only while one wants them.
+    wanted: usesKafka ? undefined
+      : workers !== undefined && 'primary' in workers ? () => workers.liveDemand.wanted()
+      : hub !== undefined && workers === undefined ? () => hub.wantsEvents() : undefined,
     onDropped: (count, error) => {
       if (liveDropped === 0 || error !== undefined) logger.warn('live events dropped (streams miss them; the store has them)', { count, error });
       liveDropped += count;

@@ -76,6 +76,8 @@ export class LiveHub {
   readonly #statesWanted = new Set<{ wanted: () => boolean }>();
   /** wantsEvents() said no since the last subscription: events were not published. */
   #gap = false;
+  /** Told when a subscription or a states feed is added (onDemand). */
+  readonly #demand = new Listeners<void>((error) => this.#o.onError?.(toFleetError(error)));
   eventsIn = 0;
 
   constructor(options: LiveHubOptions) {
@@ -96,6 +98,7 @@ export class LiveHub {
   followStates(listener: (rows: readonly StateRow[]) => void, wanted: () => boolean = () => true): () => void {
     const feed = { wanted };
     this.#statesWanted.add(feed);
+    this.#demand.emit();
     const remove = this.#states.add((rows) => { if (wanted()) listener(rows); });
     return () => {
       this.#statesWanted.delete(feed);
@@ -118,6 +121,15 @@ export class LiveHub {
     if (this.#o.clock.now() - this.#fanOut.lastLeftAt < this.#o.resumeWindowMs) return true;
     this.#gap = true;
     return false;
+  }
+
+  /**
+   * Calls `listener` once a subscription or a states feed was added: where the publisher is another
+   * process (embedded edge workers, app/liveDemand.ts), wantsEvents() may have turned yes. Returns
+   * the function that removes it.
+   */
+  onDemand(listener: () => void): () => void {
+    return this.#demand.add(listener);
   }
 
   get partitions(): number {
@@ -174,6 +186,7 @@ export class LiveHub {
     const entry: LiveEntry = { filter, owner, subscriber, from: undefined };
     if (lastEventId !== undefined && !this.#resume(entry, lastEventId)) return () => undefined;
     this.#fanOut.add(entry);
+    this.#demand.emit();
     return () => this.#fanOut.remove(entry);
   }
 

@@ -99,6 +99,17 @@ test('two workers and the primary; the admin socket is the primary\'s', async ()
   ({ userToken, groundId } = JSON.parse(run.stdout) as { userToken: string; groundId: string });
 });
 
+test('while no worker has a live stream or feed, the primary builds no live events', async () => {
+  const device = await createDevice('unwatched');
+  const unwatched = async () => {
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    return Number(/^fleetstream_live_events_unwatched_total (\d+)/m.exec(metrics)?.[1] ?? NaN);
+  };
+  const before = await unwatched();
+  for (let i = 1; i <= 3; i++) assert.is((await putState(device, i)).status, 202);
+  await waitFor(async () => (await unwatched()) >= before + 3, 20_000, 'three stored states counted as unwatched');
+});
+
 test('uplinks through either worker are stored, and a live stream on one worker gets those taken by the other', async () => {
   const device = await createDevice('sensor');
   const stream = await within(fetch(`${base}/device/${device.id}/live`, { headers: { authorization: `Bearer ${userToken}`, accept: 'text/event-stream' } }), 10_000, 'the live stream');
