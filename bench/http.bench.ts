@@ -8,7 +8,9 @@
  *
  * `sides` edge or bare drives one server only (to trace one of them, e.g. with --trace-gc-nvp).
  * `workers` compares instead the CPU per uplink of two whole embedded services, with 1 and with 2
- * edge workers, under the same load (bench/support/httpWorkers.ts).
+ * edge workers, under the same load (bench/support/httpWorkers.ts); with BENCH_DEPLOYMENT=distributed
+ * (and KAFKA_BROKERS, CLICKHOUSE_URL, DATABASE_URL or DATABASE_URL_TEST) two `--role edge`
+ * processes of 1 and 2 workers on Kafka instead, against one engine.
  *
  * Each side is first warmed with one unmeasured round of `requests`, then the two alternate for five
  * measured rounds, in the order bare-edge, edge-bare, bare-edge, … (what drifts during a run weighs
@@ -234,8 +236,14 @@ async function main(): Promise<void> {
 }
 
 async function workersPhase(total: number, concurrency: number, devices: number): Promise<void> {
-  const rounds = await httpWorkersRounds(total, concurrency, devices, ROUNDS);
-  console.log(`PUT /device/{id}/state to a whole embedded service (every process's CPU: edge, engine, chDB), ${total} requests × ${ROUNDS} rounds, ${concurrency} in flight over ${devices} devices`);
+  const distributed = process.env.BENCH_DEPLOYMENT === 'distributed';
+  const databaseUrl = process.env.DATABASE_URL ?? process.env.DATABASE_URL_TEST;
+  if (distributed && (!process.env.KAFKA_BROKERS || !process.env.CLICKHOUSE_URL || !databaseUrl)) throw new Error('BENCH_DEPLOYMENT=distributed needs KAFKA_BROKERS, CLICKHOUSE_URL and DATABASE_URL');
+  const servers = distributed ? { brokers: process.env.KAFKA_BROKERS!, clickhouseUrl: process.env.CLICKHOUSE_URL!, databaseUrl: databaseUrl! } : undefined;
+  const rounds = await httpWorkersRounds(total, concurrency, devices, ROUNDS, servers);
+  console.log(distributed
+    ? `PUT /device/{id}/state to a --role edge on Kafka (the edge processes' CPU; one engine apart), ${total} requests × ${ROUNDS} rounds, ${concurrency} in flight per worker${process.env.BENCH_SAME_TOTAL === '1' ? ' in all' : ''} over ${devices} devices`
+    : `PUT /device/{id}/state to a whole embedded service (every process's CPU: edge, engine, chDB), ${total} requests × ${ROUNDS} rounds, ${concurrency} in flight per worker${process.env.BENCH_SAME_TOTAL === '1' ? ' in all' : ''} over ${devices} devices`);
   for (const r of rounds) {
     const split = r.workers > 1 ? ` (primary ${r.primaryMicros.toFixed(0)}, workers ${(r.cpuMicros - r.primaryMicros).toFixed(0)})` : '';
     console.log(`  ${r.workers} edge worker${r.workers > 1 ? 's' : ' '}: ${Math.round(r.perSecond).toLocaleString('en-US').padStart(7)} uplinks/s, ${r.cpuMicros.toFixed(0).padStart(4)} µs CPU per uplink${split}`);
