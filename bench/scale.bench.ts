@@ -10,6 +10,8 @@
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres node bench/scale.bench.ts
  *   BENCH_EDGE_NODE_OPTIONS='--cpu-prof --cpu-prof-dir=/tmp/prof' (the edges' node options)
  *   BENCH_EDGE_CPU=0.2 (cores per edge)  BENCH_SECONDS=8  BENCH_HTTP_CLIENTS=96  BENCH_MQTT_CLIENTS=48  BENCH_MODES=processes,workers
+ *   (clients per edge: N edges get N times as many, so each is offered the same load; BENCH_SAME_TOTAL=1
+ *   splits the same clients over them instead)
  *
  * The caps keep the edges' total (3 × 0.2 cores) well below what the 2-core machine leaves after
  * the broker, the engine and the load generator, so the edges, not the rest, are what is measured.
@@ -30,6 +32,8 @@ const EDGE_CPU = num('BENCH_EDGE_CPU', 0.2);
 const SECONDS = num('BENCH_SECONDS', 8);
 const HTTP_CLIENTS = num('BENCH_HTTP_CLIENTS', 96);
 const MQTT_CLIENTS = num('BENCH_MQTT_CLIENTS', 48);
+/** Clients for `edges` edges: per edge, or the same total (BENCH_SAME_TOTAL=1). */
+const clientsFor = (perEdge: number, edges: number) => (process.env.BENCH_SAME_TOTAL === '1' ? perEdge : perEdge * edges);
 const MODES = (process.env.BENCH_MODES ?? 'processes,workers').split(',');
 const COUNTS = (process.env.BENCH_COUNTS ?? '1,2,3').split(',').map(Number);
 const CGROUP_ROOT = '/sys/fs/cgroup/cpu';
@@ -88,19 +92,20 @@ async function measure(pids: number[], acked: () => number): Promise<Rate> {
   return { perSecond: count / ((performance.now() - t0) / 1000), cpuMicros: ((cpuSeconds(...pids) - cpu) * 1e6) / count };
 }
 
-async function httpRate(bases: string[], devices: TestDevice[], pids: number[]): Promise<Rate> {
-  const loads = bases.map((baseUrl) => new UplinkLoad({ baseUrl, devices, concurrency: Math.ceil(HTTP_CLIENTS / bases.length) }));
+async function httpRate(bases: string[], devices: TestDevice[], pids: number[], edges: number): Promise<Rate> {
+  const loads = bases.map((baseUrl) => new UplinkLoad({ baseUrl, devices, concurrency: Math.ceil(clientsFor(HTTP_CLIENTS, edges) / bases.length) }));
   for (const load of loads) load.start();
   const rate = await measure(pids, () => loads.reduce((n, load) => n + load.acked.size, 0));
   await Promise.all(loads.map((l) => l.stop()));
   return rate;
 }
 
-async function mqttRate(ports: number[], devices: TestDevice[], pids: number[]): Promise<Rate> {
+async function mqttRate(ports: number[], devices: TestDevice[], pids: number[], edges: number): Promise<Rate> {
   if (MQTT_CLIENTS === 0) return { perSecond: Number.NaN, cpuMicros: Number.NaN };
   const clients: MqttClient[] = [];
+  const perPort = Math.ceil(clientsFor(MQTT_CLIENTS, edges) / ports.length);
   for (let i = 0; i < ports.length; i++) {
-    clients.push(...await connectAll(`mqtt://127.0.0.1:${ports[i]}`, Math.ceil(MQTT_CLIENTS / ports.length), (k) => devices[(i * MQTT_CLIENTS + k) % devices.length].token, 5));
+    clients.push(...await connectAll(`mqtt://127.0.0.1:${ports[i]}`, perPort, (k) => devices[(i * perPort + k) % devices.length].token, 5));
   }
   let acked = 0;
   let running = true;
@@ -155,8 +160,8 @@ async function main(): Promise<void> {
           group.add(pid);
           return group;
         });
-        const http = await httpRate(edges.http, devices, edges.pids);
-        const mqtt = await mqttRate(edges.mqtt, devices, edges.pids);
+        const http = await httpRate(edges.http, devices, edges.pids, count);
+        const mqtt = await mqttRate(edges.mqtt, devices, edges.pids, count);
         results[mode].http.push(http);
         results[mode].mqtt.push(mqtt);
         const linear = (rates: Rate[]) => (rates.at(-1)!.perSecond / (count * rates[0].perSecond)).toFixed(2);
