@@ -38,10 +38,7 @@ export interface KafkaGroupConsumerSettings {
   rebalanceTimeoutMs: number;
   /** Fetch long-poll, ms: also bounds how late an idle consumer notices a rebalance. */
   maxWaitMs: number;
-  /**
-   * A consumer that prefers throughput (ConsumerOptions.prefer): the broker answers its fetch once
-   * `fullFetchBytes` are there or `throughputWaitMs` have passed, whichever comes first.
-   */
+  /** A consumer preferring throughput (ConsumerOptions.prefer): its fetch waits for `fullFetchBytes`, at most this long. */
   throughputWaitMs: number;
   fullFetchBytes: number;
   /** Partitions whose batches are processed at the same time. */
@@ -111,8 +108,7 @@ export class KafkaGroupConsumer implements Consumer {
       sessionTimeout: this.#settings.sessionTimeoutMs,
       heartbeatInterval: this.#settings.heartbeatIntervalMs,
       rebalanceTimeout: this.#settings.rebalanceTimeoutMs,
-      // Every fetch is a request the broker answers and a socket write here: under load, a
-      // throughput reader's fetch waits for a fuller batch instead of returning a few records.
+      // Each fetch is a request for the broker and a socket write here: fewer, fuller ones under load.
       minBytes: throughput ? this.#settings.fullFetchBytes : 1,
       maxWaitTimeInMs: throughput ? this.#settings.throughputWaitMs : this.#settings.maxWaitMs,
       allowAutoTopicCreation: false,
