@@ -22,17 +22,15 @@
  * machine has 2 cores shared by everything here (Kafka, ClickHouse, PostgreSQL, the processes, the
  * client), so a second engine process can only use what the others leave.
  */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import kafkajs from 'kafkajs';
 import { recordCosts } from './support/costs.ts';
 import { cpuSeconds } from './support/procCpu.ts';
 import pg from 'pg';
 import {
-  appendUplinks, ASSETS, clickhouse, delay, POINTS_PER_UPLINK, rssMbOf, startFleet, UplinkLoad, visibleRows,
+  appendUplinks, clickhouse, createDevicesOverHttp, delay, POINTS_PER_UPLINK, rssMbOf, startFleet, UplinkLoad, visibleRows,
   type FleetProcess, type TestDevice,
 } from '../test/support/fleetCluster.ts';
 
@@ -47,8 +45,6 @@ const brokers = process.env.KAFKA_BROKERS;
 const clickhouseUrl = process.env.CLICKHOUSE_URL;
 const databaseUrl = process.env.DATABASE_URL ?? process.env.DATABASE_URL_TEST;
 const root = new URL('..', import.meta.url).pathname;
-const bin = new URL('../bin/fleetstream.ts', import.meta.url).pathname;
-const run = promisify(execFile);
 const RUN = Date.now().toString(36);
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 
@@ -96,27 +92,9 @@ async function start(s: Setup, name: string, role: 'all' | 'edge' | 'engine'): P
   return p;
 }
 
-async function admin(s: Setup, ...args: string[]): Promise<Record<string, string>> {
-  const { stdout } = await run(process.execPath, [bin, 'admin', ...args, '--json'], { env: { ...process.env, ...s.env } });
-  return JSON.parse(stdout) as Record<string, string>;
-}
-
 /** A user and ground through the admin CLI, then the devices over HTTP, as an operator would. */
-async function createDevices(s: Setup, edge: FleetProcess): Promise<{ devices: TestDevice[]; userToken: string }> {
-  const user = await admin(s, 'create-user', 'bench');
-  const ground = await admin(s, 'create-ground', 'bench', '--user', user.id);
-  const devices: TestDevice[] = [];
-  for (let i = 0; i < DEVICES; i++) {
-    const res = await fetch(`http://127.0.0.1:${edge.httpPort}/ground/${ground.id}/devices`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: `sensor-${i}`, assets: ASSETS.map((name) => ({ name, is: 'sensor', profile: { type: 'number' } })) }),
-    });
-    if (res.status !== 201) throw new Error(`creating a device: ${res.status} ${await res.text()}`);
-    const body = await res.json() as { id: string; token: string };
-    devices.push({ id: body.id, token: body.token });
-  }
-  return { devices, userToken: user.token };
+function createDevices(s: Setup, edge: FleetProcess): Promise<{ devices: TestDevice[]; userToken: string }> {
+  return createDevicesOverHttp(`http://127.0.0.1:${edge.httpPort}`, s.env, DEVICES);
 }
 
 /** Waits until every device's last state (asset a3 of its highest uplink) is readable over HTTP. */

@@ -11,18 +11,14 @@
  * `bench/http.bench.ts workers` compares, since on a machine with fewer cores than processes their
  * throughput says more about the scheduler than about the service.
  */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import kafkajs from 'kafkajs';
 import { openRegistry } from '../../app/openPorts.ts';
-import { ASSETS, createDevices, freePort, removeFleetData, startFleet, UplinkLoad, type FleetProcess, type TestDevice } from '../../test/support/fleetCluster.ts';
+import { createDevices, createDevicesOverHttp, freePort, removeFleetData, startFleet, UplinkLoad, type FleetProcess, type TestDevice } from '../../test/support/fleetCluster.ts';
 import { cpuSeconds } from './procCpu.ts';
 
-const run = promisify(execFile);
-const bin = new URL('../../bin/fleetstream.ts', import.meta.url).pathname;
 
 interface Service {
   workers: number;
@@ -48,21 +44,7 @@ async function startService(workers: number, dir: string, deviceCount: number): 
   };
   const p = await startFleet({ name: `service-w${workers}`, role: 'all', env, args: ['--edge-workers', String(workers)] });
   const baseUrl = `http://127.0.0.1:${p.httpPort}`;
-  // A user and ground through the admin CLI (the running service's admin socket), devices over HTTP.
-  const admin = async (...args: string[]) => JSON.parse((await run(process.execPath, [bin, 'admin', ...args, '--json'], { env: { ...process.env, ...env } })).stdout) as Record<string, string>;
-  const user = await admin('create-user', 'bench');
-  const ground = await admin('create-ground', 'bench', '--user', user.id);
-  const devices: TestDevice[] = [];
-  for (let i = 0; i < deviceCount; i++) {
-    const res = await fetch(`${baseUrl}/ground/${ground.id}/devices`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: `sensor-${i}`, assets: ASSETS.map((name) => ({ name, is: 'sensor', profile: { type: 'number' } })) }),
-    });
-    if (res.status !== 201) throw new Error(`creating a device: ${res.status} ${await res.text()}`);
-    const body = await res.json() as { id: string; token: string };
-    devices.push({ id: body.id, token: body.token });
-  }
+  const { devices } = await createDevicesOverHttp(baseUrl, env, deviceCount);
   const pids = () => [p.pid, ...p.output().split('\n').filter((l) => l.includes('"msg":"edge worker started"')).map((l) => (JSON.parse(l) as { pid: number }).pid)];
   if (pids().length !== (workers > 1 ? workers + 1 : 1)) throw new Error(`service-w${workers}: ${pids().length - 1} workers started`);
   return { workers, process: p, baseUrl, devices, pids };

@@ -6,7 +6,8 @@
  * Uplink k carries four data points (assets a0..a3, values 4k..4k+3) measured at BASE_AT + k ms, so
  * the stored rows tell which uplink they came from and what they must hold.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
 import { readFileSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { createServer } from 'node:net';
@@ -146,6 +147,29 @@ export async function createDevices(registry: Registry, count: number): Promise<
     devices.push({ id: created.device.id, token: created.token });
   }
   return devices;
+}
+
+/**
+ * As an operator would: a user and a ground through the admin CLI (with `env`, the service's: on the
+ * embedded registry it goes through the running service's admin socket), then `count` devices with
+ * number assets a0..a3 over the edge's HTTP API.
+ */
+export async function createDevicesOverHttp(baseUrl: string, env: Record<string, string>, count: number): Promise<{ devices: TestDevice[]; userToken: string }> {
+  const admin = async (...args: string[]) => JSON.parse((await promisify(execFile)(process.execPath, [bin, 'admin', ...args, '--json'], { env: { ...process.env, ...env } })).stdout) as Record<string, string>;
+  const user = await admin('create-user', 'fleet-operator');
+  const ground = await admin('create-ground', 'fleet', '--user', user.id);
+  const devices: TestDevice[] = [];
+  for (let i = 0; i < count; i++) {
+    const res = await fetch(`${baseUrl}/ground/${ground.id}/devices`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: `sensor-${i}`, assets: ASSETS.map((name) => ({ name, is: 'sensor', profile: { type: 'number' } })) }),
+    });
+    if (res.status !== 201) throw new Error(`creating a device: ${res.status} ${await res.text()}`);
+    const body = await res.json() as { id: string; token: string };
+    devices.push({ id: body.id, token: body.token });
+  }
+  return { devices, userToken: user.token };
 }
 
 /** An asset no test device has: a state of it is accepted with the uplink and dead-lettered by the engine. */
