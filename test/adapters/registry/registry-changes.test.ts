@@ -67,6 +67,13 @@ withEnv('postgres registry changes', ['DATABASE_URL_TEST'], 'a PostgreSQL server
 
   const specifics = suite('postgres registry changes: specifics');
 
+  /** Waits (5 s at most) until `heard` holds `count` changes, then checks it holds exactly that many. */
+  const heardAtLeast = async (heard: readonly RegistryChange[], count: number) => {
+    const deadline = Date.now() + 5000;
+    while (heard.length < count && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.is(heard.length, count, `${count} changes heard: ${JSON.stringify(heard)}`);
+  };
+
   specifics('channels: one per schema, within PostgreSQL\'s 63-byte identifiers', () => {
     assert.is(changesChannel('public'), 'fleetstream_registry_public');
     assert.is(changesChannel('tenant_a'), 'fleetstream_registry_tenant_a');
@@ -149,11 +156,7 @@ withEnv('postgres registry changes', ['DATABASE_URL_TEST'], 'a PostgreSQL server
       const echoed: RegistryChange[] = [];
       other.subscribe((c) => heard.push(c));
       writer.subscribe((c) => echoed.push(c));
-      const until = async (count: number) => {
-        const deadline = Date.now() + 5000;
-        while (heard.length < count && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
-        assert.is(heard.length, count, `${count} changes heard: ${JSON.stringify(heard)}`);
-      };
+      const until = (count: number) => heardAtLeast(heard, count);
       const user = await registry.createUser({ name: 'ann' });
       const ground = await registry.createGround({ name: 'site', userId: user.entity.id });
       await until(1);
@@ -196,11 +199,7 @@ withEnv('postgres registry changes', ['DATABASE_URL_TEST'], 'a PostgreSQL server
     try {
       const heard: RegistryChange[] = [];
       other.subscribe((c) => { if (c.kind.startsWith('integration-')) heard.push(c); });
-      const until = async (count: number) => {
-        const deadline = Date.now() + 5000;
-        while (heard.length < count && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
-        assert.is(heard.length, count, `${count} changes heard: ${JSON.stringify(heard)}`);
-      };
+      const until = (count: number) => heardAtLeast(heard, count);
       const user = await registry.createUser({ name: 'ann' });
       const ground = await registry.createGround({ name: 'site', userId: user.entity.id });
       const { integration } = await registry.createIntegration({ groundId: ground.id, name: 'app', kind: 'webhook', url: 'https://r.example/in', events: ['state'] });
