@@ -1,0 +1,66 @@
+/**
+ * Topic `events` (docs/integrations.md): what happened to a device, for applications and
+ * integrations. JSON, key = device id. One record holds the events of one source, all of one
+ * device, in order: the states one uplink stored, the refusals of one uplink, one command change.
+ *
+ *     {"events":[{"type":"state","id":"…","deviceId":"…","asset":"t","value":21.5,"at":"…","receivedAt":"…"}, …]}
+ *
+ * An event's `id` is derived from its source (the uplink's id, the asset, the time and reading; the
+ * command's id, status and attempt), so a source replayed after a crash yields the same ids:
+ * readers de-duplicate on it. Readers ignore fields they do not know; a new kind of event is a new
+ * `type`, which readers skip.
+ */
+import Type, { type Static } from 'typebox';
+
+export const StateEvent = Type.Object({
+  type: Type.Literal('state'),
+  id: Type.String(),
+  deviceId: Type.String(),
+  asset: Type.String(),
+  value: Type.Unknown(),
+  /** Measurement time, ISO 8601 (ms). */
+  at: Type.String(),
+  /** When the service received the uplink, ISO 8601 (ms). */
+  receivedAt: Type.String(),
+  uplinkId: Type.String(),
+});
+export type StateEvent = Static<typeof StateEvent>;
+
+/** An uplink, or one item or asset of it, the service refused (its dead letter). */
+export const RejectionEvent = Type.Object({
+  type: Type.Literal('rejection'),
+  id: Type.String(),
+  deviceId: Type.String(),
+  /** The stable error code (docs/errors.md), and why. */
+  code: Type.String(),
+  reason: Type.String(),
+  asset: Type.Optional(Type.String()),
+  /** The batch item refused, when one was. */
+  item: Type.Optional(Type.Integer({ minimum: 0 })),
+  rejectedAt: Type.String(),
+  receivedAt: Type.String(),
+  uplinkId: Type.String(),
+});
+export type RejectionEvent = Static<typeof RejectionEvent>;
+
+/** A command's status changed (queued, sent, delivered, expired, failed). */
+export const CommandEvent = Type.Object({
+  type: Type.Literal('command'),
+  id: Type.String(),
+  deviceId: Type.String(),
+  commandId: Type.String(),
+  status: Type.String(),
+  asset: Type.Optional(Type.String()),
+  attempts: Type.Integer({ minimum: 0 }),
+  changedAt: Type.String(),
+  code: Type.Optional(Type.String()),
+  reason: Type.Optional(Type.String()),
+});
+export type CommandEvent = Static<typeof CommandEvent>;
+
+export const FleetEvent = Type.Union([StateEvent, RejectionEvent, CommandEvent]);
+export type FleetEvent = Static<typeof FleetEvent>;
+
+/** The value of one record of topic `events`. */
+export const EventsRecord = Type.Object({ events: Type.Array(FleetEvent, { minItems: 1 }) });
+export type EventsRecord = Static<typeof EventsRecord>;
