@@ -112,6 +112,14 @@ export function integrationOperations(ctx: SqlContext): IntegrationRegistry {
       });
     },
 
+    async activeIntegrations() {
+      return guard(async () => {
+        const { rows } = await executor.query<IntegrationRow>(`SELECT ${COLUMNS} FROM integrations WHERE status = 'active' ORDER BY created_at, id`);
+        const now = clock.now();
+        return rows.map((row) => toIntegration(row, now));
+      });
+    },
+
     async updateIntegration(integrationId, raw: IntegrationPatch) {
       requireId(integrationId, 'integrationId');
       const patch = canonicalFields(raw, { name: 'name' });

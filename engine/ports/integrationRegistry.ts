@@ -34,6 +34,8 @@ export interface IntegrationRegistry {
   getIntegration(integrationId: string): Promise<Integration | undefined>;
   /** Integrations of a ground, oldest first (created time, then id); a page when `query` says so. */
   listIntegrations(groundId: string, query?: IntegrationQuery): Promise<Integration[]>;
+  /** Every active integration of every ground, oldest first: what a process delivering integrations starts with. */
+  activeIntegrations(): Promise<Integration[]>;
   /** Changes the given fields. NOT_FOUND when missing. */
   updateIntegration(integrationId: string, patch: IntegrationPatch): Promise<Integration>;
   /** False when it did not exist. */

@@ -104,6 +104,23 @@ export function integrationsContract(name: string, factory: RegistryFactory) {
     await rejects(r.listIntegrations(ground.id, { limit: 0 }), 'VALIDATION_FAILED');
   });
 
+  test('active integrations: every ground\'s, oldest first, never a disabled one', async ({ r, clock }) => {
+    const { ground } = await ownedGround(r);
+    const { ground: other } = await ownedGround(r, 'other');
+    const a = (await r.createIntegration(webhook(ground.id, { name: 'a' }))).integration;
+    clock.advance(1);
+    const b = (await r.createIntegration(webhook(other.id, { name: 'b' }))).integration;
+    clock.advance(1);
+    const c = (await r.createIntegration(webhook(ground.id, { name: 'c' }))).integration;
+    await r.updateIntegration(c.id, { status: 'disabled' });
+    // The registry is shared by the suite's tests: only this test's integrations are looked at.
+    const mine = async () => (await r.activeIntegrations()).map((i) => i.id).filter((id) => [a.id, b.id, c.id].includes(id));
+    assert.equal(await mine(), [a.id, b.id]);
+    await r.updateIntegration(c.id, { status: 'active' });
+    await r.deleteIntegration(a.id);
+    assert.equal(await mine(), [b.id, c.id]);
+  });
+
   test('update: given fields change, null widens the filters again, status disables and re-enables', async ({ r, clock }) => {
     const { ground } = await ownedGround(r);
     const device = await r.createDevice({ groundId: ground.id, name: 'meter' });
