@@ -22,6 +22,7 @@ import { isIP, type LookupFunction } from 'node:net';
 import { systemClock, type Clock } from '../../engine/kernel/clock.ts';
 import { checkCustomHeaders } from '../../engine/integrations/customHeaders.ts';
 import { classifyAnswer, type DeliveryOutcome } from '../../engine/integrations/deliveryOutcome.ts';
+import type { WebhookAnswer, WebhookRequest, WebhookTransport } from '../../engine/ports/webhooks.ts';
 import { signWebhook } from '../../engine/integrations/webhookSignature.ts';
 import { bareHost, type OutboundPolicy } from './OutboundPolicy.ts';
 import { parseWebhookUrl } from './webhookUrl.ts';
@@ -42,31 +43,12 @@ export interface WebhookSenderOptions {
   dnsLookup?: typeof dnsLookup;
 }
 
-export interface WebhookRequest {
-  url: string;
-  /** webhook-id: the same on every attempt of these events. */
-  messageId: string;
-  events: readonly unknown[];
-  /** Signing secrets, current first (engine/integrations/webhookSignature.ts). */
-  secrets: readonly string[];
-  /** The integration's own headers (engine/integrations/customHeaders.ts, checked again here). */
-  headers?: Record<string, string>;
-}
-
-export interface WebhookAnswer {
-  outcome: DeliveryOutcome;
-  /** HTTP status, when an answer came. */
-  status?: number;
-  /** The start of the answer's body as text (at most previewBytes), '' without one. */
-  body: string;
-  /** Why no answer came, for people: a short code and message. */
-  error?: string;
-}
+export type { WebhookAnswer, WebhookRequest } from '../../engine/ports/webhooks.ts';
 
 /** Error code of a connection the policy refused at lookup time. */
 const REFUSED_CODE = 'EDESTINATIONREFUSED';
 
-export class WebhookSender {
+export class WebhookSender implements WebhookTransport {
   readonly #policy: OutboundPolicy;
   readonly #timeoutMs: number;
   readonly #maxResponseBytes: number;

@@ -9,11 +9,9 @@
  *   failure the operator sees), a timeout, or a connection error. On 429 and 503 a `Retry-After`
  *   (delay-seconds or an HTTP date, RFC 9110 §10.2.3) says when to come back.
  */
+import type { DeliveryOutcome } from '../ports/webhooks.ts';
 
-export type DeliveryOutcome =
-  | { kind: 'delivered'; status: number }
-  | { kind: 'disable'; reason: 'gone'; status: number }
-  | { kind: 'retry'; reason: 'status' | 'timeout' | 'connection' | 'refused'; status?: number; retryAfterMs?: number };
+export type { DeliveryOutcome } from '../ports/webhooks.ts';
 
 /** The outcome of an HTTP answer of `status`; `retryAfter` is the header as received, `nowMs` when it was. */
 export function classifyAnswer(status: number, retryAfter: string | undefined, nowMs: number): DeliveryOutcome {

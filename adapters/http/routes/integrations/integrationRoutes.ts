@@ -32,7 +32,7 @@ import {
   Integration as IntegrationSchema,
   RotateSecretQuery,
 } from '../../../../schemas/integrations.ts';
-import type { WebhookAnswer, WebhookRequest } from '../../../webhooks/WebhookSender.ts';
+import type { WebhookAnswer, WebhookRequest } from '../../../../engine/ports/webhooks.ts';
 import type { EdgeContext } from '../../EdgeContext.ts';
 import { check } from '../../request/check.ts';
 import { readJsonBody } from '../../request/readBody.ts';
