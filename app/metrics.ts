@@ -20,6 +20,7 @@ import type { UplinkPipeline } from '../engine/uplink/pipeline/UplinkPipeline.ts
 import type { DeviceActors } from '../engine/actors/DeviceActors.ts';
 import type { CommandView } from '../schemas/commands.ts';
 import { children } from './metricKinds.ts';
+import { integrationMetrics, type IntegrationMetrics } from './integrationMetrics.ts';
 import { watchEngine, watchLive, watchMqtt, watchRegistryChanges, type LiveFigures, type MqttFigures, type RegistryChangesLink } from './metricsWatch.ts';
 
 export type { LiveFigures, MqttFigures, RegistryChangesLink } from './metricsWatch.ts';
@@ -57,6 +58,8 @@ export interface ServiceMetrics {
   watchRegistryChanges(link?: RegistryChangesLink): (change: RegistryChange) => void;
   /** Live data: events published on topic `live`, and (edges) events read, subscriptions, slow subscribers dropped. */
   watchLive(figures: LiveFigures): void;
+  /** Integrations' deliveries, by kind (app/integrationMetrics.ts). */
+  readonly integrations: IntegrationMetrics;
   /** The exposition text for GET /metrics. */
   scrape(): Promise<{ contentType: string; body: string }>;
 }
@@ -76,6 +79,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Servi
     watchRegistryChanges: (link) => watchRegistryChanges(registry, link),
     watchMqtt: (stats) => watchMqtt(registry, stats),
     watchLive: (figures) => watchLive(registry, figures),
+    integrations: integrationMetrics(registry),
     async scrape() {
       return { contentType: registry.contentType, body: await registry.metrics() };
     },

@@ -76,6 +76,15 @@ export const Config = Type.Object({
    * only to these. Unset: public https:// receivers only.
    */
   integrationsAllowHosts: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 253 }), { maxItems: 1000 })),
+  /** How integrations deliver (docs/integrations.md). */
+  integrations: Type.Object({
+    /** Events per request at most. */
+    batchEvents: Type.Integer({ minimum: 1, maximum: 1000 }),
+    /** Longest the first event of a batch waits for more before it is sent, ms. */
+    batchLingerMs: Type.Integer({ minimum: 0, maximum: 60_000 }),
+    /** How long a batch that keeps failing is retried before its events are counted as dropped, ms (24 h; at most 7 days). */
+    retryWindowMs: Type.Integer({ minimum: 1000, maximum: 604_800_000 }),
+  }),
   /** Kafka brokers (host:port, comma separated). Unset: the embedded local log. */
   kafkaBrokers: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
   /** Kafka client settings (used only with kafkaBrokers). */
@@ -161,6 +170,7 @@ export const defaultConfig: Config = {
   // 9464: the port OpenTelemetry's Prometheus exporters listen on, free of the common services.
   metrics: { host: '127.0.0.1', port: 9464 },
   commands: { expiryMs: 3_600_000, maxQueuePerDevice: 100 },
+  integrations: { batchEvents: 100, batchLingerMs: 1000, retryWindowMs: 86_400_000 },
   kafka: {},
   engine: { partitions: 8, passivateAfterMs: 60_000, mailboxCapacity: 256, maxInFlight: 40_000, batchRows: 40_000, batchDelayMs: 100 },
   uplinks: { atMaxAheadMs: 86_400_000, atMinMs: 0 },

@@ -34,6 +34,8 @@ export interface TopicConsumerOptions {
   onCommitError?(error: unknown): void;
   /** Partitions of the topic this consumer was given. */
   onAssign?(partitions: number[]): void;
+  /** Partitions taken away (after the revoke's commit): what their owner held for them is replayed by the next one. */
+  onRevoked?(partitions: number[]): void;
 }
 
 export class TopicConsumer {
@@ -64,6 +66,15 @@ export class TopicConsumer {
   /** A record's effects are durable (a revoked partition's records are forgotten). */
   finish(partition: number, offset: number): void {
     this.#trackers.get(partition)?.finish(offset);
+  }
+
+  /** Stops fetching a partition until resumed: its owner holds more of it than it wants to. */
+  pause(partition: number): void {
+    this.#consumer?.pause([{ topic: this.#o.topic, partition }]);
+  }
+
+  resume(partition: number): void {
+    this.#consumer?.resume([{ topic: this.#o.topic, partition }]);
   }
 
   /** Nothing is committed any more: the owner failed, and what is not committed is replayed. */
@@ -142,11 +153,14 @@ export class TopicConsumer {
     } finally {
       // Even when the commit failed, the partitions are gone: their next owner replays from the
       // last commit, and effects are idempotent or at least once.
+      const revoked: number[] = [];
       for (const { topic, partition } of partitions) {
         if (topic !== this.#o.topic) continue;
         this.#trackers.delete(partition);
         this.assigned.delete(partition);
+        revoked.push(partition);
       }
+      if (revoked.length > 0) this.#o.onRevoked?.(revoked);
     }
   }
 

@@ -71,6 +71,8 @@ export interface IntegrationDeliveries {
   attemptFailed(integrationId: string, partition: number, firstOffset: number, update: { attempts: number; nextAttemptAt: number; error: DeliveryError }): Promise<void>;
   /** The batch was delivered: it is marked so, `delivered` counts its events, lastSuccessAt is set. */
   batchDelivered(integrationId: string, partition: number, firstOffset: number, at: number): Promise<void>;
+  /** The batch was given up (its retries outlasted the retry window): it is settled as delivered is, its events count as dropped, lastError is set. */
+  batchDropped(integrationId: string, partition: number, firstOffset: number, outcome: { at: number; error: DeliveryError }): Promise<void>;
   /** Events lost to the log's retention. */
   addDropped(integrationId: string, count: number): Promise<void>;
   /** The receiver answered 410 Gone: the integration is disabled with reason `gone` (a registry change). */

@@ -1,0 +1,308 @@
+/**
+ * One integration's deliveries from one partition of topic `events`: the device order of that
+ * partition, one request in flight, its batches and their retries (docs/integrations.md).
+ *
+ * - Records come in offset order (IntegrationDelivery's consumer). The events the integration
+ *   takes (selectEvents.ts) gather into a batch, closed at `maxEvents` or `lingerMs` after its
+ *   first event; a record with none of its events is finished at once.
+ * - A batch is saved (IntegrationDeliveries port) BEFORE its first attempt, with its records and
+ *   its `webhook-id`. After a restart, the records of a saved batch are gathered into that batch
+ *   again, whatever the timing: the receiver gets the same events under the same id. A saved batch
+ *   already delivered is not sent again.
+ * - Batches go one at a time, in order. An attempt that fails is retried on the retry schedule
+ *   (the first retry about 1 s later, doubling up to 10 minutes, `Retry-After` honoured) until
+ *   24 h have passed since the batch's first attempt; then its events are counted as dropped.
+ *   A 410 disables the integration. Every outcome is saved before the next step.
+ * - A record is finished (its offset may be committed: the integration's cursor) only once its
+ *   batch is delivered or given up. While more than `maxHeldEvents` wait, the partition is
+ *   paused: a failing receiver holds back its own integration, never ingestion or another one.
+ * - stop() abandons what is held: it is not finished, so whoever reads the partition next
+ *   (this process after a restart, or another engine after a rebalance) delivers it.
+ */
+import { exponentialBackoff } from '../kernel/backoff.ts';
+import type { Clock, TimerHandle } from '../kernel/clock.ts';
+import { toFleetError } from '../kernel/errors.ts';
+import { newId } from '../kernel/ids.ts';
+import type { Logger } from '../kernel/logger.ts';
+import type { OffsetTracker } from '../consumer/OffsetTracker.ts';
+import type { DeliveryBatch, IntegrationDeliveries } from '../ports/integrationDeliveries.ts';
+import type { Integration } from '../ports/integrationRegistry.ts';
+import type { LogRecord } from '../ports/log.ts';
+import type { WebhookAnswer, WebhookTransport } from '../ports/webhooks.ts';
+import type { RetrySchedule } from './retrySchedule.ts';
+import { selectEvents } from './selectEvents.ts';
+
+/** Records older than the integration by more than this are not its events (clocks of several processes differ a little). */
+export const CREATED_MARGIN_MS = 5000;
+const MAX_ERROR_CHARS = 256;
+const journalBackoff = exponentialBackoff({ initialMs: 100, maxMs: 5000 });
+
+/** What a lane tells its integration (metrics, status). */
+export interface LaneHooks {
+  delivered(events: number, batch: DeliveryBatch): void;
+  failedAttempt(answer: WebhookAnswer): void;
+  dropped(events: number): void;
+  disabled(reason: string): void;
+  malformed(): void;
+}
+
+export interface DeliveryLaneOptions {
+  partition: number;
+  /** The integration as it is now: its settings may change while it runs. */
+  settings(): Integration;
+  journal: IntegrationDeliveries;
+  transport: WebhookTransport;
+  /** The secrets that sign now; undefined once the integration is gone. */
+  secrets(): Promise<readonly string[] | undefined>;
+  /** The ground a device is in now (undefined: deleted); a promise when it must be looked up. */
+  groundOf(deviceId: string): string | undefined | Promise<string | undefined>;
+  clock: Clock;
+  schedule: RetrySchedule;
+  maxEvents: number;
+  lingerMs: number;
+  maxHeldEvents: number;
+  finish(offset: number): void;
+  pause(): void;
+  resume(): void;
+  hooks: LaneHooks;
+  logger: Logger;
+}
+
+/** A batch being gathered or waiting its turn. */
+interface Pending {
+  firstOffset: number;
+  lastOffset: number;
+  offsets: number[];
+  events: Record<string, unknown>[];
+  /** Its saved form, once saved (or when it is rebuilt from one). */
+  saved?: DeliveryBatch;
+  linger?: TimerHandle;
+}
+
+export class DeliveryLane {
+  readonly #o: DeliveryLaneOptions;
+  /** Saved batches not yet reached by the records, by firstOffset; loaded with the first records. */
+  #saved: DeliveryBatch[] | undefined;
+  #open: Pending | undefined;
+  readonly #queue: Pending[] = [];
+  #held = 0;
+  #paused = false;
+  #pumping = false;
+  #stopped = false;
+  readonly #sleeps = new Set<{ timer: TimerHandle; wake: () => void }>();
+
+  constructor(options: DeliveryLaneOptions) {
+    this.#o = options;
+  }
+
+  /** Events gathered and not yet delivered. */
+  get held(): number {
+    return this.#held;
+  }
+
+  /** Takes records of the partition, in offset order; each is started on `tracker` and finished once settled. */
+  async take(records: readonly LogRecord[], tracker: OffsetTracker): Promise<void> {
+    if (this.#stopped) return;
+    if (this.#saved === undefined) {
+      const saved = await this.#persist(() => this.#o.journal.savedBatches(this.#o.settings().id, this.#o.partition));
+      if (saved === undefined) return;
+      this.#saved = saved.value;
+    }
+    for (const record of records) {
+      tracker.start(record.offset);
+      const ground = await this.#o.groundOf(record.key);
+      if (this.#stopped) return;
+      this.#takeRecord(record, ground);
+    }
+    if (!this.#paused && this.#held > this.#o.maxHeldEvents) {
+      this.#paused = true;
+      this.#o.pause();
+    }
+  }
+
+  /** Abandons what is held (not finished: replayed by the partition's next reader). */
+  stop(): void {
+    this.#stopped = true;
+    if (this.#open?.linger !== undefined) this.#open.linger.cancel();
+    for (const pending of this.#queue) pending.linger?.cancel();
+    for (const sleep of [...this.#sleeps]) {
+      sleep.timer.cancel();
+      sleep.wake();
+    }
+  }
+
+  #takeRecord(record: LogRecord, groundId: string | undefined): void {
+    const offset = record.offset;
+    if (this.#open?.saved !== undefined && this.#open.saved.lastOffset < offset) this.#close();
+    const saved = this.#savedAt(offset);
+    if (this.#open !== undefined && this.#open.saved !== saved) this.#close();
+    const events = this.#select(record, groundId);
+    if (events.length === 0) {
+      this.#o.finish(offset);
+      if (saved !== undefined && offset >= saved.lastOffset && this.#open !== undefined) this.#close();
+      return;
+    }
+    const open = this.#open ?? (this.#open = this.#gather(offset, saved));
+    for (const event of events) open.events.push(event);
+    open.offsets.push(offset);
+    open.lastOffset = offset;
+    this.#held += events.length;
+    if (saved !== undefined ? offset >= saved.lastOffset : open.events.length >= this.#o.maxEvents) this.#close();
+  }
+
+  /** The saved batch `offset` belongs to, forgetting those it is past. */
+  #savedAt(offset: number): DeliveryBatch | undefined {
+    const saved = this.#saved!;
+    while (saved.length > 0 && saved[0].lastOffset < offset) saved.shift();
+    return saved.length > 0 && saved[0].firstOffset <= offset ? saved[0] : undefined;
+  }
+
+  #select(record: LogRecord, groundId: string | undefined): Record<string, unknown>[] {
+    const settings = this.#o.settings();
+    if (groundId !== settings.groundId || record.timestamp < settings.createdAt - CREATED_MARGIN_MS) return [];
+    const selection = selectEvents(settings, record.key, record.value);
+    if (selection.malformed) this.#o.hooks.malformed();
+    return selection.events;
+  }
+
+  #gather(offset: number, saved: DeliveryBatch | undefined): Pending {
+    const pending: Pending = { firstOffset: offset, lastOffset: offset, offsets: [], events: [], saved };
+    pending.linger = this.#o.clock.setTimeout(() => {
+      if (this.#open === pending) this.#close();
+    }, this.#o.lingerMs);
+    return pending;
+  }
+
+  #close(): void {
+    const open = this.#open;
+    if (open === undefined) return;
+    open.linger?.cancel();
+    this.#open = undefined;
+    this.#queue.push(open);
+    void this.#pump();
+  }
+
+  async #pump(): Promise<void> {
+    if (this.#pumping) return;
+    this.#pumping = true;
+    try {
+      while (!this.#stopped && this.#queue.length > 0) {
+        const pending = this.#queue[0];
+        if (!(await this.#deliver(pending)) || this.#stopped) return;
+        this.#queue.shift();
+        for (const offset of pending.offsets) this.#o.finish(offset);
+        this.#held -= pending.events.length;
+        if (this.#paused && this.#held <= this.#o.maxHeldEvents / 2) {
+          this.#paused = false;
+          this.#o.resume();
+        }
+      }
+    } finally {
+      this.#pumping = false;
+    }
+  }
+
+  /** Resolves true once the batch is settled (delivered or given up), false when stopped first. */
+  async #deliver(pending: Pending): Promise<boolean> {
+    let batch = pending.saved ?? (await this.#save(pending));
+    if (batch === undefined) return false;
+    if (batch.deliveredAt !== undefined) return true; // delivered before a restart: not sent again
+    const { journal, clock } = this.#o;
+    const id = batch.integrationId;
+    for (;;) {
+      if (!(await this.#sleepUntil(batch.nextAttemptAt))) return false;
+      const answer = await this.#attempt(batch, pending.events);
+      if (answer === undefined || this.#stopped) return false;
+      const at = clock.now();
+      const { firstOffset } = batch;
+      if (answer.outcome.kind === 'delivered') {
+        if (!(await this.#persist(() => journal.batchDelivered(id, this.#o.partition, firstOffset, at)))) return false;
+        this.#o.hooks.delivered(pending.events.length, batch);
+        return true;
+      }
+      this.#o.hooks.failedAttempt(answer);
+      const error = { ...(answer.status !== undefined ? { status: answer.status } : {}), message: (answer.error ?? answer.body).slice(0, MAX_ERROR_CHARS), at };
+      const attempts: number = batch.attempts + 1;
+      if (answer.outcome.kind === 'disable') {
+        const reason = answer.outcome.reason;
+        await this.#persist(() => journal.attemptFailed(id, this.#o.partition, firstOffset, { attempts, nextAttemptAt: at, error }));
+        await this.#persist(() => journal.disableIntegration(id, reason));
+        this.#o.hooks.disabled(reason);
+        this.stop();
+        return false;
+      }
+      const decision = this.#o.schedule.afterFailure({ failures: attempts, firstFailureAt: batch.createdAt }, at, answer.outcome.retryAfterMs);
+      if (decision.kind === 'give-up') {
+        if (!(await this.#persist(() => journal.batchDropped(id, this.#o.partition, firstOffset, { at, error })))) return false;
+        this.#o.hooks.dropped(pending.events.length);
+        return true;
+      }
+      batch = { ...batch, attempts, nextAttemptAt: decision.at };
+      if (!(await this.#persist(() => journal.attemptFailed(id, this.#o.partition, firstOffset, { attempts, nextAttemptAt: decision.at, error })))) return false;
+    }
+  }
+
+  async #save(pending: Pending): Promise<DeliveryBatch | undefined> {
+    const now = this.#o.clock.now();
+    const batch: DeliveryBatch = {
+      integrationId: this.#o.settings().id,
+      partition: this.#o.partition,
+      firstOffset: pending.firstOffset,
+      lastOffset: pending.lastOffset,
+      messageId: `msg_${newId()}`,
+      events: pending.events.length,
+      attempts: 0,
+      nextAttemptAt: now,
+      createdAt: now,
+    };
+    if (!(await this.#persist(() => this.#o.journal.saveBatch(batch)))) return undefined;
+    pending.saved = batch;
+    return batch;
+  }
+
+  /** One attempt with the settings and secrets of now; undefined when the integration is gone or the lane stopped. */
+  async #attempt(batch: DeliveryBatch, events: readonly unknown[]): Promise<WebhookAnswer | undefined> {
+    const secrets = (await this.#persist(() => this.#o.secrets()))?.value;
+    if (secrets === undefined || this.#stopped) return undefined;
+    const settings = this.#o.settings();
+    try {
+      return await this.#o.transport.send({ url: settings.url, messageId: batch.messageId, events, secrets, headers: settings.headers });
+    } catch (error) {
+      // A request the sender refuses to make (a URL or header no longer valid) waits like a failure.
+      return { outcome: { kind: 'retry', reason: 'refused' }, body: '', error: toFleetError(error).message };
+    }
+  }
+
+  /** Resolves true at `at`, false when stopped first. */
+  #sleepUntil(at: number): Promise<boolean> {
+    const delay = at - this.#o.clock.now();
+    if (delay <= 0 || this.#stopped) return Promise.resolve(!this.#stopped);
+    return new Promise((resolve) => {
+      const sleep = {
+        timer: this.#o.clock.setTimeout(() => sleep.wake(), delay),
+        wake: () => {
+          this.#sleeps.delete(sleep);
+          resolve(!this.#stopped);
+        },
+      };
+      this.#sleeps.add(sleep);
+    });
+  }
+
+  /**
+   * The journal's answer, retried with backoff while the database is away (a delivery never moves
+   * on without its step saved); undefined when the lane stopped meanwhile.
+   */
+  async #persist<T>(step: () => Promise<T>): Promise<{ value: T } | undefined> {
+    for (let attempt = 0; ; attempt++) {
+      if (this.#stopped) return undefined;
+      try {
+        const value = await step();
+        return this.#stopped ? undefined : { value };
+      } catch (error) {
+        if (attempt === 0 || attempt % 20 === 0) this.#o.logger.warn('an integration could not save its delivery; trying again', { error: toFleetError(error).message, partition: this.#o.partition });
+        await this.#sleepUntil(this.#o.clock.now() + journalBackoff(attempt));
+      }
+    }
+  }
+}

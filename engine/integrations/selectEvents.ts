@@ -1,0 +1,60 @@
+/**
+ * Which events of a record of topic `events` (schemas/events.ts) an integration receives: its event
+ * types, its devices and its assets. A refusal of a whole uplink and a command to a device (no
+ * asset) pass an asset filter: they concern every asset of the device. Each event chosen is given
+ * the integration's ground, as receivers get it.
+ *
+ * The topic is written by the engine, but on Kafka anyone allowed to append may write it: a record
+ * that is not JSON, or not `{"events":[…]}`, or an event whose device is not the record's key, is
+ * skipped (`malformed`), never delivered and never a reason to stop.
+ */
+import type { Integration } from '../ports/integrationRegistry.ts';
+
+const decoder = new TextDecoder('utf-8', { fatal: true });
+const TYPES = new Set(['state', 'rejection', 'command']);
+
+export interface Selection {
+  /** The events to deliver, in record order, each with `groundId`. */
+  events: Record<string, unknown>[];
+  /** The record could not be read as events of its device. */
+  malformed: boolean;
+}
+
+const NOTHING: Selection = { events: [], malformed: false };
+const MALFORMED: Selection = { events: [], malformed: true };
+
+export type EventFilter = Pick<Integration, 'groundId' | 'events' | 'devices' | 'assets'>;
+
+/** Whether any event of `deviceId` can reach the integration: the cheap test before a record is read. */
+export function coversDevice(filter: EventFilter, deviceId: string): boolean {
+  return filter.devices === undefined || filter.devices.includes(deviceId);
+}
+
+export function selectEvents(filter: EventFilter, deviceId: string, value: Uint8Array): Selection {
+  if (!coversDevice(filter, deviceId)) return NOTHING;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(decoder.decode(value));
+  } catch {
+    return MALFORMED;
+  }
+  const list = (parsed as { events?: unknown } | null)?.events;
+  if (!Array.isArray(list) || list.length === 0) return MALFORMED;
+  const events: Record<string, unknown>[] = [];
+  for (const item of list) {
+    if (!isEvent(item, deviceId)) return MALFORMED;
+    if (!TYPES.has(item.type) || !filter.events.includes(item.type as Integration['events'][number])) continue;
+    if (filter.assets !== undefined && typeof item.asset === 'string' && !filter.assets.includes(item.asset)) continue;
+    // The ground is the integration's: a groundId written into the record does not count.
+    const { type, id, groundId: _written, ...rest } = item;
+    events.push({ type, id, groundId: filter.groundId, ...rest });
+  }
+  return { events, malformed: false };
+}
+
+function isEvent(item: unknown, deviceId: string): item is Record<string, unknown> & { type: string; id: string } {
+  if (typeof item !== 'object' || item === null || Array.isArray(item)) return false;
+  const event = item as Record<string, unknown>;
+  return typeof event.type === 'string' && typeof event.id === 'string' && event.id !== '' && event.deviceId === deviceId
+    && (event.asset === undefined || typeof event.asset === 'string');
+}

@@ -1,0 +1,214 @@
+/**
+ * DeliveryLane's decisions on a simulated clock, with an in-memory journal and a scripted
+ * receiver: batching (size and linger), a batch saved before its first attempt and rebuilt from
+ * the same records after a restart (same webhook-id, and not sent again once delivered), retries on
+ * the schedule, Retry-After, the retry window, 410, pausing while a receiver fails, records finished
+ * only once delivered, and what is skipped (other grounds, records older than the integration,
+ * malformed records). The real receivers, signing and the log are in the service tests.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { SimulatedClock } from '../../../engine/kernel/clock.ts';
+import { createJsonLogger } from '../../../engine/kernel/logger.ts';
+import { OffsetTracker } from '../../../engine/consumer/OffsetTracker.ts';
+import { DeliveryLane } from '../../../engine/integrations/DeliveryLane.ts';
+import { retrySchedule } from '../../../engine/integrations/retrySchedule.ts';
+import type { DeliveryBatch, DeliveryError, IntegrationDeliveries } from '../../../engine/ports/integrationDeliveries.ts';
+import type { Integration } from '../../../engine/ports/integrationRegistry.ts';
+import type { LogRecord } from '../../../engine/ports/log.ts';
+import type { WebhookAnswer, WebhookRequest } from '../../../engine/ports/webhooks.ts';
+
+const GROUND = 'g1';
+const encoder = new TextEncoder();
+
+const integration: Integration = {
+  id: 'i1', groundId: GROUND, name: 'app', kind: 'webhook', url: 'https://receiver.example/hook', events: ['state', 'rejection', 'command'],
+  headers: {}, status: 'active', createdAt: 1_000_000, updatedAt: 1_000_000,
+};
+
+/** The journal as the SQL adapter keeps it, in memory. */
+class MemoryJournal implements IntegrationDeliveries {
+  readonly batches = new Map<string, DeliveryBatch>();
+  delivered = 0;
+  failedAttempts = 0;
+  dropped = 0;
+  lastError: DeliveryError | undefined;
+  disabled: string | undefined;
+  async saveBatch(batch: DeliveryBatch) { this.batches.set(`${batch.partition}/${batch.firstOffset}`, { ...batch }); }
+  async savedBatches(_id: string, partition: number) {
+    return [...this.batches.values()].filter((b) => b.partition === partition).sort((a, b) => a.firstOffset - b.firstOffset).map((b) => ({ ...b }));
+  }
+  async pruneBatches() {}
+  async attemptFailed(_id: string, partition: number, firstOffset: number, update: { attempts: number; nextAttemptAt: number; error: DeliveryError }) {
+    const batch = this.batches.get(`${partition}/${firstOffset}`)!;
+    batch.attempts = update.attempts;
+    batch.nextAttemptAt = update.nextAttemptAt;
+    this.failedAttempts++;
+    this.lastError = update.error;
+  }
+  async batchDelivered(_id: string, partition: number, firstOffset: number, at: number) {
+    const batch = this.batches.get(`${partition}/${firstOffset}`)!;
+    batch.deliveredAt = at;
+    this.delivered += batch.events;
+  }
+  async batchDropped(_id: string, partition: number, firstOffset: number, outcome: { at: number; error: DeliveryError }) {
+    const batch = this.batches.get(`${partition}/${firstOffset}`)!;
+    batch.deliveredAt = outcome.at;
+    this.dropped += batch.events;
+  }
+  async addDropped(_id: string, count: number) { this.dropped += count; }
+  async disableIntegration(_id: string, reason: string) { this.disabled = reason; }
+  async deliveryStats() { return { delivered: this.delivered, failedAttempts: this.failedAttempts, dropped: this.dropped, pending: { events: 0 } }; }
+}
+
+function stateRecord(offset: number, deviceId: string, asset = 't', timestamp = 2_000_000): LogRecord {
+  const events = [{ type: 'state', id: `u${offset}/${asset}`, deviceId, asset, value: offset, at: '2026-01-01T00:00:00.000Z', receivedAt: '2026-01-01T00:00:00.000Z', uplinkId: `u${offset}` }];
+  return { topic: 'events', partition: 0, offset, key: deviceId, value: encoder.encode(JSON.stringify({ events })), timestamp };
+}
+
+interface World {
+  clock: SimulatedClock;
+  journal: MemoryJournal;
+  sent: WebhookRequest[];
+  finished: number[];
+  paused: number;
+  resumed: number;
+  lane: DeliveryLane;
+  tracker: OffsetTracker;
+}
+
+function world(answers: (request: WebhookRequest, index: number) => WebhookAnswer, options: { journal?: MemoryJournal; maxEvents?: number; maxHeldEvents?: number; retryWindowMs?: number } = {}): World {
+  const clock = new SimulatedClock(2_000_000);
+  const w = { clock, journal: options.journal ?? new MemoryJournal(), sent: [] as WebhookRequest[], finished: [] as number[], paused: 0, resumed: 0 } as World;
+  w.tracker = new OffsetTracker(0);
+  w.lane = new DeliveryLane({
+    partition: 0,
+    settings: () => integration,
+    journal: w.journal,
+    transport: { send: async (request) => answers(request, w.sent.push(request) - 1) },
+    secrets: async () => ['whsec_c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0'],
+    groundOf: (deviceId) => (deviceId.startsWith('other') ? 'g2' : GROUND),
+    clock,
+    schedule: retrySchedule({ random: () => 0.5, giveUpAfterMs: options.retryWindowMs }),
+    maxEvents: options.maxEvents ?? 3,
+    lingerMs: 1000,
+    maxHeldEvents: options.maxHeldEvents ?? 100,
+    finish: (offset) => { w.finished.push(offset); w.tracker.finish(offset); },
+    pause: () => { w.paused++; },
+    resume: () => { w.resumed++; },
+    hooks: { delivered() {}, failedAttempt() {}, dropped() {}, disabled() {}, malformed() {} },
+    logger: createJsonLogger({ level: 'error', write: () => undefined }),
+  });
+  return w;
+}
+
+const ok: WebhookAnswer = { outcome: { kind: 'delivered', status: 200 }, status: 200, body: '' };
+const failing: WebhookAnswer = { outcome: { kind: 'retry', reason: 'status', status: 500 }, status: 500, body: 'down' };
+
+/** Lets the lane's promises run, advancing the simulated clock by `ms` in small steps. */
+async function run(w: World, ms = 0): Promise<void> {
+  for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+  for (let left = ms; left > 0; left -= Math.min(left, 100)) {
+    w.clock.advance(Math.min(left, 100));
+    for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+const eventIds = (request: WebhookRequest) => (request.events as { id: string }[]).map((e) => e.id);
+
+test('full batches go at once, the rest after the linger; records finish once delivered; every event carries the ground', async () => {
+  const w = world(() => ok);
+  await w.lane.take([0, 1, 2, 3].map((o) => stateRecord(o, 'd1')), w.tracker);
+  await run(w);
+  assert.is(w.sent.length, 1, 'a batch of maxEvents (3) is sent at once');
+  assert.equal(eventIds(w.sent[0]), ['u0/t', 'u1/t', 'u2/t']);
+  assert.equal(w.finished, [0, 1, 2]);
+  assert.ok((w.sent[0].events as { groundId: string }[]).every((e) => e.groundId === GROUND));
+  await run(w, 1000);
+  assert.is(w.sent.length, 2, 'the fourth event goes after the linger');
+  assert.equal(w.finished, [0, 1, 2, 3]);
+  assert.is(w.journal.delivered, 4);
+  assert.is.not(w.sent[0].messageId, w.sent[1].messageId);
+});
+
+test('records of other grounds, older than the integration or malformed are skipped and finished at once', async () => {
+  const w = world(() => ok);
+  const junk: LogRecord = { ...stateRecord(3, 'd1'), value: encoder.encode('{"events":[{"type":"state"}]}') };
+  const forged: LogRecord = { ...stateRecord(4, 'd1'), value: encoder.encode(JSON.stringify({ events: [{ type: 'state', id: 'x', deviceId: 'd2', asset: 't' }] })) };
+  const old = stateRecord(2, 'd1', 't', integration.createdAt - 60_000);
+  await w.lane.take([stateRecord(0, 'other-device'), stateRecord(1, 'd1'), old, junk, forged], w.tracker);
+  await run(w, 1000);
+  assert.equal(w.sent.map(eventIds), [['u1/t']]);
+  assert.equal([...w.finished].sort(), [0, 1, 2, 3, 4]);
+});
+
+test('a failing receiver: retried on the schedule with the same webhook-id, the partition paused, Retry-After honoured, then delivered', async () => {
+  const answers = [failing, failing, { outcome: { kind: 'retry', reason: 'status', status: 429, retryAfterMs: 30_000 }, status: 429, body: '' } as WebhookAnswer];
+  const w = world((_r, i) => answers[i] ?? ok, { maxEvents: 2, maxHeldEvents: 3 });
+  await w.lane.take([0, 1, 2, 3].map((o) => stateRecord(o, 'd1')), w.tracker);
+  await run(w);
+  assert.is(w.sent.length, 1);
+  assert.is(w.paused, 1, 'more than maxHeldEvents held: the partition is paused');
+  await run(w, 999);
+  assert.is(w.sent.length, 1, 'the first retry is not before about 1 s');
+  await run(w, 1);
+  assert.is(w.sent.length, 2);
+  await run(w, 2000);
+  assert.is(w.sent.length, 3, 'then 2 s later');
+  await run(w, 29_000);
+  assert.is(w.sent.length, 3, 'Retry-After: 30 s is waited out');
+  await run(w, 1000);
+  assert.ok(w.sent.length >= 4);
+  assert.equal(new Set(w.sent.slice(0, 4).map((r) => r.messageId)).size, 1, 'every attempt of a batch has its webhook-id');
+  assert.equal(w.finished.slice(0, 2), [0, 1], 'its records finish only once delivered');
+  assert.is(w.journal.failedAttempts, 3);
+  assert.equal(w.journal.lastError, { status: 429, message: '', at: w.journal.lastError!.at });
+  await run(w, 1000);
+  assert.equal(w.finished, [0, 1, 2, 3]);
+  assert.is(w.resumed, 1);
+});
+
+test('after a restart, a saved batch is rebuilt from the same records with its webhook-id; a delivered one is not sent again', async () => {
+  const journal = new MemoryJournal();
+  const first = world(() => failing, { journal, maxEvents: 2 });
+  await first.lane.take([0, 1, 2].map((o) => stateRecord(o, 'd1')), first.tracker);
+  await run(first, 1000);
+  const id = first.sent[0].messageId;
+  first.lane.stop();
+  assert.equal(first.finished, [], 'nothing finished: all of it comes again');
+  // A restart: the records come again, in one read, and the receiver is back.
+  const second = world(() => ok, { journal, maxEvents: 100 });
+  await second.lane.take([0, 1, 2].map((o) => stateRecord(o, 'd1')), second.tracker);
+  await run(second);
+  assert.is(second.sent.length, 0, 'its next attempt is due when the journal says, not at once');
+  await run(second, 5000);
+  assert.is(second.sent[0].messageId, id, 'the saved batch goes under its id');
+  assert.equal(eventIds(second.sent[0]), ['u0/t', 'u1/t'], 'with the same events, although 100 would fit');
+  assert.equal(second.sent.map(eventIds), [['u0/t', 'u1/t'], ['u2/t']]);
+  // Delivered, but the cursor did not move before the next crash: nothing is sent again.
+  const third = world(() => ok, { journal, maxEvents: 100 });
+  await third.lane.take([0, 1, 2].map((o) => stateRecord(o, 'd1')), third.tracker);
+  await run(third, 1000);
+  assert.is(third.sent.length, 0);
+  assert.equal(third.finished, [0, 1, 2]);
+});
+
+test('past the retry window a batch is given up and counted as dropped; 410 disables the integration and stops', async () => {
+  const w = world(() => failing, { retryWindowMs: 10_000 });
+  await w.lane.take([stateRecord(0, 'd1')], w.tracker);
+  await run(w, 20_000);
+  assert.is(w.journal.dropped, 1);
+  assert.equal(w.finished, [0], 'a dropped batch is settled: the cursor moves on');
+  const sentBefore = w.sent.length;
+  await run(w, 20_000);
+  assert.is(w.sent.length, sentBefore);
+
+  const gone = world(() => ({ outcome: { kind: 'disable', reason: 'gone', status: 410 }, status: 410, body: 'gone' }));
+  await gone.lane.take([stateRecord(0, 'd1'), stateRecord(1, 'd1')], gone.tracker);
+  await run(gone, 5000);
+  assert.is(gone.journal.disabled, 'gone');
+  assert.is(gone.sent.length, 1);
+  assert.equal(gone.finished, [], 'nothing finished: a re-enabled integration delivers it');
+});
+
+test.run();

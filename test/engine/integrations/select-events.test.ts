@@ -1,0 +1,60 @@
+/**
+ * Which events of a record of topic `events` an integration receives (engine/integrations/selectEvents.ts):
+ * its types, devices and assets; a refusal or command without an asset passes an asset filter; the
+ * ground is the integration's, whatever the record says; hostile records are skipped as malformed.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { selectEvents, type EventFilter } from '../../../engine/integrations/selectEvents.ts';
+
+const encoder = new TextEncoder();
+const all: EventFilter = { groundId: 'g1', events: ['state', 'rejection', 'command'] };
+const record = (events: unknown[]) => encoder.encode(JSON.stringify({ events }));
+const state = (asset: string, extra: Record<string, unknown> = {}) => ({ type: 'state', id: `s-${asset}`, deviceId: 'd1', asset, value: 1, ...extra });
+const rejection = { type: 'rejection', id: 'r1', deviceId: 'd1', code: 'MALFORMED_PAYLOAD', reason: 'x' };
+const command = { type: 'command', id: 'c1', deviceId: 'd1', commandId: 'k', status: 'sent', attempts: 1 };
+
+test('types, devices and assets filter; asset-less refusals and commands pass an asset filter', () => {
+  const value = record([state('t'), state('h'), rejection, command]);
+  assert.equal(selectEvents(all, 'd1', value).events.map((e) => e.id), ['s-t', 's-h', 'r1', 'c1']);
+  assert.equal(selectEvents({ ...all, events: ['command'] }, 'd1', value).events.map((e) => e.id), ['c1']);
+  assert.equal(selectEvents({ ...all, assets: ['h'] }, 'd1', value).events.map((e) => e.id), ['s-h', 'r1', 'c1']);
+  assert.equal(selectEvents({ ...all, devices: ['d2'] }, 'd1', value), { events: [], malformed: false });
+  assert.equal(selectEvents({ ...all, devices: ['d1'] }, 'd1', value).events.length, 4);
+});
+
+test('the ground is the integration\'s; a groundId written into the record does not count', () => {
+  const [event] = selectEvents(all, 'd1', record([state('t', { groundId: 'g-forged' })])).events;
+  assert.is(event.groundId, 'g1');
+  assert.equal(Object.keys(event).slice(0, 3), ['type', 'id', 'groundId']);
+});
+
+test('unicode asset names match exactly: no normalisation, no case folding', () => {
+  const value = record([state('te\u0301mp'), state('tÉmp'), state('t\u200bemp')]);
+  assert.equal(selectEvents({ ...all, assets: ['témp'] }, 'd1', value).events.map((e) => e.asset), []);
+  assert.equal(selectEvents({ ...all, assets: ['te\u0301mp'] }, 'd1', value).events.map((e) => e.asset), ['te\u0301mp']);
+});
+
+test('hostile records are malformed, never delivered', () => {
+  const bad = [
+    encoder.encode('not json'),
+    new Uint8Array([0xff, 0xfe, 0x7b]),
+    encoder.encode('{"events":[]}'),
+    encoder.encode('{"events":{}}'),
+    encoder.encode('null'),
+    encoder.encode('[1,2]'),
+    record([{ type: 'state', deviceId: 'd1' }]),
+    record([{ type: 'state', id: '', deviceId: 'd1' }]),
+    record([state('t', { deviceId: 'd2' })]),
+    record([state('t', { asset: 7 })]),
+    record(['x']),
+  ];
+  for (const value of bad) assert.equal(selectEvents(all, 'd1', value), { events: [], malformed: true }, new TextDecoder().decode(value));
+});
+
+test('an unknown event type is skipped, the known ones of the record still go', () => {
+  const value = record([{ type: 'future', id: 'f1', deviceId: 'd1' }, state('t')]);
+  assert.equal(selectEvents(all, 'd1', value), { events: [{ ...state('t'), groundId: 'g1' }], malformed: false });
+});
+
+test.run();
