@@ -139,6 +139,8 @@ function portMetrics(registry: Registry): Pick<ServiceMetrics, 'log' | 'store' |
       consumer: (consumerOptions) => log.consumer(consumerOptions),
       committed: (group, topic, partition) => log.committed(group, topic, partition),
       endOffsets: (topic) => log.endOffsets(topic),
+      startOffsets: (topic) => log.startOffsets(topic),
+      deleteGroup: (group) => log.deleteGroup(group),
       close: () => log.close(),
       async append(topic, records) {
         const startedAt = performance.now();

@@ -39,6 +39,8 @@ export function servePorts(channel: WorkerChannel, ports: Ports, reservations: R
     partitionCount: (topic: string) => ports.log.partitionCount(topic),
     committed: (group: string, topic: string, partition: number) => ports.log.committed(group, topic, partition),
     endOffsets: (topic: string) => ports.log.endOffsets(topic),
+    startOffsets: (topic: string) => ports.log.startOffsets(topic),
+    deleteGroup: (group: string) => ports.log.deleteGroup(group),
     // Topics are the primary's to create.
     ensureTopics: async () => undefined,
     async consumerStart(id: number, options: Omit<ConsumerOptions, 'onBatch' | 'onRevoke' | 'onAssign'>) {
@@ -79,6 +81,8 @@ function remoteLog(channel: WorkerChannel): Log {
     partitionCount: (topic) => calls.partitionCount(topic) as Promise<number>,
     committed: (group, topic, partition) => calls.committed(group, topic, partition) as Promise<number>,
     endOffsets: (topic) => calls.endOffsets(topic) as Promise<number[]>,
+    startOffsets: (topic) => calls.startOffsets(topic) as Promise<number[]>,
+    deleteGroup: (group) => calls.deleteGroup(group) as Promise<void>,
     ensureTopics: async () => undefined,
     consumer(options) {
       const id = nextConsumer++;

@@ -223,6 +223,33 @@ class KafkaLog implements Log {
     return Array.from(out, (offset) => offset ?? 0);
   }
 
+  async startOffsets(topic: string): Promise<number[]> {
+    this.#assertOpen();
+    await this.partitionCount(topic);
+    await this.#connectAdmin();
+    const offsets: { partition: number; low: string }[] = await this.#retrying(`startOffsets ${topic}`, () => this.#admin.fetchTopicOffsets(topic));
+    const out: number[] = [];
+    for (const { partition, low } of offsets) out[partition] = Number(low);
+    return Array.from(out, (offset) => offset ?? 0);
+  }
+
+  async deleteGroup(group: string): Promise<void> {
+    this.#assertOpen();
+    if (typeof group !== 'string' || group.length === 0) throw new FleetError('VALIDATION_FAILED', 'group must be a non-empty string', { detail: { field: 'group' } });
+    await this.#connectAdmin();
+    await this.#retrying(`deleteGroup ${group}`, async () => {
+      try {
+        await this.#admin.deleteGroups([group]);
+      } catch (error) {
+        // The broker's answer per group: gone already is done; members still in it is a conflict.
+        const codes = ((error as { groups?: { error?: { type?: string } }[] }).groups ?? []).map((g) => g.error?.type);
+        if (codes.includes('GROUP_ID_NOT_FOUND')) return;
+        if (codes.includes('NON_EMPTY_GROUP')) throw new FleetError('CONFLICT', `group ${group} still has members`, { detail: { group } });
+        throw error;
+      }
+    });
+  }
+
   close(): Promise<void> {
     this.#closed = true;
     this.#closing ??= (async () => {

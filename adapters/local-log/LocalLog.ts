@@ -223,6 +223,21 @@ export class LocalLog implements Log {
     return this.#topic(topic).map((log) => log.durableOffset);
   }
 
+  async startOffsets(topic: string): Promise<number[]> {
+    this.#assertOpen();
+    return this.#topic(topic).map((log) => log.segments[0]?.baseOffset ?? log.durableOffset);
+  }
+
+  async deleteGroup(group: string): Promise<void> {
+    this.#assertWritable();
+    if (typeof group !== 'string' || group.length === 0) throw new FleetError('VALIDATION_FAILED', 'group must be a non-empty string');
+    if (this.coordinator.members(group).length > 0) throw new FleetError('CONFLICT', `group ${group} still has members`, { detail: { group } });
+    const topics = [...this.#partitions.keys()].filter((topic) => this.#offsets.groupsOn(topic).includes(group));
+    await this.#offsets.remove(group);
+    // The segments its commits held back may go now.
+    for (const topic of topics) this.#partitions.get(topic)!.forEach((_, p) => this.#retain(topic, p));
+  }
+
   /** Counters since open (a copy). */
   stats(): LocalLogStats {
     return { ...this.#stats };

@@ -5,6 +5,7 @@
  * Only written (durable) offsets are ever reported: retention must not act on a commit a crash
  * could undo.
  */
+import { rm } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
@@ -104,6 +105,15 @@ export class OffsetStore {
     const out: string[] = [];
     for (const entry of this.#groups.values()) if (entry.durable.has(topic)) out.push(entry.name);
     return out;
+  }
+
+  /** Forgets a group: its file is removed once a write under way has finished. */
+  async remove(group: string): Promise<void> {
+    const entry = this.#groups.get(group);
+    if (entry === undefined) return;
+    this.#groups.delete(group);
+    await entry.writing;
+    await rm(entry.file, { force: true });
   }
 
   commit(group: string, offsets: CommitRequest[]): Promise<void> {

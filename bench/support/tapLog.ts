@@ -31,6 +31,8 @@ export function tapLog(inner: Log, expected: number): LogTap {
     append: (topic, records) => inner.append(topic, records),
     committed: (group, topic, partition) => inner.committed(group, topic, partition),
     endOffsets: (topic) => inner.endOffsets(topic),
+    startOffsets: (topic) => inner.startOffsets(topic),
+    deleteGroup: (group) => inner.deleteGroup(group),
     close: () => inner.close(),
     consumer(options: ConsumerOptions): Consumer {
       const consumer = inner.consumer({

@@ -117,6 +117,18 @@ export interface Log {
    * can read up to (Kafka's high watermark). Minus a group's position, that is its lag.
    */
   endOffsets(topic: string): Promise<number[]>;
+  /**
+   * Per partition (index = partition), the offset of the oldest record still kept (Kafka's low
+   * watermark; equal to the end when none is). A group whose committed offset is below it lost the
+   * records between them to retention before it read them.
+   */
+  startOffsets(topic: string): Promise<number[]>;
+  /**
+   * Forgets a group's committed offsets (its consumers must have stopped: CONFLICT while one is
+   * still a member). An unknown group is nothing to do. On the local log, a group's commits hold
+   * back the deletion of old segments until then.
+   */
+  deleteGroup(group: string): Promise<void>;
   close(): Promise<void>;
 }
 

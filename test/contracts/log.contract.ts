@@ -203,6 +203,36 @@ export function logContract(name: string, factory: () => Promise<LogFixture>, op
     await rejectsWith(() => log.endOffsets(uniqueName('missing')), 'NOT_FOUND');
   }));
 
+  test('startOffsets: the oldest record kept per partition (0 on a new topic); NOT_FOUND for an unknown topic', withLog(async ({ log }) => {
+    const topic = uniqueName('topic');
+    await log.ensureTopics([{ name: topic, partitions: 2 }]);
+    assert.equal(await log.startOffsets(topic), [0, 0]);
+    await log.append(topic, Array.from({ length: 10 }, (_, i) => record(`k${i}`, `v${i}`)));
+    assert.equal(await log.startOffsets(topic), [0, 0], 'nothing is deleted while it is young');
+    await rejectsWith(() => log.startOffsets(uniqueName('missing')), 'NOT_FOUND');
+  }));
+
+  test('deleteGroup: a stopped group\'s commits are forgotten, a new member starts over; an unknown group is nothing; a malformed name is refused', withLog(async ({ log }, consumer) => {
+    const topic = uniqueName('topic');
+    const group = uniqueName('group');
+    await log.ensureTopics([{ name: topic, partitions: 1 }]);
+    await log.append(topic, Array.from({ length: 5 }, (_, i) => record('k', `v${i}`)));
+    const first = new Recorder();
+    const c1 = consumer({ group, topics: [topic], onBatch: first.onBatch });
+    await c1.start();
+    await until(() => first.records.length >= 5, '5 records');
+    await c1.commit([{ topic, partition: 0, offset: 5 }]);
+    await c1.stop();
+    assert.is(await log.committed(group, topic, 0), 5);
+    await log.deleteGroup(group);
+    assert.is(await log.committed(group, topic, 0), 0);
+    const again = new Recorder();
+    await consumer({ group, topics: [topic], onBatch: again.onBatch }).start();
+    await until(() => again.records.length >= 5, 'the records again from the start');
+    await log.deleteGroup(uniqueName('never-seen'));
+    await rejectsWith(() => log.deleteGroup(''), 'VALIDATION_FAILED');
+  }));
+
   test('offsets are consecutive per partition and positions come back in input order', withLog(async ({ log }) => {
     const topic = uniqueName('topic');
     await log.ensureTopics([{ name: topic, partitions: 3 }]);

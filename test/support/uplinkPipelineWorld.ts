@@ -17,7 +17,7 @@ export class ListSink implements RowSink {
   async flush(): Promise<void> {}
 }
 
-const LOG_METHODS = ['ensureTopics', 'partitionCount', 'append', 'consumer', 'committed', 'endOffsets', 'close'] as const satisfies readonly (keyof Log)[];
+const LOG_METHODS = ['ensureTopics', 'partitionCount', 'append', 'consumer', 'committed', 'endOffsets', 'startOffsets', 'deleteGroup', 'close'] as const satisfies readonly (keyof Log)[];
 /** Fails to compile when the Log port gains a method LOG_METHODS does not forward. */
 const everyLogMethod: [Exclude<keyof Log, (typeof LOG_METHODS)[number]>] extends [never] ? true : never = true;
 void everyLogMethod;

@@ -133,6 +133,8 @@ withEnv('kafka-log', ['KAFKA_BROKERS'], 'scripts/kafka.sh fetch && scripts/kafka
     append: (topic, records) => log.append(topic, records),
     consumer: (options) => log.consumer(options),
     committed: (group, topic, partition) => log.committed(group, topic, partition),
+    startOffsets: (topic) => log.startOffsets(topic),
+    deleteGroup: (group) => log.deleteGroup(group),
     endOffsets: (topic) => log.endOffsets(topic),
     close: () => log.close(),
   });
