@@ -52,6 +52,13 @@ export interface LingerProducerOptions {
   lingerMs: number;
   /** Records per produce request; a request leaves early when it is full. An append is never split. */
   maxBatchRecords: number;
+  /**
+   * Bytes of keys and values per produce request, as for maxBatchRecords. The broker refuses a
+   * record batch over its `message.max.bytes` (1 MiB by default), and with it every append that
+   * shared the request: several topics' appends (states' events, live events, dead letters) must
+   * not add up past it. Default 512 KiB.
+   */
+  maxBatchBytes?: number;
   /** Records queued or in flight; appends beyond it reject with BACKPRESSURE. */
   maxPendingRecords: number;
   /** ms after which an unacknowledged append rejects with TIMEOUT (retriable); its records may still land. */
@@ -66,6 +73,7 @@ interface PendingAppend {
   records: ProducerRecord[];
   partitions: number[];
   timestamps: number[];
+  bytes: number;
   resolve(positions: RecordPosition[]): void;
   reject(error: FleetError): void;
   settled: boolean;
@@ -74,8 +82,10 @@ interface PendingAppend {
 
 export class LingerProducer {
   readonly #options: LingerProducerOptions;
+  readonly #maxBatchBytes: number;
   #queue: PendingAppend[] = [];
   #queuedRecords = 0;
+  #queuedBytes = 0;
   #inFlightRecords = 0;
   #sending = false;
   /** The linger's timer, or the immediate that starts the next request. */
@@ -87,6 +97,7 @@ export class LingerProducer {
 
   constructor(options: LingerProducerOptions) {
     this.#options = options;
+    this.#maxBatchBytes = options.maxBatchBytes ?? 512 * 1024;
   }
 
   async append(topic: string, records: ProducerRecord[]): Promise<RecordPosition[]> {
@@ -105,6 +116,7 @@ export class LingerProducer {
         records,
         partitions: records.map((r) => partitionFor(r.key, partitions)),
         timestamps: records.map((r) => r.timestamp ?? now),
+        bytes: recordBytes(records),
         resolve,
         reject,
         settled: false,
@@ -112,6 +124,7 @@ export class LingerProducer {
       };
       this.#queue.push(entry);
       this.#queuedRecords += records.length;
+      this.#queuedBytes += entry.bytes;
       this.#retain();
       this.#schedule();
     });
@@ -129,7 +142,7 @@ export class LingerProducer {
 
   #schedule(): void {
     if (this.#sending) return; // the acknowledgement of the current request starts the next
-    if (this.#queuedRecords >= this.#options.maxBatchRecords || this.#closed) {
+    if (this.#queuedRecords >= this.#options.maxBatchRecords || this.#queuedBytes >= this.#maxBatchBytes || this.#closed) {
       this.#start?.cancel();
       this.#start = undefined;
       void this.#flush();
@@ -162,6 +175,7 @@ export class LingerProducer {
       // never sent: drop it so it cannot land after the caller was told it failed
       this.#queue.splice(queuedAt, 1);
       this.#queuedRecords -= entry.records.length;
+      this.#queuedBytes -= entry.bytes;
     }
     this.#settle(entry, new FleetError('TIMEOUT', `Kafka did not acknowledge the append within ${this.#options.appendTimeoutMs} ms`, {
       retriable: true,
@@ -198,14 +212,17 @@ export class LingerProducer {
     if (this.#sending) return;
     const batch: PendingAppend[] = [];
     let count = 0;
+    let bytes = 0;
     while (this.#queue.length > 0) {
       const next = this.#queue[0];
-      if (batch.length > 0 && count + next.records.length > this.#options.maxBatchRecords) break;
+      if (batch.length > 0 && (count + next.records.length > this.#options.maxBatchRecords || bytes + next.bytes > this.#maxBatchBytes)) break;
       this.#queue.shift();
       batch.push(next);
       count += next.records.length;
+      bytes += next.bytes;
     }
     this.#queuedRecords -= count;
+    this.#queuedBytes -= bytes;
     if (batch.length === 0) {
       this.#notifyIdle();
       return;
@@ -246,6 +263,12 @@ export class LingerProducer {
     this.#idle = [];
     for (const resolve of waiters) resolve();
   }
+}
+
+function recordBytes(records: readonly ProducerRecord[]): number {
+  let bytes = 0;
+  for (const record of records) bytes += record.key.length + record.value.byteLength;
+  return bytes;
 }
 
 function toTopicMessages(batch: PendingAppend[]): TopicMessages[] {

@@ -160,6 +160,27 @@ test('a full request leaves without waiting for the linger; an append is never s
   await expireAll();
 });
 
+test('a request stays under maxBatchBytes across topics: the append that would pass it waits for the next; one larger alone still goes', async () => {
+  const { sent, appender, expireAll } = setup({ maxBatchBytes: 1000 });
+  const big = (key: string, bytes: number) => rec(key, 'v'.repeat(bytes - key.length));
+  track(appender.append('events', [big('a', 400), big('b', 400)]));
+  track(appender.append('live', [big('c', 300)]));
+  await settle();
+  assert.is(sent.length, 1, '1100 bytes queued: the request left without waiting for the linger');
+  assert.equal(sent[0].batch.topicMessages!.map((tm) => [tm.topic, tm.messages.length]), [['events', 2]]);
+  acknowledge(sent[0], new Map());
+  await settle();
+  await turn();
+  assert.equal(sent[1].batch.topicMessages!.map((tm) => [tm.topic, tm.messages.length]), [['live', 1]]);
+  acknowledge(sent[1], new Map());
+  await settle();
+  track(appender.append('events', [big('d', 3000)]));
+  await settle();
+  assert.is(sent.length, 3, 'an append over the cap on its own is sent whole, never split');
+  assert.is(sent[2].batch.topicMessages![0].messages.length, 1);
+  await expireAll();
+});
+
 test('one request in flight: what arrives meanwhile leaves together after the acknowledgement', async () => {
   const { clock, sent, appender, expireAll } = setup();
   track(appender.append('t', [rec('a')]));
