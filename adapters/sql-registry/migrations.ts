@@ -270,4 +270,39 @@ END $$;
 CREATE TRIGGER integrations_announce AFTER INSERT OR UPDATE OR DELETE ON integrations FOR EACH ROW EXECUTE FUNCTION registry_integration_announce();
 `,
   },
+  {
+    version: 6,
+    name: 'integration deliveries',
+    sql: `
+-- Integrations' deliveries (engine/ports/integrationDeliveries.ts). A batch is saved before its
+-- first attempt: after a restart the same records are sent again under the same webhook-id. A
+-- delivered batch is kept until the integration's cursor has passed it, so it is not sent again.
+CREATE TABLE integration_batches (
+  integration_id  text NOT NULL CONSTRAINT integration_batches_integration_id_fkey REFERENCES integrations (id) ON DELETE CASCADE,
+  partition       integer NOT NULL,
+  first_offset    bigint NOT NULL,
+  last_offset     bigint NOT NULL,
+  message_id      text NOT NULL,
+  events          integer NOT NULL,
+  attempts        integer NOT NULL,
+  next_attempt_at bigint NOT NULL,
+  created_at      bigint NOT NULL,
+  -- NULL while pending.
+  delivered_at    bigint,
+  PRIMARY KEY (integration_id, partition, first_offset)
+);
+
+-- What GET /integrations/{id} shows of its deliveries.
+CREATE TABLE integration_delivery_stats (
+  integration_id     text PRIMARY KEY CONSTRAINT integration_delivery_stats_integration_id_fkey REFERENCES integrations (id) ON DELETE CASCADE,
+  delivered          bigint NOT NULL DEFAULT 0,
+  failed_attempts    bigint NOT NULL DEFAULT 0,
+  dropped            bigint NOT NULL DEFAULT 0,
+  last_success_at    bigint,
+  last_error_status  integer,
+  last_error_message text,
+  last_error_at      bigint
+);
+`,
+  },
 ];

@@ -12,10 +12,10 @@
  * A created device (directly or by activation) is published as device-changed too: no cache holds
  * a negative answer (RegistryLookups keeps positive ones only), but an engine that met the id before
  * reads it afresh. An integration's creation, change, rotation and deletion are published for
- * whatever delivers its events. Not published: device-type changes (devices keep the profiles copied when
+ * whatever delivers its events, and so is its disabling by a delivery (410). Not published: device-type changes (devices keep the profiles copied when
  * created), new principals, grounds and tokens (nothing cached can be stale about them).
  */
-import type { ActivationRegistry, FleetRegistry, IntegrationRegistry, PrincipalRegistry, Registry } from '../ports/registry.ts';
+import type { ActivationRegistry, FleetRegistry, IntegrationDeliveries, IntegrationRegistry, PrincipalRegistry, Registry } from '../ports/registry.ts';
 import type { RegistryChanges } from '../ports/registryChanges.ts';
 import { hashToken } from './tokens.ts';
 
@@ -105,10 +105,10 @@ function activationMutations(registry: ActivationRegistry, publish: Publish): Pi
   };
 }
 
-type IntegrationMutations = Pick<IntegrationRegistry, 'createIntegration' | 'updateIntegration' | 'deleteIntegration' | 'rotateIntegrationSecret'>;
+type IntegrationMutations = Pick<IntegrationRegistry, 'createIntegration' | 'updateIntegration' | 'deleteIntegration' | 'rotateIntegrationSecret'> & Pick<IntegrationDeliveries, 'disableIntegration'>;
 
 /** What an integration's deliveries follow: its settings, its secrets, its existence. */
-function integrationMutations(registry: IntegrationRegistry, publish: Publish): IntegrationMutations {
+function integrationMutations(registry: IntegrationRegistry & Pick<IntegrationDeliveries, 'disableIntegration'>, publish: Publish): IntegrationMutations {
   const changed = async (integrationId: string, groundId: string) => publish({ kind: 'integration-changed', integrationId, groundId });
   return {
     async createIntegration(input) {
@@ -125,6 +125,11 @@ function integrationMutations(registry: IntegrationRegistry, publish: Publish): 
       const rotated = await registry.rotateIntegrationSecret(integrationId, options);
       await changed(rotated.integration.id, rotated.integration.groundId);
       return rotated;
+    },
+    async disableIntegration(integrationId, reason) {
+      await registry.disableIntegration(integrationId, reason);
+      const integration = await registry.getIntegration(integrationId);
+      if (integration !== undefined) await changed(integration.id, integration.groundId);
     },
     async deleteIntegration(integrationId) {
       // The ground goes in the change, and the row is gone once deleted: read it first.

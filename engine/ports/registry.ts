@@ -1,8 +1,9 @@
 /**
- * Registry: the relational, transactional store behind the HTTP edge (DESIGN.md §2, §5), as five
+ * Registry: the relational, transactional store behind the HTTP edge (DESIGN.md §2, §5), as six
  * ports that a feature depends on one at a time: principals and tokens (principalRegistry.ts),
  * grounds, devices and assets (fleetRegistry.ts), device types (deviceTypeRegistry.ts),
- * activations (activationRegistry.ts) and integrations (integrationRegistry.ts). A new feature's
+ * activations (activationRegistry.ts), integrations (integrationRegistry.ts) and their
+ * deliveries (integrationDeliveries.ts). A new feature's
  * methods go in a port of their own.
  * Implemented by adapters/pglite (embedded default) and adapters/postgres; both run the same SQL
  * (adapters/sql-registry, a module per port) and pass each port's contract suite.
@@ -17,6 +18,7 @@ import type { DeviceDirectory, DeviceInfo } from './directory.ts';
 import type { ActivationRegistry } from './activationRegistry.ts';
 import type { DeviceTypeRegistry } from './deviceTypeRegistry.ts';
 import type { FleetRegistry } from './fleetRegistry.ts';
+import type { IntegrationDeliveries } from './integrationDeliveries.ts';
 import type { IntegrationRegistry } from './integrationRegistry.ts';
 import type { PrincipalRegistry } from './principalRegistry.ts';
 
@@ -52,9 +54,10 @@ export type { DeviceTypeRegistry, SavedDeviceType } from './deviceTypeRegistry.t
 export type { CreatedDevice, DeviceWithAssets, FleetRegistry, UpsertedAsset } from './fleetRegistry.ts';
 export type { PrincipalRegistry, WithToken } from './principalRegistry.ts';
 export type { Integration, IntegrationPatch, IntegrationQuery, IntegrationRegistry, NewIntegration, WithSecret } from './integrationRegistry.ts';
+export type { DeliveryBatch, DeliveryError, DeliveryStats, IntegrationDeliveries } from './integrationDeliveries.ts';
 
 /** The whole registry, as one database holds it: what the composition root opens and closes. */
-export interface Registry extends PrincipalRegistry, FleetRegistry, DeviceTypeRegistry, ActivationRegistry, IntegrationRegistry {
+export interface Registry extends PrincipalRegistry, FleetRegistry, DeviceTypeRegistry, ActivationRegistry, IntegrationRegistry, IntegrationDeliveries {
   close(): Promise<void>;
 }
 

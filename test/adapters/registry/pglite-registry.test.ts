@@ -14,6 +14,7 @@ import { activationLifecycleContract } from '../../contracts/activationLifecycle
 import { deviceTypesContract } from '../../contracts/deviceTypes.contract.ts';
 import { fleetContract } from '../../contracts/fleet.contract.ts';
 import { integrationsContract } from '../../contracts/integrations.contract.ts';
+import { integrationDeliveriesContract } from '../../contracts/integrationDeliveries.contract.ts';
 import { principalsContract } from '../../contracts/principals.contract.ts';
 import { registryContract, rejects, type RegistryFactory } from '../../contracts/registry.contract.ts';
 
@@ -30,6 +31,7 @@ registryContract('pglite (in memory)', inMemory).run();
 principalsContract('pglite (in memory)', inMemory).run();
 fleetContract('pglite (in memory)', inMemory).run();
 integrationsContract('pglite (in memory)', inMemory).run();
+integrationDeliveriesContract('pglite (in memory)', inMemory).run();
 activationContract('pglite (in memory)', inMemory).run();
 deviceTypesContract('pglite (in memory)', inMemory).run();
 activationLifecycleContract('pglite (in memory)', inMemory).run();

@@ -12,6 +12,7 @@ import { activationLifecycleContract } from '../../contracts/activationLifecycle
 import { deviceTypesContract } from '../../contracts/deviceTypes.contract.ts';
 import { fleetContract } from '../../contracts/fleet.contract.ts';
 import { integrationsContract } from '../../contracts/integrations.contract.ts';
+import { integrationDeliveriesContract } from '../../contracts/integrationDeliveries.contract.ts';
 import { principalsContract } from '../../contracts/principals.contract.ts';
 import { registryContract, rejects, type RegistryFactory } from '../../contracts/registry.contract.ts';
 import { dropSchema } from '../../support/postgresSchema.ts';
@@ -40,6 +41,7 @@ withEnv('postgres registry', ['DATABASE_URL_TEST'], 'a PostgreSQL server, e.g. p
   principalsContract('postgres', isolated).run();
   fleetContract('postgres', isolated).run();
   integrationsContract('postgres', isolated).run();
+  integrationDeliveriesContract('postgres', isolated).run();
   activationContract('postgres', isolated).run();
   deviceTypesContract('postgres', isolated).run();
   activationLifecycleContract('postgres', isolated).run();
