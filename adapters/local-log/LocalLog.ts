@@ -211,7 +211,7 @@ export class LocalLog implements Log {
 
   async committed(group: string, topic: string, partition: number): Promise<number> {
     this.#assertOpen();
-    if (typeof group !== 'string' || group.length === 0) throw new FleetError('VALIDATION_FAILED', 'group must be a non-empty string');
+    if (typeof group !== 'string' || group.length === 0) throw new FleetError('VALIDATION_FAILED', 'group must be a non-empty string', { detail: { field: 'group' } });
     validateTopicName(topic);
     if (!Number.isSafeInteger(partition) || partition < 0) throw new FleetError('VALIDATION_FAILED', 'partition must be an integer >= 0', { detail: { partition } });
     return this.#offsets.committed(group, topic, partition) ?? 0;
@@ -230,7 +230,7 @@ export class LocalLog implements Log {
 
   async deleteGroup(group: string): Promise<void> {
     this.#assertWritable();
-    if (typeof group !== 'string' || group.length === 0) throw new FleetError('VALIDATION_FAILED', 'group must be a non-empty string');
+    if (typeof group !== 'string' || group.length === 0) throw new FleetError('VALIDATION_FAILED', 'group must be a non-empty string', { detail: { field: 'group' } });
     if (this.coordinator.members(group).length > 0) throw new FleetError('CONFLICT', `group ${group} still has members`, { detail: { group } });
     const topics = [...this.#partitions.keys()].filter((topic) => this.#offsets.groupsOn(topic).includes(group));
     await this.#offsets.remove(group);
