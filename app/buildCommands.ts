@@ -6,6 +6,7 @@
  * command history, refused command records in the device's rejections (channel `command`). Its
  * edge (role edge or all): what the HTTP command routes append to and list.
  */
+import { commandEventRecord } from '../engine/events/eventRecords.ts';
 import type { Clock } from '../engine/kernel/clock.ts';
 import { toFleetError } from '../engine/kernel/errors.ts';
 import type { Logger } from '../engine/kernel/logger.ts';
@@ -171,6 +172,9 @@ export function commandOwnerRole(w: Wiring, routes: Pick<CommandRoutes, 'transpo
     onCommandChanged: (view) => {
       w.metrics.commandChanged(view);
       w.live.command(view);
+      // A change is not a record the owner finishes (an expiry is a timer's): its event is appended
+      // with retries while the process lives; the command history keeps every change in any case.
+      if (w.events.wanted) w.events.add(commandEventRecord(view, w.clock.now())).catch((error: unknown) => w.logger.warn('a command change could not be written to topic events', { error: toFleetError(error), commandId: view.id }));
     },
   });
 }

@@ -21,6 +21,7 @@ import { registryDirectory } from '../engine/ports/registry.ts';
 import type { RegistryChange } from '../engine/ports/registryChanges.ts';
 import type { Role } from './Role.ts';
 import type { Wiring } from './wiring.ts';
+import type { EventWriter } from '../engine/events/EventWriter.ts';
 
 /** How long a stopping process that runs edge and engine waits for the engine to store what its edges accepted. */
 const DRAIN_TIMEOUT_MS = 10_000;
@@ -41,6 +42,8 @@ export interface EngineOptions {
   /** Dead letters once durable, after the rejections are recorded. */
   onDeadLetters?(letters: readonly DeadLetter[]): void;
   onError?(error: FleetError): void;
+  /** Topic `events`: stored states and refusals are appended there before their uplink is finished. */
+  events?: EventWriter;
 }
 
 export interface Engine {
@@ -90,6 +93,7 @@ export function buildEngine(options: EngineOptions): Engine {
     },
     onStored: options.onStored,
     onError: options.onError,
+    events: options.events,
   });
   return {
     pipeline,
@@ -136,6 +140,7 @@ export function engineRole(w: Wiring, options: EngineRoleOptions = {}): Role & {
     atWindow: atWindowOf(config),
     onStored: (rows) => w.live.states(rows),
     onDeadLetters: (letters) => w.live.rejections(letters),
+    events: w.events,
     onError: (error) => {
       // Also called for a failing onStored listener, which does not stop the pipeline.
       if (engine.pipeline.failure === undefined) {

@@ -1,8 +1,8 @@
 /**
  * The composition root: configuration → ports → roles (DESIGN.md §2). It only composes the
  * builders — openPorts (which adapter each port gets, the one registry lookup cache and change
- * subscription), engineRole, commandOwnerRole and edgeRole, joined by the command routes — which
- * the test stacks use too.
+ * subscription), engineRole, commandOwnerRole, integrationsRole and edgeRole, joined by the command
+ * routes — which the test stacks use too.
  */
 import { systemClock, type Clock } from '../engine/kernel/clock.ts';
 import type { FleetError } from '../engine/kernel/errors.ts';
@@ -16,6 +16,7 @@ import type { CommandActors } from '../engine/actors/CommandActors.ts';
 import type { Config } from '../schemas/config.ts';
 import { engineRole } from './buildEngine.ts';
 import { commandOwnerRole, type CommandOwner } from './buildCommands.ts';
+import { integrationsRole } from './buildIntegrations.ts';
 import { commandRoutes } from './commandRoutes.ts';
 import { Closers } from './Closers.ts';
 import { edgeRole, type EdgeRole } from './edgeRole.ts';
@@ -108,6 +109,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     const liveDemand = new WorkersLiveDemand();
     const w = wire({ config, clock, logger, ports, metrics, workers: workerCount > 1 ? { primary: true, liveDemand } : undefined });
     closers.add('live publisher', () => w.live.close());
+    closers.add('event writer', () => w.events.close());
     let edge: EdgeRole | undefined;
     let owner: CommandOwner | undefined;
     const routes = commandRoutes(w);
@@ -118,6 +120,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       // Stopped after the edges (closers run in reverse): first it stores what they accepted.
       await startRole(engine, 'engine', closers, roles);
       owner = await startRole(commandOwnerRole(w, routes), 'command owner', closers, roles);
+      await startRole(integrationsRole(w), 'integrations', closers, roles);
     }
     let workers: EmbeddedWorkers | undefined;
     if (workerCount > 1) {

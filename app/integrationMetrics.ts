@@ -29,12 +29,14 @@ export function integrationMetrics(registry: Registry): IntegrationMetrics {
   const requests = new Counter({ name: 'fleetstream_integration_requests_total', help: 'Delivery requests by outcome: delivered, failed (retried), disabled (410)', labelNames: ['kind', 'outcome'], registers });
   const dropped = new Counter({ name: 'fleetstream_integration_events_dropped_total', help: 'Events never delivered: retried past the retry window, or lost to the log\'s retention', labelNames: ['kind'], registers });
   const malformed = new Counter({ name: 'fleetstream_integration_records_malformed_total', help: 'Records of topic events that were not events of their device, skipped', labelNames: ['kind'], registers });
+  const repeated = new Counter({ name: 'fleetstream_integration_records_repeated_total', help: 'Records of topic events the engine wrote again after a crash, recognised by their source and not sent again', labelNames: ['kind'], registers });
   const latency = new Histogram({ name: 'fleetstream_integration_delivery_seconds', help: 'From a batch\'s first attempt to its delivery', labelNames: ['kind'], buckets: DELIVERY_BUCKETS, registers });
   const deliveredOf = children((kind) => delivered.labels(kind));
   const requestsOf = children((kind, outcome) => requests.labels(kind, outcome));
   const droppedOf = children((kind) => dropped.labels(kind));
   const malformedOf = children((kind) => malformed.labels(kind));
   const latencyOf = children((kind) => latency.labels(kind));
+  const repeatedOf = children((kind) => repeated.labels(kind));
   return {
     hooks: (kind, now) => ({
       delivered(events, batch) {
@@ -46,6 +48,7 @@ export function integrationMetrics(registry: Registry): IntegrationMetrics {
       dropped: (events) => droppedOf(kind).inc(events),
       disabled: () => requestsOf(kind, 'disabled').inc(),
       malformed: () => malformedOf(kind).inc(),
+      repeated: () => repeatedOf(kind).inc(),
     }),
     watch(figures) {
       liveGauge(registry, 'fleetstream_integrations_active', 'Integrations this process delivers', () => figures.active);

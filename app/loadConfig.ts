@@ -34,6 +34,7 @@ export const settings = {
   'command-queue': ['COMMAND_QUEUE', 'commands.maxQueuePerDevice', 'integer'],
   'kafka-brokers': ['KAFKA_BROKERS', 'kafkaBrokers', 'list'],
   'integrations-allow-hosts': ['INTEGRATIONS_ALLOW_HOSTS', 'integrationsAllowHosts', 'list'],
+  'events-topic': ['EVENTS_TOPIC', 'eventsTopic', 'string'],
   'integrations-batch-events': ['INTEGRATIONS_BATCH_EVENTS', 'integrations.batchEvents', 'integer'],
   'integrations-batch-linger-ms': ['INTEGRATIONS_BATCH_LINGER_MS', 'integrations.batchLingerMs', 'integer'],
   'integrations-retry-window-ms': ['INTEGRATIONS_RETRY_WINDOW_MS', 'integrations.retryWindowMs', 'integer'],

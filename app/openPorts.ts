@@ -45,12 +45,15 @@ export function logNames(config: Pick<Config, 'topicPrefix'>) {
     deadLetters: `${prefix}${Topics.deadLetters}`,
     live: `${prefix}${Topics.live}`,
     commandDeliveries: `${prefix}${Topics.commandDeliveries}`,
+    events: `${prefix}${Topics.events}`,
     engineGroup: `${prefix}fleetstream-engine`,
     commandsGroup: `${prefix}fleetstream-commands`,
     /** Each edge reads all of `live`: with Kafka, every edge process adds its own suffix to this group. */
     liveGroup: `${prefix}fleetstream-live`,
     /** Edges read `command-deliveries`: each its own group behind this name (embedded MQTT edge), or this one group (external broker). */
     deliveriesGroup: `${prefix}fleetstream-deliveries`,
+    /** Each integration's deliveries read `events` with a group of their own: this, then `fleetstream-integration-<id>`. */
+    integrationGroupPrefix: prefix,
   };
 }
 export type LogNames = ReturnType<typeof logNames>;
@@ -144,7 +147,7 @@ export async function openLog(config: Config, clock: Clock): Promise<Log> {
     : createLocalLog({ dir: dataPaths(config.dataDir).log, clock });
   const names = logNames(config);
   try {
-    await log.ensureTopics([names.uplinks, names.commands, names.deadLetters, names.live, names.commandDeliveries].map((name) => ({ name, partitions: config.engine.partitions })));
+    await log.ensureTopics([names.uplinks, names.commands, names.deadLetters, names.live, names.commandDeliveries, names.events].map((name) => ({ name, partitions: config.engine.partitions })));
   } catch (error) {
     await log.close();
     throw error;

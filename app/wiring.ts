@@ -2,13 +2,15 @@
  * What every role of a process is built from: its open ports seen through the metrics (appends
  * timed, rejections counted) and its live data: the publisher of what this process stores,
  * rejects and changes of commands on topic `live`, and, when it runs an edge, its reader of that
- * topic (docs/live.md), so streams and MQTT feeds show what any engine processed.
+ * topic (docs/live.md), so streams and MQTT feeds show what any engine processed; and the writer
+ * of topic `events` (docs/integrations.md), for applications and integrations.
  */
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../engine/kernel/clock.ts';
 import type { Logger } from '../engine/kernel/logger.ts';
 import { LiveHub } from '../engine/live/LiveHub.ts';
 import { LivePublisher } from '../engine/live/LivePublisher.ts';
+import { EventWriter } from '../engine/events/EventWriter.ts';
 import type { Log } from '../engine/ports/log.ts';
 import type { RejectionStore } from '../engine/ports/rejections.ts';
 import type { Config } from '../schemas/config.ts';
@@ -27,6 +29,10 @@ export interface Wiring {
   /** The devices' rejections, counted by code as they are recorded. */
   readonly rejections: Pick<RejectionStore, 'append'>;
   readonly live: LivePublisher;
+  /** Topic `events` (schemas/events.ts): what the engine stored and refused, and command changes. */
+  readonly events: EventWriter;
+  /** How many readers of `events` this process runs (its active integrations): the integrations role sets it. */
+  readonly eventReaders: { count: () => number };
   /** This process's reader of topic `live` (not started) when it runs an edge. */
   readonly hub: LiveHub | undefined;
   /** The log is Kafka: other processes may read and write the same topics. */
@@ -70,8 +76,15 @@ export function wire(options: Pick<Wiring, 'config' | 'clock' | 'logger' | 'port
       liveDropped += count;
     },
   });
+  const eventReaders = { count: () => 0 };
+  const events = new EventWriter({
+    log, clock, topic: names.events,
+    // Kafka: applications read the topic with groups of their own, so it is always written. The
+    // local log's readers are this process's integrations: written while one is active (or asked for).
+    wanted: usesKafka || config.eventsTopic === 'on' ? undefined : () => eventReaders.count() > 0,
+  });
   return {
-    ...options, log, live, hub, usesKafka, workers, acrossProcesses: usesKafka || workers !== undefined,
+    ...options, log, live, hub, events, eventReaders, usesKafka, workers, acrossProcesses: usesKafka || workers !== undefined,
     rejections: metrics.rejections(ports.store.rejections),
     metricsToken: config.metrics.token === undefined ? undefined : { token: config.metrics.token, scrape: () => metrics.scrape() },
   };

@@ -76,6 +76,11 @@ export const Config = Type.Object({
    * only to these. Unset: public https:// receivers only.
    */
   integrationsAllowHosts: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 253 }), { maxItems: 1000 })),
+  /**
+   * Topic `events` on the embedded log: `auto` writes it only while an integration is active (its
+   * only readers are this process's integrations), `on` always. With Kafka it is always written.
+   */
+  eventsTopic: Type.Optional(Type.Union([Type.Literal('auto'), Type.Literal('on')])),
   /** How integrations deliver (docs/integrations.md). */
   integrations: Type.Object({
     /** Events per request at most. */

@@ -1,7 +1,7 @@
 /**
  * Topic `events` (docs/integrations.md): what happened to a device, for applications and
  * integrations. JSON, key = device id. One record holds the events of one source, all of one
- * device, in order: the states one uplink stored, the refusals of one uplink, one command change.
+ * device, in order: the states one uplink stored followed by its refusals, or one command change.
  *
  *     {"events":[{"type":"state","id":"…","deviceId":"…","asset":"t","value":21.5,"at":"…","receivedAt":"…"}, …]}
  *
@@ -61,6 +61,14 @@ export type CommandEvent = Static<typeof CommandEvent>;
 export const FleetEvent = Type.Union([StateEvent, RejectionEvent, CommandEvent]);
 export type FleetEvent = Static<typeof FleetEvent>;
 
-/** The value of one record of topic `events`. */
-export const EventsRecord = Type.Object({ events: Type.Array(FleetEvent, { minItems: 1 }) });
+/**
+ * Where an uplink's events come from: its record on topic `uplinks`. The engine writes them in that
+ * order, partition by partition; after a crash it replays the uplinks it had not committed and
+ * writes their events again, which a reader recognises by a source it has already passed.
+ */
+export const EventSource = Type.Object({ partition: Type.Integer({ minimum: 0 }), offset: Type.Integer({ minimum: 0 }) });
+export type EventSource = Static<typeof EventSource>;
+
+/** The value of one record of topic `events`; `source` for an uplink's events (not a command change). */
+export const EventsRecord = Type.Object({ source: Type.Optional(EventSource), events: Type.Array(FleetEvent, { minItems: 1 }) });
 export type EventsRecord = Static<typeof EventsRecord>;

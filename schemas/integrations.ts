@@ -106,6 +106,25 @@ export const IntegrationWithSecret = Type.Object({
   secret: Type.String({ pattern: '^whsec_[A-Za-z0-9+/]+={0,2}$', description: 'signing secret (Standard Webhooks), shown once' }),
 });
 
+/** `GET /integrations/{id}`: the integration with how its deliveries go (engine/ports/integrationDeliveries.ts). */
+export const IntegrationView = Type.Object({
+  ...Integration.properties,
+  /** `failing`: active, and its last attempt failed (`lastError` says how); `disabled`: see `disabledReason`. */
+  status: Type.Union([Type.Literal('active'), Type.Literal('failing'), Type.Literal('disabled')]),
+  /** Events delivered (2xx). */
+  delivered: Type.Integer({ minimum: 0 }),
+  /** Attempts that failed (each retried, until the retry window ends). */
+  failedAttempts: Type.Integer({ minimum: 0 }),
+  /** Events in batches not yet delivered, and the age of the oldest, ms. */
+  pending: Type.Object({ events: Type.Integer({ minimum: 0 }), oldestAgeMs: Type.Optional(Type.Integer({ minimum: 0 })) }),
+  /** Events never delivered: retried past the retry window, or lost to the log's retention first. */
+  dropped: Type.Integer({ minimum: 0 }),
+  lastSuccessAt: Type.Optional(EpochMs),
+  /** The last failed attempt: the receiver's status, when it answered, and the start of its answer or why none came. */
+  lastError: Type.Optional(Type.Object({ status: Type.Optional(Type.Integer()), message: Type.String({ maxLength: 256 }), at: EpochMs })),
+});
+export type IntegrationView = Static<typeof IntegrationView>;
+
 export const IntegrationParams = Type.Object({ id: Id });
 
 export const IntegrationListQuery = Type.Object({ limit: PageLimit, cursor: pageCursor(128) }, { additionalProperties: false });

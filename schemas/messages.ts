@@ -114,4 +114,6 @@ export const Topics = {
   live: 'live',
   /** Asset commands a device's command owner hands to the edge holding its MQTT session (schemas/commands.ts). */
   commandDeliveries: 'command-deliveries',
+  /** Stored states, the engine's refusals and command changes, for applications and integrations (schemas/events.ts). */
+  events: 'events',
 } as const;

@@ -16,6 +16,7 @@ import type { SqlContext } from './SqlContext.ts';
 
 const MAX_ERROR_CHARS = 256;
 const MAX_MESSAGE_ID = 128;
+const MAX_SOURCES = 10_000;
 
 interface BatchRow {
   partition: unknown;
@@ -27,6 +28,7 @@ interface BatchRow {
   next_attempt_at: unknown;
   created_at: unknown;
   delivered_at: unknown;
+  sources: unknown;
 }
 
 interface StatsRow {
@@ -71,6 +73,11 @@ function checkBatch(batch: DeliveryBatch): void {
   if (typeof batch.messageId !== 'string' || batch.messageId.length === 0 || batch.messageId.length > MAX_MESSAGE_ID || !/^[\x21-\x7e]+$/.test(batch.messageId)) {
     throw new FleetError('VALIDATION_FAILED', 'messageId: 1 to 128 printable ASCII characters', { detail: { field: 'messageId' } });
   }
+  if (batch.sources === undefined) return;
+  const entries = batch.sources !== null && typeof batch.sources === 'object' && !Array.isArray(batch.sources) ? Object.entries(batch.sources) : undefined;
+  if (entries === undefined || entries.length > MAX_SOURCES || !entries.every(([p, o]) => /^(0|[1-9][0-9]{0,5})$/.test(p) && Number.isSafeInteger(o) && o >= 0)) {
+    throw new FleetError('VALIDATION_FAILED', `sources: partition → offset, at most ${MAX_SOURCES}`, { detail: { field: 'sources' } });
+  }
 }
 
 function toBatch(integrationId: string, row: BatchRow): DeliveryBatch {
@@ -86,6 +93,8 @@ function toBatch(integrationId: string, row: BatchRow): DeliveryBatch {
     createdAt: Number(row.created_at),
   };
   if (row.delivered_at !== null) batch.deliveredAt = Number(row.delivered_at);
+  const sources = typeof row.sources === 'string' ? JSON.parse(row.sources) : row.sources;
+  if (sources !== null && sources !== undefined) batch.sources = sources as Record<string, number>;
   return batch;
 }
 
@@ -115,11 +124,13 @@ export function deliveryOperations({ executor, guard, clock }: SqlContext): Inte
     async saveBatch(batch) {
       checkBatch(batch);
       await guard(() => executor.query(
-        `INSERT INTO integration_batches (integration_id, partition, first_offset, last_offset, message_id, events, attempts, next_attempt_at, created_at)
-         SELECT id, $2, $3, $4, $5, $6, $7, $8, $9 FROM integrations WHERE id = $1
+        `INSERT INTO integration_batches (integration_id, partition, first_offset, last_offset, message_id, events, attempts, next_attempt_at, created_at, sources)
+         SELECT id, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb FROM integrations WHERE id = $1
          ON CONFLICT (integration_id, partition, first_offset) DO UPDATE SET last_offset = EXCLUDED.last_offset, message_id = EXCLUDED.message_id,
-           events = EXCLUDED.events, attempts = EXCLUDED.attempts, next_attempt_at = EXCLUDED.next_attempt_at, created_at = EXCLUDED.created_at, delivered_at = NULL`,
-        [batch.integrationId, batch.partition, batch.firstOffset, batch.lastOffset, batch.messageId, batch.events, batch.attempts, batch.nextAttemptAt, batch.createdAt],
+           events = EXCLUDED.events, attempts = EXCLUDED.attempts, next_attempt_at = EXCLUDED.next_attempt_at, created_at = EXCLUDED.created_at,
+           sources = EXCLUDED.sources, delivered_at = NULL`,
+        [batch.integrationId, batch.partition, batch.firstOffset, batch.lastOffset, batch.messageId, batch.events, batch.attempts, batch.nextAttemptAt, batch.createdAt,
+          batch.sources === undefined ? null : JSON.stringify(batch.sources)],
       ));
     },
 
@@ -128,7 +139,7 @@ export function deliveryOperations({ executor, guard, clock }: SqlContext): Inte
       offset(partition, 'partition');
       return guard(async () => {
         const { rows } = await executor.query<BatchRow>(
-          `SELECT partition, first_offset, last_offset, message_id, events, attempts, next_attempt_at, created_at, delivered_at
+          `SELECT partition, first_offset, last_offset, message_id, events, attempts, next_attempt_at, created_at, delivered_at, sources
            FROM integration_batches WHERE integration_id = $1 AND partition = $2 ORDER BY first_offset`,
           [integrationId, partition],
         );

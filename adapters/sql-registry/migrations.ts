@@ -289,6 +289,8 @@ CREATE TABLE integration_batches (
   created_at      bigint NOT NULL,
   -- NULL while pending.
   delivered_at    bigint,
+  -- Per partition of topic uplinks, the last source taken when the batch closed: repeats are known by it.
+  sources         jsonb,
   PRIMARY KEY (integration_id, partition, first_offset)
 );
 

@@ -16,6 +16,10 @@
  * - A record is finished (its offset may be committed: the integration's cursor) only once its
  *   batch is delivered or given up. While more than `maxHeldEvents` wait, the partition is
  *   paused: a failing receiver holds back its own integration, never ingestion or another one.
+ * - Repeats: after a crash the engine writes the events of the uplinks it had not committed
+ *   again. Uplinks' events come in the order of their source on topic `uplinks` (EventSource), so
+ *   a record from a source at or before the last one taken is a repeat: skipped, never sent under
+ *   another webhook-id. Where the lane stands is saved with each batch (`sources`).
  * - stop() abandons what is held: it is not finished, so whoever reads the partition next
  *   (this process after a restart, or another engine after a rebalance) delivers it.
  */
@@ -35,6 +39,9 @@ import { selectEvents } from './selectEvents.ts';
 /** Records older than the integration by more than this are not its events (clocks of several processes differ a little). */
 export const CREATED_MARGIN_MS = 5000;
 const MAX_ERROR_CHARS = 256;
+const PRUNE_EVERY_MS = 10_000;
+/** A record whose source's events were taken already. */
+const REPEAT = Symbol('repeat');
 const journalBackoff = exponentialBackoff({ initialMs: 100, maxMs: 5000 });
 
 /** What a lane tells its integration (metrics, status). */
@@ -44,6 +51,8 @@ export interface LaneHooks {
   dropped(events: number): void;
   disabled(reason: string): void;
   malformed(): void;
+  /** A record the engine wrote again after a crash, skipped. */
+  repeated(): void;
 }
 
 export interface DeliveryLaneOptions {
@@ -77,6 +86,8 @@ interface Pending {
   /** Its saved form, once saved (or when it is rebuilt from one). */
   saved?: DeliveryBatch;
   linger?: TimerHandle;
+  /** The last source taken per `uplinks` partition when it closed. */
+  sources?: Record<string, number>;
 }
 
 export class DeliveryLane {
@@ -90,6 +101,13 @@ export class DeliveryLane {
   #pumping = false;
   #stopped = false;
   readonly #sleeps = new Set<{ timer: TimerHandle; wake: () => void }>();
+  #tracker: OffsetTracker | undefined;
+  /** Per partition of `uplinks`, the last source whose events were taken. */
+  readonly #seen = new Map<number, number>();
+  /** The first offset of the last batch settled: kept in the journal, where a restart finds #seen. */
+  #lastSettled = -1;
+  /** The watermark seen at the last prune: committed by the next one, delivered batches below it are done with. */
+  #pruneMark = { at: 0, offset: 0 };
 
   constructor(options: DeliveryLaneOptions) {
     this.#o = options;
@@ -103,10 +121,19 @@ export class DeliveryLane {
   /** Takes records of the partition, in offset order; each is started on `tracker` and finished once settled. */
   async take(records: readonly LogRecord[], tracker: OffsetTracker): Promise<void> {
     if (this.#stopped) return;
+    this.#tracker = tracker;
     if (this.#saved === undefined) {
-      const saved = await this.#persist(() => this.#o.journal.savedBatches(this.#o.settings().id, this.#o.partition));
+      const id = this.#o.settings().id;
+      const saved = await this.#persist(() => this.#o.journal.savedBatches(id, this.#o.partition));
       if (saved === undefined) return;
-      this.#saved = saved.value;
+      // The first record read is where the cursor stands: the last batch before it says which
+      // sources were taken; the batches before that one are done with.
+      const cursor = records[0]?.offset ?? 0;
+      const before = saved.value.filter((batch) => batch.lastOffset < cursor);
+      const last = before[before.length - 1];
+      for (const [partition, offset] of Object.entries(last?.sources ?? {})) this.#seen.set(Number(partition), offset);
+      this.#saved = saved.value.filter((batch) => batch.lastOffset >= cursor);
+      if (before.length > 1) void this.#persist(() => this.#o.journal.pruneBatches(id, this.#o.partition, last.firstOffset));
     }
     for (const record of records) {
       tracker.start(record.offset);
@@ -137,6 +164,10 @@ export class DeliveryLane {
     const saved = this.#savedAt(offset);
     if (this.#open !== undefined && this.#open.saved !== saved) this.#close();
     const events = this.#select(record, groundId);
+    if (events === REPEAT) {
+      this.#o.finish(offset);
+      return;
+    }
     if (events.length === 0) {
       this.#o.finish(offset);
       if (saved !== undefined && offset >= saved.lastOffset && this.#open !== undefined) this.#close();
@@ -157,11 +188,19 @@ export class DeliveryLane {
     return saved.length > 0 && saved[0].firstOffset <= offset ? saved[0] : undefined;
   }
 
-  #select(record: LogRecord, groundId: string | undefined): Record<string, unknown>[] {
+  /** The integration's events of a record; REPEAT for the events of a source already taken. */
+  #select(record: LogRecord, groundId: string | undefined): Record<string, unknown>[] | typeof REPEAT {
     const settings = this.#o.settings();
     if (groundId !== settings.groundId || record.timestamp < settings.createdAt - CREATED_MARGIN_MS) return [];
     const selection = selectEvents(settings, record.key, record.value);
     if (selection.malformed) this.#o.hooks.malformed();
+    const { source } = selection;
+    if (selection.events.length === 0 || source === undefined) return selection.events;
+    if (source.offset <= (this.#seen.get(source.partition) ?? -1)) {
+      this.#o.hooks.repeated();
+      return REPEAT;
+    }
+    this.#seen.set(source.partition, source.offset);
     return selection.events;
   }
 
@@ -177,6 +216,7 @@ export class DeliveryLane {
     const open = this.#open;
     if (open === undefined) return;
     open.linger?.cancel();
+    open.sources = Object.fromEntries(this.#seen);
     this.#open = undefined;
     this.#queue.push(open);
     void this.#pump();
@@ -190,8 +230,10 @@ export class DeliveryLane {
         const pending = this.#queue[0];
         if (!(await this.#deliver(pending)) || this.#stopped) return;
         this.#queue.shift();
+        this.#lastSettled = pending.firstOffset;
         for (const offset of pending.offsets) this.#o.finish(offset);
         this.#held -= pending.events.length;
+        this.#prune();
         if (this.#paused && this.#held <= this.#o.maxHeldEvents / 2) {
           this.#paused = false;
           this.#o.resume();
@@ -242,6 +284,19 @@ export class DeliveryLane {
     }
   }
 
+  /**
+   * Every PRUNE_EVERY_MS, forgets the delivered batches below the watermark seen the time before:
+   * the cursor (committed every few hundred ms) has passed them since.
+   */
+  #prune(): void {
+    const now = this.#o.clock.now();
+    if (this.#tracker === undefined || now - this.#pruneMark.at < PRUNE_EVERY_MS) return;
+    // The last batch settled stays: a restart reads from it which sources were taken.
+    const below = Math.min(this.#pruneMark.offset, this.#lastSettled);
+    this.#pruneMark = { at: now, offset: this.#tracker.watermark };
+    if (below > 0) void this.#persist(() => this.#o.journal.pruneBatches(this.#o.settings().id, this.#o.partition, below));
+  }
+
   async #save(pending: Pending): Promise<DeliveryBatch | undefined> {
     const now = this.#o.clock.now();
     const batch: DeliveryBatch = {
@@ -254,6 +309,7 @@ export class DeliveryLane {
       attempts: 0,
       nextAttemptAt: now,
       createdAt: now,
+      sources: pending.sources,
     };
     if (!(await this.#persist(() => this.#o.journal.saveBatch(batch)))) return undefined;
     pending.saved = batch;

@@ -9,6 +9,7 @@
  * skipped (`malformed`), never delivered and never a reason to stop.
  */
 import type { Integration } from '../ports/integrationRegistry.ts';
+import type { EventSource } from '../../schemas/events.ts';
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
 const TYPES = new Set(['state', 'rejection', 'command']);
@@ -18,6 +19,8 @@ export interface Selection {
   events: Record<string, unknown>[];
   /** The record could not be read as events of its device. */
   malformed: boolean;
+  /** Where an uplink's events come from (schemas/events.ts EventSource). */
+  source?: EventSource;
 }
 
 const NOTHING: Selection = { events: [], malformed: false };
@@ -40,6 +43,8 @@ export function selectEvents(filter: EventFilter, deviceId: string, value: Uint8
   }
   const list = (parsed as { events?: unknown } | null)?.events;
   if (!Array.isArray(list) || list.length === 0) return MALFORMED;
+  const source = (parsed as { source?: unknown }).source;
+  if (source !== undefined && !isSource(source)) return MALFORMED;
   const events: Record<string, unknown>[] = [];
   for (const item of list) {
     if (!isEvent(item, deviceId)) return MALFORMED;
@@ -49,7 +54,13 @@ export function selectEvents(filter: EventFilter, deviceId: string, value: Uint8
     const { type, id, groundId: _written, ...rest } = item;
     events.push({ type, id, groundId: filter.groundId, ...rest });
   }
-  return { events, malformed: false };
+  return source === undefined ? { events, malformed: false } : { events, malformed: false, source };
+}
+
+function isSource(value: unknown): value is EventSource {
+  const source = value as Partial<EventSource> | null;
+  return typeof source === 'object' && source !== null && Number.isSafeInteger(source.partition) && source.partition! >= 0
+    && Number.isSafeInteger(source.offset) && source.offset! >= 0;
 }
 
 function isEvent(item: unknown, deviceId: string): item is Record<string, unknown> & { type: string; id: string } {

@@ -38,6 +38,12 @@ export interface DeliveryBatch {
   createdAt: number;
   /** Epoch ms it was delivered; absent while pending. */
   deliveredAt?: number;
+  /**
+   * Per partition of topic `uplinks`, the last uplink whose events the integration had taken when
+   * this batch was closed (schemas/events.ts EventSource): events the engine writes again after a
+   * crash come from uplinks at or before it, and are known as repeats.
+   */
+  sources?: Record<string, number>;
 }
 
 /** The last failed attempt of an integration. */

@@ -20,7 +20,7 @@ export interface UplinkAdmissionOptions {
   /** engine/uplink/UplinkIngest.ts: calls back once the uplink is durable in the log. */
   ingest: Pick<UplinkIngest, 'appendThen'>;
   /** engine/uplink/pipeline/DeadLetterSink.ts: resolves once the dead letters are durable. */
-  deadLetters: { add(envelope: UplinkEnvelope, rejections: readonly Rejection[]): Promise<void> };
+  deadLetters: { add(envelope: UplinkEnvelope, rejections: readonly Rejection[]): Promise<unknown> };
   clock: Clock;
   /** Compiles a device's profiles and decoder; default compileDevice without binary decoding. */
   compile?(info: DeviceInfo): CompiledDevice;

@@ -26,9 +26,9 @@ export function integrationDeliveriesContract(name: string, factory: RegistryFac
     const { id } = await integration(r);
     await r.saveBatch(batch(id, { firstOffset: 30, lastOffset: 31, messageId: 'msg_b' }));
     await r.saveBatch(batch(id));
-    await r.saveBatch(batch(id, { partition: 1, messageId: 'msg_p1' }));
+    await r.saveBatch(batch(id, { partition: 1, messageId: 'msg_p1', sources: { 0: 12, 3: 7 } }));
     assert.equal((await r.savedBatches(id, 0)).map((b) => [b.firstOffset, b.lastOffset, b.messageId]), [[10, 19, 'msg_1'], [30, 31, 'msg_b']]);
-    assert.equal(await r.savedBatches(id, 1), [batch(id, { partition: 1, messageId: 'msg_p1' })]);
+    assert.equal(await r.savedBatches(id, 1), [batch(id, { partition: 1, messageId: 'msg_p1', sources: { 0: 12, 3: 7 } })]);
     await r.saveBatch(batch(id, { lastOffset: 25, messageId: 'msg_again', events: 9 }));
     assert.equal((await r.savedBatches(id, 0))[0], batch(id, { lastOffset: 25, messageId: 'msg_again', events: 9 }));
     assert.equal(await r.savedBatches(id, 2), []);
@@ -123,6 +123,9 @@ export function integrationDeliveriesContract(name: string, factory: RegistryFac
       [{ messageId: 'm'.repeat(129) }, 'messageId'],
       [{ messageId: 'msg_\u00e9' }, 'messageId'],
       [{ integrationId: 'short' }, 'integrationId'],
+      [{ sources: { x: 1 } }, 'sources'],
+      [{ sources: { 0: -1 } }, 'sources'],
+      [{ sources: [1] }, 'sources'],
     ];
     for (const [extra, field] of cases) await rejects(r.saveBatch({ ...batch(id), ...extra } as DeliveryBatch), 'VALIDATION_FAILED', field);
     assert.equal(await r.savedBatches(id, 0), []);

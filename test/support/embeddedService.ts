@@ -19,6 +19,8 @@ export interface EmbeddedServiceOptions {
   commands?: Partial<Config['commands']>;
   /** `--integrations-allow-hosts`: where integrations may send although internal (a receiver on loopback). */
   integrationsAllowHosts?: string[];
+  /** Integrations' batching and retry window over the defaults. */
+  integrations?: Partial<Config['integrations']>;
 }
 
 /** `options` as a string: the directory, with no LPWAN applications. */
@@ -38,6 +40,7 @@ export async function startEmbeddedService(options: EmbeddedServiceOptions | str
       metrics: { host: '127.0.0.1', port: 0 },
       engine: { ...defaultConfig.engine, partitions: 2, batchDelayMs: 10 },
       commands: { ...defaultConfig.commands, ...o.commands },
+      integrations: { ...defaultConfig.integrations, ...o.integrations },
       lpwanApplicationsFile,
       ...(o.integrationsAllowHosts === undefined ? {} : { integrationsAllowHosts: o.integrationsAllowHosts }),
     },

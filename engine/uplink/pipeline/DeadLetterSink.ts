@@ -58,8 +58,8 @@ export class DeadLetterSink {
     });
   }
 
-  /** Queues one dead letter per rejection; resolves when they are durable. */
-  add(envelope: UplinkEnvelope, rejections: readonly Rejection[]): Promise<void> {
+  /** Queues one dead letter per rejection; resolves with them when they are durable. */
+  add(envelope: UplinkEnvelope, rejections: readonly Rejection[]): Promise<DeadLetter[]> {
     const rejectedAt = this.#clock.now();
     const add: Letters = { records: [], letters: [] };
     for (const rejection of rejections) {
@@ -69,7 +69,7 @@ export class DeadLetterSink {
       add.letters.push(letter);
       add.records.push({ key: envelope.deviceId, value: encodeDeadLetter(letter), timestamp: rejectedAt });
     }
-    return this.#batcher.add(add);
+    return this.#batcher.add(add).then(() => add.letters);
   }
 
   /** Appends whatever is queued and waits for every append under way. */

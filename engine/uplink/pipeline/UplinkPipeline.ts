@@ -18,6 +18,9 @@ import type { Log, LogRecord, RecordBatch } from '../../ports/log.ts';
 import { outputOf } from '../admission/admitUplink.ts';
 import type { UplinkOutput } from '../admission/processUplink.ts';
 import type { UndecidedUplinks, UplinkSink, UplinkWork } from './types.ts';
+import type { EventWriter } from '../../events/EventWriter.ts';
+import { uplinkEventsRecord } from '../../events/eventRecords.ts';
+import { OrderedEvents, type EventPlace } from '../../events/OrderedEvents.ts';
 import { Topics, type AdmittedUplink, type DeadLetter, type StateRow, type UplinkEnvelope } from '../../../schemas/messages.ts';
 
 /** Backoff of dead letters whose append failed retriably (as StateBatcher's defaults). */
@@ -56,6 +59,11 @@ export interface UplinkPipelineOptions<D extends UndecidedUplinks = UndecidedUpl
   onStored?(rows: readonly StateRow[]): void;
   /** A store or log failure that stops progress (nothing is committed past it); also an onStored hook error, which does not. */
   onError?(error: FleetError): void;
+  /**
+   * Topic `events`: an uplink's stored states, and its refusals, are appended there before the
+   * uplink is finished (at least once; a replay writes the same events).
+   */
+  events?: EventWriter;
 }
 
 export interface PipelineStats {
@@ -80,6 +88,7 @@ export class UplinkPipeline<D extends UndecidedUplinks = UndecidedUplinks> imple
   readonly #options: UplinkPipelineOptions<D>;
   readonly #consumer: TopicConsumer;
   readonly #maxInFlight: number;
+  readonly #ordered: OrderedEvents | undefined;
   #inFlight = 0;
   #capacityWaiters: (() => void)[] = [];
   #drainWaiters: (() => void)[] = [];
@@ -90,6 +99,7 @@ export class UplinkPipeline<D extends UndecidedUplinks = UndecidedUplinks> imple
   constructor(options: UplinkPipelineOptions<D>) {
     this.#options = options;
     this.#maxInFlight = options.maxInFlight ?? 20_000;
+    this.#ordered = options.events === undefined ? undefined : new OrderedEvents(options.events);
     this.deadLetters = new DeadLetterSink({ log: options.log, clock: options.clock, topic: options.deadLetterTopic, onDeadLetters: options.onDeadLetters });
     this.actors = options.undecided(this);
     this.#consumer = new TopicConsumer({
@@ -116,6 +126,11 @@ export class UplinkPipeline<D extends UndecidedUplinks = UndecidedUplinks> imple
       get actorsCreated() { return pipeline.actors.created; },
       get actorsPassivated() { return pipeline.actors.passivated; },
     };
+  }
+
+  /** Where this uplink's events go, when topic `events` is wanted now. */
+  get #events(): OrderedEvents | undefined {
+    return this.#options.events?.wanted === true ? this.#ordered : undefined;
   }
 
   get failure(): FleetError | undefined {
@@ -176,34 +191,40 @@ export class UplinkPipeline<D extends UndecidedUplinks = UndecidedUplinks> imple
 
   emit(work: UplinkWork, out: UplinkOutput): void {
     const { rows, rejections } = out;
-    const sink = this.#options.rows;
-    if (rows.length > 0 && rejections.length === 0 && sink.appendThen !== undefined) {
+    const { partition, offset } = work;
+    const place = work.events;
+    const source = { partition, offset };
+    if (rows.length > 0 && rejections.length === 0) {
       // The usual uplink: rows only. Only what finishing needs is kept until they are durable.
-      const { partition, offset } = work;
-      sink.appendThen(rows, (error) => {
+      this.#storeThen(rows, (error) => {
         if (error !== undefined) return this.#fail(error);
-        this.#stored(rows);
-        this.#finish(partition, offset);
+        if (place === undefined) return this.#finish(partition, offset);
+        this.#ordered!.fill(partition, place, uplinkEventsRecord(rows, [], source, this.#options.clock.now()), (failed) => (failed !== undefined ? this.#fail(failed) : this.#finish(partition, offset)));
       });
       this.stats.stored += rows.length;
       return;
     }
-    const stored = rows.length > 0 ? this.#options.rows.append(rows) : undefined;
+    const stored = rows.length > 0 ? new Promise<void>((resolve, reject) => this.#storeThen(rows, (error) => (error !== undefined ? reject(error) : resolve()))) : undefined;
     const dead = rejections.length > 0 ? this.#deadLetter(work.envelope, rejections, 0) : undefined;
     this.stats.stored += rows.length;
     this.stats.rejected += rejections.length;
-    const { partition, offset } = work;
-    if (stored === undefined && dead === undefined) {
-      this.#finish(partition, offset);
-      return;
-    }
-    const done = stored !== undefined && dead !== undefined ? Promise.all([stored, dead]) : (stored ?? dead)!;
     // Only what finishing needs is kept until the rows are durable, not the envelope and its body:
     // with thousands of uplinks in flight, those would outlive young-generation collections.
-    done.then(() => {
-      if (stored !== undefined) this.#stored(rows);
-      this.#finish(partition, offset);
+    Promise.all([stored, dead]).then(([, letters]) => {
+      if (place === undefined) return this.#finish(partition, offset);
+      this.#ordered!.fill(partition, place, uplinkEventsRecord(rows, letters ?? [], source, this.#options.clock.now()), (failed) => (failed !== undefined ? this.#fail(failed) : this.#finish(partition, offset)));
     }, (error: unknown) => this.#fail(error));
+  }
+
+  /** Stores an uplink's rows; `done` once they are durable, after onStored. */
+  #storeThen(rows: readonly StateRow[], done: (error?: FleetError) => void): void {
+    const sink = this.#options.rows;
+    const stored = (error?: FleetError) => {
+      if (error === undefined) this.#stored(rows);
+      done(error);
+    };
+    if (sink.appendThen !== undefined) sink.appendThen(rows, stored);
+    else sink.append(rows).then(() => stored(), (error: unknown) => stored(toFleetError(error)));
   }
 
   /**
@@ -212,7 +233,7 @@ export class UplinkPipeline<D extends UndecidedUplinks = UndecidedUplinks> imple
    * outage delays the partition's commits instead of stopping the pipeline. A retry may write a
    * dead letter twice, as a replay after a crash may.
    */
-  #deadLetter(envelope: UplinkEnvelope, rejections: UplinkOutput['rejections'], retry: number): Promise<void> {
+  #deadLetter(envelope: UplinkEnvelope, rejections: UplinkOutput['rejections'], retry: number): Promise<DeadLetter[]> {
     return this.deadLetters.add(envelope, rejections).catch((error: unknown) => {
       const failure = toFleetError(error);
       if (!failure.retriable || this.#failed !== undefined) throw failure;
@@ -241,10 +262,10 @@ export class UplinkPipeline<D extends UndecidedUplinks = UndecidedUplinks> imple
       try {
         envelope = decodeEnvelope(record.value);
       } catch (error) {
-        this.#deadLetterRecord(record, error);
+        this.#deadLetterRecord(record, error, this.#events?.reserve(record.partition));
         continue;
       }
-      const wait = this.dispatch({ envelope, partition: record.partition, offset: record.offset });
+      const wait = this.dispatch({ envelope, partition: record.partition, offset: record.offset, events: this.#events?.reserve(record.partition) });
       if (wait !== undefined) await wait;
     }
     if (this.#inFlight > this.#maxInFlight) {
@@ -268,7 +289,7 @@ export class UplinkPipeline<D extends UndecidedUplinks = UndecidedUplinks> imple
   }
 
   /** An undecodable record is dead-lettered under a synthetic envelope that keeps its raw bytes. */
-  #deadLetterRecord(record: LogRecord, error: unknown): void {
+  #deadLetterRecord(record: LogRecord, error: unknown, events: EventPlace | undefined): void {
     const envelope: UplinkEnvelope = {
       id: `log:${record.topic}:${record.partition}:${record.offset}`,
       channel: 'http',
@@ -278,7 +299,7 @@ export class UplinkPipeline<D extends UndecidedUplinks = UndecidedUplinks> imple
       body: record.value,
     };
     const reason = toFleetError(error, 'MALFORMED_PAYLOAD').message;
-    this.emit({ envelope, partition: record.partition, offset: record.offset }, { rows: [], rejections: [{ code: 'MALFORMED_PAYLOAD', reason }] });
+    this.emit({ envelope, partition: record.partition, offset: record.offset, events }, { rows: [], rejections: [{ code: 'MALFORMED_PAYLOAD', reason }] });
   }
 
   #finish(partition: number, offset: number): void {
@@ -307,7 +328,7 @@ export class UplinkPipeline<D extends UndecidedUplinks = UndecidedUplinks> imple
   /** Flushes and waits until every dispatched uplink is durable (or the pipeline failed). */
   async #drain(): Promise<void> {
     for (;;) {
-      await Promise.all([this.#options.rows.flush(), this.deadLetters.flush()]);
+      await Promise.all([this.#options.rows.flush(), this.deadLetters.flush(), this.#options.events?.flush()]);
       if (this.#inFlight === 0 || this.#failed !== undefined) return;
       // Woken by the next finished uplink; uplinks still waiting for their device reach the sinks later.
       await new Promise<void>((resolve) => this.#drainWaiters.push(resolve));

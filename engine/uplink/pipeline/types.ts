@@ -3,6 +3,7 @@
  * `uplinks` that carry no admission decision, and what it gets back. The runtime implements
  * UndecidedUplinks; the pipeline is its UplinkSink.
  */
+import type { EventPlace } from '../../events/OrderedEvents.ts';
 import type { UplinkEnvelope } from '../../../schemas/messages.ts';
 import type { UplinkOutput } from '../admission/processUplink.ts';
 
@@ -11,6 +12,8 @@ export interface UplinkWork {
   envelope: UplinkEnvelope;
   partition: number;
   offset: number;
+  /** Its place in the order of topic `events` (taken when read, in offset order), while that topic is written. */
+  events?: EventPlace;
 }
 
 /** Receives the outcome of every uplink (rows to store, rejections to dead-letter). */

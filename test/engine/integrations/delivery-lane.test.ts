@@ -61,9 +61,11 @@ class MemoryJournal implements IntegrationDeliveries {
   async deliveryStats() { return { delivered: this.delivered, failedAttempts: this.failedAttempts, dropped: this.dropped, pending: { events: 0 } }; }
 }
 
-function stateRecord(offset: number, deviceId: string, asset = 't', timestamp = 2_000_000): LogRecord {
-  const events = [{ type: 'state', id: `u${offset}/${asset}`, deviceId, asset, value: offset, at: '2026-01-01T00:00:00.000Z', receivedAt: '2026-01-01T00:00:00.000Z', uplinkId: `u${offset}` }];
-  return { topic: 'events', partition: 0, offset, key: deviceId, value: encoder.encode(JSON.stringify({ events })), timestamp };
+function stateRecord(offset: number, deviceId: string, asset = 't', timestamp = 2_000_000, source?: number): LogRecord {
+  const uplink = source ?? offset;
+  const events = [{ type: 'state', id: `u${uplink}/${asset}`, deviceId, asset, value: uplink, at: '2026-01-01T00:00:00.000Z', receivedAt: '2026-01-01T00:00:00.000Z', uplinkId: `u${uplink}` }];
+  const value = source === undefined ? { events } : { source: { partition: 0, offset: source }, events };
+  return { topic: 'events', partition: 0, offset, key: deviceId, value: encoder.encode(JSON.stringify(value)), timestamp };
 }
 
 interface World {
@@ -73,13 +75,14 @@ interface World {
   finished: number[];
   paused: number;
   resumed: number;
+  repeated: number;
   lane: DeliveryLane;
   tracker: OffsetTracker;
 }
 
 function world(answers: (request: WebhookRequest, index: number) => WebhookAnswer, options: { journal?: MemoryJournal; maxEvents?: number; maxHeldEvents?: number; retryWindowMs?: number } = {}): World {
   const clock = new SimulatedClock(2_000_000);
-  const w = { clock, journal: options.journal ?? new MemoryJournal(), sent: [] as WebhookRequest[], finished: [] as number[], paused: 0, resumed: 0 } as World;
+  const w = { clock, journal: options.journal ?? new MemoryJournal(), sent: [] as WebhookRequest[], finished: [] as number[], paused: 0, resumed: 0, repeated: 0 } as World;
   w.tracker = new OffsetTracker(0);
   w.lane = new DeliveryLane({
     partition: 0,
@@ -96,7 +99,7 @@ function world(answers: (request: WebhookRequest, index: number) => WebhookAnswe
     finish: (offset) => { w.finished.push(offset); w.tracker.finish(offset); },
     pause: () => { w.paused++; },
     resume: () => { w.resumed++; },
-    hooks: { delivered() {}, failedAttempt() {}, dropped() {}, disabled() {}, malformed() {} },
+    hooks: { delivered() {}, failedAttempt() {}, dropped() {}, disabled() {}, malformed() {}, repeated() { w.repeated++; } },
     logger: createJsonLogger({ level: 'error', write: () => undefined }),
   });
   return w;
@@ -209,6 +212,24 @@ test('past the retry window a batch is given up and counted as dropped; 410 disa
   assert.is(gone.journal.disabled, 'gone');
   assert.is(gone.sent.length, 1);
   assert.equal(gone.finished, [], 'nothing finished: a re-enabled integration delivers it');
+});
+
+test('events the engine wrote again after a crash are known by their source: skipped, also after a restart of the lane', async () => {
+  const journal = new MemoryJournal();
+  const first = world(() => ok, { journal, maxEvents: 2 });
+  // Uplinks 0..3 written; the engine crashed and wrote 2..3 again; then 4.
+  const records = [0, 1, 2, 3, 2, 3, 4].map((source, offset) => stateRecord(offset, 'd1', 't', 2_000_000, source));
+  await first.lane.take(records.slice(0, 4), first.tracker);
+  await run(first);
+  first.lane.stop();
+  assert.equal(first.sent.map(eventIds), [['u0/t', 'u1/t'], ['u2/t', 'u3/t']]);
+  // The lane restarts where its cursor stands (offset 4): the saved batches say which sources were taken.
+  const second = world(() => ok, { journal, maxEvents: 2 });
+  await second.lane.take(records.slice(4), second.tracker);
+  await run(second, 1000);
+  assert.equal(second.sent.map(eventIds), [['u4/t']], 'the repeats of uplinks 2 and 3 are not sent again');
+  assert.is(second.repeated, 2);
+  assert.equal(second.finished, [4, 5, 6]);
 });
 
 test.run();

@@ -19,6 +19,7 @@ import { newId } from '../../../../engine/kernel/ids.ts';
 import { withCanonicalField } from '../../../../engine/kernel/canonicalText.ts';
 import type { Principal } from '../../../../engine/ports/registry.ts';
 import type { Integration, IntegrationQuery } from '../../../../engine/ports/integrationRegistry.ts';
+import type { DeliveryStats } from '../../../../engine/ports/integrationDeliveries.ts';
 import { ID_PATTERN } from '../../../../schemas/registry.ts';
 import { GroundParams } from '../../../../schemas/edge.ts';
 import {
@@ -28,6 +29,7 @@ import {
   IntegrationParams,
   IntegrationPatch,
   IntegrationTestResult,
+  IntegrationView,
   IntegrationWithSecret,
   Integration as IntegrationSchema,
   RotateSecretQuery,
@@ -145,12 +147,33 @@ function getIntegration(edge: EdgeContext): void {
     methods: ['get'],
     path: '/integrations/{id}',
     operationId: 'getIntegration',
-    summary: 'An integration (never its secret)',
+    summary: 'An integration (never its secret) and how its deliveries go',
     tags: TAGS,
     params: IntegrationParams,
-    responses: { 200: { description: 'the integration', content: { [JSON_TYPE]: IntegrationSchema } } },
+    responses: { 200: { description: 'the integration, its status and delivery figures', content: { [JSON_TYPE]: IntegrationView } } },
     errors: [404],
-  }, async (c, { principal, params }) => c.json(await integrationFor(edge, principal, params.id)));
+  }, async (c, { principal, params }) => {
+    const integration = await integrationFor(edge, principal, params.id);
+    return c.json(integrationView(integration, await edge.deps.registry.deliveryStats(integration.id), edge.deps.clock.now()));
+  });
+}
+
+/** An integration as `GET /integrations/{id}` shows it: `failing` while its last attempt is its last word. */
+export function integrationView(integration: Integration, stats: DeliveryStats, now: number): IntegrationView {
+  const { lastError, lastSuccessAt } = stats;
+  const failing = integration.status === 'active' && lastError !== undefined && (lastSuccessAt === undefined || lastError.at > lastSuccessAt);
+  const view: IntegrationView = {
+    ...integration,
+    status: failing ? 'failing' : integration.status,
+    delivered: stats.delivered,
+    failedAttempts: stats.failedAttempts,
+    pending: { events: stats.pending.events },
+    dropped: stats.dropped,
+  };
+  if (stats.pending.oldestAt !== undefined) view.pending.oldestAgeMs = Math.max(0, now - stats.pending.oldestAt);
+  if (lastSuccessAt !== undefined) view.lastSuccessAt = lastSuccessAt;
+  if (lastError !== undefined) view.lastError = lastError;
+  return view;
 }
 
 function updateIntegration(edge: EdgeContext, integrations: EdgeIntegrations): void {

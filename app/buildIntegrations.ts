@@ -1,0 +1,65 @@
+/**
+ * Integrations' deliveries in a process of role engine or all (docs/integrations.md): every active
+ * integration read from topic `events` with its own consumer group, batched, signed and sent by
+ * the one WebhookSender of the process (the operator's destination policy at every connection),
+ * kept in step with registry changes. With several engines, each integration's partitions are
+ * spread over them by its group.
+ */
+import { Deliveries } from '../engine/integrations/Deliveries.ts';
+import { IntegrationDelivery } from '../engine/integrations/IntegrationDelivery.ts';
+import { retrySchedule } from '../engine/integrations/retrySchedule.ts';
+import type { Integration } from '../engine/ports/integrationRegistry.ts';
+import { outboundPolicy } from '../adapters/webhooks/OutboundPolicy.ts';
+import { WebhookSender } from '../adapters/webhooks/WebhookSender.ts';
+import type { Role } from './Role.ts';
+import type { Wiring } from './wiring.ts';
+
+export interface IntegrationsRole extends Role {
+  readonly deliveries: Deliveries;
+}
+
+export function integrationsRole(w: Wiring): IntegrationsRole {
+  const { config, ports, clock, logger } = w;
+  const settings = config.integrations;
+  const sender = new WebhookSender({ policy: outboundPolicy(config.integrationsAllowHosts ?? []), clock });
+  const schedule = retrySchedule({ giveUpAfterMs: settings.retryWindowMs });
+  const batching = { maxEvents: settings.batchEvents, lingerMs: settings.batchLingerMs, maxHeldEvents: 10 * settings.batchEvents };
+  const groundOf = (deviceId: string) => {
+    const cached = ports.lookups.cachedDevice(deviceId);
+    return cached !== undefined ? cached.groundId : ports.lookups.device(deviceId).then((device) => device?.groundId);
+  };
+  const delivery = (integration: Integration) => new IntegrationDelivery({
+    integration,
+    log: w.log,
+    topic: ports.names.events,
+    groupPrefix: ports.names.integrationGroupPrefix,
+    clock,
+    journal: ports.registry,
+    transport: sender,
+    secrets: (id) => ports.registry.integrationSecrets(id),
+    groundOf,
+    schedule,
+    batching,
+    hooks: w.metrics.integrations.hooks(integration.kind, () => clock.now()),
+    logger,
+  });
+  const deliveries = new Deliveries({ registry: ports.registry, delivery, deleteGroup: (group) => ports.log.deleteGroup(group), groupPrefix: ports.names.integrationGroupPrefix, logger });
+  w.metrics.integrations.watch(deliveries);
+  w.eventReaders.count = () => deliveries.active;
+  let stopListening: () => unknown = () => undefined;
+  let started = false;
+  return {
+    deliveries,
+    async start() {
+      stopListening = ports.registryChanges.add((change) => deliveries.changed(change));
+      await deliveries.start();
+      started = true;
+    },
+    async stop() {
+      stopListening();
+      await deliveries.stop();
+      sender.close();
+    },
+    ready: () => started,
+  };
+}

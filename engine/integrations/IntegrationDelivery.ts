@@ -1,0 +1,153 @@
+/**
+ * One integration's deliveries: its own consumer group on topic `events` (its committed offsets
+ * are its cursor, kept by the log) and a DeliveryLane per partition it holds. With several engines
+ * the group spreads the partitions, so each device's events are delivered from one place, in order;
+ * a partition that moves is delivered by its new holder from the cursor, with the saved batches.
+ *
+ * When a partition is assigned, records that fell out of the log's retention between the cursor and
+ * the oldest record kept are counted as dropped (records, so an upper bound of the events lost).
+ */
+import { TopicConsumer } from '../consumer/TopicConsumer.ts';
+import type { Clock } from '../kernel/clock.ts';
+import { toFleetError } from '../kernel/errors.ts';
+import type { Logger } from '../kernel/logger.ts';
+import type { IntegrationDeliveries } from '../ports/integrationDeliveries.ts';
+import type { Integration } from '../ports/integrationRegistry.ts';
+import type { Log } from '../ports/log.ts';
+import type { WebhookTransport } from '../ports/webhooks.ts';
+import { DeliveryLane, type LaneHooks } from './DeliveryLane.ts';
+import type { RetrySchedule } from './retrySchedule.ts';
+
+/** The consumer group of an integration's deliveries on topic `events`, behind the configured prefix. */
+export function deliveryGroup(prefix: string, integrationId: string): string {
+  return `${prefix}fleetstream-integration-${integrationId}`;
+}
+
+export interface DeliveryBatching {
+  /** Events per request. Default 100. */
+  maxEvents: number;
+  /** Longest the first event of a batch waits for companions, ms. Default 1000. */
+  lingerMs: number;
+  /** Events a partition holds undelivered before it is paused. Default 10 × maxEvents. */
+  maxHeldEvents: number;
+}
+
+export interface IntegrationDeliveryOptions {
+  integration: Integration;
+  log: Pick<Log, 'consumer' | 'committed' | 'startOffsets'>;
+  /** Topic `events` (with the configured prefix). */
+  topic: string;
+  /** Put before the consumer group's name (the configured topic prefix). */
+  groupPrefix: string;
+  clock: Clock;
+  journal: IntegrationDeliveries;
+  transport: WebhookTransport;
+  secrets(integrationId: string): Promise<readonly string[] | undefined>;
+  groundOf(deviceId: string): string | undefined | Promise<string | undefined>;
+  schedule: RetrySchedule;
+  batching: DeliveryBatching;
+  /** Called with this integration's outcomes; `disabled` after the integration was disabled (410). */
+  hooks: LaneHooks;
+  logger: Logger;
+}
+
+export class IntegrationDelivery {
+  readonly #o: IntegrationDeliveryOptions;
+  readonly #consumer: TopicConsumer;
+  readonly #lanes = new Map<number, DeliveryLane>();
+  #settings: Integration;
+  #stopped = false;
+
+  constructor(options: IntegrationDeliveryOptions) {
+    this.#o = options;
+    this.#settings = options.integration;
+    this.#consumer = new TopicConsumer({
+      log: options.log,
+      clock: options.clock,
+      group: deliveryGroup(options.groupPrefix, options.integration.id),
+      topic: options.topic,
+      commitIntervalMs: 200,
+      startAt: 'earliest',
+      onBatch: (batch, tracker) => this.#lane(batch.partition).take(batch.records, tracker),
+      onAssign: (partitions) => void this.#countRetentionDrops(partitions),
+      onRevoked: (partitions) => {
+        for (const partition of partitions) {
+          this.#lanes.get(partition)?.stop();
+          this.#lanes.delete(partition);
+        }
+      },
+      onCommitError: (error) => options.logger.warn('an integration\'s cursor could not be saved', { integrationId: this.#settings.id, error: toFleetError(error).message }),
+    });
+  }
+
+  get integration(): Integration {
+    return this.#settings;
+  }
+
+  /** Events gathered and not yet delivered, in this process. */
+  get held(): number {
+    let held = 0;
+    for (const lane of this.#lanes.values()) held += lane.held;
+    return held;
+  }
+
+  /** New settings (URL, filters, headers): the next attempts use them. */
+  update(integration: Integration): void {
+    this.#settings = integration;
+  }
+
+  async start(): Promise<void> {
+    await this.#consumer.start();
+  }
+
+  /** Stops reading and abandons what is held: it is replayed from the cursor by whoever delivers next. */
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    for (const lane of this.#lanes.values()) lane.stop();
+    await this.#consumer.stop();
+    this.#lanes.clear();
+  }
+
+  #lane(partition: number): DeliveryLane {
+    let lane = this.#lanes.get(partition);
+    if (lane !== undefined) return lane;
+    const o = this.#o;
+    lane = new DeliveryLane({
+      partition,
+      settings: () => this.#settings,
+      journal: o.journal,
+      transport: o.transport,
+      secrets: () => o.secrets(this.#settings.id),
+      groundOf: o.groundOf,
+      clock: o.clock,
+      schedule: o.schedule,
+      ...o.batching,
+      finish: (offset) => this.#consumer.finish(partition, offset),
+      pause: () => this.#consumer.pause(partition),
+      resume: () => this.#consumer.resume(partition),
+      hooks: o.hooks,
+      logger: o.logger,
+    });
+    this.#lanes.set(partition, lane);
+    return lane;
+  }
+
+  async #countRetentionDrops(partitions: readonly number[]): Promise<void> {
+    const { log, topic, journal } = this.#o;
+    const id = this.#settings.id;
+    try {
+      const starts = await log.startOffsets(topic);
+      for (const partition of partitions) {
+        const cursor = await log.committed(deliveryGroup(this.#o.groupPrefix, id), topic, partition);
+        const lost = (starts[partition] ?? 0) - cursor;
+        if (cursor === 0 || lost <= 0) continue;
+        await journal.addDropped(id, lost);
+        this.#o.hooks.dropped(lost);
+        this.#o.logger.warn('events fell out of the log\'s retention before an integration delivered them', { integrationId: id, partition, records: lost });
+      }
+    } catch (error) {
+      this.#o.logger.warn('could not count what an integration lost to retention', { integrationId: id, error: toFleetError(error).message });
+    }
+  }
+}
