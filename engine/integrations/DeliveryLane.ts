@@ -3,8 +3,10 @@
  * partition, one request in flight, its batches and their retries (docs/integrations.md).
  *
  * - Records come in offset order (IntegrationDelivery's consumer). The events the integration
- *   takes (selectEvents.ts) gather into a batch, closed at `maxEvents` or `lingerMs` after its
- *   first event; a record with none of its events is finished at once.
+ *   takes (selectEvents.ts) gather into a batch. It leaves at once when no request is under way;
+ *   while one is, events gather until it is answered, `maxEvents` are there, or `lingerMs` passed
+ *   since the first (group commit: one event at low load goes at once, a busy lane sends full
+ *   batches). A record with none of the integration's events is finished at once.
  * - A batch is saved (IntegrationDeliveries port) BEFORE its first attempt, with its records and
  *   its `webhook-id`. After a restart, the records of a saved batch are gathered into that batch
  *   again, whatever the timing: the receiver gets the same events under the same id. A saved batch
@@ -141,6 +143,7 @@ export class DeliveryLane {
       if (this.#stopped) return;
       this.#takeRecord(record, ground);
     }
+    if (this.#queue.length === 0 && !this.#pumping) this.#closeGathered();
     if (!this.#paused && this.#held > this.#o.maxHeldEvents) {
       this.#paused = true;
       this.#o.pause();
@@ -212,6 +215,11 @@ export class DeliveryLane {
     return pending;
   }
 
+  /** Closes the batch being gathered, unless it is one rebuilt from the journal (it ends where it ended). */
+  #closeGathered(): void {
+    if (this.#open !== undefined && this.#open.saved === undefined) this.#close();
+  }
+
   #close(): void {
     const open = this.#open;
     if (open === undefined) return;
@@ -234,6 +242,7 @@ export class DeliveryLane {
         for (const offset of pending.offsets) this.#o.finish(offset);
         this.#held -= pending.events.length;
         this.#prune();
+        if (this.#queue.length === 0) this.#closeGathered();
         if (this.#paused && this.#held <= this.#o.maxHeldEvents / 2) {
           this.#paused = false;
           this.#o.resume();

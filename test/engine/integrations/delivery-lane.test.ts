@@ -80,7 +80,16 @@ interface World {
   tracker: OffsetTracker;
 }
 
-function world(answers: (request: WebhookRequest, index: number) => WebhookAnswer, options: { journal?: MemoryJournal; maxEvents?: number; maxHeldEvents?: number; retryWindowMs?: number } = {}): World {
+interface WorldOptions {
+  journal?: MemoryJournal;
+  maxEvents?: number;
+  maxHeldEvents?: number;
+  retryWindowMs?: number;
+  /** A receiver that answers when it is told (requests under way), instead of `answers` at once. */
+  send?(request: WebhookRequest): Promise<WebhookAnswer>;
+}
+
+function world(answers: (request: WebhookRequest, index: number) => WebhookAnswer, options: WorldOptions = {}): World {
   const clock = new SimulatedClock(2_000_000);
   const w = { clock, journal: options.journal ?? new MemoryJournal(), sent: [] as WebhookRequest[], finished: [] as number[], paused: 0, resumed: 0, repeated: 0 } as World;
   w.tracker = new OffsetTracker(0);
@@ -88,7 +97,7 @@ function world(answers: (request: WebhookRequest, index: number) => WebhookAnswe
     partition: 0,
     settings: () => integration,
     journal: w.journal,
-    transport: { send: async (request) => answers(request, w.sent.push(request) - 1) },
+    transport: { send: options.send ?? (async (request) => answers(request, w.sent.push(request) - 1)) },
     secrets: async () => ['whsec_c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0'],
     groundOf: (deviceId) => (deviceId.startsWith('other') ? 'g2' : GROUND),
     clock,
@@ -119,19 +128,42 @@ async function run(w: World, ms = 0): Promise<void> {
 
 const eventIds = (request: WebhookRequest) => (request.events as { id: string }[]).map((e) => e.id);
 
-test('full batches go at once, the rest after the linger; records finish once delivered; every event carries the ground', async () => {
-  const w = world(() => ok);
-  await w.lane.take([0, 1, 2, 3].map((o) => stateRecord(o, 'd1')), w.tracker);
+test('a batch leaves at once when nothing is under way; the rest as soon as the request before it is answered', async () => {
+  const w = world(() => ok, { maxEvents: 3 });
+  await w.lane.take([stateRecord(0, 'd1')], w.tracker);
   await run(w);
-  assert.is(w.sent.length, 1, 'a batch of maxEvents (3) is sent at once');
-  assert.equal(eventIds(w.sent[0]), ['u0/t', 'u1/t', 'u2/t']);
-  assert.equal(w.finished, [0, 1, 2]);
+  assert.equal(w.sent.map(eventIds), [['u0/t']], 'one event on an idle lane goes at once');
+  await w.lane.take([1, 2, 3, 4, 5].map((o) => stateRecord(o, 'd1')), w.tracker);
+  await run(w);
+  assert.equal(w.sent.map(eventIds), [['u0/t'], ['u1/t', 'u2/t', 'u3/t'], ['u4/t', 'u5/t']], 'a full batch, then the rest');
+  assert.equal(w.finished, [0, 1, 2, 3, 4, 5]);
   assert.ok((w.sent[0].events as { groundId: string }[]).every((e) => e.groundId === GROUND));
+  assert.is(w.journal.delivered, 6);
+  assert.is(new Set(w.sent.map((r) => r.messageId)).size, 3);
+});
+
+test('while a request is under way, events gather until it is answered; the linger closes a batch, the answer sends it', async () => {
+  const sent: WebhookRequest[] = [];
+  const answers: ((answer: WebhookAnswer) => void)[] = [];
+  const w = world(() => ok, { maxEvents: 10, send: (request) => new Promise((resolve) => { sent.push(request); answers.push(resolve); }) });
+  await w.lane.take([stateRecord(0, 'd1')], w.tracker);
+  await run(w);
+  assert.is(sent.length, 1);
+  await w.lane.take([stateRecord(1, 'd1'), stateRecord(2, 'd1')], w.tracker);
+  await run(w, 500);
+  assert.is(sent.length, 1, 'gathering while the first request is under way');
+  answers.shift()!(ok);
+  await run(w);
+  assert.equal(sent.map(eventIds), [['u0/t'], ['u1/t', 'u2/t']], 'sent as soon as the first was answered');
+  await w.lane.take([stateRecord(3, 'd1')], w.tracker);
   await run(w, 1000);
-  assert.is(w.sent.length, 2, 'the fourth event goes after the linger');
+  assert.is(sent.length, 2, 'one request in flight per partition: the linger closes the batch, it waits its turn');
+  answers.shift()!(ok);
+  await run(w);
+  assert.equal(sent.map(eventIds), [['u0/t'], ['u1/t', 'u2/t'], ['u3/t']]);
+  answers.shift()!(ok);
+  await run(w);
   assert.equal(w.finished, [0, 1, 2, 3]);
-  assert.is(w.journal.delivered, 4);
-  assert.is.not(w.sent[0].messageId, w.sent[1].messageId);
 });
 
 test('records of other grounds, older than the integration or malformed are skipped and finished at once', async () => {
