@@ -78,7 +78,7 @@ function integrationsSuite(factory: RegistryFactory) {
     assert.ok(heard.some((c) => c.kind === 'integration-changed' && c.integrationId === integration.id && c.groundId === s.groundId), JSON.stringify(heard));
     const read = await h.request('GET', `/integrations/${integration.id}`, { token: s.userToken });
     assert.is(read.status, 200);
-    assert.equal(read.json, integration);
+    assert.equal(read.json, { ...integration, delivered: 0, failedAttempts: 0, pending: { events: 0 }, dropped: 0 }, 'with its delivery figures, none yet');
     assert.not.ok(read.text.includes(secret), 'the secret is never answered again');
     for (let i = 0; i < 3; i++) assert.is((await create(h, { name: `more-${i}` })).status, 201);
     const first = await h.request('GET', `/ground/${s.groundId}/integrations?limit=2`, { token: s.userToken });

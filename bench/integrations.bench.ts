@@ -1,0 +1,193 @@
+/**
+ * Integrations on the embedded service (app/createService.ts: local log, chDB, PGlite in a temp
+ * dir), with a local receiver in a process of its own (bench/support/countingReceiver.ts). Not a test.
+ *
+ *   npx node bench/integrations.bench.ts
+ *   BENCH_UPLINKS=50000 BENCH_INTEGRATIONS=10 BENCH_OUTAGE_S=300 npx node bench/integrations.bench.ts
+ *
+ * 1. Ingestion: uplinks of 4 states (as an edge admits them: with their decision) appended to
+ *    topic `uplinks` as fast as the log takes them, timed until the engine has stored every state
+ *    (and written its events); once with no integration, once with BENCH_INTEGRATIONS (10) that
+ *    each take every state, in the same run. Reported: data points/s and the ratio (target ≥ 0.9).
+ * 2. Delivered: states/s the receiver got, all integrations together, from the first append until
+ *    it has every one.
+ * 3. Latency at low load, one integration: 20 uplinks a second for 10 s; from an uplink's receipt
+ *    to its state at the receiver, p50 and p99 (target p50 ≤ 200 ms).
+ * 4. Drain: the receiver answers 503 for BENCH_OUTAGE_S (default 60; the issue's figure is 300)
+ *    while 100 uplinks a second come in; then it is back: when the first delivery came, and the
+ *    states/s delivered until the backlog was drained.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { createService, type Service } from '../app/createService.ts';
+import { newUplinkId } from '../engine/kernel/ids.ts';
+import { silentLogger } from '../engine/kernel/logger.ts';
+import { encodeEnvelope } from '../engine/uplink/envelope.ts';
+import type { ProducerRecord } from '../engine/ports/log.ts';
+import { defaultConfig } from '../schemas/config.ts';
+import { Topics } from '../schemas/messages.ts';
+import { useStartFlags } from '../test/support/startFlags.ts';
+
+const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+const UPLINKS = env('BENCH_UPLINKS', 50_000);
+const INTEGRATIONS = env('BENCH_INTEGRATIONS', 10);
+const DEVICES = env('BENCH_DEVICES', 1000);
+const OUTAGE_S = env('BENCH_OUTAGE_S', 60);
+const HOST = '127.0.0.2';
+const ASSETS = ['a0', 'a1', 'a2', 'a3'];
+const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+interface Receiver { url: string; child: ChildProcess; events: number; send(command: string): void; latency(): Promise<[number, number, number]> }
+
+async function startReceiver(): Promise<Receiver> {
+  const child = spawn(process.execPath, [new URL('./support/countingReceiver.ts', import.meta.url).pathname, HOST], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines = createInterface({ input: child.stdout! });
+  let latencyWaiter: ((v: [number, number, number]) => void) | undefined;
+  const receiver = await new Promise<Receiver>((resolve) => {
+    const r: Receiver = {
+      url: '', child, events: 0,
+      send: (command) => child.stdin!.write(`${command}\n`),
+      latency: () => new Promise((res) => { latencyWaiter = res; r.send('latency'); }),
+    };
+    lines.on('line', (line) => {
+      const [kind, a, b, c] = line.split(' ');
+      if (kind === 'listening') resolve(Object.assign(r, { url: `http://${HOST}:${a}/hook` }));
+      else if (kind === 'count') r.events = Number(a);
+      else if (kind === 'latency') latencyWaiter?.([Number(a), Number(b), Number(c)]);
+    });
+  });
+  return receiver;
+}
+
+async function startService(dir: string): Promise<{ service: Service; groundId: string; devices: string[] }> {
+  const service = await createService({
+    config: {
+      ...defaultConfig, dataDir: dir,
+      http: { ...defaultConfig.http, host: '127.0.0.1', port: 0 }, mqtt: { ...defaultConfig.mqtt, port: -1 }, metrics: { host: '127.0.0.1', port: 0 },
+      integrationsAllowHosts: [HOST],
+    },
+    logger: silentLogger,
+  });
+  const user = await service.registry.createUser({ name: 'bench' });
+  const ground = await service.registry.createGround({ name: 'bench', userId: user.entity.id });
+  const devices: string[] = [];
+  for (let d = 0; d < DEVICES; d++) {
+    const created = await service.registry.createDevice({ groundId: ground.id, name: `d${d}`, assets: ASSETS.map((name) => ({ name, is: 'sensor', profile: { type: 'number' } })) });
+    devices.push(created.device.id);
+  }
+  return { service, groundId: ground.id, devices };
+}
+
+/** An uplink as an edge appends it: its decision (4 states) carried. */
+function uplink(deviceId: string, k: number, receivedAt: number): ProducerRecord {
+  const body = new TextEncoder().encode(JSON.stringify(Object.fromEntries(ASSETS.map((a) => [a, { value: k }]))));
+  const admitted = { states: ASSETS.map((a): [string, number, unknown] => [a, receivedAt, k]), dropped: [] };
+  return { key: deviceId, value: encodeEnvelope({ id: newUplinkId(receivedAt), channel: 'http', contentType: 'json', deviceId, receivedAt, body, admitted }) };
+}
+
+/** Appends `count` uplinks round the devices, 1000 a call, and resolves once the engine has stored them all. */
+async function ingest(service: Service, devices: string[], count: number, from = 0): Promise<void> {
+  const ends = new Map<number, number>();
+  const calls: Promise<void>[] = [];
+  for (let k = from; k < from + count; k += 1000) {
+    const now = Date.now();
+    const records = Array.from({ length: Math.min(1000, from + count - k) }, (_, i) => uplink(devices[(k + i) % devices.length], k + i, now));
+    calls.push(service.log.append(Topics.uplinks, records).then((positions) => {
+      for (const p of positions) ends.set(p.partition, Math.max(ends.get(p.partition) ?? 0, p.offset + 1));
+    }));
+    if (calls.length >= 8) await calls.shift();
+  }
+  await Promise.all(calls);
+  if (!(await service.pipeline!.caughtUp(ends, 600_000))) throw new Error('the engine did not store every uplink');
+}
+
+async function integration(service: Service, groundId: string, url: string) {
+  return (await service.registry.createIntegration({ groundId, name: 'bench', kind: 'webhook', url, events: ['state'] })).integration;
+}
+
+async function waitEvents(receiver: Receiver, events: number, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (receiver.events < events) {
+    if (Date.now() > deadline) return false;
+    await sleep(20);
+  }
+  return true;
+}
+
+async function main(): Promise<void> {
+  useStartFlags();
+  const receiver = await startReceiver();
+  const dirs: string[] = [];
+  const fresh = () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fleetstream-integrations-bench-'));
+    dirs.push(dir);
+    return dir;
+  };
+  try {
+    // 1. No integration.
+    const none = await startService(fresh());
+    await ingest(none.service, none.devices, 2000); // warm-up
+    let started = performance.now();
+    await ingest(none.service, none.devices, UPLINKS, 2000);
+    const noneRate = (UPLINKS * 4) / ((performance.now() - started) / 1000);
+    await none.service.stop();
+
+    // 1–2. With INTEGRATIONS.
+    const withThem = await startService(fresh());
+    const { service, groundId, devices } = withThem;
+    const made = [];
+    for (let i = 0; i < INTEGRATIONS; i++) made.push(await integration(service, groundId, receiver.url));
+    await ingest(service, devices, 2000);
+    await waitEvents(receiver, INTEGRATIONS * 2000 * 4, 120_000);
+    const before = receiver.events;
+    started = performance.now();
+    await ingest(service, devices, UPLINKS, 2000);
+    const withRate = (UPLINKS * 4) / ((performance.now() - started) / 1000);
+    const all = await waitEvents(receiver, before + INTEGRATIONS * UPLINKS * 4, 600_000);
+    const deliveredRate = (receiver.events - before) / ((performance.now() - started) / 1000);
+    console.log(`ingestion, no integration:      ${fmt(noneRate)} data points/s`);
+    console.log(`ingestion, ${INTEGRATIONS} integrations:   ${fmt(withRate)} data points/s  (${(withRate / noneRate).toFixed(2)} × none; target ≥ 0.9)`);
+    console.log(`delivered to ${INTEGRATIONS} integrations:   ${fmt(deliveredRate)} states/s${all ? '' : ' (not all within 10 minutes)'}`);
+
+    // 3. Latency at low load, one integration.
+    for (const extra of made.slice(1)) await service.registry.deleteIntegration(extra.id);
+    await receiver.latency();
+    for (let i = 0; i < 200; i++) {
+      await service.log.append(Topics.uplinks, [uplink(devices[i % devices.length], 10_000_000 + i, Date.now())]);
+      await sleep(50);
+    }
+    await sleep(2000);
+    const [p50, p99, n] = await receiver.latency();
+    console.log(`latency at 20 uplinks/s:        p50 ${p50} ms, p99 ${p99} ms over ${n} states (target p50 ≤ 200 ms)`);
+
+    // 4. Outage, then drain.
+    receiver.send('fail');
+    const outageStart = receiver.events;
+    const until = Date.now() + OUTAGE_S * 1000;
+    let k = 20_000_000;
+    while (Date.now() < until) {
+      const now = Date.now();
+      await service.log.append(Topics.uplinks, Array.from({ length: 10 }, () => uplink(devices[k % devices.length], k++, now)));
+      await sleep(100);
+    }
+    const backlog = (k - 20_000_000) * 4;
+    receiver.send('ok');
+    const back = performance.now();
+    while (receiver.events === outageStart) await sleep(20);
+    const first = performance.now();
+    const drained = await waitEvents(receiver, outageStart + backlog, 900_000);
+    const drainS = (performance.now() - first) / 1000;
+    console.log(`after a ${OUTAGE_S} s outage:          first delivery ${((first - back) / 1000).toFixed(1)} s after the receiver was back (the retry schedule), `
+      + `then ${fmt(backlog / Math.max(drainS, 0.001))} states/s until the ${fmt(backlog)} waiting were delivered${drained ? '' : ' (not drained within 15 minutes)'}`);
+    await service.stop();
+  } finally {
+    receiver.child.kill();
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
