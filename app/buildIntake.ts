@@ -16,6 +16,19 @@ import { UplinkIngest, type UplinkIngestOptions } from '../engine/uplink/UplinkI
 import { Topics, type DeadLetter } from '../schemas/messages.ts';
 import type { AtWindow } from '../engine/uplink/admission/compileDevice.ts';
 import { serviceCompiler } from './deviceCompiler.ts';
+import type { EventWriter } from '../engine/events/EventWriter.ts';
+import { uplinkEventsRecord } from '../engine/events/eventRecords.ts';
+
+/** Dead letters grouped by their uplink, in order. */
+function byUplink(letters: readonly DeadLetter[]): DeadLetter[][] {
+  const groups = new Map<string, DeadLetter[]>();
+  for (const letter of letters) {
+    const group = groups.get(letter.envelope.id);
+    if (group === undefined) groups.set(letter.envelope.id, [letter]);
+    else group.push(letter);
+  }
+  return [...groups.values()];
+}
 
 export interface IntakeOptions {
   log: Pick<Log, 'append'>;
@@ -32,6 +45,8 @@ export interface IntakeOptions {
   logger?: Pick<Logger, 'warn'>;
   /** Told about every dead letter once durable, after the rejections are recorded. */
   onDeadLetters?(letters: readonly DeadLetter[]): void;
+  /** Topic `events`: an uplink refused here is there (one record per uplink) before it is answered. */
+  events?: EventWriter;
 }
 
 export interface Intake {
@@ -54,6 +69,8 @@ export function buildIntake(options: IntakeOptions): Intake {
     lingerMs: 0,
     onDeadLetters: async (letters) => {
       await options.rejections.append(rejectionRowsOf(letters));
+      const events = options.events;
+      if (events?.wanted === true) await Promise.all(byUplink(letters).map((mine) => events.add(uplinkEventsRecord([], mine, undefined, events.now()))));
       options.onDeadLetters?.(letters);
     },
   });

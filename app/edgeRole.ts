@@ -57,6 +57,7 @@ export function edgeRole(w: Wiring, options: EdgeRoleOptions): EdgeRole {
     const edgeIntake = buildIntake({
       log: w.log, clock: w.clock, rejections: w.rejections, topics: w.ports.names, logger: w.logger, atWindow: atWindowOf(w.config),
       onDeadLetters: (letters) => w.live.rejections(letters),
+      events: w.events,
     });
     intake = edgeIntake;
     closers.add('intake', () => edgeIntake.close());

@@ -21,14 +21,15 @@ function record(deviceId: string, events: readonly unknown[], timestamp: number)
 
 /**
  * What the engine made of one uplink, once durable: its stored states (rows of one device), then
- * its refusals (dead letters of its envelope). Undefined for neither.
+ * its refusals (dead letters of its envelope); `source`, its record on topic `uplinks` (none for an
+ * uplink an edge refused whole: it never reached the topic). Undefined for neither.
  */
-export function uplinkEventsRecord(rows: readonly StateRow[], letters: readonly DeadLetter[], source: EventSource, now: number): ProducerRecord | undefined {
+export function uplinkEventsRecord(rows: readonly StateRow[], letters: readonly DeadLetter[], source: EventSource | undefined, now: number): ProducerRecord | undefined {
   const deviceId = rows[0]?.deviceId ?? letters[0]?.envelope.deviceId;
   if (deviceId === undefined) return undefined;
   const events: (StateEvent | RejectionEvent)[] = rows.map(stateEvent);
   for (const letter of letters) events.push(rejectionEvent(letter));
-  return { key: deviceId, value: encoder.encode(JSON.stringify({ source, events })), timestamp: now };
+  return { key: deviceId, value: encoder.encode(JSON.stringify(source === undefined ? { events } : { source, events })), timestamp: now };
 }
 
 function stateEvent(row: StateRow): StateEvent {
