@@ -104,10 +104,20 @@ test('the ground\'s stored states reach the receiver signed, in order per device
     new Webhook(secret).verify(request.body, request.headers as Record<string, string>);
     assert.is(request.headers['content-type'], 'application/json');
   }
-  const view = await call('GET', `/integrations/${(await call('GET', `/ground/${groundId}/integrations`)).json.items[0].id}`);
+  const id = (await call('GET', `/ground/${groundId}/integrations`)).json.items[0].id as string;
+  const view = await call('GET', `/integrations/${id}`);
   assert.is(view.json.status, 'active');
   assert.is(view.json.delivered, 60);
   assert.is(view.json.pending.events, 0);
+  const metrics = await (await fetch(`http://127.0.0.1:${service.metricsPort}/metrics`)).text();
+  assert.match(metrics, /fleetstream_integration_events_delivered_total\{kind="webhook"\} (6\d|[7-9]\d|\d{3,})/);
+  assert.not.match(metrics, new RegExp(id), 'no label per integration id');
+
+  // Deleted: its cursor goes too (on the local log it would hold old segments back).
+  const group = `fleetstream-integration-${id}`;
+  await waitFor(async () => (await service.log.committed(group, 'events', 0)) + (await service.log.committed(group, 'events', 1)) > 0, 5000, 'a cursor');
+  assert.is((await call('DELETE', `/integrations/${id}`)).status, 204);
+  await waitFor(async () => (await service.log.committed(group, 'events', 0)) + (await service.log.committed(group, 'events', 1)) === 0, 5000, 'the cursor deleted');
 });
 
 test('a receiver failing twice: retried with the same webhook-id about 1 s then 2 s later, then delivered; GET shows failing, then active with the figures', async () => {
