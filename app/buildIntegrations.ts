@@ -11,6 +11,7 @@ import { retrySchedule } from '../engine/integrations/retrySchedule.ts';
 import type { Integration } from '../engine/ports/integrationRegistry.ts';
 import { outboundPolicy } from '../adapters/webhooks/OutboundPolicy.ts';
 import { WebhookSender } from '../adapters/webhooks/WebhookSender.ts';
+import type { UplinkPipeline } from '../engine/uplink/pipeline/UplinkPipeline.ts';
 import type { Role } from './Role.ts';
 import type { Wiring } from './wiring.ts';
 
@@ -18,7 +19,10 @@ export interface IntegrationsRole extends Role {
   readonly deliveries: Deliveries;
 }
 
-export function integrationsRole(w: Wiring): IntegrationsRole {
+/** Uplinks in flight in the engine past which deliveries give way (IntegrationDelivery busy). */
+const BUSY_IN_FLIGHT = 2000;
+
+export function integrationsRole(w: Wiring, options: { engine?: Pick<UplinkPipeline, 'stats'> } = {}): IntegrationsRole {
   const { config, ports, clock, logger } = w;
   const settings = config.integrations;
   const sender = new WebhookSender({ policy: outboundPolicy(config.integrationsAllowHosts ?? []), clock });
@@ -41,6 +45,7 @@ export function integrationsRole(w: Wiring): IntegrationsRole {
     schedule,
     batching,
     hooks: w.metrics.integrations.hooks(integration.kind, () => clock.now()),
+    busy: options.engine === undefined ? undefined : () => options.engine!.stats.inFlight > BUSY_IN_FLIGHT,
     logger,
   });
   const deliveries = new Deliveries({ registry: ports.registry, delivery, deleteGroup: (group) => ports.log.deleteGroup(group), groupPrefix: ports.names.integrationGroupPrefix, logger });

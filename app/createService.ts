@@ -120,7 +120,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       // Stopped after the edges (closers run in reverse): first it stores what they accepted.
       await startRole(engine, 'engine', closers, roles);
       owner = await startRole(commandOwnerRole(w, routes), 'command owner', closers, roles);
-      await startRole(integrationsRole(w), 'integrations', closers, roles);
+      await startRole(integrationsRole(w, { engine: engine.pipeline }), 'integrations', closers, roles);
     }
     let workers: EmbeddedWorkers | undefined;
     if (workerCount > 1) {
