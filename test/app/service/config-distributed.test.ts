@@ -76,12 +76,12 @@ test('logNames puts the prefix before every topic and consumer group', () => {
   assert.equal(logNames({}), {
     uplinks: 'uplinks', commands: 'commands', deadLetters: 'dead-letters', live: 'live',
     engineGroup: 'fleetstream-engine', commandsGroup: 'fleetstream-commands', liveGroup: 'fleetstream-live',
-    commandDeliveries: 'command-deliveries', deliveriesGroup: 'fleetstream-deliveries',
+    commandDeliveries: 'command-deliveries', deliveriesGroup: 'fleetstream-deliveries', events: 'events', integrationGroupPrefix: '',
   });
   assert.equal(logNames({ topicPrefix: 'run7.' }), {
     uplinks: 'run7.uplinks', commands: 'run7.commands', deadLetters: 'run7.dead-letters', live: 'run7.live',
     engineGroup: 'run7.fleetstream-engine', commandsGroup: 'run7.fleetstream-commands', liveGroup: 'run7.fleetstream-live',
-    commandDeliveries: 'run7.command-deliveries', deliveriesGroup: 'run7.fleetstream-deliveries',
+    commandDeliveries: 'run7.command-deliveries', deliveriesGroup: 'run7.fleetstream-deliveries', events: 'run7.events', integrationGroupPrefix: 'run7.',
   });
 });
 
@@ -93,7 +93,7 @@ test('the composed service uses the prefixed topics and group and the named Clic
   });
   let stopped = false;
   try {
-    for (const topic of ['run7.uplinks', 'run7.commands', 'run7.dead-letters']) assert.is(await service.log.partitionCount(topic), 2, topic);
+    for (const topic of ['run7.uplinks', 'run7.commands', 'run7.dead-letters', 'run7.events']) assert.is(await service.log.partitionCount(topic), 2, topic);
     const unprefixed = await service.log.partitionCount('uplinks').then(() => 'exists', (error: { code?: string }) => error.code);
     assert.is(unprefixed, 'NOT_FOUND', 'no unprefixed topic is created');
 
