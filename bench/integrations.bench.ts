@@ -7,8 +7,9 @@
  *
  * 1. Ingestion: uplinks of 4 states (as an edge admits them: with their decision) appended to
  *    topic `uplinks` as fast as the log takes them, timed until the engine has stored every state
- *    (and written its events); once with no integration, once with BENCH_INTEGRATIONS (10) that
- *    each take every state, in the same run. Reported: data points/s and the ratio (target ≥ 0.9).
+ *    (and written its events); with no integration, with topic `events` written for nobody
+ *    (EVENTS_TOPIC=on: its cost alone), and with BENCH_INTEGRATIONS (10) that each take every
+ *    state, in the same run. Reported: data points/s and the ratios (target ≥ 0.9).
  * 2. Delivered: states/s the receiver got, all integrations together, from the first append until
  *    it has every one.
  * 3. Latency at low load, one integration: 20 uplinks a second for 10 s; from an uplink's receipt
@@ -63,10 +64,10 @@ async function startReceiver(): Promise<Receiver> {
   return receiver;
 }
 
-async function startService(dir: string): Promise<{ service: Service; groundId: string; devices: string[] }> {
+async function startService(dir: string, eventsTopic: 'auto' | 'on' = 'auto'): Promise<{ service: Service; groundId: string; devices: string[] }> {
   const service = await createService({
     config: {
-      ...defaultConfig, dataDir: dir,
+      ...defaultConfig, dataDir: dir, eventsTopic,
       http: { ...defaultConfig.http, host: '127.0.0.1', port: 0 }, mqtt: { ...defaultConfig.mqtt, port: -1 }, metrics: { host: '127.0.0.1', port: 0 },
       integrationsAllowHosts: [HOST],
     },
@@ -136,6 +137,14 @@ async function main(): Promise<void> {
     const noneRate = (UPLINKS * 4) / ((performance.now() - started) / 1000);
     await none.service.stop();
 
+    // 1b. Topic events written, read by nobody: what writing it costs.
+    const topicOnly = await startService(fresh(), 'on');
+    await ingest(topicOnly.service, topicOnly.devices, 2000);
+    started = performance.now();
+    await ingest(topicOnly.service, topicOnly.devices, UPLINKS, 2000);
+    const topicRate = (UPLINKS * 4) / ((performance.now() - started) / 1000);
+    await topicOnly.service.stop();
+
     // 1–2. With INTEGRATIONS.
     const withThem = await startService(fresh());
     const { service, groundId, devices } = withThem;
@@ -150,6 +159,7 @@ async function main(): Promise<void> {
     const all = await waitEvents(receiver, before + INTEGRATIONS * UPLINKS * 4, 600_000);
     const deliveredRate = (receiver.events - before) / ((performance.now() - started) / 1000);
     console.log(`ingestion, no integration:      ${fmt(noneRate)} data points/s`);
+    console.log(`ingestion, topic events only:   ${fmt(topicRate)} data points/s  (${(topicRate / noneRate).toFixed(2)} × none: writing the topic)`);
     console.log(`ingestion, ${INTEGRATIONS} integrations:   ${fmt(withRate)} data points/s  (${(withRate / noneRate).toFixed(2)} × none; target ≥ 0.9)`);
     console.log(`delivered to ${INTEGRATIONS} integrations:   ${fmt(deliveredRate)} states/s${all ? '' : ' (not all within 10 minutes)'}`);
 

@@ -103,6 +103,8 @@ export class DeliveryLane {
   #pumping = false;
   #stopped = false;
   readonly #sleeps = new Set<{ timer: TimerHandle; wake: () => void }>();
+  /** The sleep until a failed batch's next attempt, which retryNow() cuts short. */
+  #retryWait: { timer: TimerHandle; wake: () => void } | undefined;
   #tracker: OffsetTracker | undefined;
   /** Per partition of `uplinks`, the last source whose events were taken. */
   readonly #seen = new Map<number, number>();
@@ -148,6 +150,17 @@ export class DeliveryLane {
       this.#paused = true;
       this.#o.pause();
     }
+  }
+
+  /**
+   * Tries the batch waiting for its next attempt now: another partition of the integration was just
+   * delivered after failures, so its receiver is back (the retry schedule is for a receiver away).
+   */
+  retryNow(): void {
+    const waiting = this.#retryWait;
+    if (waiting === undefined) return;
+    waiting.timer.cancel();
+    waiting.wake();
   }
 
   /** Abandons what is held (not finished: replayed by the partition's next reader). */
@@ -261,7 +274,7 @@ export class DeliveryLane {
     const { journal, clock } = this.#o;
     const id = batch.integrationId;
     for (;;) {
-      if (!(await this.#sleepUntil(batch.nextAttemptAt))) return false;
+      if (!(await this.#sleepUntil(batch.nextAttemptAt, batch.attempts > 0))) return false;
       const answer = await this.#attempt(batch, pending.events);
       if (answer === undefined || this.#stopped) return false;
       const at = clock.now();
@@ -338,8 +351,8 @@ export class DeliveryLane {
     }
   }
 
-  /** Resolves true at `at`, false when stopped first. */
-  #sleepUntil(at: number): Promise<boolean> {
+  /** Resolves true at `at` (or at retryNow() for a retry), false when stopped first. */
+  #sleepUntil(at: number, retry = false): Promise<boolean> {
     const delay = at - this.#o.clock.now();
     if (delay <= 0 || this.#stopped) return Promise.resolve(!this.#stopped);
     return new Promise((resolve) => {
@@ -347,10 +360,12 @@ export class DeliveryLane {
         timer: this.#o.clock.setTimeout(() => sleep.wake(), delay),
         wake: () => {
           this.#sleeps.delete(sleep);
+          if (this.#retryWait === sleep) this.#retryWait = undefined;
           resolve(!this.#stopped);
         },
       };
       this.#sleeps.add(sleep);
+      if (retry) this.#retryWait = sleep;
     });
   }
 

@@ -147,7 +147,14 @@ export class IntegrationDelivery {
       finish: (offset) => this.#consumer.finish(partition, offset),
       pause: () => this.#consumer.pause(partition),
       resume: () => this.#consumer.resume(partition),
-      hooks: o.hooks,
+      hooks: {
+        ...o.hooks,
+        delivered: (events, batch) => {
+          o.hooks.delivered(events, batch);
+          // Delivered after failures: the receiver is back, the other partitions need not wait out their backoff.
+          if (batch.attempts > 0) for (const other of this.#lanes.values()) if (other !== lane) other.retryNow();
+        },
+      },
       logger: o.logger,
     });
     this.#lanes.set(partition, lane);

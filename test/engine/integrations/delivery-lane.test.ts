@@ -203,6 +203,23 @@ test('a failing receiver: retried on the schedule with the same webhook-id, the 
   assert.is(w.resumed, 1);
 });
 
+test('retryNow: a batch waiting out its backoff is tried at once (the receiver is back)', async () => {
+  const answers = [failing, failing, failing];
+  const w = world((_r, i) => answers[i] ?? ok);
+  await w.lane.take([stateRecord(0, 'd1')], w.tracker);
+  await run(w, 3000);
+  assert.is(w.sent.length, 3, 'tried at once, after 1 s and after 2 more');
+  await run(w, 1000);
+  assert.is(w.sent.length, 3, 'the next attempt is 4 s away');
+  w.lane.retryNow();
+  await run(w);
+  assert.is(w.sent.length, 4);
+  assert.equal(w.finished, [0]);
+  w.lane.retryNow();
+  await run(w);
+  assert.is(w.sent.length, 4, 'nothing waiting: nothing to do');
+});
+
 test('after a restart, a saved batch is rebuilt from the same records with its webhook-id; a delivered one is not sent again', async () => {
   const journal = new MemoryJournal();
   const first = world(() => failing, { journal, maxEvents: 2 });
