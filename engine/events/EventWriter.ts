@@ -28,10 +28,10 @@ export interface EventWriterOptions {
   wanted?(): boolean;
   /** Longest a record waits for companions, ms. Default 5. */
   lingerMs?: number;
-  /** Records per append. Default 500 (a few hundred KiB: under a Kafka broker's message.max.bytes). */
-  maxBatch?: number;
-  /** Records held before callers wait. Default 20 000. */
-  maxPending?: number;
+  /** Bytes of values per append. Default 256 KiB: under a Kafka broker's message.max.bytes, with room. */
+  maxBatchBytes?: number;
+  /** Bytes held before callers wait. Default 16 MiB. */
+  maxPendingBytes?: number;
 }
 
 export class EventWriter {
@@ -52,11 +52,14 @@ export class EventWriter {
         await log.append(topic, records);
         this.written += records.length;
       },
-      maxItems: options.maxBatch ?? 500,
+      weight: (record) => record.value.byteLength,
+      maxItems: options.maxBatchBytes ?? 256 * 1024,
       maxDelayMs: options.lingerMs ?? 5,
-      maxPending: options.maxPending ?? 20_000,
+      maxPending: options.maxPendingBytes ?? 16 * 1024 * 1024,
       overflow: 'wait',
-      // One append at a time: a device's events land in the order they were added.
+      // Several appends under way (each a synced write, or a broker's acknowledgement): both logs
+      // place concurrent appends in the order they were made, so a device's events keep theirs.
+      concurrency: 4,
       retry: { backoff: exponentialBackoff({ initialMs: 100, maxMs: 5000 }), maxRetries: Number.MAX_SAFE_INTEGER },
     });
   }
