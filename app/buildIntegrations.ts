@@ -21,6 +21,7 @@ export interface IntegrationsRole extends Role {
 
 /** Uplinks in flight in the engine past which deliveries give way (IntegrationDelivery busy). */
 const BUSY_IN_FLIGHT = 2000;
+const BUSY_HOLD_MS = 1000;
 
 export function integrationsRole(w: Wiring, options: { engine?: Pick<UplinkPipeline, 'stats'> } = {}): IntegrationsRole {
   const { config, ports, clock, logger } = w;
@@ -31,6 +32,14 @@ export function integrationsRole(w: Wiring, options: { engine?: Pick<UplinkPipel
   const groundOf = (deviceId: string) => {
     const cached = ports.lookups.cachedDevice(deviceId);
     return cached !== undefined ? cached.groundId : ports.lookups.device(deviceId).then((device) => device?.groundId);
+  };
+  // Busy from when the engine was last seen with more in flight than that, for BUSY_HOLD_MS: its
+  // in-flight count dips each time a large store insert completes, and deliveries must not take
+  // those moments as idle.
+  let busySeenAt = Number.NEGATIVE_INFINITY;
+  const busy = options.engine === undefined ? undefined : () => {
+    if (options.engine!.stats.inFlight > BUSY_IN_FLIGHT) busySeenAt = clock.now();
+    return clock.now() - busySeenAt < BUSY_HOLD_MS;
   };
   const delivery = (integration: Integration) => new IntegrationDelivery({
     integration,
@@ -45,7 +54,7 @@ export function integrationsRole(w: Wiring, options: { engine?: Pick<UplinkPipel
     schedule,
     batching,
     hooks: w.metrics.integrations.hooks(integration.kind, () => clock.now()),
-    busy: options.engine === undefined ? undefined : () => options.engine!.stats.inFlight > BUSY_IN_FLIGHT,
+    busy,
     logger,
   });
   const deliveries = new Deliveries({ registry: ports.registry, delivery, deleteGroup: (group) => ports.log.deleteGroup(group), groupPrefix: ports.names.integrationGroupPrefix, logger });
