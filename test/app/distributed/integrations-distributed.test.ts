@@ -103,13 +103,6 @@ withEnv('integrations-distributed', ['KAFKA_BROKERS', 'CLICKHOUSE_URL', 'DATABAS
       assert.is(events.length, total, 'each state at least once, nothing else');
       for (const d of devices) assert.equal(events.filter((e) => e.deviceId === d.id).map((e) => e.value), [...Array(PER_DEVICE).keys()], `device ${d.id} in order`);
       assert.ok(requests().every((r) => r.events.every((e) => e.groundId === ground.id && devices.some((d) => d.id === e.deviceId))));
-      for (const request of requests()) {
-        const values = new Map<string, number>();
-        for (const e of request.events) {
-          assert.ok(e.value > (values.get(e.deviceId) ?? -1), 'in order within a request');
-          values.set(e.deviceId, e.value);
-        }
-      }
       for (const request of receiver.received) new Webhook(integration.secret).verify(request.body, request.headers as Record<string, string>);
 
       await waitFor(async () => {
