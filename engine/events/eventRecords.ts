@@ -10,7 +10,7 @@
 import { isoTime } from '../kernel/isoTime.ts';
 import type { ProducerRecord } from '../ports/log.ts';
 import type { CommandView } from '../../schemas/commands.ts';
-import type { CommandEvent, EventSource, RejectionEvent, StateEvent } from '../../schemas/events.ts';
+import type { CommandEvent, EventSource, RejectionEvent } from '../../schemas/events.ts';
 import type { DeadLetter, StateRow } from '../../schemas/messages.ts';
 
 const encoder = new TextEncoder();

@@ -39,7 +39,7 @@ import type { RetrySchedule } from './retrySchedule.ts';
 import { selectEvents } from './selectEvents.ts';
 
 /** Records older than the integration by more than this are not its events (clocks of several processes differ a little). */
-export const CREATED_MARGIN_MS = 5000;
+const CREATED_MARGIN_MS = 5000;
 const MAX_ERROR_CHARS = 256;
 const PRUNE_EVERY_MS = 10_000;
 /** A record whose source's events were taken already. */
