@@ -15,6 +15,7 @@ import type { Admin } from 'kafkajs';
 import { createKafkaLog } from '../../adapters/kafka/index.ts';
 import { systemClock } from '../../engine/kernel/clock.ts';
 import type { Registry } from '../../engine/ports/registry.ts';
+import { partitionFor } from '../../engine/ports/log.ts';
 import { UplinkIngest } from '../../engine/uplink/UplinkIngest.ts';
 import { dropSchema } from './postgresSchema.ts';
 
@@ -131,6 +132,19 @@ export function rssMbOf(pid: number): number | undefined {
 export interface TestDevice {
   id: string;
   token: string;
+}
+
+/**
+ * At least `count` devices of the ground, each with one number sensor `t`, and as many more as it
+ * takes to have one on every partition of `partitions`: so that every engine of a group gets some.
+ */
+export async function devicesOnEveryPartition(registry: Pick<Registry, 'createDevice'>, groundId: string, partitions: number, count: number): Promise<TestDevice[]> {
+  const devices: TestDevice[] = [];
+  while (new Set(devices.map((d) => partitionFor(d.id, partitions))).size < partitions || devices.length < count) {
+    const created = await registry.createDevice({ groundId, name: `d${devices.length}`, assets: [{ name: 't', is: 'sensor', profile: { type: 'number' } }] });
+    devices.push({ id: created.device.id, token: created.token });
+  }
+  return devices;
 }
 
 /** A user, a ground and `count` devices with number assets a0..a3, created in the registry. */

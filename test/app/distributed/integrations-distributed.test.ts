@@ -16,9 +16,8 @@ import * as assert from 'uvu/assert';
 import kafkajs from 'kafkajs';
 import { Webhook } from 'standardwebhooks';
 import { createPostgresRegistry } from '../../../adapters/postgres/createPostgresRegistry.ts';
-import { partitionFor } from '../../../engine/ports/log.ts';
 import { suite, withEnv } from '../../support/suite.ts';
-import { removeFleetData, startFleet, type FleetProcess } from '../../support/fleetCluster.ts';
+import { removeFleetData, startFleet, type FleetProcess, devicesOnEveryPartition } from '../../support/fleetCluster.ts';
 import { sendJson } from '../../support/sendJson.ts';
 import { waitFor } from '../../support/tmp.ts';
 import { startWebhookReceiver } from '../../support/webhookReceiver.ts';
@@ -45,11 +44,8 @@ withEnv('integrations-distributed', ['KAFKA_BROKERS', 'CLICKHOUSE_URL', 'DATABAS
       const registry = await createPostgresRegistry({ url: env.DATABASE_URL_TEST, schema: id });
       const user = await registry.createUser({ name: 'operator' });
       const ground = await registry.createGround({ name: 'fleet', userId: user.entity.id });
-      const devices: Array<{ id: string; token: string }> = [];
-      while (new Set(devices.map((d) => partitionFor(d.id, PARTITIONS))).size < PARTITIONS || devices.length < DEVICES) {
-        const created = await registry.createDevice({ groundId: ground.id, name: `d${devices.length}`, assets: [{ name: 't', is: 'sensor', profile: { type: 'number' } }] });
-        devices.push({ id: created.device.id, token: created.token });
-      }
+      // Devices on every partition, so both engines process some of them.
+      const devices = await devicesOnEveryPartition(registry, ground.id, PARTITIONS, DEVICES);
       await registry.close();
       const baseEnv = {
         KAFKA_BROKERS: env.KAFKA_BROKERS, CLICKHOUSE_URL: env.CLICKHOUSE_URL, DATABASE_URL: env.DATABASE_URL_TEST, DATABASE_SCHEMA: id,

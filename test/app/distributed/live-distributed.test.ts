@@ -14,9 +14,8 @@ import * as assert from 'uvu/assert';
 import kafkajs from 'kafkajs';
 import mqtt from 'mqtt';
 import { createPostgresRegistry } from '../../../adapters/postgres/createPostgresRegistry.ts';
-import { partitionFor } from '../../../engine/ports/log.ts';
 import { suite, withEnv } from '../../support/suite.ts';
-import { delay, freePort, removeFleetData, startFleet, type FleetProcess } from '../../support/fleetCluster.ts';
+import { delay, freePort, removeFleetData, startFleet, type FleetProcess, devicesOnEveryPartition } from '../../support/fleetCluster.ts';
 import { openSse, openWs, type SseStream } from '../../support/liveClients.ts';
 import { waitFor } from '../../support/tmp.ts';
 
@@ -38,12 +37,8 @@ withEnv('live-distributed', ['KAFKA_BROKERS', 'CLICKHOUSE_URL', 'DATABASE_URL_TE
       const registry = await createPostgresRegistry({ url: env.DATABASE_URL_TEST, schema: id });
       const user = await registry.createUser({ name: 'operator' });
       const ground = await registry.createGround({ name: 'fleet', userId: user.entity.id });
-      const devices: Array<{ id: string; token: string }> = [];
       // Devices on every partition, so both engines process some of them.
-      while (new Set(devices.map((d) => partitionFor(d.id, PARTITIONS))).size < PARTITIONS || devices.length < DEVICES) {
-        const created = await registry.createDevice({ groundId: ground.id, name: `d${devices.length}`, assets: [{ name: 't', is: 'sensor', profile: { type: 'number' } }] });
-        devices.push({ id: created.device.id, token: created.token });
-      }
+      const devices = await devicesOnEveryPartition(registry, ground.id, PARTITIONS, DEVICES);
       await registry.close();
       const mqttPort = await freePort();
       const baseEnv = {
