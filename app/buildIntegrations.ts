@@ -59,7 +59,6 @@ export function integrationsRole(w: Wiring, options: { engine?: Pick<UplinkPipel
   });
   const deliveries = new Deliveries({ registry: ports.registry, delivery, deleteGroup: (group) => ports.log.deleteGroup(group), groupPrefix: ports.names.integrationGroupPrefix, logger });
   w.metrics.integrations.watch(deliveries);
-  w.eventReaders.count = () => deliveries.active;
   let stopListening: () => unknown = () => undefined;
   let started = false;
   return {

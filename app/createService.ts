@@ -109,7 +109,10 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     const liveDemand = new WorkersLiveDemand();
     const w = wire({ config, clock, logger, ports, metrics, workers: workerCount > 1 ? { primary: true, liveDemand } : undefined });
     closers.add('live publisher', () => w.live.close());
-    closers.add('event writer', () => w.events.close());
+    closers.add('event writer', async () => {
+      w.activeIntegrations?.stop();
+      await w.events.close();
+    });
     let edge: EdgeRole | undefined;
     let owner: CommandOwner | undefined;
     const routes = commandRoutes(w);

@@ -37,6 +37,10 @@ export async function runEmbeddedWorker(options: { config: Config; index: number
     closers.add('ports', () => ports.close());
     const w = wire({ config, clock, logger, ports, metrics, workers: { index } });
     closers.add('live publisher', () => w.live.close());
+    closers.add('event writer', async () => {
+      w.activeIntegrations?.stop();
+      await w.events.close();
+    });
     let started = false;
     const edge = edgeRole(w, { ready: () => started && edge.ready(), routes: commandRoutes(w), reserve: ports.reservations });
     closers.add('edge', () => edge.stop());

@@ -11,6 +11,7 @@ import type { Logger } from '../engine/kernel/logger.ts';
 import { LiveHub } from '../engine/live/LiveHub.ts';
 import { LivePublisher } from '../engine/live/LivePublisher.ts';
 import { EventWriter } from '../engine/events/EventWriter.ts';
+import { ActiveIntegrations } from '../engine/integrations/ActiveIntegrations.ts';
 import type { Log } from '../engine/ports/log.ts';
 import type { RejectionStore } from '../engine/ports/rejections.ts';
 import type { Config } from '../schemas/config.ts';
@@ -31,8 +32,12 @@ export interface Wiring {
   readonly live: LivePublisher;
   /** Topic `events` (schemas/events.ts): what the engine stored and refused, and command changes. */
   readonly events: EventWriter;
-  /** How many readers of `events` this process runs (its active integrations): the integrations role sets it. */
-  readonly eventReaders: { count: () => number };
+  /**
+   * On the local log, whether an integration is active (topic `events` is written only then,
+   * unless the operator asked for it): started with the process's registry changes. Undefined:
+   * the topic is always written (Kafka, or `--events-topic on`).
+   */
+  readonly activeIntegrations: ActiveIntegrations | undefined;
   /** This process's reader of topic `live` (not started) when it runs an edge. */
   readonly hub: LiveHub | undefined;
   /** The log is Kafka: other processes may read and write the same topics. */
@@ -76,15 +81,21 @@ export function wire(options: Pick<Wiring, 'config' | 'clock' | 'logger' | 'port
       liveDropped += count;
     },
   });
-  const eventReaders = { count: () => 0 };
+  // Kafka: applications read the topic with groups of their own, so it is always written. The
+  // local log's readers are the integrations: written while one is active (or asked for), in the
+  // engine's process and in each edge worker alike.
+  const activeIntegrations = usesKafka || config.eventsTopic === 'on' ? undefined
+    : new ActiveIntegrations({ registry: ports.registry, clock, logger });
+  if (activeIntegrations !== undefined) {
+    ports.registryChanges.add((change) => activeIntegrations.changed(change));
+    void activeIntegrations.start();
+  }
   const events = new EventWriter({
     log, clock, topic: names.events,
-    // Kafka: applications read the topic with groups of their own, so it is always written. The
-    // local log's readers are this process's integrations: written while one is active (or asked for).
-    wanted: usesKafka || config.eventsTopic === 'on' ? undefined : () => eventReaders.count() > 0,
+    wanted: activeIntegrations === undefined ? undefined : () => activeIntegrations.any,
   });
   return {
-    ...options, log, live, hub, events, eventReaders, usesKafka, workers, acrossProcesses: usesKafka || workers !== undefined,
+    ...options, log, live, hub, events, activeIntegrations, usesKafka, workers, acrossProcesses: usesKafka || workers !== undefined,
     rejections: metrics.rejections(ports.store.rejections),
     metricsToken: config.metrics.token === undefined ? undefined : { token: config.metrics.token, scrape: () => metrics.scrape() },
   };

@@ -3,7 +3,9 @@
  * app/embeddedWorkers.ts): the primary keeps PGlite and serves the integrations port to the workers
  * with the rest of the registry (app/workerPorts.ts). An integration made through one worker is
  * read, tested, rotated and deleted through either, its changes are heard by the primary, and the
- * test event reaches a real receiver signed with the secret the creation answered.
+ * test event reaches a real receiver signed with the secret the creation answered. The uplinks a
+ * worker refuses whole (422) reach an integration as the states the engine stores do, from the
+ * first uplink after its creation: each worker writes topic `events` while one is active.
  */
 process.env.EDGE_WORKERS_TEST = '2';
 import { test } from 'uvu';
@@ -79,6 +81,39 @@ test('made through a worker, served by the primary: read, tested, rotated and de
   assert.is((await call('DELETE', `/integrations/${id}`)).status, 204);
   assert.ok(heard.some((c) => c.kind === 'integration-deleted' && c.integrationId === id), 'the primary heard the deletion');
   for (let i = 0; i < 4; i++) assert.is((await call('GET', `/integrations/${id}`)).status, 404);
+});
+
+test('uplinks refused whole at either worker, and stored states, reach an integration created a moment before', async () => {
+  const collector = await startWebhookReceiver((_req, res) => res.writeHead(204).end(), '127.0.0.2');
+  try {
+    const devices: Array<{ id: string; token: string }> = [];
+    for (let i = 0; i < 4; i++) {
+      const made = await call('POST', `/ground/${groundId}/devices`, { name: `meter-${i}`, assets: [{ name: 't', is: 'sensor', profile: { type: 'number' } }] });
+      assert.is(made.status, 201);
+      devices.push(made.json);
+    }
+    const created = await call('POST', `/ground/${groundId}/integrations`, { name: 'all', kind: 'webhook', url: collector.url, events: ['state', 'rejection'] });
+    assert.is(created.status, 201);
+    const uplink = (d: { id: string; token: string }, value: unknown) => fetch(`${base}/device/${d.id}/state`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${d.token}`, connection: 'close', 'content-type': 'application/json' },
+      body: JSON.stringify({ t: { value } }),
+    });
+    for (const [i, d] of devices.entries()) {
+      assert.is((await uplink(d, 'not a number')).status, 422);
+      assert.is((await uplink(d, i)).status, 202);
+    }
+    const events = () => collector.received.flatMap((r) => (JSON.parse(r.body) as { events: Array<{ type: string; deviceId: string; value?: unknown; code?: string }> }).events);
+    const deadline = Date.now() + 20_000;
+    while (events().length < 8 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    const got = events().map((e) => [e.deviceId, e.type, e.type === 'state' ? e.value : e.code]);
+    assert.equal(got.sort(), devices.flatMap((d, i) => [[d.id, 'rejection', 'PROFILE_VIOLATION'], [d.id, 'state', i]]).sort(), 'every refusal and every state, once');
+    for (const d of devices) {
+      assert.equal(events().filter((e) => e.deviceId === d.id).map((e) => e.type), ['rejection', 'state'], 'each device\'s in its order');
+    }
+  } finally {
+    await collector.close();
+  }
 });
 
 test.run();
