@@ -28,24 +28,53 @@ export function uplinkEventsRecord(rows: readonly StateRow[], letters: readonly 
   const deviceId = rows[0]?.deviceId ?? letters[0]?.envelope.deviceId;
   if (deviceId === undefined) return undefined;
   // Written as text, not built as objects for JSON.stringify: this runs for every uplink the engine
-  // stores while the topic is written, and the objects were most of its cost (and garbage).
+  // stores while the topic is written, and the objects were most of its cost (and garbage). The
+  // strings of one uplink (its id, device, time) are quoted once; a string with nothing to escape
+  // is quoted as is (quote()).
   let json = source === undefined ? '{"events":[' : `{"source":{"partition":${source.partition},"offset":${source.offset}},"events":[`;
   let receivedAt = -1;
   let receivedIso = '';
+  let uplinkId: string | undefined;
+  let uplinkQuoted = '';
+  let idPrefix = '';
+  let device: string | undefined;
+  let deviceQuoted = '';
   for (let i = 0; i < rows.length; i++) {
     const row = rows[i];
     if (row.receivedAt !== receivedAt) {
       receivedAt = row.receivedAt;
       receivedIso = isoTime(receivedAt);
     }
+    if (row.uplinkId !== uplinkId) {
+      uplinkId = row.uplinkId;
+      uplinkQuoted = quote(uplinkId);
+      idPrefix = uplinkQuoted.length === uplinkId.length + 2 ? uplinkId : '';
+    }
+    if (row.deviceId !== device) {
+      device = row.deviceId;
+      deviceQuoted = quote(device);
+    }
     const at = row.ts === receivedAt ? receivedIso : isoTime(row.ts);
-    const uplinkId = JSON.stringify(row.uplinkId);
-    const asset = JSON.stringify(row.asset);
-    json += `${i === 0 ? '' : ','}{"type":"state","id":${JSON.stringify(`${row.uplinkId}/${row.asset}/${row.ts}/${row.seq ?? 0}`)},"deviceId":${JSON.stringify(row.deviceId)},`
-      + `"asset":${asset},"value":${JSON.stringify(row.value)},"at":"${at}","receivedAt":"${receivedIso}","uplinkId":${uplinkId}}`;
+    const asset = quote(row.asset);
+    const id = idPrefix !== '' && asset.length === row.asset.length + 2
+      ? `"${idPrefix}/${row.asset}/${row.ts}/${row.seq ?? 0}"`
+      : JSON.stringify(`${row.uplinkId}/${row.asset}/${row.ts}/${row.seq ?? 0}`);
+    const value = row.value;
+    json += `${i === 0 ? '' : ','}{"type":"state","id":${id},"deviceId":${deviceQuoted},`
+      + `"asset":${asset},"value":${typeof value === 'number' && Number.isFinite(value) ? String(value) : JSON.stringify(value)},"at":"${at}","receivedAt":"${receivedIso}","uplinkId":${uplinkQuoted}}`;
   }
   for (let i = 0; i < letters.length; i++) json += `${rows.length + i === 0 ? '' : ','}${JSON.stringify(rejectionEvent(letters[i]))}`;
-  return { key: deviceId, value: encoder.encode(`${json}]}`), timestamp: now };
+  // Buffer.from: about half the time of TextEncoder on this text (its slices of Node's pool are
+  // appended within milliseconds).
+  return { key: deviceId, value: Buffer.from(`${json}]}`, 'utf8'), timestamp: now };
+}
+
+/** Printable ASCII other than `"` and `\\`: a string of only these is its own JSON body. */
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
+/** `s` as a JSON string: as is between quotes when nothing in it needs escaping. */
+function quote(s: string): string {
+  return PLAIN.test(s) ? `"${s}"` : JSON.stringify(s);
 }
 
 function rejectionEvent(letter: DeadLetter): RejectionEvent {
