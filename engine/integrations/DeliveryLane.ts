@@ -6,7 +6,9 @@
  *   takes (selectEvents.ts) gather into a batch. It leaves at once when no request is under way;
  *   while one is, events gather until it is answered, `maxEvents` are there, or `lingerMs` passed
  *   since the first (group commit: one event at low load goes at once, a busy lane sends full
- *   batches). A record with none of the integration's events is finished at once.
+ *   batches). A record's events are never split: a batch closes before a record that would take
+ *   it past `maxEvents`, and a record of more is a batch of its own. A record with none of the
+ *   integration's events is finished at once.
  * - A batch is saved (IntegrationDeliveries port) BEFORE its first attempt, with its records and
  *   its `webhook-id`. After a restart, the records of a saved batch are gathered into that batch
  *   again, whatever the timing: the receiver gets the same events under the same id. A saved batch
@@ -189,6 +191,10 @@ export class DeliveryLane {
       if (saved !== undefined && offset >= saved.lastOffset && this.#open !== undefined) this.#close();
       return;
     }
+    // A gathered batch holds at most maxEvents: one that this record's events would carry past it
+    // leaves first. A record's events are never split (one uplink's events go together), so a
+    // record of more than maxEvents is a batch of its own.
+    if (saved === undefined && this.#open !== undefined && this.#open.events.length + events.length > this.#o.maxEvents) this.#close();
     const open = this.#open ?? (this.#open = this.#gather(offset, saved));
     for (const event of events) open.events.push(event);
     open.offsets.push(offset);

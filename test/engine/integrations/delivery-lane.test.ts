@@ -142,6 +142,20 @@ test('a batch leaves at once when nothing is under way; the rest as soon as the 
   assert.is(new Set(w.sent.map((r) => r.messageId)).size, 3);
 });
 
+test('a batch never holds more than maxEvents: it closes before a record that would pass it; a larger record goes alone, whole', async () => {
+  const w = world(() => ok, { maxEvents: 3 });
+  const record = (offset: number, states: number): LogRecord => {
+    const events = Array.from({ length: states }, (_, i) => ({ type: 'state', id: `u${offset}/a${i}`, deviceId: 'd1', asset: `a${i}`, value: i, at: '2026-01-01T00:00:00.000Z', receivedAt: '2026-01-01T00:00:00.000Z', uplinkId: `u${offset}` }));
+    return { topic: 'events', partition: 0, offset, key: 'd1', value: encoder.encode(JSON.stringify({ events })), timestamp: 2_000_000 };
+  };
+  await w.lane.take([record(0, 1)], w.tracker);
+  await w.lane.take([record(1, 2), record(2, 2), record(3, 5), record(4, 1)], w.tracker);
+  await run(w, 2000);
+  assert.equal(w.sent.map((r) => r.events.length), [1, 2, 2, 5, 1]);
+  assert.equal(w.sent.map(eventIds).flat(), [0, 1, 2, 3, 4].flatMap((o) => Array.from({ length: [1, 2, 2, 5, 1][o] }, (_, i) => `u${o}/a${i}`)), 'every event once, in order');
+  assert.equal(w.finished, [0, 1, 2, 3, 4]);
+});
+
 test('while a request is under way, events gather until it is answered; the linger closes a batch, the answer sends it', async () => {
   const sent: WebhookRequest[] = [];
   const answers: ((answer: WebhookAnswer) => void)[] = [];
