@@ -52,3 +52,10 @@ export function sqlContext(executor: SqlExecutor, clock: Clock, closed: () => bo
 export function requireId(value: unknown, field: string): asserts value is string {
   if (!isId(value)) throw new FleetError('VALIDATION_FAILED', `${field}: not a registry id`, { detail: { field } });
 }
+
+/** NOT_FOUND (field devices) when a listed device is not a device of the ground (integrations, rules). */
+export async function requireDevicesOf(tx: SqlQueryable, groundId: string, devices: readonly string[] | undefined | null): Promise<void> {
+  if (devices === undefined || devices === null) return;
+  const { rows } = await tx.query<{ n: unknown }>('SELECT count(*) AS n FROM devices WHERE ground_id = $1 AND id = ANY($2::text[])', [groundId, devices]);
+  if (Number(rows[0]?.n) !== devices.length) throw new FleetError('NOT_FOUND', 'devices: not every listed device is a device of this ground', { detail: { field: 'devices' } });
+}

@@ -1,7 +1,7 @@
 /**
  * The registry port over a SqlExecutor: one implementation, one SQL dialect, shared by the PGlite
  * and PostgreSQL adapters. Each port of the registry has its SQL module (principals.ts, grounds.ts,
- * devices.ts, assets.ts, deviceTypes.ts, activations.ts, integrations.ts, deliveries.ts) over one SqlContext. Inputs are validated
+ * devices.ts, assets.ts, deviceTypes.ts, activations.ts, integrations.ts, deliveries.ts, rules.ts) over one SqlContext. Inputs are validated
  * before any query; every driver error leaves through mapSqlError.
  */
 import { systemClock, type Clock } from '../../engine/kernel/clock.ts';
@@ -16,6 +16,7 @@ import { groundOperations } from './grounds.ts';
 import { integrationOperations } from './integrations.ts';
 import { migrate } from './migrate.ts';
 import { principalOperations } from './principals.ts';
+import { ruleOperations } from './rules.ts';
 import { sqlContext } from './SqlContext.ts';
 import { mapSqlError } from './sqlErrors.ts';
 
@@ -49,6 +50,7 @@ export async function createSqlRegistry(executor: SqlExecutor, options: SqlRegis
     ...activationOperations(ctx),
     ...integrationOperations(ctx),
     ...deliveryOperations(ctx),
+    ...ruleOperations(ctx),
     async close() {
       if (closed) return;
       closed = true;

@@ -9,8 +9,7 @@ import { checkCustomHeaders } from '../../engine/integrations/customHeaders.ts';
 import { newWebhookSecret } from '../../engine/integrations/webhookSignature.ts';
 import type { Integration, IntegrationPatch, IntegrationRegistry, NewIntegration } from '../../engine/ports/integrationRegistry.ts';
 import * as S from '../../schemas/integrations.ts';
-import type { SqlQueryable } from './executor.ts';
-import { requireId, type SqlContext } from './SqlContext.ts';
+import { requireDevicesOf, requireId, type SqlContext } from './SqlContext.ts';
 import { canonicalFields, check, jsonParam } from './validate.ts';
 
 interface IntegrationRow {
@@ -55,13 +54,6 @@ function toIntegration(row: IntegrationRow, now: number): Integration {
   const until = row.previous_secret_until === null ? undefined : Number(row.previous_secret_until);
   if (until !== undefined && until > now) integration.previousSecretValidUntil = until;
   return integration;
-}
-
-/** NOT_FOUND (field devices) when a listed device is not a device of the ground. */
-async function requireDevicesOf(tx: SqlQueryable, groundId: string, devices: readonly string[] | undefined | null): Promise<void> {
-  if (devices === undefined || devices === null) return;
-  const { rows } = await tx.query<{ n: unknown }>('SELECT count(*) AS n FROM devices WHERE ground_id = $1 AND id = ANY($2::text[])', [groundId, devices]);
-  if (Number(rows[0]?.n) !== devices.length) throw new FleetError('NOT_FOUND', 'devices: not every listed device is a device of this ground', { detail: { field: 'devices' } });
 }
 
 export function integrationOperations(ctx: SqlContext): IntegrationRegistry {

@@ -4,7 +4,8 @@
  * go in a new migration. Version 2 holds the activation service (spec §2.5–2.8): device types
  * with versions, activations, options; version 3 the device type drafts and activation listing;
  * version 4 announces registry changes from the transactions that make them; version 5 holds the
- * integrations of grounds (engine/ports/integrationRegistry.ts).
+ * integrations of grounds (engine/ports/integrationRegistry.ts), version 6 their deliveries;
+ * version 7 the rules of grounds (engine/ports/ruleRegistry.ts).
  *
  * Times are bigint epoch milliseconds (as everywhere in Fleetstream). Constraint names are stable:
  * sqlErrors.ts maps their violations to FleetError codes.
@@ -305,6 +306,33 @@ CREATE TABLE integration_delivery_stats (
   last_error_message text,
   last_error_at      bigint
 );
+`,
+  },
+  {
+    version: 7,
+    name: 'rules',
+    sql: `
+-- A ground's rules (engine/ports/ruleRegistry.ts): condition, clear and actions as the registry was
+-- given them (schemas/rules.ts); for_duration is the rule's "for", an ISO 8601 duration as given.
+CREATE TABLE rules (
+  id           text PRIMARY KEY,
+  ground_id    text NOT NULL CONSTRAINT rules_ground_id_fkey REFERENCES grounds (id) ON DELETE CASCADE,
+  name         text NOT NULL,
+  asset        text NOT NULL,
+  -- NULL: every device of the ground that has the asset, now and later.
+  devices      jsonb,
+  condition    jsonb NOT NULL,
+  -- NULL: raised as soon as the condition holds.
+  for_duration text,
+  -- NULL: cleared when the condition no longer holds.
+  clear        jsonb,
+  severity     text NOT NULL CONSTRAINT rules_severity_check CHECK (severity IN ('critical', 'major', 'minor', 'warning', 'info')),
+  actions      jsonb NOT NULL DEFAULT '[]'::jsonb,
+  created_at   bigint NOT NULL,
+  updated_at   bigint NOT NULL
+);
+-- A ground's rules page by page, oldest first.
+CREATE INDEX rules_ground_created_idx ON rules (ground_id, created_at, id);
 `,
   },
 ];

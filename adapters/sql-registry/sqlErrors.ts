@@ -24,6 +24,7 @@ const BY_CONSTRAINT: Record<string, Mapping> = {
   device_types_partner_id_fkey: { code: 'NOT_FOUND', message: 'partner not found', field: 'partnerId' },
   activations_partner_id_fkey: { code: 'NOT_FOUND', message: 'partner not found', field: 'partnerId' },
   integrations_ground_id_fkey: { code: 'NOT_FOUND', message: 'ground not found', field: 'groundId' },
+  rules_ground_id_fkey: { code: 'NOT_FOUND', message: 'ground not found', field: 'groundId' },
   activations_partner_hardware_key: { code: 'CONFLICT', message: 'the partner already has an activation for that hardware id', field: 'hardware.id' },
 };
 

@@ -13,7 +13,8 @@
  * a negative answer (RegistryLookups keeps positive ones only), but an engine that met the id before
  * reads it afresh. An integration's creation, change, rotation and deletion are published for
  * whatever delivers its events, and so is its disabling by a delivery (410). Not published: device-type changes (devices keep the profiles copied when
- * created), new principals, grounds and tokens (nothing cached can be stale about them).
+ * created), new principals, grounds and tokens (nothing cached can be stale about them), rules
+ * (nothing follows them yet).
  */
 import type { ActivationRegistry, FleetRegistry, IntegrationDeliveries, IntegrationRegistry, PrincipalRegistry, Registry } from '../ports/registry.ts';
 import type { RegistryChanges } from '../ports/registryChanges.ts';

@@ -1,9 +1,9 @@
 /**
- * Registry: the relational, transactional store behind the HTTP edge (DESIGN.md §2, §5), as six
+ * Registry: the relational, transactional store behind the HTTP edge (DESIGN.md §2, §5), as seven
  * ports that a feature depends on one at a time: principals and tokens (principalRegistry.ts),
  * grounds, devices and assets (fleetRegistry.ts), device types (deviceTypeRegistry.ts),
  * activations (activationRegistry.ts), integrations (integrationRegistry.ts) and their
- * deliveries (integrationDeliveries.ts). A new feature's
+ * deliveries (integrationDeliveries.ts), rules (ruleRegistry.ts). A new feature's
  * methods go in a port of their own.
  * Implemented by adapters/pglite (embedded default) and adapters/postgres; both run the same SQL
  * (adapters/sql-registry, a module per port) and pass each port's contract suite.
@@ -21,6 +21,7 @@ import type { FleetRegistry } from './fleetRegistry.ts';
 import type { IntegrationDeliveries } from './integrationDeliveries.ts';
 import type { IntegrationRegistry } from './integrationRegistry.ts';
 import type { PrincipalRegistry } from './principalRegistry.ts';
+import type { RuleRegistry } from './ruleRegistry.ts';
 
 export type {
   ActivateRequest,
@@ -55,9 +56,10 @@ export type { CreatedDevice, DeviceWithAssets, FleetRegistry, UpsertedAsset } fr
 export type { PrincipalRegistry, WithToken } from './principalRegistry.ts';
 export type { Integration, IntegrationPatch, IntegrationQuery, IntegrationRegistry, NewIntegration, WithSecret } from './integrationRegistry.ts';
 export type { DeliveryBatch, DeliveryError, DeliveryStats, IntegrationDeliveries } from './integrationDeliveries.ts';
+export type { AssetDeclaration, NewRule, Rule, RulePatch, RuleQuery, RuleRegistry } from './ruleRegistry.ts';
 
 /** The whole registry, as one database holds it: what the composition root opens and closes. */
-export interface Registry extends PrincipalRegistry, FleetRegistry, DeviceTypeRegistry, ActivationRegistry, IntegrationRegistry, IntegrationDeliveries {
+export interface Registry extends PrincipalRegistry, FleetRegistry, DeviceTypeRegistry, ActivationRegistry, IntegrationRegistry, IntegrationDeliveries, RuleRegistry {
   close(): Promise<void>;
 }
 

@@ -16,6 +16,7 @@ import { fleetContract } from '../../contracts/fleet.contract.ts';
 import { integrationsContract } from '../../contracts/integrations.contract.ts';
 import { integrationDeliveriesContract } from '../../contracts/integrationDeliveries.contract.ts';
 import { principalsContract } from '../../contracts/principals.contract.ts';
+import { rulesContract } from '../../contracts/rules.contract.ts';
 import { registryContract, rejects, type RegistryFactory } from '../../contracts/registry.contract.ts';
 
 const inMemory: RegistryFactory = async ({ clock }) => {
@@ -32,6 +33,7 @@ principalsContract('pglite (in memory)', inMemory).run();
 fleetContract('pglite (in memory)', inMemory).run();
 integrationsContract('pglite (in memory)', inMemory).run();
 integrationDeliveriesContract('pglite (in memory)', inMemory).run();
+rulesContract('pglite (in memory)', inMemory).run();
 activationContract('pglite (in memory)', inMemory).run();
 deviceTypesContract('pglite (in memory)', inMemory).run();
 activationLifecycleContract('pglite (in memory)', inMemory).run();

@@ -14,6 +14,7 @@ import { fleetContract } from '../../contracts/fleet.contract.ts';
 import { integrationsContract } from '../../contracts/integrations.contract.ts';
 import { integrationDeliveriesContract } from '../../contracts/integrationDeliveries.contract.ts';
 import { principalsContract } from '../../contracts/principals.contract.ts';
+import { rulesContract } from '../../contracts/rules.contract.ts';
 import { registryContract, rejects, type RegistryFactory } from '../../contracts/registry.contract.ts';
 import { dropSchema } from '../../support/postgresSchema.ts';
 
@@ -42,6 +43,7 @@ withEnv('postgres registry', ['DATABASE_URL_TEST'], 'a PostgreSQL server, e.g. p
   fleetContract('postgres', isolated).run();
   integrationsContract('postgres', isolated).run();
   integrationDeliveriesContract('postgres', isolated).run();
+  rulesContract('postgres', isolated).run();
   activationContract('postgres', isolated).run();
   deviceTypesContract('postgres', isolated).run();
   activationLifecycleContract('postgres', isolated).run();
