@@ -46,7 +46,7 @@ export function GroundPage({ groundId }) {
     return () => abort.abort();
   }, [groundId]);
   return html`<h1>Devices <${LiveBadge} status=${status} /></h1>
-    <p class="crumbs"><a href=${p`#/ground/${groundId}/integrations`}>Integrations</a></p>
+    <p class="crumbs"><a href=${p`#/ground/${groundId}/rules`}>Rules</a> · <a href=${p`#/ground/${groundId}/integrations`}>Integrations</a></p>
     <${ErrorBox} error=${error} />
     <div class="table-wrap"><table>
       <caption class="sr-only">Devices of this ground with their latest values</caption>
