@@ -35,6 +35,7 @@ export const settings = {
   'kafka-brokers': ['KAFKA_BROKERS', 'kafkaBrokers', 'list'],
   'integrations-allow-hosts': ['INTEGRATIONS_ALLOW_HOSTS', 'integrationsAllowHosts', 'list'],
   'events-topic': ['EVENTS_TOPIC', 'eventsTopic', 'string'],
+  'events-retention-hours': ['EVENTS_RETENTION_HOURS', 'eventsRetentionHours', 'integer'],
   'integrations-batch-events': ['INTEGRATIONS_BATCH_EVENTS', 'integrations.batchEvents', 'integer'],
   'integrations-batch-linger-ms': ['INTEGRATIONS_BATCH_LINGER_MS', 'integrations.batchLingerMs', 'integer'],
   'integrations-retry-window-ms': ['INTEGRATIONS_RETRY_WINDOW_MS', 'integrations.retryWindowMs', 'integer'],

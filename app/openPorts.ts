@@ -147,7 +147,10 @@ export async function openLog(config: Config, clock: Clock): Promise<Log> {
     : createLocalLog({ dir: dataPaths(config.dataDir).log, clock });
   const names = logNames(config);
   try {
-    await log.ensureTopics([names.uplinks, names.commands, names.deadLetters, names.live, names.commandDeliveries, names.events].map((name) => ({ name, partitions: config.engine.partitions })));
+    await log.ensureTopics([
+      ...[names.uplinks, names.commands, names.deadLetters, names.live, names.commandDeliveries].map((name) => ({ name, partitions: config.engine.partitions })),
+      { name: names.events, partitions: config.engine.partitions, retentionMs: (config.eventsRetentionHours ?? DEFAULT_EVENTS_RETENTION_HOURS) * 3_600_000 },
+    ]);
   } catch (error) {
     await log.close();
     throw error;
@@ -182,6 +185,8 @@ export function registryCacheTtlMs(config: Pick<Config, 'registryCacheTtlMs'>): 
   return config.registryCacheTtlMs ?? REGISTRY_CACHE_TTL_MS;
 }
 const REGISTRY_CACHE_TTL_MS = 600_000;
+/** Topic `events`: 7 days, as Kafka keeps a topic by default (config eventsRetentionHours). */
+const DEFAULT_EVENTS_RETENTION_HOURS = 168;
 
 /** Every adapter of a process, open. */
 export interface Ports {

@@ -77,10 +77,17 @@ export const Config = Type.Object({
    */
   integrationsAllowHosts: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 253 }), { maxItems: 1000 })),
   /**
-   * Topic `events` on the embedded log: `auto` writes it only while an integration is active (its
-   * only readers are this process's integrations), `on` always. With Kafka it is always written.
+   * Topic `events` on the embedded log: `auto` writes it only while an integration exists (its only
+   * readers are the integrations), `on` always. With Kafka it is always written.
    */
   eventsTopic: Type.Optional(Type.Union([Type.Literal('auto'), Type.Literal('on')])),
+  /**
+   * How long topic `events` keeps its records, read or not, hours (default 168: 7 days, Kafka's own
+   * default). Set when Kafka creates the topic; the embedded log applies it at every start. An
+   * integration that was behind by more (disabled, or its receiver away past the retry window)
+   * counts what it missed as dropped.
+   */
+  eventsRetentionHours: Type.Optional(Type.Integer({ minimum: 1, maximum: 87_600 })),
   /** How integrations deliver (docs/integrations.md). */
   integrations: Type.Object({
     /** Events per request at most. */

@@ -101,7 +101,10 @@ class KafkaLog implements Log {
           // kafkajs's own wait retries only LEADER_NOT_AVAILABLE; a broker whose metadata does not
           // have the new topic yet answers UNKNOWN_TOPIC_OR_PARTITION, so the wait is ours (below).
           waitForLeaders: false,
-          topics: missing.map((s) => ({ topic: s.name, numPartitions: s.partitions, replicationFactor: this.#options.replicationFactor })),
+          topics: missing.map((s) => ({
+            topic: s.name, numPartitions: s.partitions, replicationFactor: this.#options.replicationFactor,
+            ...(s.retentionMs === undefined ? {} : { configEntries: [{ name: 'retention.ms', value: String(s.retentionMs) }] }),
+          })),
         });
       }
     } catch (error) {
@@ -273,7 +276,11 @@ class KafkaLog implements Log {
     if (!Number.isSafeInteger(partitions) || partitions < 1) {
       throw new FleetError('VALIDATION_FAILED', `topic ${spec.name}: partitions must be a positive integer`, { detail: { field: 'partitions' } });
     }
-    return { name: spec.name, partitions };
+    const { retentionMs } = spec;
+    if (retentionMs !== undefined && (!Number.isSafeInteger(retentionMs) || retentionMs < 1)) {
+      throw new FleetError('VALIDATION_FAILED', `topic ${spec.name}: retentionMs must be a positive integer`, { detail: { field: 'retentionMs' } });
+    }
+    return retentionMs === undefined ? { name: spec.name, partitions } : { name: spec.name, partitions, retentionMs };
   }
 
   async #fetchPartitionCount(topic: string): Promise<number> {

@@ -53,6 +53,8 @@ export class LocalLog implements Log {
   #partitionCache = new Map<number, Map<string, number>>();
   #consumers = new Set<LocalConsumer>();
   #background = new Set<Promise<void>>();
+  /** Per topic, how long its records are kept whether read or not (TopicSpec.retentionMs), as this process's ensureTopics said. */
+  readonly #retentionMs = new Map<string, number>();
   #topicChanges: Promise<unknown> = Promise.resolve();
   #closing: Promise<void> | undefined;
   /** Set once the consumers have stopped during close: from then on appends and commits are refused too. */
@@ -141,6 +143,11 @@ export class LocalLog implements Log {
       this.#assertOpen();
       const added = await this.#catalog.add(topics);
       for (const spec of added) this.#openTopic(spec.name, spec.partitions, false);
+      for (const spec of topics) {
+        if (spec.retentionMs === undefined) continue;
+        this.#retentionMs.set(spec.name, spec.retentionMs);
+        this.#partitions.get(spec.name)?.forEach((_, p) => this.#retain(spec.name, p));
+      }
     });
     this.#topicChanges = change.catch(() => undefined);
     await change;
@@ -275,11 +282,15 @@ export class LocalLog implements Log {
     const log = this.#partitions.get(topic)?.[partition];
     if (!log) return;
     const groups = this.#offsets.groupsOn(topic);
+    const retentionMs = this.#retentionMs.get(topic);
+    const tasks: Promise<unknown>[] = [];
+    if (retentionMs !== undefined && log.segments.length > 1) tasks.push(log.deleteOlderThan(Date.now() - retentionMs));
     let floor = Number.POSITIVE_INFINITY;
-    if (groups.length === 0 && this.options.retainUncommittedSegments) return;
     for (const group of groups) floor = Math.min(floor, this.#offsets.committed(group, topic, partition) ?? 0);
-    if (floor <= 0 || log.segments.length < 2 || log.segments[1].baseOffset > floor) return;
-    const task = log.deleteBelow(floor).then(() => undefined, (error) => {
+    const byGroups = !(groups.length === 0 && this.options.retainUncommittedSegments);
+    if (byGroups && floor > 0 && log.segments.length >= 2 && log.segments[1].baseOffset <= floor) tasks.push(log.deleteBelow(floor));
+    if (tasks.length === 0) return;
+    const task = Promise.all(tasks).then(() => undefined, (error) => {
       this.options.onConsumerError(toFleetError(error, 'UNAVAILABLE'), { group: groups.join(','), topic, partition, stage: 'retention' });
     });
     this.#background.add(task);

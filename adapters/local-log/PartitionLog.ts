@@ -8,6 +8,7 @@
  * Readers only see records below `durableOffset`, so a consumer never processes (and commits past)
  * a record that a crash could still take back.
  */
+import { stat } from 'node:fs/promises';
 import { FleetError } from '../../engine/kernel/errors.ts';
 import type { FlushRounds, RoundMember } from './FlushRounds.ts';
 import type { ProducerRecord, RecordPosition } from '../../engine/ports/log.ts';
@@ -314,6 +315,26 @@ export class PartitionLog implements RoundMember {
     let count = 0;
     while (this.segments.length > 1 && this.segments[1].baseOffset <= offset) {
       const segment = this.segments.shift()!;
+      await segment.delete();
+      this.#config.stats.segmentsDeleted++;
+      count++;
+    }
+    return count;
+  }
+
+  /**
+   * Deletes sealed segments last written before `cutoffMs` (epoch ms: the file's modification time,
+   * which a sealed segment keeps from its last record). Returns how many were deleted.
+   */
+  async deleteOlderThan(cutoffMs: number): Promise<number> {
+    let count = 0;
+    while (this.segments.length > 1) {
+      const segment = this.segments[0];
+      const written = (await stat(segment.file).catch(() => undefined))?.mtimeMs;
+      // Deleted meanwhile (by deleteBelow), or not old enough: the ones after it are younger.
+      if (this.segments[0] !== segment || this.segments.length < 2) continue;
+      if (written !== undefined && written >= cutoffMs) break;
+      this.segments.shift();
       await segment.delete();
       this.#config.stats.segmentsDeleted++;
       count++;

@@ -20,10 +20,13 @@ export function validateTopicName(name: unknown): asserts name is string {
 
 export function validateTopicSpec(spec: unknown): asserts spec is TopicSpec {
   if (spec === null || typeof spec !== 'object') throw new FleetError('VALIDATION_FAILED', 'a topic spec must be an object { name, partitions }');
-  const { name, partitions } = spec as Record<string, unknown>;
+  const { name, partitions, retentionMs } = spec as Record<string, unknown>;
   validateTopicName(name);
   if (typeof partitions !== 'number' || !Number.isSafeInteger(partitions) || partitions < 1 || partitions > MAX_PARTITIONS) {
     throw new FleetError('VALIDATION_FAILED', `topic ${name}: partitions must be an integer from 1 to ${MAX_PARTITIONS}`, { detail: { topic: name, partitions } });
+  }
+  if (retentionMs !== undefined && (typeof retentionMs !== 'number' || !Number.isSafeInteger(retentionMs) || retentionMs < 1)) {
+    throw new FleetError('VALIDATION_FAILED', `topic ${name}: retentionMs must be a positive integer`, { detail: { topic: name, retentionMs } });
   }
 }
 

@@ -98,6 +98,14 @@ export interface TopicSpec {
   /** Kafka's rule: 1 to 249 characters of a-z, A-Z, 0-9, ".", "_" and "-". */
   name: string;
   partitions: number;
+  /**
+   * Records older than this (ms) may be deleted, whole segments at a time, whether every reader has
+   * read them or not: a group whose committed offset they were past goes on from the oldest record
+   * left (startOffsets() tells how many it missed). Absent: the local log keeps a record until every
+   * group that committed on the topic has read it; Kafka applies the broker's default. Kafka sets it
+   * when it creates the topic; the local log applies it from the ensureTopics call that names it.
+   */
+  retentionMs?: number;
 }
 
 export interface Log {

@@ -1,7 +1,8 @@
 /**
  * The Kafka log's startOffsets and deleteGroup against a real broker: the start is the low
  * watermark, which moves when records are deleted (as retention deletes them), and a group with a
- * member still in it is not deleted (CONFLICT) until the member has left.
+ * member still in it is not deleted (CONFLICT) until the member has left. A topic's `retentionMs`
+ * is its retention.ms.
  */
 import * as assert from 'uvu/assert';
 import kafkajs from 'kafkajs';
@@ -41,6 +42,16 @@ withEnv('kafka-log offsets', ['KAFKA_BROKERS'], 'scripts/kafka.sh start; export 
     expected[fuller] = 3;
     assert.equal(await log.startOffsets(topic), expected, 'only the partition whose records were deleted moves');
     assert.equal(await log.endOffsets(topic), counts, 'the end does not move');
+  });
+
+  test('retentionMs is the topic\'s retention.ms, set when it is created; a bad one is refused', async () => {
+    const topic = uniqueName('retention');
+    topics.push(topic);
+    await log.ensureTopics([{ name: topic, partitions: 1, retentionMs: 3_600_000 }]);
+    const described = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: topic, configNames: ['retention.ms'] }] });
+    const entry = described.resources[0].configEntries.find((e) => e.configName === 'retention.ms');
+    assert.is(entry?.configValue, '3600000');
+    await rejectsWith(() => log.ensureTopics([{ name: uniqueName('retention'), partitions: 1, retentionMs: -1 }]), 'VALIDATION_FAILED');
   });
 
   test('a group with a member is not deleted (CONFLICT); once the member left it is, and deleting it again is nothing', async () => {

@@ -1,9 +1,11 @@
 /**
  * The local log's startOffsets and deleteGroup against its retention: the oldest record kept moves
  * up as consumed segments are deleted, a group's commits hold segments back until the group is
- * deleted, and a group with a member cannot be deleted (CONFLICT).
+ * deleted, and a group with a member cannot be deleted (CONFLICT). A topic with `retentionMs`
+ * loses its sealed segments older than that whether read or not, and a group left behind goes on
+ * from the oldest record kept.
  */
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { suite } from 'uvu';
@@ -68,6 +70,28 @@ test('a group with a member is not deleted (CONFLICT); once it left, it is', asy
   await consumer.stop();
   await log.deleteGroup('live');
   assert.is(await log.committed('live', T, 0), 0);
+});
+
+test('retentionMs: sealed segments written before it are deleted though a group has not read them; the group goes on from the oldest kept', async () => {
+  const before = segments();
+  assert.ok(before.length >= 4);
+  await commitTo('behind', 1);
+  // The first two segments were last written two hours ago; the rest just now.
+  const old = (Date.now() - 2 * 3_600_000) / 1000;
+  for (const base of before.slice(0, 2)) utimesSync(join(dir, 'topics', T, '0', `${String(base).padStart(20, '0')}.seg`), old, old);
+  await log.ensureTopics([{ name: T, partitions: 1, retentionMs: 3_600_000 }]);
+  await waitFor(async () => (await log.startOffsets(T))[0] === before[2], 5000, 'the two old segments deleted');
+  assert.equal(segments(), before.slice(2), 'only those; the group that had not read them held nothing back');
+  assert.is(await log.committed('behind', T, 0), 1, 'its commit is kept: it tells what it missed');
+  const seen: number[] = [];
+  const consumer = log.consumer({ group: 'behind', topics: [T], onBatch: async (batch) => { for (const r of batch.records) seen.push(r.offset); } });
+  await consumer.start();
+  await waitFor(() => seen.includes(199), 5000, 'read to the end');
+  await consumer.stop();
+  assert.is(seen[0], before[2], 'from the oldest record kept');
+  assert.equal(seen, Array.from({ length: 200 - before[2] }, (_, i) => before[2] + i), 'each once, in order');
+  await rejectsWith(() => log.ensureTopics([{ name: T, partitions: 1, retentionMs: 0 }]), 'VALIDATION_FAILED');
+  await rejectsWith(() => log.ensureTopics([{ name: T, partitions: 1, retentionMs: 1.5 }]), 'VALIDATION_FAILED');
 });
 
 test.run();

@@ -1,4 +1,4 @@
-/** The integrations allow list, from the flag or the environment, as the HTTP edge's policy reads it. */
+/** The integrations allow list, from the flag or the environment, as the HTTP edge's policy reads it; the retention of topic `events`. */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { loadConfig } from '../../../app/loadConfig.ts';
@@ -16,6 +16,13 @@ test('INTEGRATIONS_ALLOW_HOSTS and --integrations-allow-hosts: comma-separated, 
 test('a bad entry stops the edge from starting, naming it', () => {
   const config = loadConfig({}, { INTEGRATIONS_ALLOW_HOSTS: 'ok.example,10.0.0.0/99' });
   assert.throws(() => outboundPolicy(config.integrationsAllowHosts), /"10\.0\.0\.0\/99"/);
+});
+
+test('EVENTS_RETENTION_HOURS and --events-retention-hours: hours from 1 to ten years; unset is the default (7 days, applied by openPorts)', () => {
+  assert.is(loadConfig({}, {}).eventsRetentionHours, undefined);
+  assert.is(loadConfig({}, { EVENTS_RETENTION_HOURS: '48' }).eventsRetentionHours, 48);
+  assert.is(loadConfig({ 'events-retention-hours': '24' }, { EVENTS_RETENTION_HOURS: '48' }).eventsRetentionHours, 24);
+  for (const bad of ['0', '-1', '1.5', 'soon', '87601']) assert.throws(() => loadConfig({ 'events-retention-hours': bad }, {}), /events-retention-hours|eventsRetentionHours/, bad);
 });
 
 test.run();
