@@ -112,6 +112,13 @@ export function integrationOperations(ctx: SqlContext): IntegrationRegistry {
       });
     },
 
+    async integrationCount() {
+      return guard(async () => {
+        const { rows } = await executor.query<{ n: unknown }>('SELECT count(*) AS n FROM integrations');
+        return Number(rows[0].n);
+      });
+    },
+
     async updateIntegration(integrationId, raw: IntegrationPatch) {
       requireId(integrationId, 'integrationId');
       const patch = canonicalFields(raw, { name: 'name' });

@@ -1,7 +1,8 @@
 /**
- * Whether any integration is active, as the registry says: on the local log, topic `events` is
- * written only while one is (EventWriter `wanted`), in the process of the engine and in each edge
- * worker (whose refusals of whole uplinks go there too).
+ * Whether any integration exists (active, or disabled: re-enabled, it resumes with what it missed),
+ * as the registry says: on the local log, topic `events` is written only while one does
+ * (EventWriter `wanted`), in the process of the engine and in each edge worker (whose refusals of
+ * whole uplinks go there too).
  *
  * A consumer of the process's registry changes: from the moment an integration change is heard it
  * answers yes, until the registry has been asked again. The process that creates an integration
@@ -19,7 +20,7 @@ import type { RegistryChange } from '../ports/registryChanges.ts';
 const RETRY_MS = 5000;
 
 export class ActiveIntegrations {
-  readonly #registry: Pick<IntegrationRegistry, 'activeIntegrations'>;
+  readonly #registry: Pick<IntegrationRegistry, 'integrationCount'>;
   readonly #logger: Pick<Logger, 'warn'>;
   readonly #clock: Pick<Clock, 'setTimeout'>;
   #count = 0;
@@ -32,7 +33,7 @@ export class ActiveIntegrations {
   #unknown = false;
   #stopped = false;
 
-  constructor(options: { registry: Pick<IntegrationRegistry, 'activeIntegrations'>; clock: Pick<Clock, 'setTimeout'>; logger: Pick<Logger, 'warn'> }) {
+  constructor(options: { registry: Pick<IntegrationRegistry, 'integrationCount'>; clock: Pick<Clock, 'setTimeout'>; logger: Pick<Logger, 'warn'> }) {
     this.#registry = options.registry;
     this.#clock = options.clock;
     this.#logger = options.logger;
@@ -63,10 +64,10 @@ export class ActiveIntegrations {
     const question = ++this.#asked;
     this.#asking++;
     try {
-      const active = await this.#registry.activeIntegrations();
+      const count = await this.#registry.integrationCount();
       if (question > this.#applied) {
         this.#applied = question;
-        this.#count = active.length;
+        this.#count = count;
         this.#unknown = false;
       }
     } catch (error) {
@@ -74,7 +75,7 @@ export class ActiveIntegrations {
         this.#applied = question;
         this.#unknown = true;
       }
-      this.#logger.warn('whether an integration is active could not be read: topic events is written meanwhile', { error: toFleetError(error).message });
+      this.#logger.warn('whether an integration exists could not be read: topic events is written meanwhile', { error: toFleetError(error).message });
       if (!this.#stopped) this.#clock.setTimeout(() => void (this.#unknown && !this.#stopped && this.#ask()), RETRY_MS);
     } finally {
       this.#asking--;

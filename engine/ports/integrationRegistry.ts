@@ -36,6 +36,8 @@ export interface IntegrationRegistry {
   listIntegrations(groundId: string, query?: IntegrationQuery): Promise<Integration[]>;
   /** Every active integration of every ground, oldest first: what a process delivering integrations starts with. */
   activeIntegrations(): Promise<Integration[]>;
+  /** How many integrations there are, of every ground, active or disabled. */
+  integrationCount(): Promise<number>;
   /** Changes the given fields. NOT_FOUND when missing. */
   updateIntegration(integrationId: string, patch: IntegrationPatch): Promise<Integration>;
   /** False when it did not exist. */

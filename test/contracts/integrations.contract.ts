@@ -121,6 +121,18 @@ export function integrationsContract(name: string, factory: RegistryFactory) {
     assert.equal(await mine(), [b.id, c.id]);
   });
 
+  test('integration count: active and disabled ones of every ground; deleted ones leave it', async ({ r }) => {
+    const { ground } = await ownedGround(r);
+    const before = await r.integrationCount();
+    const a = (await r.createIntegration(webhook(ground.id, { name: 'a' }))).integration;
+    const b = (await r.createIntegration(webhook(ground.id, { name: 'b' }))).integration;
+    await r.updateIntegration(b.id, { status: 'disabled' });
+    assert.is(await r.integrationCount(), before + 2, 'a disabled one counts');
+    await r.deleteIntegration(a.id);
+    await r.deleteIntegration(b.id);
+    assert.is(await r.integrationCount(), before);
+  });
+
   test('update: given fields change, null widens the filters again, status disables and re-enables', async ({ r, clock }) => {
     const { ground } = await ownedGround(r);
     const device = await r.createDevice({ groundId: ground.id, name: 'meter' });
