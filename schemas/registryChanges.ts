@@ -22,6 +22,10 @@ export const RegistryChange = Type.Union([
   Type.Object({ kind: Type.Literal('integration-changed'), integrationId: Id, groundId: Id }, { additionalProperties: false }),
   /** An integration is gone: nothing more is delivered to it. */
   Type.Object({ kind: Type.Literal('integration-deleted'), integrationId: Id, groundId: Id }, { additionalProperties: false }),
+  /** A rule was created or changed (engines judge the ground's devices by its new settings). */
+  Type.Object({ kind: Type.Literal('rule-changed'), ruleId: Id, groundId: Id }, { additionalProperties: false }),
+  /** A rule is gone: nothing more is judged by it. */
+  Type.Object({ kind: Type.Literal('rule-deleted'), ruleId: Id, groundId: Id }, { additionalProperties: false }),
   /**
    * Changes may have been missed (the feed was cut off from the other processes and is back):
    * drop every cached answer, and re-check the token of every open connection.

@@ -1,12 +1,14 @@
 /**
  * The registry port over a SqlExecutor: one implementation, one SQL dialect, shared by the PGlite
  * and PostgreSQL adapters. Each port of the registry has its SQL module (principals.ts, grounds.ts,
- * devices.ts, assets.ts, deviceTypes.ts, activations.ts, integrations.ts, deliveries.ts, rules.ts) over one SqlContext. Inputs are validated
- * before any query; every driver error leaves through mapSqlError.
+ * devices.ts, assets.ts, deviceTypes.ts, activations.ts, integrations.ts, deliveries.ts, rules.ts,
+ * alarms.ts) over one SqlContext. Inputs are validated before any query; every driver error leaves
+ * through mapSqlError.
  */
 import { systemClock, type Clock } from '../../engine/kernel/clock.ts';
 import type { Registry } from '../../engine/ports/registry.ts';
 import { activationOperations } from './activations.ts';
+import { alarmOperations } from './alarms.ts';
 import { assetOperations } from './assets.ts';
 import { deliveryOperations } from './deliveries.ts';
 import { deviceOperations } from './devices.ts';
@@ -51,6 +53,7 @@ export async function createSqlRegistry(executor: SqlExecutor, options: SqlRegis
     ...integrationOperations(ctx),
     ...deliveryOperations(ctx),
     ...ruleOperations(ctx),
+    ...alarmOperations(ctx),
     async close() {
       if (closed) return;
       closed = true;

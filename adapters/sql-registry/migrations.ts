@@ -5,7 +5,9 @@
  * with versions, activations, options; version 3 the device type drafts and activation listing;
  * version 4 announces registry changes from the transactions that make them; version 5 holds the
  * integrations of grounds (engine/ports/integrationRegistry.ts), version 6 their deliveries;
- * version 7 the rules of grounds (engine/ports/ruleRegistry.ts).
+ * version 7 the rules of grounds (engine/ports/ruleRegistry.ts), version 8 the alarms they raise
+ * and where each rule stands for each device (engine/ports/alarmRegistry.ts), and announces rule
+ * changes.
  *
  * Times are bigint epoch milliseconds (as everywhere in Fleetstream). Constraint names are stable:
  * sqlErrors.ts maps their violations to FleetError codes.
@@ -333,6 +335,61 @@ CREATE TABLE rules (
 );
 -- A ground's rules page by page, oldest first.
 CREATE INDEX rules_ground_created_idx ON rules (ground_id, created_at, id);
+`,
+  },
+  {
+    version: 8,
+    name: 'alarms',
+    sql: `
+-- What rules raised (engine/ports/alarmRegistry.ts). No foreign key to rules: an alarm outlives
+-- its rule. value is what raised it, last_value the last value for which the condition held.
+CREATE TABLE alarms (
+  id              text PRIMARY KEY,
+  rule_id         text NOT NULL,
+  ground_id       text NOT NULL CONSTRAINT alarms_ground_id_fkey REFERENCES grounds (id) ON DELETE CASCADE,
+  device_id       text NOT NULL,
+  asset           text NOT NULL,
+  severity        text NOT NULL CONSTRAINT alarms_severity_check CHECK (severity IN ('critical', 'major', 'minor', 'warning', 'info')),
+  status          text NOT NULL CONSTRAINT alarms_status_check CHECK (status IN ('active', 'cleared')),
+  acknowledged    boolean NOT NULL DEFAULT false,
+  started_at      bigint NOT NULL,
+  cleared_at      bigint,
+  acknowledged_at bigint,
+  acknowledged_by text,
+  value           jsonb NOT NULL,
+  last_value      jsonb NOT NULL,
+  count           integer NOT NULL CONSTRAINT alarms_count_check CHECK (count >= 1),
+  updated_at      bigint NOT NULL
+);
+-- At most one active alarm per (rule, device); also how an evaluation finds it.
+CREATE UNIQUE INDEX alarms_rule_device_active_key ON alarms (rule_id, device_id) WHERE status = 'active';
+-- A ground's alarms page by page, newest first.
+CREATE INDEX alarms_ground_started_idx ON alarms (ground_id, started_at DESC, id DESC);
+
+-- The last evaluation applied for each (rule, device): later ones at or before it are stale. at and
+-- state_id are NULL only inside the transaction that creates the row, before it records the first.
+CREATE TABLE rule_standings (
+  rule_id   text NOT NULL CONSTRAINT rule_standings_rule_id_fkey REFERENCES rules (id) ON DELETE CASCADE,
+  device_id text NOT NULL,
+  holding   boolean NOT NULL,
+  at        bigint,
+  state_id  text,
+  PRIMARY KEY (rule_id, device_id)
+);
+
+-- Announced by the transactions that change them (as migration 5 does for integrations): engines
+-- follow a ground's rules.
+CREATE FUNCTION registry_rule_announce() RETURNS trigger
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    PERFORM registry_announce(jsonb_build_object('kind', 'rule-deleted', 'ruleId', OLD.id, 'groundId', OLD.ground_id), TG_TABLE_SCHEMA);
+  ELSE
+    PERFORM registry_announce(jsonb_build_object('kind', 'rule-changed', 'ruleId', NEW.id, 'groundId', NEW.ground_id), TG_TABLE_SCHEMA);
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER rules_announce AFTER INSERT OR UPDATE OR DELETE ON rules FOR EACH ROW EXECUTE FUNCTION registry_rule_announce();
 `,
   },
 ];

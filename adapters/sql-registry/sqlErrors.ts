@@ -25,6 +25,8 @@ const BY_CONSTRAINT: Record<string, Mapping> = {
   activations_partner_id_fkey: { code: 'NOT_FOUND', message: 'partner not found', field: 'partnerId' },
   integrations_ground_id_fkey: { code: 'NOT_FOUND', message: 'ground not found', field: 'groundId' },
   rules_ground_id_fkey: { code: 'NOT_FOUND', message: 'ground not found', field: 'groundId' },
+  alarms_ground_id_fkey: { code: 'NOT_FOUND', message: 'ground not found', field: 'groundId' },
+  rule_standings_rule_id_fkey: { code: 'NOT_FOUND', message: 'rule not found', field: 'ruleId' },
   activations_partner_hardware_key: { code: 'CONFLICT', message: 'the partner already has an activation for that hardware id', field: 'hardware.id' },
 };
 

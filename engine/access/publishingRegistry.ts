@@ -1,8 +1,9 @@
 /**
  * The one place registry changes are published (engine/ports/registryChanges.ts): a Registry that
  * publishes what each mutation changed once the mutation has committed (one function per port:
- * fleetMutations, principalMutations, activationMutations, integrationMutations), whoever calls it — the HTTP
- * routes, the admin CLI (directly or through the running service's admin socket), activation.
+ * fleetMutations, principalMutations, activationMutations, integrationMutations, ruleMutations),
+ * whoever calls it — the HTTP routes, the admin CLI (directly or through the running service's
+ * admin socket), activation.
  *
  * Published after the commit rather than inside the transaction so that both registries (PGlite and
  * PostgreSQL) and both feeds behave alike and the process's own listeners hear of the change before
@@ -12,11 +13,12 @@
  * A created device (directly or by activation) is published as device-changed too: no cache holds
  * a negative answer (RegistryLookups keeps positive ones only), but an engine that met the id before
  * reads it afresh. An integration's creation, change, rotation and deletion are published for
- * whatever delivers its events, and so is its disabling by a delivery (410). Not published: device-type changes (devices keep the profiles copied when
- * created), new principals, grounds and tokens (nothing cached can be stale about them), rules
- * (nothing follows them yet).
+ * whatever delivers its events, and so is its disabling by a delivery (410). A rule's creation,
+ * change and deletion are published for the engines that judge devices by it. Not published:
+ * device-type changes (devices keep the profiles copied when created), new principals, grounds and
+ * tokens (nothing cached can be stale about them), alarms (nothing caches them).
  */
-import type { ActivationRegistry, FleetRegistry, IntegrationDeliveries, IntegrationRegistry, PrincipalRegistry, Registry } from '../ports/registry.ts';
+import type { ActivationRegistry, FleetRegistry, IntegrationDeliveries, IntegrationRegistry, PrincipalRegistry, Registry, RuleRegistry } from '../ports/registry.ts';
 import type { RegistryChanges } from '../ports/registryChanges.ts';
 import { hashToken } from './tokens.ts';
 
@@ -30,6 +32,7 @@ export function publishingRegistry<R extends Registry>(registry: R, changes: Pic
     ...principalMutations(registry, publish),
     ...activationMutations(registry, publish),
     ...integrationMutations(registry, publish),
+    ...ruleMutations(registry, publish),
   };
   const bound = new Map<PropertyKey, unknown>();
   return new Proxy(registry, {
@@ -137,6 +140,30 @@ function integrationMutations(registry: IntegrationRegistry & Pick<IntegrationDe
       const integration = await registry.getIntegration(integrationId);
       const deleted = await registry.deleteIntegration(integrationId);
       if (deleted && integration !== undefined) await publish({ kind: 'integration-deleted', integrationId, groundId: integration.groundId });
+      return deleted;
+    },
+  };
+}
+
+/** What engines follow of a ground's rules: their settings, their existence. */
+function ruleMutations(registry: RuleRegistry, publish: Publish): Pick<RuleRegistry, 'createRule' | 'updateRule' | 'deleteRule'> {
+  const changed = async (ruleId: string, groundId: string) => publish({ kind: 'rule-changed', ruleId, groundId });
+  return {
+    async createRule(input) {
+      const rule = await registry.createRule(input);
+      await changed(rule.id, rule.groundId);
+      return rule;
+    },
+    async updateRule(ruleId, patch) {
+      const rule = await registry.updateRule(ruleId, patch);
+      await changed(rule.id, rule.groundId);
+      return rule;
+    },
+    async deleteRule(ruleId) {
+      // The ground goes in the change, and the row is gone once deleted: read it first.
+      const rule = await registry.getRule(ruleId);
+      const deleted = await registry.deleteRule(ruleId);
+      if (deleted && rule !== undefined) await publish({ kind: 'rule-deleted', ruleId, groundId: rule.groundId });
       return deleted;
     },
   };

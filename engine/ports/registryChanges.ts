@@ -17,7 +17,7 @@ import type { RegistryChange } from '../../schemas/registryChanges.ts';
 /**
  * token-revoked {tokenHash}, device-deleted {deviceId}, device-changed {deviceId},
  * membership-changed {groundId, userId}, integration-changed and integration-deleted
- * {integrationId, groundId}, resync (changes may have been missed: drop everything
+ * {integrationId, groundId}, rule-changed and rule-deleted {ruleId, groundId}, resync (changes may have been missed: drop everything
  * cached, re-check open connections). Defined in schemas/registryChanges.ts.
  */
 export type { RegistryChange } from '../../schemas/registryChanges.ts';

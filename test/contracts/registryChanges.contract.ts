@@ -38,6 +38,7 @@ const DEVICE = 'A'.repeat(22);
 const GROUND = 'G'.repeat(22);
 const USER = 'U'.repeat(22);
 const INTEGRATION = 'I'.repeat(22);
+const RULE = 'R'.repeat(22);
 const HASH = 'ab'.repeat(32);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -68,6 +69,8 @@ export function registryChangesContract(name: string, factory: () => Promise<Reg
       { kind: 'membership-changed', groundId: GROUND, userId: USER },
       { kind: 'integration-changed', integrationId: INTEGRATION, groundId: GROUND },
       { kind: 'integration-deleted', integrationId: INTEGRATION, groundId: GROUND },
+      { kind: 'rule-changed', ruleId: RULE, groundId: GROUND },
+      { kind: 'rule-deleted', ruleId: RULE, groundId: GROUND },
     ];
     for (const change of sent) {
       const before = heard.length;
@@ -137,6 +140,8 @@ export function registryChangesContract(name: string, factory: () => Promise<Reg
       { kind: 'membership-changed', groundId: GROUND, userId: USER },
       { kind: 'integration-changed', integrationId: INTEGRATION, groundId: GROUND },
       { kind: 'integration-deleted', integrationId: INTEGRATION, groundId: GROUND },
+      { kind: 'rule-changed', ruleId: RULE, groundId: GROUND },
+      { kind: 'rule-deleted', ruleId: RULE, groundId: GROUND },
     ];
     for (const change of sent) await a.publish(change);
     await waitFor(() => heardB.length >= sent.length, timeoutMs, 'the other instance to hear every kind');

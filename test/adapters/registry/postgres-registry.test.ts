@@ -8,6 +8,7 @@ import * as assert from 'uvu/assert';
 import { createPostgresRegistry } from '../../../adapters/postgres/createPostgresRegistry.ts';
 import { migrations as allMigrations } from '../../../adapters/sql-registry/migrations.ts';
 import { activationContract } from '../../contracts/activation.contract.ts';
+import { alarmsContract } from '../../contracts/alarms.contract.ts';
 import { activationLifecycleContract } from '../../contracts/activationLifecycle.contract.ts';
 import { deviceTypesContract } from '../../contracts/deviceTypes.contract.ts';
 import { fleetContract } from '../../contracts/fleet.contract.ts';
@@ -44,6 +45,7 @@ withEnv('postgres registry', ['DATABASE_URL_TEST'], 'a PostgreSQL server, e.g. p
   integrationsContract('postgres', isolated).run();
   integrationDeliveriesContract('postgres', isolated).run();
   rulesContract('postgres', isolated).run();
+  alarmsContract('postgres', isolated).run();
   activationContract('postgres', isolated).run();
   deviceTypesContract('postgres', isolated).run();
   activationLifecycleContract('postgres', isolated).run();

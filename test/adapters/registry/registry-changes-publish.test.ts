@@ -111,6 +111,34 @@ publish('an integration\'s creation, change, rotation and deletion are published
   assert.equal(heard, [{ kind: 'integration-deleted', integrationId: integration.id, groundId: ground.id }]);
 });
 
+publish('a rule\'s creation, change and deletion are published with its ground; nothing when nothing changed', async ({ registry, heard }) => {
+  const user = await registry.createUser({ name: 'u' });
+  const ground = await registry.createGround({ name: 'g', userId: user.entity.id });
+  const device = await registry.createDevice({ groundId: ground.id, name: 'd', assets: [] });
+  heard.length = 0;
+  const rule = await registry.createRule({ groundId: ground.id, name: 'too hot', asset: 'temp', condition: { above: 30 }, severity: 'major' });
+  const change = { kind: 'rule-changed', ruleId: rule.id, groundId: ground.id } as const;
+  assert.equal(heard, [change]);
+  heard.length = 0;
+  await registry.updateRule(rule.id, { name: 'renamed' });
+  await registry.updateRule(rule.id, { severity: 'critical' });
+  assert.equal(heard, [change, change]);
+  heard.length = 0;
+  await registry.getRule(rule.id);
+  await registry.listRules(ground.id);
+  await registry.applyEvaluation({ ruleId: rule.id, groundId: ground.id, deviceId: device.device.id, asset: 'temp', severity: 'critical', at: 1, stateId: 's1', value: 31, holds: true, clears: false });
+  await registry.updateRule(newId(), { name: 'x' }).then(() => assert.unreachable('updated a missing rule'), () => undefined);
+  await registry.updateRule(rule.id, { severity: 'fatal' as never }).then(() => assert.unreachable('a refused change'), () => undefined);
+  await registry.createRule({ groundId: newId(), name: 'r', asset: 'temp', condition: { above: 1 }, severity: 'info' }).then(() => assert.unreachable('no ground'), () => undefined);
+  assert.not.ok(await registry.deleteRule(newId()));
+  assert.equal(heard, []);
+  assert.ok(await registry.deleteRule(rule.id));
+  assert.equal(heard, [{ kind: 'rule-deleted', ruleId: rule.id, groundId: ground.id }]);
+  heard.length = 0;
+  assert.not.ok(await registry.deleteRule(rule.id), 'deleted twice');
+  assert.equal(heard, []);
+});
+
 publish('the change is heard before the caller sees the answer; reads and close pass through', async ({ registry, changes }) => {
   const user = await registry.createUser({ name: 'u' });
   const ground = await registry.createGround({ name: 'g', userId: user.entity.id });

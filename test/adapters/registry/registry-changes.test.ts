@@ -231,6 +231,47 @@ withEnv('postgres registry changes', ['DATABASE_URL_TEST'], 'a PostgreSQL server
     }
   });
 
+  specifics('rules are announced by the transactions that change them, a ground\'s deletion included', async () => {
+    const schema = `announce_r_${randomBytes(4).toString('hex')}`;
+    const registry = await createPostgresRegistry({ url, schema, poolSize: 2 });
+    const other = await PostgresRegistryChanges.open({ url, schema, clock: systemClock, announcedByDatabase: true });
+    try {
+      const heard: RegistryChange[] = [];
+      other.subscribe((c) => { if (c.kind.startsWith('rule-')) heard.push(c); });
+      const until = (count: number) => heardAtLeast(heard, count);
+      const user = await registry.createUser({ name: 'ann' });
+      const ground = await registry.createGround({ name: 'site', userId: user.entity.id });
+      const device = await registry.createDevice({ groundId: ground.id, name: 'meter' });
+      const rule = await registry.createRule({ groundId: ground.id, name: 'too hot', asset: 'temp', condition: { above: 30 }, severity: 'major' });
+      const changed = { kind: 'rule-changed', ruleId: rule.id, groundId: ground.id } as const;
+      await until(1);
+      assert.equal(heard, [changed]);
+      await registry.updateRule(rule.id, { name: 'renamed' });
+      await until(2);
+      assert.equal(heard, [changed, changed]);
+      // Evaluations lock the rule's row for their standings, and change nothing of it.
+      await registry.applyEvaluation({ ruleId: rule.id, groundId: ground.id, deviceId: device.device.id, asset: 'temp', severity: 'major', at: 1, stateId: 's1', value: 31, holds: true, clears: false });
+      heard.length = 0;
+      assert.ok(await registry.deleteRule(rule.id));
+      await until(1);
+      assert.equal(heard, [{ kind: 'rule-deleted', ruleId: rule.id, groundId: ground.id }]);
+      heard.length = 0;
+      const second = await registry.createRule({ groundId: ground.id, name: 'b', asset: 'temp', condition: { below: 0 }, severity: 'minor' });
+      await until(1);
+      heard.length = 0;
+      await admin(async (c) => {
+        await c.query(`SET search_path = "${schema}"`);
+        await c.query('DELETE FROM devices WHERE ground_id = $1', [ground.id]);
+        await c.query('DELETE FROM grounds WHERE id = $1', [ground.id]);
+      });
+      await until(1);
+      assert.equal(heard, [{ kind: 'rule-deleted', ruleId: second.id, groundId: ground.id }], 'cascaded from the ground');
+    } finally {
+      await Promise.all([other.close(), registry.close()]);
+      await admin((c) => c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
+    }
+  });
+
   specifics('announced by the database, publish tells this process only', async () => {
     const schema = `changes_d_${randomBytes(4).toString('hex')}`;
     const a = await PostgresRegistryChanges.open({ url, schema, clock: systemClock, announcedByDatabase: true });
