@@ -21,6 +21,7 @@ import { registryDirectory } from '../engine/ports/registry.ts';
 import type { RegistryChange } from '../engine/ports/registryChanges.ts';
 import type { Role } from './Role.ts';
 import type { Wiring } from './wiring.ts';
+import { RuleEvaluator } from '../engine/rules/RuleEvaluator.ts';
 import type { EventWriter } from '../engine/events/EventWriter.ts';
 
 /** How long a stopping process that runs edge and engine waits for the engine to store what its edges accepted. */
@@ -44,6 +45,8 @@ export interface EngineOptions {
   onError?(error: FleetError): void;
   /** Topic `events`: stored states and refusals are appended there before their uplink is finished. */
   events?: EventWriter;
+  /** The rules of the devices' grounds: each uplink's stored states are judged before it is finished. */
+  rules?: RuleEvaluator;
 }
 
 export interface Engine {
@@ -94,6 +97,7 @@ export function buildEngine(options: EngineOptions): Engine {
     onStored: options.onStored,
     onError: options.onError,
     events: options.events,
+    rules: options.rules,
   });
   return {
     pipeline,
@@ -129,6 +133,13 @@ export interface EngineRoleOptions {
 /** The engine of a service process, on its ports: stored states and refusals go on topic `live` too. */
 export function engineRole(w: Wiring, options: EngineRoleOptions = {}): Role & { readonly pipeline: UplinkPipeline } {
   const { config, ports, logger } = w;
+  const rules = new RuleEvaluator({
+    rules: ports.registry,
+    alarms: ports.registry,
+    groundOf: (deviceId) => ports.lookups.groundOf(deviceId),
+    clock: w.clock,
+    logger,
+  });
   const engine = buildEngine({
     log: w.log,
     store: w.metrics.store(ports.store),
@@ -141,6 +152,7 @@ export function engineRole(w: Wiring, options: EngineRoleOptions = {}): Role & {
     onStored: (rows) => w.live.states(rows),
     onDeadLetters: (letters) => w.live.rejections(letters),
     events: w.events,
+    rules,
     onError: (error) => {
       // Also called for a failing onStored listener, which does not stop the pipeline.
       if (engine.pipeline.failure === undefined) {
@@ -157,7 +169,11 @@ export function engineRole(w: Wiring, options: EngineRoleOptions = {}): Role & {
   return {
     pipeline,
     async start() {
-      stopListening = ports.registryChanges.add(actorsFollowing(pipeline));
+      const following = actorsFollowing(pipeline);
+      stopListening = ports.registryChanges.add((change) => {
+        following(change);
+        rules.changed(change);
+      });
       await engine.start();
     },
     async stop() {
@@ -167,6 +183,7 @@ export function engineRole(w: Wiring, options: EngineRoleOptions = {}): Role & {
       }
       stopListening();
       await engine.stop();
+      rules.stop();
     },
     ready: () => engineReady(pipeline),
   };

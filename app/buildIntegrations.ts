@@ -29,10 +29,7 @@ export function integrationsRole(w: Wiring, options: { engine?: Pick<UplinkPipel
   const sender = new WebhookSender({ policy: outboundPolicy(config.integrationsAllowHosts ?? []), clock });
   const schedule = retrySchedule({ giveUpAfterMs: settings.retryWindowMs });
   const batching = { maxEvents: settings.batchEvents, lingerMs: settings.batchLingerMs, maxHeldEvents: 10 * settings.batchEvents };
-  const groundOf = (deviceId: string) => {
-    const cached = ports.lookups.cachedDevice(deviceId);
-    return cached !== undefined ? cached.groundId : ports.lookups.device(deviceId).then((device) => device?.groundId);
-  };
+  const groundOf = (deviceId: string) => ports.lookups.groundOf(deviceId);
   // Busy from when the engine was last seen with more in flight than that, for BUSY_HOLD_MS: its
   // in-flight count dips each time a large store insert completes, and deliveries must not take
   // those moments as idle.

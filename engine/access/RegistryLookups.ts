@@ -58,6 +58,12 @@ export class RegistryLookups {
     return this.#devices.get(deviceId);
   }
 
+  /** The ground a device is in (undefined: no such device): at once when the device is cached, else once looked up. */
+  groundOf(deviceId: string): string | undefined | Promise<string | undefined> {
+    const cached = this.#devices.get(deviceId);
+    return cached !== undefined ? cached.groundId : this.device(deviceId).then((device) => device?.groundId);
+  }
+
   /** `fresh`: skip the cache (an asset the cached copy does not know may have been added since). */
   async device(deviceId: string, fresh = false): Promise<DeviceWithAssets | undefined> {
     if (fresh) this.#devices.delete(deviceId);

@@ -64,6 +64,12 @@ export interface UplinkPipelineOptions<D extends UndecidedUplinks = UndecidedUpl
    * uplink is finished (at least once; a replay writes the same events).
    */
   events?: EventWriter;
+  /**
+   * The rules (engine/rules/RuleEvaluator.ts): asked for an uplink's judgement when its rows go to
+   * the store, in the device's order; the judgement runs once they are durable, and the uplink is
+   * finished after it.
+   */
+  rules?: { judgement(rows: readonly StateRow[]): (() => Promise<void>) | undefined };
 }
 
 export interface PipelineStats {
@@ -194,17 +200,24 @@ export class UplinkPipeline<D extends UndecidedUplinks = UndecidedUplinks> imple
     const { partition, offset } = work;
     const place = work.events;
     const source = { partition, offset };
+    // The rules' judgement takes its place in the device's order now, and runs once the rows are durable.
+    const judge = rows.length > 0 ? this.#options.rules?.judgement(rows) : undefined;
     if (rows.length > 0 && rejections.length === 0) {
       // The usual uplink: rows only. Only what finishing needs is kept until they are durable.
-      this.#storeThen(rows, (error) => {
-        if (error !== undefined) return this.#fail(error);
+      const then = () => {
         if (place === undefined) return this.#finish(partition, offset);
         this.#ordered!.fill(partition, place, uplinkEventsRecord(rows, [], source, this.#options.clock.now()), (failed) => (failed !== undefined ? this.#fail(failed) : this.#finish(partition, offset)));
+      };
+      this.#storeThen(rows, (error) => {
+        if (error !== undefined) return this.#fail(error);
+        if (judge === undefined) return then();
+        judge().then(then, (failed: unknown) => this.#fail(failed));
       });
       this.stats.stored += rows.length;
       return;
     }
-    const stored = rows.length > 0 ? new Promise<void>((resolve, reject) => this.#storeThen(rows, (error) => (error !== undefined ? reject(error) : resolve()))) : undefined;
+    const durable = rows.length > 0 ? new Promise<void>((resolve, reject) => this.#storeThen(rows, (error) => (error !== undefined ? reject(error) : resolve()))) : undefined;
+    const stored = durable !== undefined && judge !== undefined ? durable.then(judge) : durable;
     const dead = rejections.length > 0 ? this.#deadLetter(work.envelope, rejections, 0) : undefined;
     this.stats.stored += rows.length;
     this.stats.rejected += rejections.length;

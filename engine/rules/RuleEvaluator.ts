@@ -1,0 +1,204 @@
+/**
+ * Judges the states the engine stores by the rules of their device's ground (docs/rules.md), and
+ * has the alarms registry apply each verdict (AlarmRegistry.applyEvaluation).
+ *
+ * - In the device's order: the pipeline asks for a judgement when it hands an uplink's rows to the
+ *   store (`judgement`), and runs it once they are durable; judgements of one device run one after
+ *   another in the order they were asked for, whatever order the store finishes in. The uplink is
+ *   finished (its offset committable) only after its judgement is applied: a crash replays it, and
+ *   the registry recognises a state it has applied already (stale), so an alarm is raised once.
+ * - Cheap when nothing is wrong: what a rule last made of a device (its standing) is kept in
+ *   memory, loaded from the registry the first time; a state that changes nothing (the condition
+ *   did not hold and does not) costs no registry call.
+ * - A late state (measured before the last state judged for that rule and device) is stored but
+ *   judged by no rule: alarms follow the newest state.
+ * - Rules of a ground are read once and dropped when a rule of the ground changes (registry
+ *   changes `rule-changed`, `rule-deleted`, `resync`).
+ * - Judged so far: `above`, `below`, `outside`, `equals`, `outsideArea`, with `clear`. Rules with
+ *   `for` or `silentFor` need timers and are not judged yet.
+ */
+import { exponentialBackoff } from '../kernel/backoff.ts';
+import type { Clock } from '../kernel/clock.ts';
+import { toFleetError } from '../kernel/errors.ts';
+import type { Logger } from '../kernel/logger.ts';
+import type { AlarmRegistry, EvaluationOutcome, EvaluationStanding, RuleEvaluation } from '../ports/alarmRegistry.ts';
+import type { RegistryChange } from '../ports/registryChanges.ts';
+import type { Rule, RuleRegistry } from '../ports/ruleRegistry.ts';
+import type { StateRow } from '../../schemas/messages.ts';
+import { valueTest, type ValueTest } from './conditions.ts';
+
+const retryBackoff = exponentialBackoff({ initialMs: 100, maxMs: 5000 });
+const RULES_PAGE = 1000;
+
+interface JudgedRule {
+  rule: Rule;
+  devices: ReadonlySet<string> | undefined;
+  holds: ValueTest;
+  /** Without a clear condition: the condition no longer holds. */
+  clears: ValueTest;
+}
+
+export interface RuleEvaluatorOptions {
+  rules: Pick<RuleRegistry, 'listRules'>;
+  alarms: Pick<AlarmRegistry, 'applyEvaluation' | 'evaluationStanding'>;
+  /** The ground a device is in (undefined: deleted); a promise when it must be looked up. */
+  groundOf(deviceId: string): string | undefined | Promise<string | undefined>;
+  clock: Clock;
+  /** An alarm raised, repeated or cleared. */
+  onAlarm?(outcome: EvaluationOutcome, evaluation: RuleEvaluation): void;
+  logger: Logger;
+}
+
+export class RuleEvaluator {
+  readonly #o: RuleEvaluatorOptions;
+  /** Per ground, its rules as judged (loading, or loaded). */
+  readonly #rules = new Map<string, Promise<JudgedRule[]> | JudgedRule[]>();
+  /** `${ruleId} ${deviceId}` → its standing (what the registry has, or newer in memory). */
+  readonly #standings = new Map<string, EvaluationStanding>();
+  /** Per device, the end of its queue of judgements. */
+  readonly #queues = new Map<string, Promise<void>>();
+  #stopped = false;
+
+  constructor(options: RuleEvaluatorOptions) {
+    this.#o = options;
+  }
+
+  /** A registry change (a consumer of the process's RegistryChangeFanOut). */
+  changed(change: RegistryChange): void {
+    if (change.kind === 'rule-changed' || change.kind === 'rule-deleted') this.#rules.delete(change.groundId);
+    else if (change.kind === 'resync') this.#rules.clear();
+    if (change.kind === 'rule-deleted' || change.kind === 'resync') {
+      for (const key of this.#standings.keys()) if (change.kind === 'resync' || key.startsWith(`${change.ruleId} `)) this.#standings.delete(key);
+    }
+  }
+
+  stop(): void {
+    this.#stopped = true;
+  }
+
+  /**
+   * Takes the place of an uplink's rows in their device's order. Undefined when it is known now
+   * that no rule concerns them; else the function to call once they are durable, which resolves
+   * when every verdict is applied.
+   */
+  judgement(rows: readonly StateRow[]): (() => Promise<void>) | undefined {
+    if (rows.length === 0) return undefined;
+    const deviceId = rows[0].deviceId;
+    const ground = this.#o.groundOf(deviceId);
+    if (typeof ground === 'string' || ground === undefined) {
+      if (ground === undefined) return undefined;
+      const rules = this.#rules.get(ground);
+      if (Array.isArray(rules) && !rules.some((r) => concerns(r, deviceId, rows))) return undefined;
+    }
+    let release!: () => void;
+    const stored = new Promise<void>((resolve) => { release = resolve; });
+    const previous = this.#queues.get(deviceId) ?? Promise.resolve();
+    const done = previous.then(() => stored).then(() => this.#judge(deviceId, rows));
+    this.#queues.set(deviceId, done);
+    void done.then(() => {
+      if (this.#queues.get(deviceId) === done) this.#queues.delete(deviceId);
+    }, () => undefined);
+    return () => {
+      release();
+      return done;
+    };
+  }
+
+  async #judge(deviceId: string, rows: readonly StateRow[]): Promise<void> {
+    const groundId = await this.#o.groundOf(deviceId);
+    if (groundId === undefined) return;
+    const rules = await this.#rulesOf(groundId);
+    for (const row of rows) {
+      for (const judged of rules) {
+        if (judged.rule.asset !== row.asset || (judged.devices !== undefined && !judged.devices.has(deviceId))) continue;
+        await this.#judgeOne(judged, groundId, row);
+      }
+    }
+  }
+
+  async #judgeOne(judged: JudgedRule, groundId: string, row: StateRow): Promise<void> {
+    const { rule } = judged;
+    const key = `${rule.id} ${row.deviceId}`;
+    let standing = this.#standings.get(key);
+    if (standing === undefined) {
+      standing = (await this.#retrying(() => this.#o.alarms.evaluationStanding(rule.id, row.deviceId))) ?? { holding: false, at: -1, stateId: '', active: false };
+      this.#standings.set(key, standing);
+    }
+    const stateId = `${row.uplinkId}/${row.asset}/${row.ts}/${row.seq ?? 0}`;
+    if (row.ts < standing.at || (row.ts === standing.at && stateId <= standing.stateId)) return; // late, or judged already
+    const holds = judged.holds(row.value);
+    const clears = judged.clears(row.value);
+    const next: EvaluationStanding = { ...standing, holding: holds, at: row.ts, stateId };
+    // Nothing to tell the registry: the condition did not hold and does not, or nothing is active to clear.
+    if (!holds && !standing.holding && !(clears && standing.active)) {
+      this.#standings.set(key, next);
+      return;
+    }
+    const evaluation: RuleEvaluation = {
+      ruleId: rule.id, groundId, deviceId: row.deviceId, asset: row.asset, severity: rule.severity,
+      at: row.ts, stateId, value: row.value, holds, clears,
+    };
+    const outcome = await this.#retrying(() => this.#o.alarms.applyEvaluation(evaluation));
+    if (outcome === undefined) return;
+    if (outcome.change === 'stale') {
+      // Another engine (or this one before a restart) judged it: ask again next time.
+      this.#standings.delete(key);
+      return;
+    }
+    // Nothing cleared although the clear condition held: nothing was active (a member cleared it).
+    next.active = outcome.alarm !== undefined ? outcome.alarm.status === 'active' : outcome.change === 'none' && clears ? false : standing.active;
+    this.#standings.set(key, next);
+    if (outcome.change === 'raised' || outcome.change === 'repeated' || outcome.change === 'cleared') this.#o.onAlarm?.(outcome, evaluation);
+  }
+
+  async #rulesOf(groundId: string): Promise<JudgedRule[]> {
+    const known = this.#rules.get(groundId);
+    if (known !== undefined) return known;
+    const loading = this.#retrying(async () => {
+      const all: Rule[] = [];
+      for (let after: { createdAt: number; id: string } | undefined; ;) {
+        const page = await this.#o.rules.listRules(groundId, after === undefined ? { limit: RULES_PAGE } : { limit: RULES_PAGE, after });
+        all.push(...page);
+        if (page.length < RULES_PAGE) break;
+        after = { createdAt: page[page.length - 1].createdAt, id: page[page.length - 1].id };
+      }
+      return all.filter(judgedNow).map(judge);
+    }).then((rules) => {
+      if (this.#rules.get(groundId) === loading) this.#rules.set(groundId, rules ?? []);
+      return rules ?? [];
+    });
+    this.#rules.set(groundId, loading);
+    return loading;
+  }
+
+  /** `call` until it succeeds or fails for good (then undefined, logged): a registry away is waited out. */
+  async #retrying<T>(call: () => Promise<T>): Promise<T | undefined> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await call();
+      } catch (error) {
+        const failure = toFleetError(error);
+        if (!failure.retriable || this.#stopped) {
+          this.#o.logger.warn('a rule could not be judged', { error: failure.message });
+          return undefined;
+        }
+        await new Promise<void>((resolve) => this.#o.clock.setTimeout(resolve, retryBackoff(attempt)));
+      }
+    }
+  }
+}
+
+function judgedNow(rule: Rule): boolean {
+  return rule.for === undefined && !('silentFor' in rule.condition);
+}
+
+function judge(rule: Rule): JudgedRule {
+  const holds = valueTest(rule.condition);
+  const clear = rule.clear === undefined ? undefined : valueTest(rule.clear);
+  return { rule, devices: rule.devices === undefined ? undefined : new Set(rule.devices), holds, clears: clear ?? ((value) => !holds(value)) };
+}
+
+function concerns(judged: JudgedRule, deviceId: string, rows: readonly StateRow[]): boolean {
+  if (judged.devices !== undefined && !judged.devices.has(deviceId)) return false;
+  return rows.some((row) => row.asset === judged.rule.asset);
+}
