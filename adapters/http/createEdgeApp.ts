@@ -18,6 +18,7 @@ import { commandRoutes } from './routes/commands/commandRoutes.ts';
 import { assetRoutes } from './routes/devices/assetRoutes.ts';
 import { integrationRoutes } from './routes/integrations/integrationRoutes.ts';
 import { ruleRoutes } from './routes/rules/ruleRoutes.ts';
+import { alarmRoutes } from './routes/rules/alarmRoutes.ts';
 import { deviceRoutes } from './routes/devices/deviceRoutes.ts';
 import { lpwanRoutes } from './routes/lpwan/lpwanRoutes.ts';
 import { openApiRoute } from './routes/meta/openApiRoute.ts';
@@ -83,6 +84,7 @@ function routeGroups(edge: EdgeContext, deps: EdgeDeps): void {
   if (deps.commands) commandRoutes(edge, deps.commands);
   if (deps.integrations) integrationRoutes(edge, deps.integrations);
   ruleRoutes(edge);
+  alarmRoutes(edge);
   if (deps.live) liveRoutes(edge, deps.live, deps.live.connections ?? new LiveConnections(deps.live.maxConnections ?? 10_000));
   activationEdge(edge);
   principalRoutes(edge);

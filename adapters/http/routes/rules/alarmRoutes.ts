@@ -1,0 +1,119 @@
+/**
+ * Alarms of a ground (docs/rules.md): listed newest first with filters, read, acknowledged and
+ * cleared by its members with a user token. For anyone else an alarm does not exist (404, as an
+ * unknown id).
+ */
+import { FleetError, isFleetError } from '../../../../engine/kernel/errors.ts';
+import type { Principal } from '../../../../engine/ports/registry.ts';
+import type { Alarm, AlarmQuery } from '../../../../engine/ports/alarmRegistry.ts';
+import { ID_PATTERN } from '../../../../schemas/registry.ts';
+import { GroundParams } from '../../../../schemas/edge.ts';
+import { Alarm as AlarmSchema, AlarmListQuery, AlarmPage, AlarmParams } from '../../../../schemas/alarms.ts';
+import type { EdgeContext } from '../../EdgeContext.ts';
+import { listCursors } from '../listCursor.ts';
+
+const JSON_TYPE = 'application/json';
+const TAGS = ['alarms'];
+const DEFAULT_PAGE = 100;
+const CURSORS = listCursors(ID_PATTERN.slice(1, -1));
+
+export function alarmRoutes(edge: EdgeContext): void {
+  listAlarms(edge);
+  getAlarm(edge);
+  acknowledgeAlarm(edge);
+  clearAlarm(edge);
+}
+
+function userOnly(principal: Principal): void {
+  if (principal.scope !== 'user') throw new FleetError('FORBIDDEN', `a ${principal.scope} token cannot read or change alarms`);
+}
+
+/** The alarm, when the principal is a member of its ground; NOT_FOUND otherwise, as for an unknown id. */
+async function alarmFor(edge: EdgeContext, principal: Principal, alarmId: string): Promise<Alarm> {
+  userOnly(principal);
+  const alarm = await edge.deps.registry.getAlarm(alarmId);
+  const notFound = new FleetError('NOT_FOUND', `alarm ${alarmId} not found`);
+  if (alarm === undefined) throw notFound;
+  try {
+    await edge.access.ground(principal, alarm.groundId);
+  } catch (error) {
+    if (isFleetError(error) && (error.code === 'FORBIDDEN' || error.code === 'NOT_FOUND')) throw notFound;
+    throw error;
+  }
+  return alarm;
+}
+
+function listAlarms({ router, access, deps }: EdgeContext): void {
+  router.route({
+    methods: ['get'],
+    path: '/ground/{groundId}/alarms',
+    operationId: 'listAlarms',
+    summary: 'Alarms of a ground, newest first, by pages; `status`, `acknowledged` and `deviceId` filter them',
+    tags: TAGS,
+    params: GroundParams,
+    query: AlarmListQuery,
+    responses: { 200: { description: 'a page of alarms; `next` is the cursor of the following page', content: { [JSON_TYPE]: AlarmPage } } },
+    errors: [403, 404],
+  }, async (c, { principal, params, query }) => {
+    userOnly(principal);
+    const ground = await access.ground(principal, params.groundId);
+    const limit = query.limit ?? DEFAULT_PAGE;
+    const request: AlarmQuery = { limit: limit + 1 };
+    if (query.status !== undefined) request.status = query.status;
+    if (query.acknowledged !== undefined) request.acknowledged = query.acknowledged === 'true';
+    if (query.deviceId !== undefined) request.deviceId = query.deviceId;
+    if (query.cursor !== undefined) {
+      const before = CURSORS.decode(query.cursor);
+      request.before = { startedAt: before.createdAt, id: before.key };
+    }
+    const rows = await deps.registry.listAlarms(ground.id, request);
+    const items = rows.slice(0, limit);
+    const last = items[items.length - 1];
+    return c.json(rows.length > limit ? { items, next: Buffer.from(`${last.startedAt}.${last.id}`, 'utf8').toString('base64url') } : { items });
+  });
+}
+
+function getAlarm(edge: EdgeContext): void {
+  edge.router.route({
+    methods: ['get'],
+    path: '/alarms/{id}',
+    operationId: 'getAlarm',
+    summary: 'An alarm',
+    tags: TAGS,
+    params: AlarmParams,
+    responses: { 200: { description: 'the alarm', content: { [JSON_TYPE]: AlarmSchema } } },
+    errors: [403, 404],
+  }, async (c, { principal, params }) => c.json(await alarmFor(edge, principal, params.id)));
+}
+
+function acknowledgeAlarm(edge: EdgeContext): void {
+  edge.router.route({
+    methods: ['post'],
+    path: '/alarms/{id}/acknowledge',
+    operationId: 'acknowledgeAlarm',
+    summary: 'Acknowledge an alarm (an acknowledged one keeps its first acknowledgement)',
+    tags: TAGS,
+    params: AlarmParams,
+    responses: { 200: { description: 'the alarm', content: { [JSON_TYPE]: AlarmSchema } } },
+    errors: [403, 404],
+  }, async (c, { principal, params }) => {
+    const alarm = await alarmFor(edge, principal, params.id);
+    return c.json(await edge.deps.registry.acknowledgeAlarm(alarm.id, principal.subjectId, edge.deps.clock.now()));
+  });
+}
+
+function clearAlarm(edge: EdgeContext): void {
+  edge.router.route({
+    methods: ['post'],
+    path: '/alarms/{id}/clear',
+    operationId: 'clearAlarm',
+    summary: 'Clear an alarm (a cleared one is unchanged); while its condition holds, the next state raises a new one',
+    tags: TAGS,
+    params: AlarmParams,
+    responses: { 200: { description: 'the alarm', content: { [JSON_TYPE]: AlarmSchema } } },
+    errors: [403, 404],
+  }, async (c, { principal, params }) => {
+    const alarm = await alarmFor(edge, principal, params.id);
+    return c.json(await edge.deps.registry.clearAlarm(alarm.id, edge.deps.clock.now()));
+  });
+}

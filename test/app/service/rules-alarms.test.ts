@@ -1,0 +1,125 @@
+/**
+ * Rules raise alarms on the embedded service (docs/rules.md): states sent over HTTP are judged once
+ * stored, in each device's order — raised, updated, repeated while active (the condition held
+ * again), cleared by the clear condition (hysteresis) or when the condition ends, raised anew after;
+ * a late state changes nothing; members list, read, acknowledge and clear alarms; another ground's
+ * member finds none.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { Service } from '../../../app/createService.ts';
+import { startEmbeddedService } from '../../support/embeddedService.ts';
+import { sendJson } from '../../support/sendJson.ts';
+import { tempDir, waitFor } from '../../support/tmp.ts';
+
+const tmp = tempDir('rules-alarms');
+let service: Service;
+let base = '';
+let userToken = '';
+let groundId = '';
+let device = { id: '', token: '' };
+
+async function call(method: string, path: string, body?: unknown, token = userToken): Promise<{ status: number; json: any }> {
+  const res = await sendJson(base + path, method, token, body);
+  const text = await res.text();
+  return { status: res.status, json: text === '' ? undefined : JSON.parse(text) };
+}
+
+const t0 = Date.now() - 3_600_000;
+const at = (minute: number) => new Date(t0 + minute * 60_000).toISOString();
+
+async function send(state: Record<string, { value: unknown; at: string }>): Promise<void> {
+  const res = await call('PUT', `/device/${device.id}/state`, state, device.token);
+  assert.is(res.status, 202, JSON.stringify(res.json));
+}
+
+async function alarms(query = ''): Promise<any[]> {
+  const res = await call('GET', `/ground/${groundId}/alarms${query}`);
+  assert.is(res.status, 200, JSON.stringify(res.json));
+  return res.json.items;
+}
+
+test.before(async () => {
+  ({ service, base } = await startEmbeddedService({ dir: tmp.dir }));
+  const user = await service.registry.createUser({ name: 'u' });
+  userToken = user.token;
+  groundId = (await service.registry.createGround({ name: 'g', userId: user.entity.id })).id;
+  const made = await call('POST', `/ground/${groundId}/devices`, { name: 'freezer', assets: [
+    { name: 'temperature', is: 'sensor', profile: { type: 'number' } },
+    { name: 'door', is: 'sensor', profile: { type: 'boolean' } },
+  ] });
+  assert.is(made.status, 201);
+  device = made.json;
+});
+
+test.after(async () => {
+  await service?.stop();
+  tmp.remove();
+});
+
+test('a threshold with hysteresis: raised, updated, repeated, cleared, raised anew; a late state changes nothing', async () => {
+  const rule = await call('POST', `/ground/${groundId}/rules`, { name: 'warm', asset: 'temperature', condition: { above: 8 }, clear: { below: 6 }, severity: 'major' });
+  assert.is(rule.status, 201, JSON.stringify(rule.json));
+  await send({ temperature: { value: 5, at: at(0) } });
+  await send({ temperature: { value: 9, at: at(1) } });
+  await waitFor(async () => (await alarms()).length === 1, 10_000, 'raised');
+  let [alarm] = await alarms();
+  assert.equal([alarm.status, alarm.count, alarm.value, alarm.lastValue, alarm.severity, alarm.asset, alarm.deviceId, alarm.ruleId, alarm.acknowledged, alarm.startedAt],
+    ['active', 1, 9, 9, 'major', 'temperature', device.id, rule.json.id, false, Date.parse(at(1))]);
+  await send({ temperature: { value: 10, at: at(2) } });
+  await waitFor(async () => (await alarms())[0].lastValue === 10, 10_000, 'last value');
+  await send({ temperature: { value: 7, at: at(3) } }); // between 6 and 8: no longer holding, not cleared
+  await send({ temperature: { value: 9.5, at: at(4) } });
+  await waitFor(async () => (await alarms())[0].count === 2, 10_000, 'repeated');
+  await send({ temperature: { value: 20, at: at(3.5) } }); // late: measured before the last state judged
+  await send({ temperature: { value: 5, at: at(5) } });
+  await waitFor(async () => (await alarms())[0].status === 'cleared', 10_000, 'cleared');
+  [alarm] = await alarms();
+  assert.equal([alarm.count, alarm.lastValue, alarm.clearedAt], [2, 9.5, Date.parse(at(5))], 'the late 20 changed nothing');
+  await send({ temperature: { value: 11, at: at(6) } });
+  await waitFor(async () => (await alarms()).length === 2, 10_000, 'raised anew');
+  const [newest, first] = await alarms();
+  assert.equal([newest.status, newest.value, newest.count, first.id], ['active', 11, 1, alarm.id], 'newest first');
+  assert.equal((await alarms('?status=active')).map((a) => a.id), [newest.id]);
+  assert.equal((await alarms('?status=cleared')).map((a) => a.id), [alarm.id]);
+  const page = await call('GET', `/ground/${groundId}/alarms?limit=1`);
+  assert.equal(page.json.items.map((a: { id: string }) => a.id), [newest.id]);
+  const rest = await call('GET', `/ground/${groundId}/alarms?limit=1&cursor=${page.json.next}`);
+  assert.equal([rest.json.items.map((a: { id: string }) => a.id), rest.json.next], [[alarm.id], undefined], 'the next page, then no more');
+  assert.is((await call('GET', `/ground/${groundId}/alarms?cursor=bm90LWEtY3Vyc29y`)).json.code, 'VALIDATION_FAILED');
+  await call('DELETE', `/rules/${rule.json.id}`);
+});
+
+test('without clear: cleared when the condition ends; members acknowledge and clear; others find nothing', async () => {
+  const rule = await call('POST', `/ground/${groundId}/rules`, { name: 'open', asset: 'door', condition: { equals: true }, severity: 'warning' });
+  assert.is(rule.status, 201);
+  const mine = () => alarms(`?deviceId=${device.id}`).then((list) => list.filter((a) => a.ruleId === rule.json.id));
+  await send({ door: { value: true, at: at(10) } });
+  await waitFor(async () => (await mine()).length === 1, 10_000, 'raised');
+  await send({ door: { value: false, at: at(11) } });
+  await waitFor(async () => (await mine())[0].status === 'cleared', 10_000, 'cleared when the door closed');
+  await send({ door: { value: true, at: at(12) } });
+  await waitFor(async () => (await mine()).length === 2, 10_000, 'raised anew');
+  const [active] = await mine();
+  const acknowledged = await call('POST', `/alarms/${active.id}/acknowledge`);
+  assert.is(acknowledged.status, 200);
+  assert.equal([acknowledged.json.acknowledged, acknowledged.json.status, typeof acknowledged.json.acknowledgedAt, acknowledged.json.acknowledgedBy !== undefined], [true, 'active', 'number', true]);
+  assert.equal((await alarms('?acknowledged=true')).map((a) => a.id), [active.id]);
+  const stranger = await service.registry.createUser({ name: 'x' });
+  await service.registry.createGround({ name: 'theirs', userId: stranger.entity.id });
+  for (const [method, path] of [['GET', `/alarms/${active.id}`], ['POST', `/alarms/${active.id}/acknowledge`], ['POST', `/alarms/${active.id}/clear`]] as const) {
+    const res = await call(method, path, undefined, stranger.token);
+    assert.is(res.status, 404, `${method} ${path}`);
+  }
+  assert.is((await call('GET', `/ground/${groundId}/alarms`, undefined, stranger.token)).status, 403);
+  assert.is((await call('GET', `/alarms/${active.id}`, undefined, device.token)).status, 403, 'a device token');
+  const cleared = await call('POST', `/alarms/${active.id}/clear`);
+  assert.equal([cleared.status, cleared.json.status], [200, 'cleared']);
+  // Still open: the next state raises a new alarm.
+  await send({ door: { value: true, at: at(13) } });
+  await waitFor(async () => (await mine()).length === 3, 10_000, 'a new alarm while the door stays open');
+  const bad = await call('GET', `/ground/${groundId}/alarms?acknowledged=maybe`);
+  assert.equal([bad.status, bad.json.code], [422, 'VALIDATION_FAILED']);
+});
+
+test.run();
