@@ -1,7 +1,8 @@
 /**
  * Topic `events` (docs/integrations.md): what happened to a device, for applications and
  * integrations. JSON, key = device id. One record holds the events of one source, all of one
- * device, in order: the states one uplink stored followed by its refusals, or one command change.
+ * device, in order: the states one uplink stored followed by its refusals and the alarms its
+ * states raised, repeated or cleared, or one command change.
  *
  *     {"events":[{"type":"state","id":"…","deviceId":"…","asset":"t","value":21.5,"at":"…","receivedAt":"…"}, …]}
  *
@@ -58,7 +59,33 @@ export const CommandEvent = Type.Object({
 });
 export type CommandEvent = Static<typeof CommandEvent>;
 
-export const FleetEvent = Type.Union([StateEvent, RejectionEvent, CommandEvent]);
+/**
+ * An alarm of a rule was raised, repeated (its condition held again while active) or cleared by the
+ * rule (docs/rules.md), by one of the device's states. An integration receives it when it takes
+ * `alarm` events, or when the rule names it in an action (`integrations`).
+ */
+export const AlarmEvent = Type.Object({
+  type: Type.Literal('alarm'),
+  id: Type.String(),
+  deviceId: Type.String(),
+  alarmId: Type.String(),
+  ruleId: Type.String(),
+  /** What happened: `raised`, `repeated`, `cleared`. */
+  change: Type.Union([Type.Literal('raised'), Type.Literal('repeated'), Type.Literal('cleared')]),
+  status: Type.String(),
+  severity: Type.String(),
+  asset: Type.String(),
+  count: Type.Integer({ minimum: 1 }),
+  value: Type.Unknown(),
+  lastValue: Type.Unknown(),
+  /** The measurement time of the state that made the change, ISO 8601 (ms). */
+  at: Type.String(),
+  /** Integrations the rule's actions deliver it to, whatever events they take. */
+  integrations: Type.Optional(Type.Array(Type.String())),
+});
+export type AlarmEvent = Static<typeof AlarmEvent>;
+
+export const FleetEvent = Type.Union([StateEvent, RejectionEvent, CommandEvent, AlarmEvent]);
 export type FleetEvent = Static<typeof FleetEvent>;
 
 /**

@@ -10,7 +10,8 @@
 import { isoTime } from '../kernel/isoTime.ts';
 import type { ProducerRecord } from '../ports/log.ts';
 import type { CommandView } from '../../schemas/commands.ts';
-import type { CommandEvent, EventSource, RejectionEvent } from '../../schemas/events.ts';
+import type { Alarm } from '../ports/alarmRegistry.ts';
+import type { AlarmEvent, CommandEvent, EventSource, RejectionEvent } from '../../schemas/events.ts';
 import type { DeadLetter, StateRow } from '../../schemas/messages.ts';
 
 const encoder = new TextEncoder();
@@ -21,10 +22,11 @@ function record(deviceId: string, events: readonly unknown[], timestamp: number)
 
 /**
  * What the engine made of one uplink, once durable: its stored states (rows of one device), then
- * its refusals (dead letters of its envelope); `source`, its record on topic `uplinks` (none for an
- * uplink an edge refused whole: it never reached the topic). Undefined for neither.
+ * its refusals (dead letters of its envelope), then the alarm changes its states made; `source`,
+ * its record on topic `uplinks` (none for an uplink an edge refused whole: it never reached the
+ * topic). Undefined for none of them.
  */
-export function uplinkEventsRecord(rows: readonly StateRow[], letters: readonly DeadLetter[], source: EventSource | undefined, now: number): ProducerRecord | undefined {
+export function uplinkEventsRecord(rows: readonly StateRow[], letters: readonly DeadLetter[], source: EventSource | undefined, now: number, alarms: readonly AlarmEvent[] = []): ProducerRecord | undefined {
   const deviceId = rows[0]?.deviceId ?? letters[0]?.envelope.deviceId;
   if (deviceId === undefined) return undefined;
   // Written as text, not built as objects for JSON.stringify: this runs for every uplink the engine
@@ -64,6 +66,7 @@ export function uplinkEventsRecord(rows: readonly StateRow[], letters: readonly 
       + `"asset":${asset},"value":${typeof value === 'number' && Number.isFinite(value) ? String(value) : JSON.stringify(value)},"at":"${at}","receivedAt":"${receivedIso}","uplinkId":${uplinkQuoted}}`;
   }
   for (let i = 0; i < letters.length; i++) json += `${rows.length + i === 0 ? '' : ','}${JSON.stringify(rejectionEvent(letters[i]))}`;
+  for (let i = 0; i < alarms.length; i++) json += `${rows.length + letters.length + i === 0 ? '' : ','}${JSON.stringify(alarms[i])}`;
   // Buffer.from: about half the time of TextEncoder on this text (its slices of Node's pool are
   // appended within milliseconds).
   return { key: deviceId, value: Buffer.from(`${json}]}`, 'utf8'), timestamp: now };
@@ -90,6 +93,30 @@ function rejectionEvent(letter: DeadLetter): RejectionEvent {
   };
   if (letter.asset !== undefined && letter.asset !== '') event.asset = letter.asset;
   if (letter.item !== undefined) event.item = letter.item;
+  return event;
+}
+
+/**
+ * An alarm change made by a state (engine/rules/RuleEvaluator.ts); `integrations`, those the rule's
+ * actions name. Its id is the alarm's, the change and the count: one per change.
+ */
+export function alarmEvent(alarm: Alarm, change: AlarmEvent['change'], integrations: readonly string[], at: number): AlarmEvent {
+  const event: AlarmEvent = {
+    type: 'alarm',
+    id: `${alarm.id}/${change}/${alarm.count}`,
+    deviceId: alarm.deviceId,
+    alarmId: alarm.id,
+    ruleId: alarm.ruleId,
+    change,
+    status: alarm.status,
+    severity: alarm.severity,
+    asset: alarm.asset,
+    count: alarm.count,
+    value: alarm.value,
+    lastValue: alarm.lastValue,
+    at: isoTime(at),
+  };
+  if (integrations.length > 0) event.integrations = [...integrations];
   return event;
 }
 

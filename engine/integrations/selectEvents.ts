@@ -1,6 +1,6 @@
 /**
  * Which events of a record of topic `events` (schemas/events.ts) an integration receives: its event
- * types, its devices and its assets. A refusal of a whole uplink and a command to a device (no
+ * types, its devices and its assets; and the alarms whose rules name it in an action. A refusal of a whole uplink and a command to a device (no
  * asset) pass an asset filter: they concern every asset of the device. Each event chosen is given
  * the integration's ground, as receivers get it.
  *
@@ -12,7 +12,7 @@ import type { Integration } from '../ports/integrationRegistry.ts';
 import type { EventSource } from '../../schemas/events.ts';
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
-const TYPES = new Set(['state', 'rejection', 'command']);
+const TYPES = new Set(['state', 'rejection', 'command', 'alarm']);
 
 export interface Selection {
   /** The events to deliver, in record order, each with `groundId`. */
@@ -26,7 +26,8 @@ export interface Selection {
 const NOTHING: Selection = { events: [], malformed: false };
 const MALFORMED: Selection = { events: [], malformed: true };
 
-export type EventFilter = Pick<Integration, 'groundId' | 'events' | 'devices' | 'assets'>;
+/** `id`: the integration's, which an alarm event names when the rule's actions deliver it there. */
+export type EventFilter = Pick<Integration, 'groundId' | 'events' | 'devices' | 'assets'> & { id?: string };
 
 /** Whether any event of `deviceId` can reach the integration: the cheap test before a record is read. */
 export function coversDevice(filter: EventFilter, deviceId: string): boolean {
@@ -48,10 +49,16 @@ export function selectEvents(filter: EventFilter, deviceId: string, value: Uint8
   const events: Record<string, unknown>[] = [];
   for (const item of list) {
     if (!isEvent(item, deviceId)) return MALFORMED;
-    if (!TYPES.has(item.type) || !filter.events.includes(item.type as Integration['events'][number])) continue;
-    if (filter.assets !== undefined && typeof item.asset === 'string' && !filter.assets.includes(item.asset)) continue;
+    if (!TYPES.has(item.type)) continue;
+    // An alarm goes where its rule's actions send it, whatever events the integration takes, and
+    // which integrations those are is nobody else's business.
+    const { type, id, groundId: _written, integrations, ...rest } = item;
+    const named = type === 'alarm' && filter.id !== undefined && Array.isArray(integrations) && integrations.includes(filter.id);
+    if (!named) {
+      if (!filter.events.includes(type as Integration['events'][number])) continue;
+      if (filter.assets !== undefined && typeof item.asset === 'string' && !filter.assets.includes(item.asset)) continue;
+    }
     // The ground is the integration's: a groundId written into the record does not count.
-    const { type, id, groundId: _written, ...rest } = item;
     events.push({ type, id, groundId: filter.groundId, ...rest });
   }
   return source === undefined ? { events, malformed: false } : { events, malformed: false, source };

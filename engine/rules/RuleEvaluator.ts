@@ -26,12 +26,16 @@ import type { RegistryChange } from '../ports/registryChanges.ts';
 import type { Rule, RuleRegistry } from '../ports/ruleRegistry.ts';
 import type { StateRow } from '../../schemas/messages.ts';
 import { valueTest, type ValueTest } from './conditions.ts';
+import { alarmEvent } from '../events/eventRecords.ts';
+import type { AlarmEvent } from '../../schemas/events.ts';
 
 const retryBackoff = exponentialBackoff({ initialMs: 100, maxMs: 5000 });
 const RULES_PAGE = 1000;
 
 interface JudgedRule {
   rule: Rule;
+  /** The integrations its actions deliver its alarms to. */
+  integrations: readonly string[];
   devices: ReadonlySet<string> | undefined;
   holds: ValueTest;
   /** Without a clear condition: the condition no longer holds. */
@@ -56,7 +60,7 @@ export class RuleEvaluator {
   /** `${ruleId} ${deviceId}` → its standing (what the registry has, or newer in memory). */
   readonly #standings = new Map<string, EvaluationStanding>();
   /** Per device, the end of its queue of judgements. */
-  readonly #queues = new Map<string, Promise<void>>();
+  readonly #queues = new Map<string, Promise<unknown>>();
   #stopped = false;
 
   constructor(options: RuleEvaluatorOptions) {
@@ -79,9 +83,9 @@ export class RuleEvaluator {
   /**
    * Takes the place of an uplink's rows in their device's order. Undefined when it is known now
    * that no rule concerns them; else the function to call once they are durable, which resolves
-   * when every verdict is applied.
+   * when every verdict is applied, with the alarm changes they made (for topic `events`).
    */
-  judgement(rows: readonly StateRow[]): (() => Promise<void>) | undefined {
+  judgement(rows: readonly StateRow[]): (() => Promise<AlarmEvent[]>) | undefined {
     if (rows.length === 0) return undefined;
     const deviceId = rows[0].deviceId;
     const ground = this.#o.groundOf(deviceId);
@@ -92,7 +96,7 @@ export class RuleEvaluator {
     }
     let release!: () => void;
     const stored = new Promise<void>((resolve) => { release = resolve; });
-    const previous = this.#queues.get(deviceId) ?? Promise.resolve();
+    const previous: Promise<unknown> = this.#queues.get(deviceId) ?? Promise.resolve();
     const done = previous.then(() => stored).then(() => this.#judge(deviceId, rows));
     this.#queues.set(deviceId, done);
     void done.then(() => {
@@ -104,19 +108,22 @@ export class RuleEvaluator {
     };
   }
 
-  async #judge(deviceId: string, rows: readonly StateRow[]): Promise<void> {
+  async #judge(deviceId: string, rows: readonly StateRow[]): Promise<AlarmEvent[]> {
+    const events: AlarmEvent[] = [];
     const groundId = await this.#o.groundOf(deviceId);
-    if (groundId === undefined) return;
+    if (groundId === undefined) return events;
     const rules = await this.#rulesOf(groundId);
     for (const row of rows) {
       for (const judged of rules) {
         if (judged.rule.asset !== row.asset || (judged.devices !== undefined && !judged.devices.has(deviceId))) continue;
-        await this.#judgeOne(judged, groundId, row);
+        const event = await this.#judgeOne(judged, groundId, row);
+        if (event !== undefined) events.push(event);
       }
     }
+    return events;
   }
 
-  async #judgeOne(judged: JudgedRule, groundId: string, row: StateRow): Promise<void> {
+  async #judgeOne(judged: JudgedRule, groundId: string, row: StateRow): Promise<AlarmEvent | undefined> {
     const { rule } = judged;
     const key = `${rule.id} ${row.deviceId}`;
     let standing = this.#standings.get(key);
@@ -125,30 +132,33 @@ export class RuleEvaluator {
       this.#standings.set(key, standing);
     }
     const stateId = `${row.uplinkId}/${row.asset}/${row.ts}/${row.seq ?? 0}`;
-    if (row.ts < standing.at || (row.ts === standing.at && stateId <= standing.stateId)) return; // late, or judged already
+    if (row.ts < standing.at || (row.ts === standing.at && stateId <= standing.stateId)) return undefined; // late, or judged already
     const holds = judged.holds(row.value);
     const clears = judged.clears(row.value);
     const next: EvaluationStanding = { ...standing, holding: holds, at: row.ts, stateId };
     // Nothing to tell the registry: the condition did not hold and does not, or nothing is active to clear.
     if (!holds && !standing.holding && !(clears && standing.active)) {
       this.#standings.set(key, next);
-      return;
+      return undefined;
     }
     const evaluation: RuleEvaluation = {
       ruleId: rule.id, groundId, deviceId: row.deviceId, asset: row.asset, severity: rule.severity,
       at: row.ts, stateId, value: row.value, holds, clears,
     };
     const outcome = await this.#retrying(() => this.#o.alarms.applyEvaluation(evaluation));
-    if (outcome === undefined) return;
+    if (outcome === undefined) return undefined;
     if (outcome.change === 'stale') {
       // Another engine (or this one before a restart) judged it: ask again next time.
       this.#standings.delete(key);
-      return;
+      return undefined;
     }
     // Nothing cleared although the clear condition held: nothing was active (a member cleared it).
     next.active = outcome.alarm !== undefined ? outcome.alarm.status === 'active' : outcome.change === 'none' && clears ? false : standing.active;
     this.#standings.set(key, next);
-    if (outcome.change === 'raised' || outcome.change === 'repeated' || outcome.change === 'cleared') this.#o.onAlarm?.(outcome, evaluation);
+    const { change, alarm } = outcome;
+    if (alarm === undefined || !(change === 'raised' || change === 'repeated' || change === 'cleared')) return undefined;
+    this.#o.onAlarm?.(outcome, evaluation);
+    return alarmEvent(alarm, change, judged.integrations, row.ts);
   }
 
   async #rulesOf(groundId: string): Promise<JudgedRule[]> {
@@ -195,7 +205,8 @@ function judgedNow(rule: Rule): boolean {
 function judge(rule: Rule): JudgedRule {
   const holds = valueTest(rule.condition);
   const clear = rule.clear === undefined ? undefined : valueTest(rule.clear);
-  return { rule, devices: rule.devices === undefined ? undefined : new Set(rule.devices), holds, clears: clear ?? ((value) => !holds(value)) };
+  const integrations = rule.actions.flatMap((action) => ('integration' in action ? [action.integration] : []));
+  return { rule, integrations, devices: rule.devices === undefined ? undefined : new Set(rule.devices), holds, clears: clear ?? ((value) => !holds(value)) };
 }
 
 function concerns(judged: JudgedRule, deviceId: string, rows: readonly StateRow[]): boolean {

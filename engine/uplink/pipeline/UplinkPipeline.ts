@@ -20,6 +20,7 @@ import type { UplinkOutput } from '../admission/processUplink.ts';
 import type { UndecidedUplinks, UplinkSink, UplinkWork } from './types.ts';
 import type { EventWriter } from '../../events/EventWriter.ts';
 import { uplinkEventsRecord } from '../../events/eventRecords.ts';
+import type { AlarmEvent } from '../../../schemas/events.ts';
 import { OrderedEvents, type EventPlace } from '../../events/OrderedEvents.ts';
 import { Topics, type AdmittedUplink, type DeadLetter, type StateRow, type UplinkEnvelope } from '../../../schemas/messages.ts';
 
@@ -69,7 +70,7 @@ export interface UplinkPipelineOptions<D extends UndecidedUplinks = UndecidedUpl
    * the store, in the device's order; the judgement runs once they are durable, and the uplink is
    * finished after it.
    */
-  rules?: { judgement(rows: readonly StateRow[]): (() => Promise<void>) | undefined };
+  rules?: { judgement(rows: readonly StateRow[]): (() => Promise<AlarmEvent[]>) | undefined };
 }
 
 export interface PipelineStats {
@@ -204,9 +205,9 @@ export class UplinkPipeline<D extends UndecidedUplinks = UndecidedUplinks> imple
     const judge = rows.length > 0 ? this.#options.rules?.judgement(rows) : undefined;
     if (rows.length > 0 && rejections.length === 0) {
       // The usual uplink: rows only. Only what finishing needs is kept until they are durable.
-      const then = () => {
+      const then = (alarms?: AlarmEvent[]) => {
         if (place === undefined) return this.#finish(partition, offset);
-        this.#ordered!.fill(partition, place, uplinkEventsRecord(rows, [], source, this.#options.clock.now()), (failed) => (failed !== undefined ? this.#fail(failed) : this.#finish(partition, offset)));
+        this.#ordered!.fill(partition, place, uplinkEventsRecord(rows, [], source, this.#options.clock.now(), alarms), (failed) => (failed !== undefined ? this.#fail(failed) : this.#finish(partition, offset)));
       };
       this.#storeThen(rows, (error) => {
         if (error !== undefined) return this.#fail(error);
@@ -217,15 +218,15 @@ export class UplinkPipeline<D extends UndecidedUplinks = UndecidedUplinks> imple
       return;
     }
     const durable = rows.length > 0 ? new Promise<void>((resolve, reject) => this.#storeThen(rows, (error) => (error !== undefined ? reject(error) : resolve()))) : undefined;
-    const stored = durable !== undefined && judge !== undefined ? durable.then(judge) : durable;
+    const stored: Promise<AlarmEvent[] | void> | undefined = durable !== undefined && judge !== undefined ? durable.then(judge) : durable;
     const dead = rejections.length > 0 ? this.#deadLetter(work.envelope, rejections, 0) : undefined;
     this.stats.stored += rows.length;
     this.stats.rejected += rejections.length;
     // Only what finishing needs is kept until the rows are durable, not the envelope and its body:
     // with thousands of uplinks in flight, those would outlive young-generation collections.
-    Promise.all([stored, dead]).then(([, letters]) => {
+    Promise.all([stored, dead]).then(([alarms, letters]) => {
       if (place === undefined) return this.#finish(partition, offset);
-      this.#ordered!.fill(partition, place, uplinkEventsRecord(rows, letters ?? [], source, this.#options.clock.now()), (failed) => (failed !== undefined ? this.#fail(failed) : this.#finish(partition, offset)));
+      this.#ordered!.fill(partition, place, uplinkEventsRecord(rows, letters ?? [], source, this.#options.clock.now(), alarms ?? []), (failed) => (failed !== undefined ? this.#fail(failed) : this.#finish(partition, offset)));
     }, (error: unknown) => this.#fail(error));
   }
 

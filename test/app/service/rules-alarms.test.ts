@@ -3,7 +3,8 @@
  * stored, in each device's order — raised, updated, repeated while active (the condition held
  * again), cleared by the clear condition (hysteresis) or when the condition ends, raised anew after;
  * a late state changes nothing; members list, read, acknowledge and clear alarms; another ground's
- * member finds none.
+ * member finds none. Each change reaches, as an `alarm` event after the state that made it, the
+ * integrations taking alarm events and those the rule's actions name.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -11,6 +12,7 @@ import type { Service } from '../../../app/createService.ts';
 import { startEmbeddedService } from '../../support/embeddedService.ts';
 import { sendJson } from '../../support/sendJson.ts';
 import { tempDir, waitFor } from '../../support/tmp.ts';
+import { startWebhookReceiver, type WebhookReceiver } from '../../support/webhookReceiver.ts';
 
 const tmp = tempDir('rules-alarms');
 let service: Service;
@@ -18,6 +20,11 @@ let base = '';
 let userToken = '';
 let groundId = '';
 let device = { id: '', token: '' };
+let allAlarms: WebhookReceiver;
+let named: WebhookReceiver;
+let namedId = '';
+
+const eventsOf = (receiver: WebhookReceiver) => receiver.received.flatMap((r) => (JSON.parse(r.body) as { events: any[] }).events);
 
 async function call(method: string, path: string, body?: unknown, token = userToken): Promise<{ status: number; json: any }> {
   const res = await sendJson(base + path, method, token, body);
@@ -40,7 +47,9 @@ async function alarms(query = ''): Promise<any[]> {
 }
 
 test.before(async () => {
-  ({ service, base } = await startEmbeddedService({ dir: tmp.dir }));
+  ({ service, base } = await startEmbeddedService({ dir: tmp.dir, integrationsAllowHosts: ['127.0.0.2'], integrations: { batchLingerMs: 50 } }));
+  allAlarms = await startWebhookReceiver((_req, res) => res.writeHead(204).end(), '127.0.0.2');
+  named = await startWebhookReceiver((_req, res) => res.writeHead(204).end(), '127.0.0.2');
   const user = await service.registry.createUser({ name: 'u' });
   userToken = user.token;
   groundId = (await service.registry.createGround({ name: 'g', userId: user.entity.id })).id;
@@ -50,15 +59,21 @@ test.before(async () => {
   ] });
   assert.is(made.status, 201);
   device = made.json;
+  assert.is((await call('POST', `/ground/${groundId}/integrations`, { name: 'alarms', kind: 'webhook', url: allAlarms.url, events: ['state', 'alarm'] })).status, 201);
+  const other = await call('POST', `/ground/${groundId}/integrations`, { name: 'on call', kind: 'webhook', url: named.url, events: ['rejection'] });
+  assert.is(other.status, 201);
+  namedId = other.json.id;
 });
 
 test.after(async () => {
   await service?.stop();
+  await allAlarms?.close();
+  await named?.close();
   tmp.remove();
 });
 
 test('a threshold with hysteresis: raised, updated, repeated, cleared, raised anew; a late state changes nothing', async () => {
-  const rule = await call('POST', `/ground/${groundId}/rules`, { name: 'warm', asset: 'temperature', condition: { above: 8 }, clear: { below: 6 }, severity: 'major' });
+  const rule = await call('POST', `/ground/${groundId}/rules`, { name: 'warm', asset: 'temperature', condition: { above: 8 }, clear: { below: 6 }, severity: 'major', actions: [{ integration: namedId }] });
   assert.is(rule.status, 201, JSON.stringify(rule.json));
   await send({ temperature: { value: 5, at: at(0) } });
   await send({ temperature: { value: 9, at: at(1) } });
@@ -87,6 +102,16 @@ test('a threshold with hysteresis: raised, updated, repeated, cleared, raised an
   const rest = await call('GET', `/ground/${groundId}/alarms?limit=1&cursor=${page.json.next}`);
   assert.equal([rest.json.items.map((a: { id: string }) => a.id), rest.json.next], [[alarm.id], undefined], 'the next page, then no more');
   assert.is((await call('GET', `/ground/${groundId}/alarms?cursor=bm90LWEtY3Vyc29y`)).json.code, 'VALIDATION_FAILED');
+
+  // Each change as an event, after the state that made it; the rule's action names the second integration.
+  const expected = [['raised', 1, 9], ['repeated', 2, 9.5], ['cleared', 2, 9.5], ['raised', 1, 11]];
+  await waitFor(() => eventsOf(named).length >= expected.length, 15_000, 'the named integration has every change');
+  const changes = (events: any[]) => events.filter((e) => e.type === 'alarm' && e.ruleId === rule.json.id).map((e) => [e.change, e.count, e.lastValue]);
+  assert.equal(changes(eventsOf(named)), expected, 'to the integration the rule names, though it takes only rejections');
+  assert.ok(eventsOf(named).every((e) => e.type === 'alarm' && e.integrations === undefined && e.groundId === groundId));
+  await waitFor(() => changes(eventsOf(allAlarms)).length >= expected.length, 15_000, 'the alarm integration has every change');
+  const stream = eventsOf(allAlarms).filter((e) => e.deviceId === device.id && (e.type === 'alarm' || e.asset === 'temperature')).map((e) => (e.type === 'alarm' ? `${e.change}` : `${e.value}`));
+  assert.equal(stream, ['5', '9', 'raised', '10', '7', '9.5', 'repeated', '20', '5', 'cleared', '11', 'raised'], 'each alarm change right after the state that made it, in the device\'s order');
   await call('DELETE', `/rules/${rule.json.id}`);
 });
 

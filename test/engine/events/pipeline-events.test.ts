@@ -64,7 +64,7 @@ test('stored states and refusals are on events before the offset is committed; a
   assert.is(commitsBeforeEvents, 0, 'no offset was committed before events were durable');
   const first = eventsOf(await readAll(world.log, 'reader-1', 4));
   const d0 = first.filter((e) => e.deviceId === 'd0');
-  assert.equal(d0.map((e) => [e.type, e.type === 'state' ? e.value : e.code]), [['state', 1], ['rejection', 'PROFILE_VIOLATION'], ['state', 3]], 'in the device\'s order');
+  assert.equal(d0.map((e) => [e.type, e.type === 'state' ? e.value : e.type === 'rejection' ? e.code : e.id]), [['state', 1], ['rejection', 'PROFILE_VIOLATION'], ['state', 3]], 'in the device\'s order');
   assert.ok(first.every((e) => e.key === e.deviceId), 'key = device id');
   const state = d0[0];
   assert.equal(state, { type: 'state', id: state.id, deviceId: 'd0', asset: 't', value: 1, at: '1970-01-01T00:00:01.000Z', receivedAt: '1970-01-01T00:00:01.000Z', uplinkId: 'u1', key: 'd0' });

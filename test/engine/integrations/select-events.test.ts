@@ -52,6 +52,18 @@ test('hostile records are malformed, never delivered', () => {
   for (const value of bad) assert.equal(selectEvents(all, 'd1', value), { events: [], malformed: true }, new TextDecoder().decode(value));
 });
 
+test('alarms: to integrations taking alarm events (assets filter them), and to those their rule names whatever they take; the names are not delivered', () => {
+  const alarm = { type: 'alarm', id: 'a1/raised/1', deviceId: 'd1', alarmId: 'a1', ruleId: 'r1', change: 'raised', status: 'active', severity: 'major', asset: 't', count: 1, value: 9, lastValue: 9, at: '2026-01-01T00:00:00.000Z', integrations: ['i2'] };
+  const value = record([state('t'), alarm]);
+  const { integrations: _names, ...delivered } = alarm;
+  assert.equal(selectEvents({ ...all, events: ['state', 'alarm'] }, 'd1', value).events, [{ ...state('t'), groundId: 'g1' }, { ...delivered, groundId: 'g1' }]);
+  assert.equal(selectEvents({ ...all, events: ['alarm'], assets: ['h'] }, 'd1', value).events, [], 'another asset');
+  assert.equal(selectEvents({ ...all, id: 'i2', events: ['rejection'], assets: ['h'] }, 'd1', value).events, [{ ...delivered, groundId: 'g1' }], 'named by the rule');
+  assert.equal(selectEvents({ ...all, id: 'i3', events: ['rejection'] }, 'd1', value).events, [], 'not named, not taking alarms');
+  const forged = record([{ ...state('t'), integrations: ['i3'] }]);
+  assert.equal(selectEvents({ ...all, id: 'i3', events: ['rejection'] }, 'd1', forged).events, [], 'a name on a state routes nothing');
+});
+
 test('an unknown event type is skipped, the known ones of the record still go', () => {
   const value = record([{ type: 'future', id: 'f1', deviceId: 'd1' }, state('t')]);
   assert.equal(selectEvents(all, 'd1', value), { events: [{ ...state('t'), groundId: 'g1' }], malformed: false });

@@ -64,7 +64,8 @@ test('verdicts in the device\'s order, whatever order the rows became durable in
   const third = e.judgement([row('t', 10, 5000)])!;
   // The store finishes the later uplinks first.
   const done = [third(), second(), first()];
-  await Promise.all(done);
+  const made = await Promise.all(done);
+  assert.equal(made.map((events) => events.map((e) => [e.type, e.change, e.value, e.lastValue])), [[['alarm', 'raised', 10, 10]], [['alarm', 'cleared', 9, 9]], [['alarm', 'raised', 9, 9]]], 'each judgement answers the alarm changes it made, for topic events');
   assert.equal(applied.map((a) => [a.at, a.holds]), [[3000, true], [4000, false], [5000, true]], 'judged in the order asked');
   const alarms = await registry.listAlarms(groundId);
   assert.equal(alarms.map((a) => [a.ruleId, a.status, a.value, a.startedAt]), [[rule.id, 'active', 10, 5000], [rule.id, 'cleared', 9, 3000]]);
