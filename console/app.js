@@ -9,6 +9,7 @@ import { DevicePage } from './device.js';
 import { AssetPage } from './asset.js';
 import { IntegrationsPage } from './integrations.js';
 import { RulesPage } from './rules.js';
+import { AlarmsPage } from './alarms.js';
 import { ActivatePage } from './activate.js';
 import { DeviceTypesPage, ActivationsPage, NetworksPage } from './partner.js';
 
@@ -74,6 +75,7 @@ function Page({ me, route }) {
   }
   if (head === 'ground' && a && b === 'integrations') return html`<${IntegrationsPage} groundId=${a} />`;
   if (head === 'ground' && a && b === 'rules') return html`<${RulesPage} groundId=${a} />`;
+  if (head === 'ground' && a && b === 'alarms') return html`<${AlarmsPage} groundId=${a} />`;
   if (head === 'ground' && a) return html`<${GroundPage} groundId=${a} />`;
   if (head === 'device' && a && b === 'asset' && c) return html`<${AssetPage} deviceId=${a} name=${c} />`;
   if (head === 'device' && a) return html`<${DevicePage} deviceId=${a} />`;

@@ -4,6 +4,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, p } from './api.js';
 import { follow } from './live.js';
 import { html, ErrorBox, LiveBadge, ShownOnce, ago, formatValue, useLoad, useNow } from './ui.js';
+import { useActiveAlarms } from './alarms.js';
 
 export function GroundsPage() {
   const [grounds, error] = useLoad(() => api('/grounds'), []);
@@ -28,6 +29,8 @@ export function GroundPage({ groundId }) {
   const [latest, setLatest] = useState({});
   const [status, setStatus] = useState('connecting');
   const now = useNow();
+  const active = useActiveAlarms(groundId);
+  const alarmsOf = (deviceId) => (active ?? []).filter((a) => a.deviceId === deviceId).length;
   useEffect(() => { if (page) loadLatest(page.items).then(setLatest); }, [page]);
   useEffect(() => {
     const abort = new AbortController();
@@ -46,13 +49,13 @@ export function GroundPage({ groundId }) {
     return () => abort.abort();
   }, [groundId]);
   return html`<h1>Devices <${LiveBadge} status=${status} /></h1>
-    <p class="crumbs"><a href=${p`#/ground/${groundId}/rules`}>Rules</a> · <a href=${p`#/ground/${groundId}/integrations`}>Integrations</a></p>
+    <p class="crumbs"><a href=${p`#/ground/${groundId}/alarms`} data-testid="alarms-link">Alarms${active?.length ? ` (${active.length} active)` : ''}</a> · <a href=${p`#/ground/${groundId}/rules`}>Rules</a> · <a href=${p`#/ground/${groundId}/integrations`}>Integrations</a></p>
     <${ErrorBox} error=${error} />
     <div class="table-wrap"><table>
       <caption class="sr-only">Devices of this ground with their latest values</caption>
       <thead><tr><th scope="col">Device</th><th scope="col">Latest values</th><th scope="col">Last seen</th></tr></thead>
       <tbody>${page?.items.map((d) => html`<tr data-device=${d.id}>
-        <th scope="row"><a href=${p`#/device/${d.id}`}>${d.title || d.name}</a></th>
+        <th scope="row"><a href=${p`#/device/${d.id}`}>${d.title || d.name}</a>${alarmsOf(d.id) > 0 ? html` <span class="badge alarm" data-testid="alarm-badge">${alarmsOf(d.id)} alarm${alarmsOf(d.id) > 1 ? 's' : ''}</span>` : ''}</th>
         <td>${Object.entries(latest[d.id]?.state ?? {}).map(([name, s]) => html`<span class="chip"><span class="k">${name}</span> <span class="v">${formatValue(s.value)}</span></span>`)}</td>
         <td>${ago(latest[d.id]?.seen, now)}</td>
       </tr>`)}</tbody>

@@ -2,7 +2,8 @@
  * The console's rules page in real headless Chromium, against the whole service on its embedded
  * defaults: rules created from the form for each kind of condition are listed as the API stores
  * them; a rule the API refuses (a threshold on a boolean, a bad duration) shows the API's message
- * naming the field; deletion.
+ * naming the field; deletion. An alarm a state raises shows on the ground's page (a count, a badge
+ * on its device) and on the alarms page, where it is acknowledged and cleared.
  */
 import { suite } from '../../support/suite.ts';
 import * as assert from 'uvu/assert';
@@ -19,6 +20,8 @@ interface World {
   remove(): void;
   token: string;
   groundId: string;
+  /** The freezer the first test creates. */
+  device: { id: string; token: string };
 }
 
 const test = suite<World>('console rules page in Chromium');
@@ -58,6 +61,7 @@ withChromium('console rules browser tests', (chromiumPath) => {
       { name: 'door', is: 'sensor', profile: { type: 'boolean' } },
     ] });
     assert.is(made.status, 201);
+    w.device = made.body;
     const context = await w.browser.newContext({ viewport: { width: 1280, height: 1000 } });
     const page = await context.newPage();
     const errors = pageErrors(page);
@@ -114,6 +118,39 @@ withChromium('console rules browser tests', (chromiumPath) => {
     await page.locator(`tr[data-rule="${stored[0].id}"]`).getByRole('button', { name: 'Delete' }).click();
     await page.locator(`tr[data-rule="${stored[0].id}"]`).waitFor({ state: 'detached' });
     assert.is((await api(w, 'GET', `/rules/${stored[0].id}`)).status, 404);
+    assert.equal(errors, []);
+    await context.close();
+  });
+
+  test('an alarm: counted on the ground, badged on its device, acknowledged and cleared on the alarms page', async (w) => {
+    const rule = await api(w, 'POST', `/ground/${w.groundId}/rules`, { name: 'door open', asset: 'door', condition: { equals: true }, severity: 'critical' });
+    assert.is(rule.status, 201);
+    const sent = await fetch(`${w.base}/device/${w.device.id}/state`, { method: 'PUT', headers: { authorization: `Bearer ${w.device.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ door: { value: true } }) });
+    assert.is(sent.status, 202);
+    const context = await w.browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    const errors = pageErrors(page);
+    await page.goto(`${w.base}/console/`);
+    await page.getByLabel('User or partner token').fill(w.token);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('link', { name: 'Cold store' }).click();
+    await page.getByTestId('alarms-link').filter({ hasText: 'Alarms (1 active)' }).waitFor({ timeout: 15_000 });
+    assert.is(await page.getByTestId('alarm-badge').innerText(), '1 alarm');
+    await page.getByTestId('alarms-link').click();
+    const row = page.locator('[data-testid=alarms] tbody tr');
+    await row.first().waitFor();
+    assert.is(await row.count(), 1);
+    assert.match(await row.first().innerText(), /critical\s+door open\s+freezer-1\s+door\s+active/);
+    await row.first().getByRole('button', { name: 'Acknowledge' }).click();
+    await page.getByTestId('alarm-acknowledged').filter({ hasText: /^yes/ }).waitFor();
+    await screenshot(page, 'console-alarms');
+    assert.equal(await accessibilityProblems(page), [], 'alarms page: labels, names and contrast');
+    await row.first().getByRole('button', { name: 'Clear' }).click();
+    await page.getByText('No alarm.').waitFor();
+    await page.getByRole('button', { name: 'All' }).click();
+    await page.getByTestId('alarm-status').filter({ hasText: 'cleared' }).waitFor();
+    const stored = (await api(w, 'GET', `/ground/${w.groundId}/alarms`)).body.items;
+    assert.equal(stored.map((a: any) => [a.status, a.acknowledged, a.ruleId]), [['cleared', true, rule.body.id]]);
     assert.equal(errors, []);
     await context.close();
   });
