@@ -22,6 +22,7 @@ import type { RegistryChange } from '../engine/ports/registryChanges.ts';
 import type { Role } from './Role.ts';
 import type { Wiring } from './wiring.ts';
 import { RuleEvaluator } from '../engine/rules/RuleEvaluator.ts';
+import { encodeCommandRecord } from '../engine/commands/commandRecords.ts';
 import type { EventWriter } from '../engine/events/EventWriter.ts';
 
 /** How long a stopping process that runs edge and engine waits for the engine to store what its edges accepted. */
@@ -139,6 +140,9 @@ export function engineRole(w: Wiring, options: EngineRoleOptions = {}): Role & {
     groundOf: (deviceId) => ports.lookups.groundOf(deviceId),
     clock: w.clock,
     logger,
+    command: async ({ id, deviceId, asset, value, issuer }) => {
+      await w.log.append(ports.names.commands, [{ key: deviceId, value: encodeCommandRecord({ id, deviceId, asset, value, issuer, issuedAt: w.clock.now() }) }]);
+    },
   });
   const engine = buildEngine({
     log: w.log,

@@ -14,6 +14,8 @@
  *   judged by no rule: alarms follow the newest state.
  * - Rules of a ground are read once and dropped when a rule of the ground changes (registry
  *   changes `rule-changed`, `rule-deleted`, `resync`).
+ * - A raised alarm runs its rule's command actions (appended to topic `commands` before the uplink
+ *   is finished) and goes, as an alarm event, into the uplink's record of topic `events`.
  * - Judged so far: `above`, `below`, `outside`, `equals`, `outsideArea`, with `clear`. Rules with
  *   `for` or `silentFor` need timers and are not judged yet.
  */
@@ -50,6 +52,12 @@ export interface RuleEvaluatorOptions {
   clock: Clock;
   /** An alarm raised, repeated or cleared. */
   onAlarm?(outcome: EvaluationOutcome, evaluation: RuleEvaluation): void;
+  /**
+   * A command action of a rule whose alarm was raised: appended to topic `commands` like an
+   * application's command (the device's command owner checks it against the device); resolves once
+   * durable. Its id is the alarm's and the action's: appended twice, it is one command.
+   */
+  command?(command: { id: string; deviceId: string; asset: string; value: unknown; issuer: string }): Promise<void>;
   logger: Logger;
 }
 
@@ -158,6 +166,13 @@ export class RuleEvaluator {
     const { change, alarm } = outcome;
     if (alarm === undefined || !(change === 'raised' || change === 'repeated' || change === 'cleared')) return undefined;
     this.#o.onAlarm?.(outcome, evaluation);
+    if (change === 'raised' && this.#o.command !== undefined) {
+      for (const [i, action] of rule.actions.entries()) {
+        if (!('command' in action)) continue;
+        const command = { id: `${alarm.id}-${i}`, deviceId: row.deviceId, asset: action.command.asset, value: action.command.value, issuer: `rule:${rule.id}` };
+        await this.#retrying(() => this.#o.command!(command));
+      }
+    }
     return alarmEvent(alarm, change, judged.integrations, row.ts);
   }
 

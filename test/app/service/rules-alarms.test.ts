@@ -4,9 +4,11 @@
  * again), cleared by the clear condition (hysteresis) or when the condition ends, raised anew after;
  * a late state changes nothing; members list, read, acknowledge and clear alarms; another ground's
  * member finds none. Each change reaches, as an `alarm` event after the state that made it, the
- * integrations taking alarm events and those the rule's actions name.
+ * integrations taking alarm events and those the rule's actions name. A raised alarm's command
+ * action reaches the device's MQTT subscription, once.
  */
 import { test } from 'uvu';
+import mqtt from 'mqtt';
 import * as assert from 'uvu/assert';
 import type { Service } from '../../../app/createService.ts';
 import { startEmbeddedService } from '../../support/embeddedService.ts';
@@ -145,6 +147,39 @@ test('without clear: cleared when the condition ends; members acknowledge and cl
   await waitFor(async () => (await mine()).length === 3, 10_000, 'a new alarm while the door stays open');
   const bad = await call('GET', `/ground/${groundId}/alarms?acknowledged=maybe`);
   assert.equal([bad.status, bad.json.code], [422, 'VALIDATION_FAILED']);
+});
+
+test('a command action: the raised alarm\'s command reaches the device over MQTT, once, issued by the rule', async () => {
+  const made = await call('POST', `/ground/${groundId}/devices`, { name: 'cooler', assets: [
+    { name: 'temperature', is: 'sensor', profile: { type: 'number' } },
+    { name: 'defrost', is: 'actuator', profile: { type: 'boolean' } },
+  ] });
+  assert.is(made.status, 201);
+  const cooler: { id: string; token: string } = made.json;
+  const rule = await call('POST', `/ground/${groundId}/rules`, { name: 'icing', asset: 'temperature', devices: [cooler.id], condition: { below: -25 }, severity: 'minor', actions: [{ command: { asset: 'defrost', value: true } }] });
+  assert.is(rule.status, 201, JSON.stringify(rule.json));
+  const client = await mqtt.connectAsync(`mqtt://127.0.0.1:${service.mqttPort}`, { username: cooler.token, password: cooler.token, reconnectPeriod: 0 });
+  const received: Array<{ topic: string; body: any }> = [];
+  client.on('message', (topic, payload) => received.push({ topic, body: JSON.parse(payload.toString()) }));
+  try {
+    await client.subscribeAsync(`device/${cooler.id}/asset/+/command`, { qos: 1 });
+    const sendCooler = async (value: number, minute: number) => {
+      const res = await call('PUT', `/device/${cooler.id}/state`, { temperature: { value, at: at(minute) } }, cooler.token);
+      assert.is(res.status, 202);
+    };
+    await sendCooler(-30, 20);
+    await waitFor(() => received.length === 1, 15_000, 'the command at the device');
+    assert.is(received[0].topic, `device/${cooler.id}/asset/defrost/command`);
+    assert.is(received[0].body.value, true);
+    await sendCooler(-31, 21); // still holding: no new alarm, no new command
+    await sendCooler(-20, 22);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    assert.is(received.length, 1, 'one command per raised alarm');
+    const history = await call('GET', `/device/${cooler.id}/commands`);
+    assert.equal(history.json.items.map((c: { issuer: string; asset: string }) => [c.issuer, c.asset]), [[`rule:${rule.json.id}`, 'defrost']]);
+  } finally {
+    await client.endAsync();
+  }
 });
 
 test.run();
