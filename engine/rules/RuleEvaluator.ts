@@ -38,7 +38,6 @@ interface JudgedRule {
   rule: Rule;
   /** The integrations its actions deliver its alarms to. */
   integrations: readonly string[];
-  devices: ReadonlySet<string> | undefined;
   holds: ValueTest;
   /** Without a clear condition: the condition no longer holds. */
   clears: ValueTest;
@@ -63,8 +62,8 @@ export interface RuleEvaluatorOptions {
 
 export class RuleEvaluator {
   readonly #o: RuleEvaluatorOptions;
-  /** Per ground, its rules as judged (loading, or loaded). */
-  readonly #rules = new Map<string, Promise<JudgedRule[]> | JudgedRule[]>();
+  /** Per ground, its rules as judged, by asset and device (loading, or loaded). */
+  readonly #rules = new Map<string, Promise<GroundRules> | GroundRules>();
   /** `${ruleId} ${deviceId}` → its standing (what the registry has, or newer in memory). */
   readonly #standings = new Map<string, EvaluationStanding>();
   /** Per device, the end of its queue of judgements. */
@@ -100,7 +99,7 @@ export class RuleEvaluator {
     if (typeof ground === 'string' || ground === undefined) {
       if (ground === undefined) return undefined;
       const rules = this.#rules.get(ground);
-      if (Array.isArray(rules) && !rules.some((r) => concerns(r, deviceId, rows))) return undefined;
+      if (rules instanceof GroundRules && !rows.some((row) => rules.of(deviceId, row.asset) !== undefined)) return undefined;
     }
     let release!: () => void;
     const stored = new Promise<void>((resolve) => { release = resolve; });
@@ -122,8 +121,7 @@ export class RuleEvaluator {
     if (groundId === undefined) return events;
     const rules = await this.#rulesOf(groundId);
     for (const row of rows) {
-      for (const judged of rules) {
-        if (judged.rule.asset !== row.asset || (judged.devices !== undefined && !judged.devices.has(deviceId))) continue;
+      for (const judged of rules.of(deviceId, row.asset) ?? []) {
         const event = await this.#judgeOne(judged, groundId, row);
         if (event !== undefined) events.push(event);
       }
@@ -176,7 +174,7 @@ export class RuleEvaluator {
     return alarmEvent(alarm, change, judged.integrations, row.ts);
   }
 
-  async #rulesOf(groundId: string): Promise<JudgedRule[]> {
+  async #rulesOf(groundId: string): Promise<GroundRules> {
     const known = this.#rules.get(groundId);
     if (known !== undefined) return known;
     const loading = this.#retrying(async () => {
@@ -187,10 +185,11 @@ export class RuleEvaluator {
         if (page.length < RULES_PAGE) break;
         after = { createdAt: page[page.length - 1].createdAt, id: page[page.length - 1].id };
       }
-      return all.filter(judgedNow).map(judge);
+      return new GroundRules(all.filter(judgedNow).map(judge));
     }).then((rules) => {
-      if (this.#rules.get(groundId) === loading) this.#rules.set(groundId, rules ?? []);
-      return rules ?? [];
+      const known = rules ?? new GroundRules([]);
+      if (this.#rules.get(groundId) === loading) this.#rules.set(groundId, known);
+      return known;
     });
     this.#rules.set(groundId, loading);
     return loading;
@@ -221,10 +220,42 @@ function judge(rule: Rule): JudgedRule {
   const holds = valueTest(rule.condition);
   const clear = rule.clear === undefined ? undefined : valueTest(rule.clear);
   const integrations = rule.actions.flatMap((action) => ('integration' in action ? [action.integration] : []));
-  return { rule, integrations, devices: rule.devices === undefined ? undefined : new Set(rule.devices), holds, clears: clear ?? ((value) => !holds(value)) };
+  return { rule, integrations, holds, clears: clear ?? ((value) => !holds(value)) };
 }
 
-function concerns(judged: JudgedRule, deviceId: string, rows: readonly StateRow[]): boolean {
-  if (judged.devices !== undefined && !judged.devices.has(deviceId)) return false;
-  return rows.some((row) => row.asset === judged.rule.asset);
+/**
+ * A ground's rules found by asset, and by device for those that list devices: what concerns a
+ * state is found in the time of two map lookups, however many rules the ground has.
+ */
+class GroundRules {
+  readonly #everyDevice = new Map<string, JudgedRule[]>();
+  readonly #byDevice = new Map<string, Map<string, JudgedRule[]>>();
+
+  constructor(rules: readonly JudgedRule[]) {
+    const add = (map: Map<string, JudgedRule[]>, key: string, judged: JudgedRule) => {
+      const list = map.get(key);
+      if (list === undefined) map.set(key, [judged]);
+      else list.push(judged);
+    };
+    for (const judged of rules) {
+      const { asset, devices } = judged.rule;
+      if (devices === undefined) add(this.#everyDevice, asset, judged);
+      else {
+        for (const deviceId of devices) {
+          let assets = this.#byDevice.get(deviceId);
+          if (assets === undefined) this.#byDevice.set(deviceId, (assets = new Map()));
+          add(assets, asset, judged);
+        }
+      }
+    }
+  }
+
+  /** The rules judging a state of `asset` of `deviceId`, oldest first; undefined for none. */
+  of(deviceId: string, asset: string): readonly JudgedRule[] | undefined {
+    const every = this.#everyDevice.get(asset);
+    const listed = this.#byDevice.get(deviceId)?.get(asset);
+    if (listed === undefined) return every;
+    if (every === undefined) return listed;
+    return [...every, ...listed].sort((a, b) => a.rule.createdAt - b.rule.createdAt || (a.rule.id < b.rule.id ? -1 : 1));
+  }
 }

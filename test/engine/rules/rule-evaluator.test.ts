@@ -102,6 +102,17 @@ test('rules waiting for timers judge nothing yet; a changed rule is followed', a
   await registry.deleteRule(silent.id);
 });
 
+test('rules of every device and rules listing the device, on the same asset: each judges, oldest first; another device only by the first', async () => {
+  const every = await registry.createRule({ groundId, name: 'every', asset: 't', condition: { above: 1000 }, severity: 'info' });
+  const listed = await registry.createRule({ groundId, name: 'listed', asset: 't', condition: { above: 1000 }, severity: 'info', devices: [deviceId] });
+  const e = evaluator();
+  applied.length = 0;
+  await judgeAll(e, [[row('t', 2000, 40_000)], [row('t', 2000, 40_001, other)]]);
+  assert.equal(applied.map((a) => [a.ruleId, a.deviceId]), [[every.id, deviceId], [listed.id, deviceId], [every.id, other]]);
+  await registry.deleteRule(every.id);
+  await registry.deleteRule(listed.id);
+});
+
 test('a device of no ground (deleted) or rows of no rule: no judgement at all', async () => {
   const e = evaluator();
   applied.length = 0;
