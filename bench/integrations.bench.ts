@@ -24,13 +24,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { createService, type Service } from '../app/createService.ts';
-import { newUplinkId } from '../engine/kernel/ids.ts';
 import { silentLogger } from '../engine/kernel/logger.ts';
-import { encodeEnvelope } from '../engine/uplink/envelope.ts';
-import type { ProducerRecord } from '../engine/ports/log.ts';
 import { defaultConfig } from '../schemas/config.ts';
 import { Topics } from '../schemas/messages.ts';
 import { useStartFlags } from '../test/support/startFlags.ts';
+import { ingest as ingestUplinks, uplinkRecord } from './support/embeddedIngest.ts';
 
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const UPLINKS = env('BENCH_UPLINKS', 50_000);
@@ -83,28 +81,8 @@ async function startService(dir: string, eventsTopic: 'auto' | 'on' = 'auto'): P
   return { service, groundId: ground.id, devices };
 }
 
-/** An uplink as an edge appends it: its decision (4 states) carried. */
-function uplink(deviceId: string, k: number, receivedAt: number): ProducerRecord {
-  const body = new TextEncoder().encode(JSON.stringify(Object.fromEntries(ASSETS.map((a) => [a, { value: k }]))));
-  const admitted = { states: ASSETS.map((a): [string, number, unknown] => [a, receivedAt, k]), dropped: [] };
-  return { key: deviceId, value: encodeEnvelope({ id: newUplinkId(receivedAt), channel: 'http', contentType: 'json', deviceId, receivedAt, body, admitted }) };
-}
-
-/** Appends `count` uplinks round the devices, 1000 a call, and resolves once the engine has stored them all. */
-async function ingest(service: Service, devices: string[], count: number, from = 0): Promise<void> {
-  const ends = new Map<number, number>();
-  const calls: Promise<void>[] = [];
-  for (let k = from; k < from + count; k += 1000) {
-    const now = Date.now();
-    const records = Array.from({ length: Math.min(1000, from + count - k) }, (_, i) => uplink(devices[(k + i) % devices.length], k + i, now));
-    calls.push(service.log.append(Topics.uplinks, records).then((positions) => {
-      for (const p of positions) ends.set(p.partition, Math.max(ends.get(p.partition) ?? 0, p.offset + 1));
-    }));
-    if (calls.length >= 8) await calls.shift();
-  }
-  await Promise.all(calls);
-  if (!(await service.pipeline!.caughtUp(ends, 600_000))) throw new Error('the engine did not store every uplink');
-}
+const uplink = (deviceId: string, k: number, receivedAt: number) => uplinkRecord(deviceId, ASSETS, k, receivedAt);
+const ingest = (service: Service, devices: string[], count: number, from = 0) => ingestUplinks(service, devices, ASSETS, count, from);
 
 async function integration(service: Service, groundId: string, url: string) {
   return (await service.registry.createIntegration({ groundId, name: 'bench', kind: 'webhook', url, events: ['state'] })).integration;
