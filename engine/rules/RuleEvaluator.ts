@@ -8,8 +8,9 @@
  *   finished (its offset committable) only after its judgement is applied: a crash replays it, and
  *   the registry recognises a state it has applied already (stale), so an alarm is raised once.
  * - Cheap when nothing is wrong: what a rule last made of a device (its standing) is kept in
- *   memory, loaded from the registry the first time; a state that changes nothing (the condition
- *   did not hold and does not) costs no registry call.
+ *   memory, loaded from the registry the first time; rows that change nothing (the condition did
+ *   not hold and does not), of a device with nothing waiting, are judged at once when they go to
+ *   the store (`judgement` answers undefined): no promise, no registry call.
  * - A late state (measured before the last state judged for that rule and device) is stored but
  *   judged by no rule: alarms follow the newest state.
  * - Rules of a ground are read once and dropped when a rule of the ground changes (registry
@@ -99,7 +100,11 @@ export class RuleEvaluator {
     if (typeof ground === 'string' || ground === undefined) {
       if (ground === undefined) return undefined;
       const rules = this.#rules.get(ground);
-      if (rules instanceof GroundRules && !rows.some((row) => rules.of(deviceId, row.asset) !== undefined)) return undefined;
+      if (rules instanceof GroundRules) {
+        if (!rows.some((row) => rules.of(deviceId, row.asset) !== undefined)) return undefined;
+        // Nothing of this device waits to be judged, and these rows change nothing: judged now.
+        if (!this.#queues.has(deviceId) && this.#changeNothing(rules, deviceId, rows)) return undefined;
+      }
     }
     let release!: () => void;
     const stored = new Promise<void>((resolve) => { release = resolve; });
@@ -113,6 +118,30 @@ export class RuleEvaluator {
       release();
       return done;
     };
+  }
+
+  /**
+   * Whether every rule judging these rows, from the standings in memory, would leave things as they
+   * are (the condition did not hold and does not; nothing active to clear, or a late state); then
+   * records them as judged. False, and nothing recorded, when a standing is not in memory or one
+   * row would need the registry: the rows are then judged once durable, in the device's queue.
+   * The common case — nothing wrong — costs no promise and no registry call.
+   */
+  #changeNothing(rules: GroundRules, deviceId: string, rows: readonly StateRow[]): boolean {
+    const next = new Map<string, EvaluationStanding>();
+    for (const row of rows) {
+      for (const judged of rules.of(deviceId, row.asset) ?? []) {
+        const key = `${judged.rule.id} ${deviceId}`;
+        const standing = next.get(key) ?? this.#standings.get(key);
+        if (standing === undefined) return false;
+        const stateId = `${row.uplinkId}/${row.asset}/${row.ts}/${row.seq ?? 0}`;
+        if (row.ts < standing.at || (row.ts === standing.at && stateId <= standing.stateId)) continue;
+        if (judged.holds(row.value) || standing.holding || (standing.active && judged.clears(row.value))) return false;
+        next.set(key, { ...standing, at: row.ts, stateId });
+      }
+    }
+    for (const [key, standing] of next) this.#standings.set(key, standing);
+    return true;
   }
 
   async #judge(deviceId: string, rows: readonly StateRow[]): Promise<AlarmEvent[]> {
