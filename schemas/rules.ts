@@ -86,20 +86,6 @@ export const Rule = Type.Object({
 });
 export type Rule = Static<typeof Rule>;
 
-/** What the registry stores: checked already against the ground's devices and profiles (by the edge). */
-export const NewRule = Type.Object({
-  groundId: Id,
-  name: EntityName,
-  asset: AssetName,
-  devices: Type.Optional(RuleDevices),
-  condition: RuleCondition,
-  for: Type.Optional(RuleDuration),
-  clear: Type.Optional(RuleClear),
-  severity: Severity,
-  actions: Type.Optional(RuleActions),
-}, { additionalProperties: false });
-export type NewRule = Static<typeof NewRule>;
-
 /** A change; `devices`, `for` or `clear` null removes it (every device again, no delay, the default clearing). */
 export const RulePatch = Type.Object({
   name: Type.Optional(EntityName),
@@ -141,6 +127,10 @@ export const RuleCreateBody = Type.Object({
   actions: Type.Optional(RuleActions),
 }, { additionalProperties: false });
 export type RuleCreateBody = Static<typeof RuleCreateBody>;
+
+/** What the registry stores: a body of `POST /ground/{groundId}/rules` with its ground, checked already against the ground's devices and profiles (by the edge). */
+export const NewRule = Type.Object({ groundId: Id, ...RuleCreateBody.properties }, { additionalProperties: false });
+export type NewRule = Static<typeof NewRule>;
 
 export const RuleParams = Type.Object({ id: Id });
 export const RuleListQuery = Type.Object({ limit: PageLimit, cursor: pageCursor(128) }, { additionalProperties: false });

@@ -60,7 +60,7 @@ export function uplinkEventsRecord(rows: readonly StateRow[], letters: readonly 
     const asset = quote(row.asset);
     const id = idPrefix !== '' && asset.length === row.asset.length + 2
       ? `"${idPrefix}/${row.asset}/${row.ts}/${row.seq ?? 0}"`
-      : JSON.stringify(`${row.uplinkId}/${row.asset}/${row.ts}/${row.seq ?? 0}`);
+      : JSON.stringify(stateId(row));
     const value = row.value;
     json += `${i === 0 ? '' : ','}{"type":"state","id":${id},"deviceId":${deviceQuoted},`
       + `"asset":${asset},"value":${typeof value === 'number' && Number.isFinite(value) ? String(value) : JSON.stringify(value)},"at":"${at}","receivedAt":"${receivedIso}","uplinkId":${uplinkQuoted}}`;
@@ -70,6 +70,11 @@ export function uplinkEventsRecord(rows: readonly StateRow[], letters: readonly 
   // Buffer.from: about half the time of TextEncoder on this text (its slices of Node's pool are
   // appended within milliseconds).
   return { key: deviceId, value: Buffer.from(`${json}]}`, 'utf8'), timestamp: now };
+}
+
+/** A stored state's id (as its event's and its row's key): `<uplink id>/<asset>/<measurement time ms>/<reading>`. */
+export function stateId(row: Pick<StateRow, 'uplinkId' | 'asset' | 'ts' | 'seq'>): string {
+  return `${row.uplinkId}/${row.asset}/${row.ts}/${row.seq ?? 0}`;
 }
 
 /** Printable ASCII other than `"` and `\\`: a string of only these is its own JSON body. */

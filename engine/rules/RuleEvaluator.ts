@@ -29,7 +29,7 @@ import type { RegistryChange } from '../ports/registryChanges.ts';
 import type { Rule, RuleRegistry } from '../ports/ruleRegistry.ts';
 import type { StateRow } from '../../schemas/messages.ts';
 import { valueTest, type ValueTest } from './conditions.ts';
-import { alarmEvent } from '../events/eventRecords.ts';
+import { alarmEvent, stateId } from '../events/eventRecords.ts';
 import type { AlarmEvent } from '../../schemas/events.ts';
 
 const retryBackoff = exponentialBackoff({ initialMs: 100, maxMs: 5000 });
@@ -97,8 +97,8 @@ export class RuleEvaluator {
     if (rows.length === 0) return undefined;
     const deviceId = rows[0].deviceId;
     const ground = this.#o.groundOf(deviceId);
-    if (typeof ground === 'string' || ground === undefined) {
-      if (ground === undefined) return undefined;
+    if (ground === undefined) return undefined;
+    if (typeof ground === 'string') {
       const rules = this.#rules.get(ground);
       if (rules instanceof GroundRules) {
         if (!rows.some((row) => rules.of(deviceId, row.asset) !== undefined)) return undefined;
@@ -134,10 +134,10 @@ export class RuleEvaluator {
         const key = `${judged.rule.id} ${deviceId}`;
         const standing = next.get(key) ?? this.#standings.get(key);
         if (standing === undefined) return false;
-        const stateId = `${row.uplinkId}/${row.asset}/${row.ts}/${row.seq ?? 0}`;
-        if (row.ts < standing.at || (row.ts === standing.at && stateId <= standing.stateId)) continue;
+        const id = stateId(row);
+        if (row.ts < standing.at || (row.ts === standing.at && id <= standing.stateId)) continue;
         if (judged.holds(row.value) || standing.holding || (standing.active && judged.clears(row.value))) return false;
-        next.set(key, { ...standing, at: row.ts, stateId });
+        next.set(key, { ...standing, at: row.ts, stateId: id });
       }
     }
     for (const [key, standing] of next) this.#standings.set(key, standing);
@@ -166,11 +166,11 @@ export class RuleEvaluator {
       standing = (await this.#retrying(() => this.#o.alarms.evaluationStanding(rule.id, row.deviceId))) ?? { holding: false, at: -1, stateId: '', active: false };
       this.#standings.set(key, standing);
     }
-    const stateId = `${row.uplinkId}/${row.asset}/${row.ts}/${row.seq ?? 0}`;
-    if (row.ts < standing.at || (row.ts === standing.at && stateId <= standing.stateId)) return undefined; // late, or judged already
+    const id = stateId(row);
+    if (row.ts < standing.at || (row.ts === standing.at && id <= standing.stateId)) return undefined; // late, or judged already
     const holds = judged.holds(row.value);
     const clears = judged.clears(row.value);
-    const next: EvaluationStanding = { ...standing, holding: holds, at: row.ts, stateId };
+    const next: EvaluationStanding = { ...standing, holding: holds, at: row.ts, stateId: id };
     // Nothing to tell the registry: the condition did not hold and does not, or nothing is active to clear.
     if (!holds && !standing.holding && !(clears && standing.active)) {
       this.#standings.set(key, next);
@@ -178,7 +178,7 @@ export class RuleEvaluator {
     }
     const evaluation: RuleEvaluation = {
       ruleId: rule.id, groundId, deviceId: row.deviceId, asset: row.asset, severity: rule.severity,
-      at: row.ts, stateId, value: row.value, holds, clears,
+      at: row.ts, stateId: id, value: row.value, holds, clears,
     };
     const outcome = await this.#retrying(() => this.#o.alarms.applyEvaluation(evaluation));
     if (outcome === undefined) return undefined;
