@@ -39,6 +39,7 @@ import type { EdgeContext } from '../../EdgeContext.ts';
 import { check } from '../../request/check.ts';
 import { readJsonBody } from '../../request/readBody.ts';
 import { listCursors } from '../listCursor.ts';
+import { memberResource } from '../memberResource.ts';
 
 const JSON_TYPE = 'application/json';
 const TAGS = ['integrations'];
@@ -81,19 +82,9 @@ function inBody(error: unknown): unknown {
   return new FleetError(code, `${path}: ${message}`, { cause: error, detail: { errors: [{ path, message }] } });
 }
 
-/** The integration, when the principal is a member of its ground; NOT_FOUND otherwise, as for an unknown id. */
-async function integrationFor(edge: EdgeContext, principal: Principal, integrationId: string): Promise<Integration> {
-  if (principal.scope !== 'user') throw new FleetError('FORBIDDEN', `a ${principal.scope} token cannot manage integrations`);
-  const integration = await edge.deps.registry.getIntegration(integrationId);
-  const notFound = new FleetError('NOT_FOUND', `integration ${integrationId} not found`);
-  if (integration === undefined) throw notFound;
-  try {
-    await edge.access.ground(principal, integration.groundId);
-  } catch (error) {
-    if (isFleetError(error) && (error.code === 'FORBIDDEN' || error.code === 'NOT_FOUND')) throw notFound;
-    throw error;
-  }
-  return integration;
+/** The integration, when the principal is a member of its ground (memberResource). */
+function integrationFor(edge: EdgeContext, principal: Principal, integrationId: string): Promise<Integration> {
+  return memberResource(edge, principal, 'integration', integrationId, (id) => edge.deps.registry.getIntegration(id));
 }
 
 function createIntegration(edge: EdgeContext, integrations: EdgeIntegrations): void {

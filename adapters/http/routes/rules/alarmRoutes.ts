@@ -3,7 +3,7 @@
  * cleared by its members with a user token. For anyone else an alarm does not exist (404, as an
  * unknown id).
  */
-import { FleetError, isFleetError } from '../../../../engine/kernel/errors.ts';
+import { FleetError } from '../../../../engine/kernel/errors.ts';
 import type { Principal } from '../../../../engine/ports/registry.ts';
 import type { Alarm, AlarmQuery } from '../../../../engine/ports/alarmRegistry.ts';
 import { ID_PATTERN } from '../../../../schemas/registry.ts';
@@ -11,6 +11,7 @@ import { GroundParams } from '../../../../schemas/edge.ts';
 import { Alarm as AlarmSchema, AlarmListQuery, AlarmPage, AlarmParams } from '../../../../schemas/alarms.ts';
 import type { EdgeContext } from '../../EdgeContext.ts';
 import { listCursors } from '../listCursor.ts';
+import { memberResource } from '../memberResource.ts';
 
 const JSON_TYPE = 'application/json';
 const TAGS = ['alarms'];
@@ -28,19 +29,9 @@ function userOnly(principal: Principal): void {
   if (principal.scope !== 'user') throw new FleetError('FORBIDDEN', `a ${principal.scope} token cannot read or change alarms`);
 }
 
-/** The alarm, when the principal is a member of its ground; NOT_FOUND otherwise, as for an unknown id. */
-async function alarmFor(edge: EdgeContext, principal: Principal, alarmId: string): Promise<Alarm> {
-  userOnly(principal);
-  const alarm = await edge.deps.registry.getAlarm(alarmId);
-  const notFound = new FleetError('NOT_FOUND', `alarm ${alarmId} not found`);
-  if (alarm === undefined) throw notFound;
-  try {
-    await edge.access.ground(principal, alarm.groundId);
-  } catch (error) {
-    if (isFleetError(error) && (error.code === 'FORBIDDEN' || error.code === 'NOT_FOUND')) throw notFound;
-    throw error;
-  }
-  return alarm;
+/** The alarm, when the principal is a member of its ground (memberResource). */
+function alarmFor(edge: EdgeContext, principal: Principal, alarmId: string): Promise<Alarm> {
+  return memberResource(edge, principal, 'alarm', alarmId, (id) => edge.deps.registry.getAlarm(id));
 }
 
 function listAlarms({ router, access, deps }: EdgeContext): void {

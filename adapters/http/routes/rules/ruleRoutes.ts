@@ -17,6 +17,7 @@ import type { EdgeContext } from '../../EdgeContext.ts';
 import { check } from '../../request/check.ts';
 import { readJsonBody } from '../../request/readBody.ts';
 import { listCursors } from '../listCursor.ts';
+import { memberResource } from '../memberResource.ts';
 
 const JSON_TYPE = 'application/json';
 const TAGS = ['rules'];
@@ -41,19 +42,9 @@ function inBody(error: unknown): unknown {
   return new FleetError('VALIDATION_FAILED', `${path}: ${message}`, { cause: error, detail: { errors: [{ path, message }] } });
 }
 
-/** The rule, when the principal is a member of its ground; NOT_FOUND otherwise, as for an unknown id. */
-async function ruleFor(edge: EdgeContext, principal: Principal, ruleId: string): Promise<Rule> {
-  if (principal.scope !== 'user') throw new FleetError('FORBIDDEN', `a ${principal.scope} token cannot manage rules`);
-  const rule = await edge.deps.registry.getRule(ruleId);
-  const notFound = new FleetError('NOT_FOUND', `rule ${ruleId} not found`);
-  if (rule === undefined) throw notFound;
-  try {
-    await edge.access.ground(principal, rule.groundId);
-  } catch (error) {
-    if (isFleetError(error) && (error.code === 'FORBIDDEN' || error.code === 'NOT_FOUND')) throw notFound;
-    throw error;
-  }
-  return rule;
+/** The rule, when the principal is a member of its ground (memberResource). */
+function ruleFor(edge: EdgeContext, principal: Principal, ruleId: string): Promise<Rule> {
+  return memberResource(edge, principal, 'rule', ruleId, (id) => edge.deps.registry.getRule(id));
 }
 
 function checkAgainstGround(edge: EdgeContext, groundId: string, rule: RuleShape): Promise<void> {
