@@ -140,6 +140,11 @@ test('without clear: cleared when the condition ends; members acknowledge and cl
   }
   assert.is((await call('GET', `/ground/${groundId}/alarms`, undefined, stranger.token)).status, 403);
   assert.is((await call('GET', `/alarms/${active.id}`, undefined, device.token)).status, 403, 'a device token');
+  for (const forged of ['short', `${active.id}x`, "x'--aaaaaaaaaaaaaaaaaa"]) {
+    const res = await call('POST', `/alarms/${encodeURIComponent(forged)}/acknowledge`);
+    assert.equal([res.status, res.json.code], [400, 'BAD_REQUEST'], forged);
+  }
+  assert.is((await call('POST', `/alarms/${'A'.repeat(22)}/clear`)).status, 404, 'an unknown alarm');
   const cleared = await call('POST', `/alarms/${active.id}/clear`);
   assert.equal([cleared.status, cleared.json.status], [200, 'cleared']);
   // Still open: the next state raises a new alarm.
