@@ -140,6 +140,7 @@ export function engineRole(w: Wiring, options: EngineRoleOptions = {}): Role & {
     groundOf: (deviceId) => ports.lookups.groundOf(deviceId),
     clock: w.clock,
     logger,
+    events: w.events,
     command: async ({ id, deviceId, asset, value, issuer }) => {
       await w.log.append(ports.names.commands, [{ key: deviceId, value: encodeCommandRecord({ id, deviceId, asset, value, issuer, issuedAt: w.clock.now() }) }]);
     },
@@ -179,6 +180,7 @@ export function engineRole(w: Wiring, options: EngineRoleOptions = {}): Role & {
         rules.changed(change);
       });
       await engine.start();
+      rules.start();
     },
     async stop() {
       const accepted = options.accepted?.();
@@ -187,7 +189,7 @@ export function engineRole(w: Wiring, options: EngineRoleOptions = {}): Role & {
       }
       stopListening();
       await engine.stop();
-      rules.stop();
+      await rules.stop();
     },
     ready: () => engineReady(pipeline),
   };

@@ -63,6 +63,15 @@ export const RuleEvaluation = Type.Object({
 }, { additionalProperties: false });
 export type RuleEvaluation = Static<typeof RuleEvaluation>;
 
+/** A state of a silence rule's asset: when it was received. */
+export const SilenceSighting = Type.Object({
+  ruleId: Id,
+  deviceId: Id,
+  receivedAt: EpochMs,
+}, { additionalProperties: false });
+export type SilenceSighting = Static<typeof SilenceSighting>;
+export const SilenceSightings = Type.Array(SilenceSighting, { maxItems: 100_000 });
+
 // ---- the HTTP edge (adapters/http/routes/rules/alarmRoutes.ts) ----
 
 export const AlarmParams = Type.Object({ id: Id });

@@ -6,7 +6,7 @@
  */
 import { FleetError } from '../../engine/kernel/errors.ts';
 import { isId, newId } from '../../engine/kernel/ids.ts';
-import type { Alarm, AlarmQuery, AlarmRegistry, EvaluationChange, EvaluationOutcome, RuleEvaluation } from '../../engine/ports/alarmRegistry.ts';
+import type { Alarm, AlarmQuery, AlarmRegistry, EvaluationChange, EvaluationOutcome, RuleEvaluation, SilenceSighting, TimerFiring } from '../../engine/ports/alarmRegistry.ts';
 import * as S from '../../schemas/alarms.ts';
 import { EpochMs } from '../../schemas/registry.ts';
 import type { SqlQueryable } from './executor.ts';
@@ -36,6 +36,24 @@ interface StandingRow {
   holding: boolean;
   at: unknown;
   state_id: string | null;
+  holding_since: unknown;
+  for_ms: unknown;
+}
+
+/** A standing whose timer is due, with what its rule and device are now. */
+interface DueRow {
+  rule_id: string;
+  device_id: string;
+  holding: boolean;
+  due_at: unknown;
+  last_seen: unknown;
+  value: string | null;
+  ground_id: string;
+  asset: string;
+  severity: string;
+  for_ms: unknown;
+  silent_ms: unknown;
+  device_ground: string | null;
 }
 
 /** Values as JSON text: a driver answers a jsonb string as a string, which could not be told from text to parse. */
@@ -71,6 +89,20 @@ function isStale(evaluation: RuleEvaluation, standing: StandingRow): boolean {
   return evaluation.at < at || (evaluation.at === at && evaluation.stateId <= standing.state_id);
 }
 
+const nullable = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+
+/** Raises the alarm of a (rule, device) that has none active, inside the caller's transaction. */
+async function raise(tx: SqlQueryable, due: DueRow, startedAt: number, value: string, now: number): Promise<Alarm | undefined> {
+  const { rows } = await tx.query<AlarmRow>(
+    `INSERT INTO alarms (id, rule_id, ground_id, device_id, asset, severity, status, acknowledged, started_at, value, last_value, count, updated_at)
+     SELECT $1, $2, $3, $4, $5, $6, 'active', false, $7, $8::jsonb, $8::jsonb, 1, $9
+     WHERE NOT EXISTS (SELECT 1 FROM alarms WHERE rule_id = $2 AND device_id = $4 AND status = 'active')
+     RETURNING ${COLUMNS}`,
+    [newId(), due.rule_id, due.ground_id, due.device_id, due.asset, due.severity, startedAt, value, now],
+  );
+  return rows[0] ? toAlarm(rows[0]) : undefined;
+}
+
 async function alarmById(tx: SqlQueryable, alarmId: string): Promise<Alarm> {
   const { rows } = await tx.query<AlarmRow>(`SELECT ${COLUMNS} FROM alarms WHERE id = $1`, [alarmId]);
   if (!rows[0]) throw new FleetError('NOT_FOUND', 'alarm not found', { detail: { field: 'alarmId' } });
@@ -94,7 +126,9 @@ export function alarmOperations(ctx: SqlContext): AlarmRegistry {
           [ruleId, deviceId],
         );
         const { rows: standings } = await tx.query<StandingRow>(
-          'SELECT holding, at, state_id FROM rule_standings WHERE rule_id = $1 AND device_id = $2 FOR UPDATE',
+          `SELECT s.holding, s.at, s.state_id, s.holding_since, r.for_ms
+           FROM rule_standings s LEFT JOIN rules r ON r.id = s.rule_id
+           WHERE s.rule_id = $1 AND s.device_id = $2 FOR UPDATE OF s`,
           [ruleId, deviceId],
         );
         const standing = standings[0];
@@ -106,16 +140,26 @@ export function alarmOperations(ctx: SqlContext): AlarmRegistry {
           [ruleId, deviceId],
         );
         const now = clock.now();
+        const forMs = nullable(standing.for_ms);
+        // With "for", the condition must have held that long, from the first state of its run that held.
+        const holdingSince = evaluation.holds ? (wasHolding ? nullable(standing.holding_since) ?? evaluation.at : evaluation.at) : null;
         let change: EvaluationChange = 'none';
         let row: AlarmRow | undefined;
+        let dueAt: number | null = null;
         if (evaluation.holds) {
           if (!active[0]) {
-            change = 'raised';
-            ({ rows: [row] } = await tx.query<AlarmRow>(
-              `INSERT INTO alarms (id, rule_id, ground_id, device_id, asset, severity, status, acknowledged, started_at, value, last_value, count, updated_at)
-               VALUES ($1, $2, $3, $4, $5, $6, 'active', false, $7, $8::jsonb, $8::jsonb, 1, $9) RETURNING ${COLUMNS}`,
-              [newId(), ruleId, evaluation.groundId, deviceId, evaluation.asset, evaluation.severity, evaluation.at, value, now],
-            ));
+            if (forMs !== null && evaluation.at - holdingSince! < forMs) {
+              // Not yet: the standing's timer raises it then, unless a state that does not hold comes first.
+              change = 'pending';
+              dueAt = holdingSince! + forMs;
+            } else {
+              change = 'raised';
+              ({ rows: [row] } = await tx.query<AlarmRow>(
+                `INSERT INTO alarms (id, rule_id, ground_id, device_id, asset, severity, status, acknowledged, started_at, value, last_value, count, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, 'active', false, $7, $8::jsonb, $8::jsonb, 1, $9) RETURNING ${COLUMNS}`,
+                [newId(), ruleId, evaluation.groundId, deviceId, evaluation.asset, evaluation.severity, evaluation.at, value, now],
+              ));
+            }
           } else {
             change = wasHolding ? 'updated' : 'repeated';
             ({ rows: [row] } = await tx.query<AlarmRow>(
@@ -131,8 +175,10 @@ export function alarmOperations(ctx: SqlContext): AlarmRegistry {
           ));
         }
         await tx.query(
-          'UPDATE rule_standings SET holding = $3, at = $4, state_id = $5 WHERE rule_id = $1 AND device_id = $2',
-          [ruleId, deviceId, evaluation.holds, evaluation.at, evaluation.stateId],
+          `UPDATE rule_standings SET holding = $3, at = $4, state_id = $5, holding_since = $6, due_at = $7,
+             value = CASE WHEN $7::bigint IS NULL THEN NULL WHEN $8::boolean THEN $9::jsonb ELSE value END
+           WHERE rule_id = $1 AND device_id = $2`,
+          [ruleId, deviceId, evaluation.holds, evaluation.at, evaluation.stateId, holdingSince, dueAt, !wasHolding || nullable(standing.holding_since) === null, value],
         );
         return row === undefined ? { change } : { change, alarm: toAlarm(row) };
       }));
@@ -150,6 +196,106 @@ export function alarmOperations(ctx: SqlContext): AlarmRegistry {
         const row = rows[0];
         return row ? { holding: row.holding, at: Number(row.at), stateId: row.state_id!, active: row.active } : undefined;
       });
+    },
+
+    async recordSightings(raw) {
+      check(S.SilenceSightings, raw, 'sightings');
+      if (raw.length === 0) return [];
+      // One per (rule, device), the latest, in the order rows are locked in (no deadlock between engines).
+      const latest = new Map<string, SilenceSighting>();
+      for (const sighting of raw) {
+        const key = `${sighting.ruleId} ${sighting.deviceId}`;
+        const known = latest.get(key);
+        if (known === undefined || sighting.receivedAt > known.receivedAt) latest.set(key, sighting);
+      }
+      const sightings = [...latest.values()].sort((a, b) => (a.ruleId < b.ruleId ? -1 : a.ruleId > b.ruleId ? 1 : a.deviceId < b.deviceId ? -1 : a.deviceId > b.deviceId ? 1 : 0));
+      const rules = sightings.map((x) => x.ruleId);
+      const devices = sightings.map((x) => x.deviceId);
+      const seen = sightings.map((x) => x.receivedAt);
+      return guard(() => executor.transaction(async (tx) => {
+        const { rows: old } = await tx.query<{ rule_id: string; device_id: string; last_seen: unknown }>(
+          `SELECT s.rule_id, s.device_id, s.last_seen FROM rule_standings s
+           JOIN unnest($1::text[], $2::text[]) AS v(r_id, d_id) ON s.rule_id = v.r_id AND s.device_id = v.d_id
+           ORDER BY s.rule_id, s.device_id FOR UPDATE OF s`,
+          [rules, devices],
+        );
+        const lastSeen = new Map(old.map((row) => [`${row.rule_id} ${row.device_id}`, nullable(row.last_seen) ?? -1]));
+        await tx.query(
+          `INSERT INTO rule_standings (rule_id, device_id, holding, last_seen, due_at)
+           SELECT v.r_id, v.d_id, false, v.seen, v.seen + r.silent_ms
+           FROM unnest($1::text[], $2::text[], $3::bigint[]) AS v(r_id, d_id, seen) JOIN rules r ON r.id = v.r_id AND r.silent_ms IS NOT NULL
+           ON CONFLICT (rule_id, device_id) DO UPDATE SET
+             due_at = CASE WHEN EXCLUDED.last_seen > COALESCE(rule_standings.last_seen, -1) THEN EXCLUDED.due_at ELSE rule_standings.due_at END,
+             last_seen = GREATEST(COALESCE(rule_standings.last_seen, -1), EXCLUDED.last_seen)`,
+          [rules, devices, seen],
+        );
+        // A state newer than the last one before the silence ends it (a replayed older one does not).
+        const newer = sightings.filter((x) => x.receivedAt > (lastSeen.get(`${x.ruleId} ${x.deviceId}`) ?? -1));
+        if (newer.length === 0) return [];
+        const { rows } = await tx.query<AlarmRow>(
+          `UPDATE alarms SET status = 'cleared', cleared_at = v.seen, updated_at = $4
+           FROM unnest($1::text[], $2::text[], $3::bigint[]) AS v(r_id, d_id, seen)
+           WHERE alarms.rule_id = v.r_id AND alarms.device_id = v.d_id AND alarms.status = 'active'
+           RETURNING ${COLUMNS.split(', ').map((c) => `alarms.${c}`).join(', ')}`,
+          [newer.map((x) => x.ruleId), newer.map((x) => x.deviceId), newer.map((x) => x.receivedAt), clock.now()],
+        );
+        return rows.map(toAlarm);
+      }));
+    },
+
+    async fireDueTimers(now, limit, leaseMs) {
+      check<number>(EpochMs, now, 'now');
+      for (const [field, n, most] of [['limit', limit, 10_000], ['leaseMs', leaseMs, 86_400_000]] as const) {
+        if (!Number.isSafeInteger(n) || n < 1 || n > most) throw new FleetError('VALIDATION_FAILED', `${field}: 1 to ${most}`, { detail: { field } });
+      }
+      return guard(() => executor.transaction(async (tx) => {
+        // Whichever engine locks a due standing first fires it; the others pass it by.
+        const { rows: due } = await tx.query<DueRow>(
+          `SELECT s.rule_id, s.device_id, s.holding, s.due_at, s.last_seen, s.value::text AS value,
+                  r.ground_id, r.asset, r.severity, r.for_ms, r.silent_ms, d.ground_id AS device_ground
+           FROM rule_standings s JOIN rules r ON r.id = s.rule_id LEFT JOIN devices d ON d.id = s.device_id
+           WHERE s.due_at <= $1 ORDER BY s.due_at LIMIT $2 FOR UPDATE OF s SKIP LOCKED`,
+          [now, limit],
+        );
+        const firings: TimerFiring[] = [];
+        const at = clock.now();
+        const lease = at + leaseMs;
+        for (const standing of due) {
+          const key = [standing.rule_id, standing.device_id];
+          if (standing.device_ground !== standing.ground_id) {
+            // The device is gone (or in another ground): nothing to watch.
+            await tx.query('DELETE FROM rule_standings WHERE rule_id = $1 AND device_id = $2', key);
+            continue;
+          }
+          const silentMs = nullable(standing.silent_ms);
+          const dueAt = Number(standing.due_at);
+          const { rows: active } = await tx.query<AlarmRow>(`SELECT ${COLUMNS} FROM alarms WHERE rule_id = $1 AND device_id = $2 AND status = 'active'`, key);
+          let alarm: Alarm | undefined;
+          if (active[0]) {
+            // Raised by this timer, whose firing was not settled (the engine stopped before its actions were done): again.
+            alarm = toAlarm(active[0]);
+          } else if (silentMs !== null) {
+            // Silent since its last state (or since it was first watched): started when the silence reached the rule's duration.
+            const lastSeen = nullable(standing.last_seen);
+            alarm = await raise(tx, standing, lastSeen === null ? dueAt : lastSeen + silentMs, 'null', at);
+          } else if (nullable(standing.for_ms) !== null && standing.holding) {
+            alarm = await raise(tx, standing, dueAt, standing.value ?? 'null', at);
+          }
+          // Held for the lease while the alarm's actions run: settled then, fired again after it if not.
+          await tx.query('UPDATE rule_standings SET due_at = $3 WHERE rule_id = $1 AND device_id = $2', [...key, alarm === undefined ? null : lease]);
+          if (alarm !== undefined) firings.push({ ruleId: standing.rule_id, deviceId: standing.device_id, lease, alarm });
+        }
+        return firings;
+      }));
+    },
+
+    async settleTimers(firings) {
+      if (firings.length === 0) return;
+      await guard(() => executor.query(
+        `UPDATE rule_standings SET due_at = NULL FROM unnest($1::text[], $2::text[], $3::bigint[]) AS v(r_id, d_id, lease)
+         WHERE rule_id = v.r_id AND device_id = v.d_id AND due_at = v.lease`,
+        [firings.map((f) => f.ruleId), firings.map((f) => f.deviceId), firings.map((f) => f.lease)],
+      ));
     },
 
     async getAlarm(alarmId) {

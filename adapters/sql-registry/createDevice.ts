@@ -102,6 +102,13 @@ export async function insertDevice(tx: SqlQueryable, prepared: PreparedDevice, c
       params,
     );
     assetRows = inserted.rows;
+    // The ground's silence rules over every device that has the asset watch this one from now on.
+    await tx.query(
+      `INSERT INTO rule_standings (rule_id, device_id, holding, due_at)
+       SELECT r.id, $1, false, $3::bigint + r.silent_ms FROM rules r
+       WHERE r.ground_id = $2 AND r.silent_ms IS NOT NULL AND r.devices IS NULL AND r.asset = ANY($4::text[])`,
+      [id, input.groundId, now, assets.map((a) => a.name)],
+    );
   }
   const token = await ctx.insertToken(tx, 'device', id);
   const byName = assetRows.map(toAsset).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));

@@ -7,7 +7,7 @@
  * integrations of grounds (engine/ports/integrationRegistry.ts), version 6 their deliveries;
  * version 7 the rules of grounds (engine/ports/ruleRegistry.ts), version 8 the alarms they raise
  * and where each rule stands for each device (engine/ports/alarmRegistry.ts), and announces rule
- * changes.
+ * changes; version 9 the rules' timers (`for` and `silentFor`).
  *
  * Times are bigint epoch milliseconds (as everywhere in Fleetstream). Constraint names are stable:
  * sqlErrors.ts maps their violations to FleetError codes.
@@ -390,6 +390,37 @@ BEGIN
   RETURN NULL;
 END $$;
 CREATE TRIGGER rules_announce AFTER INSERT OR UPDATE OR DELETE ON rules FOR EACH ROW EXECUTE FUNCTION registry_rule_announce();
+`,
+  },
+  {
+    version: 9,
+    name: 'rule timers',
+    sql: `
+-- The timers of rules (docs/rules.md "Timers"), kept with the standings so they survive a restart
+-- and a million of them cost the engines no memory: an engine fires those due (rule_standings_due_idx).
+-- for_ms and silent_ms are the rule's "for" and "silentFor" in milliseconds.
+ALTER TABLE rules ADD COLUMN for_ms bigint;
+ALTER TABLE rules ADD COLUMN silent_ms bigint;
+UPDATE rules SET for_ms = (extract(epoch FROM for_duration::interval) * 1000)::bigint WHERE for_duration IS NOT NULL;
+UPDATE rules SET silent_ms = (extract(epoch FROM (condition->>'silentFor')::interval) * 1000)::bigint WHERE condition ? 'silentFor';
+
+-- holding_since: the measurement time from which the condition of a rule with "for" has held;
+-- value: the value then. last_seen: the receive time of the last state of a silence rule's asset.
+-- due_at: when the standing's timer fires (NULL: none).
+ALTER TABLE rule_standings ADD COLUMN holding_since bigint;
+ALTER TABLE rule_standings ADD COLUMN value jsonb;
+ALTER TABLE rule_standings ADD COLUMN last_seen bigint;
+ALTER TABLE rule_standings ADD COLUMN due_at bigint;
+CREATE INDEX rule_standings_due_idx ON rule_standings (due_at) WHERE due_at IS NOT NULL;
+
+-- The devices silence rules already cover are watched from now.
+INSERT INTO rule_standings (rule_id, device_id, holding, due_at)
+SELECT r.id, d.id, false, (extract(epoch FROM now()) * 1000)::bigint + r.silent_ms
+FROM rules r JOIN devices d ON d.ground_id = r.ground_id
+WHERE r.silent_ms IS NOT NULL
+  AND (r.devices IS NULL OR r.devices ? d.id)
+  AND EXISTS (SELECT 1 FROM assets a WHERE a.device_id = d.id AND a.name = r.asset)
+ON CONFLICT (rule_id, device_id) DO NOTHING;
 `,
   },
 ];

@@ -8,8 +8,11 @@ import type { TSchema } from 'typebox';
 import { FleetError } from '../../engine/kernel/errors.ts';
 import { isId, newId } from '../../engine/kernel/ids.ts';
 import type { AssetDeclaration, NewRule, Rule, RulePatch, RuleRegistry } from '../../engine/ports/ruleRegistry.ts';
+import { durationMs } from '../../engine/rules/duration.ts';
 import { ASSET_NAME_PATTERN } from '../../schemas/registry.ts';
 import * as S from '../../schemas/rules.ts';
+import type { RuleCondition } from '../../schemas/rules.ts';
+import type { SqlQueryable } from './executor.ts';
 import { requireDevicesOf, requireId, type SqlContext } from './SqlContext.ts';
 import { canonicalFields, canonicalLookup, check, jsonParam } from './validate.ts';
 
@@ -65,6 +68,26 @@ function storedJson(schema: TSchema, value: unknown, field: string): string {
   return text;
 }
 
+/** A silence rule's duration in milliseconds; null for any other condition. */
+function silentMs(condition: RuleCondition): number | null {
+  return 'silentFor' in condition ? durationMs(condition.silentFor) : null;
+}
+
+/**
+ * A silence rule watches the devices it covers from `now`: each has until `now` + its duration to
+ * send a state of the asset (engine/ports/alarmRegistry.ts fireDueTimers). Nothing for other rules.
+ */
+async function watchForSilence(tx: SqlQueryable, ruleId: string, now: number): Promise<void> {
+  await tx.query(
+    `INSERT INTO rule_standings (rule_id, device_id, holding, due_at)
+     SELECT r.id, d.id, false, $2::bigint + r.silent_ms FROM rules r JOIN devices d ON d.ground_id = r.ground_id
+     WHERE r.id = $1 AND r.silent_ms IS NOT NULL AND (r.devices IS NULL OR r.devices ? d.id)
+       AND EXISTS (SELECT 1 FROM assets a WHERE a.device_id = d.id AND a.name = r.asset)
+     ON CONFLICT (rule_id, device_id) DO NOTHING`,
+    [ruleId, now],
+  );
+}
+
 export function ruleOperations(ctx: SqlContext): RuleRegistry {
   const { executor, clock, guard } = ctx;
   return {
@@ -79,11 +102,13 @@ export function ruleOperations(ctx: SqlContext): RuleRegistry {
       return guard(() => executor.transaction(async (tx) => {
         await requireDevicesOf(tx, input.groundId, input.devices);
         const { rows } = await tx.query<RuleRow>(
-          `INSERT INTO rules (id, ground_id, name, asset, devices, condition, for_duration, clear, severity, actions, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8::jsonb, $9, $10::jsonb, $11, $11) RETURNING ${COLUMNS}`,
+          `INSERT INTO rules (id, ground_id, name, asset, devices, condition, for_duration, clear, severity, actions, created_at, updated_at, for_ms, silent_ms)
+           VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8::jsonb, $9, $10::jsonb, $11, $11, $12, $13) RETURNING ${COLUMNS}`,
           [id, input.groundId, input.name, input.asset, input.devices === undefined ? null : jsonParam(input.devices, 'devices'),
-            condition, input.for ?? null, clear, input.severity, actions, now],
+            condition, input.for ?? null, clear, input.severity, actions, now,
+            input.for === undefined ? null : durationMs(input.for), silentMs(input.condition)],
         );
+        await watchForSilence(tx, id, now);
         return toRule(rows[0]);
       }));
     },
@@ -131,15 +156,24 @@ export function ruleOperations(ctx: SqlContext): RuleRegistry {
              for_duration = CASE WHEN $7::boolean THEN $8::text ELSE for_duration END,
              clear = CASE WHEN $9::boolean THEN $10::jsonb ELSE clear END,
              severity = COALESCE($11, severity), actions = COALESCE($12::jsonb, actions),
-             updated_at = $13
+             updated_at = $13,
+             for_ms = CASE WHEN $7::boolean THEN $14::bigint ELSE for_ms END,
+             silent_ms = CASE WHEN $6::jsonb IS NOT NULL THEN $15::bigint ELSE silent_ms END
            WHERE id = $1 RETURNING ${COLUMNS}`,
           [ruleId, patch.name ?? null, patch.asset ?? null,
             patch.devices !== undefined, patch.devices == null ? null : jsonParam(patch.devices, 'devices'),
             condition,
             patch.for !== undefined, patch.for ?? null,
             patch.clear !== undefined, clear,
-            patch.severity ?? null, actions, now],
+            patch.severity ?? null, actions, now,
+            patch.for == null ? null : durationMs(patch.for), patch.condition === undefined ? null : silentMs(patch.condition)],
         );
+        // What the rule judges changed: where it stood for each device (a hold under way, a silence
+        // timer) no longer applies; it starts again from the next state (its active alarms stay).
+        if (patch.asset !== undefined || patch.devices !== undefined || patch.condition !== undefined || patch.for !== undefined || patch.clear !== undefined) {
+          await tx.query('DELETE FROM rule_standings WHERE rule_id = $1', [ruleId]);
+          await watchForSilence(tx, ruleId, now);
+        }
         return toRule(rows[0]);
       }));
     },

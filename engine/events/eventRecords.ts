@@ -1,6 +1,7 @@
 /**
  * The records of topic `events` (schemas/events.ts), one per source: what the engine stored and
- * refused of one uplink (with its place on topic `uplinks`), one command change; key = device id.
+ * refused of one uplink (with its place on topic `uplinks`), one command change, the alarm changes
+ * of a device no uplink made; key = device id.
  * Event ids come from the source, so a source replayed after a crash yields the same ids:
  *
  * - a state: `<uplink id>/<asset>/<measurement time ms>/<reading>` (as the stored row's key);
@@ -123,6 +124,11 @@ export function alarmEvent(alarm: Alarm, change: AlarmEvent['change'], integrati
   };
   if (integrations.length > 0) event.integrations = [...integrations];
   return event;
+}
+
+/** Alarm changes of one device that no uplink made (timers, the end of a silence, a member): one record. */
+export function alarmEventsRecord(events: readonly AlarmEvent[], now: number): ProducerRecord {
+  return record(events[0].deviceId, events, now);
 }
 
 /** One command change (the actors reuse one view object per command: what is needed is copied). */

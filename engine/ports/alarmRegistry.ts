@@ -5,7 +5,8 @@
  *
  * The engine judges each state of a device by each rule that covers it (engine/rules/) and hands
  * the verdict to applyEvaluation, which changes the alarm and the rule's standing for the device in
- * one transaction. An evaluation at or before the last one applied for that (rule, device) — a
+ * one transaction. The timers of rules (`for`, `silentFor`) are kept in the standings too and fired
+ * by fireDueTimers. An evaluation at or before the last one applied for that (rule, device) — a
  * replay after a crash, the same state judged by two engines while a partition moves, a late
  * state — changes nothing: an alarm is raised, repeated and cleared once per state.
  *
@@ -13,16 +14,17 @@
  * for a missing alarm, or for an evaluation of a rule deleted meanwhile (field `ruleId`), UNAVAILABLE/TIMEOUT (retriable) when the database cannot be reached, CLOSED
  * after close(). Lookups answer undefined for a malformed id without querying.
  */
-import type { Alarm, AlarmQuery, RuleEvaluation } from '../../schemas/alarms.ts';
+import type { Alarm, AlarmQuery, RuleEvaluation, SilenceSighting } from '../../schemas/alarms.ts';
 
-export type { Alarm, AlarmQuery, AlarmStatus, RuleEvaluation } from '../../schemas/alarms.ts';
+export type { Alarm, AlarmQuery, AlarmStatus, RuleEvaluation, SilenceSighting } from '../../schemas/alarms.ts';
 
 /**
  * What an evaluation did: `raised` a new alarm; `repeated` the active one (the condition holds
- * again: count + 1); `updated` its last value (the condition still holds); `cleared` it; `none`
+ * again: count + 1); `updated` its last value (the condition still holds); `cleared` it; `pending`
+ * (the condition holds, not yet for the rule's `for`: the standing's timer is set); `none`
  * (nothing active, nothing holds, or the condition stopped holding short of clearing); `stale`.
  */
-export type EvaluationChange = 'raised' | 'repeated' | 'updated' | 'cleared' | 'none' | 'stale';
+export type EvaluationChange = 'raised' | 'repeated' | 'updated' | 'cleared' | 'pending' | 'none' | 'stale';
 
 export interface EvaluationOutcome {
   change: EvaluationChange;
@@ -39,6 +41,14 @@ export interface EvaluationStanding {
   active: boolean;
 }
 
+/** A timer fired (fireDueTimers): the alarm it raised, held until `lease` for its actions. */
+export interface TimerFiring {
+  ruleId: string;
+  deviceId: string;
+  lease: number;
+  alarm: Alarm;
+}
+
 export interface AlarmRegistry {
   /**
    * In one transaction, unless stale: when `holds`, raises an alarm (none active), repeats the
@@ -48,6 +58,25 @@ export interface AlarmRegistry {
   applyEvaluation(evaluation: RuleEvaluation): Promise<EvaluationOutcome>;
   /** Undefined before any evaluation of that (rule, device). */
   evaluationStanding(ruleId: string, deviceId: string): Promise<EvaluationStanding | undefined>;
+  /**
+   * States of the assets of silence rules (`silentFor`), by their receive time: each moves its
+   * standing's timer to that time plus the rule's duration (an older one than the last recorded
+   * changes nothing), and ends the active alarm of its (rule, device) — the silence is over. In one
+   * transaction; answers the alarms cleared. Sightings of rules deleted meanwhile are ignored.
+   */
+  recordSightings(sightings: readonly SilenceSighting[]): Promise<Alarm[]>;
+  /**
+   * Fires, in one transaction, up to `limit` standings whose timer is due at `now`: raises the
+   * alarm of a silence rule (no state since its timer was set) and of a `for` rule whose condition
+   * has held since (no state that does not hold came). A due timer is fired by one caller, however
+   * many engines ask at once (a standing another transaction holds is passed by), and is then held
+   * for `leaseMs`: the caller runs the alarm's actions and settles it (settleTimers); unsettled by
+   * then (the engine stopped), it fires again, with the same alarm. A standing of a device deleted
+   * (or of another ground) is dropped.
+   */
+  fireDueTimers(now: number, limit: number, leaseMs: number): Promise<TimerFiring[]>;
+  /** The firings' actions are done: their timers end (unless a state set them again meanwhile). */
+  settleTimers(firings: readonly Pick<TimerFiring, 'ruleId' | 'deviceId' | 'lease'>[]): Promise<void>;
   getAlarm(alarmId: string): Promise<Alarm | undefined>;
   /** A ground's alarms, newest first (started time, then id), filtered; a page when `query` says so. */
   listAlarms(groundId: string, query?: AlarmQuery): Promise<Alarm[]>;

@@ -17,23 +17,46 @@
  *   changes `rule-changed`, `rule-deleted`, `resync`).
  * - A raised alarm runs its rule's command actions (appended to topic `commands` before the uplink
  *   is finished) and goes, as an alarm event, into the uplink's record of topic `events`.
- * - Judged so far: `above`, `below`, `outside`, `equals`, `outsideArea`, with `clear`. Rules with
- *   `for` or `silentFor` need timers and are not judged yet.
+ * - Timers (`for`, `silentFor`) live in the registry, with the standings, so they survive a restart
+ *   and cost no memory per device: a state of a silence rule's asset is a sighting, recorded in
+ *   batches (at most one registry call per `sightingsFlushMs`), that moves its timer and ends the
+ *   silence alarm; the evaluator asks the registry every `intervalMs` for the timers due and runs
+ *   what they raise (AlarmRegistry.fireDueTimers), settling each once its actions are durable.
  */
 import { exponentialBackoff } from '../kernel/backoff.ts';
 import type { Clock } from '../kernel/clock.ts';
 import { toFleetError } from '../kernel/errors.ts';
 import type { Logger } from '../kernel/logger.ts';
-import type { AlarmRegistry, EvaluationOutcome, EvaluationStanding, RuleEvaluation } from '../ports/alarmRegistry.ts';
+import type { AlarmRegistry, EvaluationStanding, RuleEvaluation, SilenceSighting, TimerFiring } from '../ports/alarmRegistry.ts';
 import type { RegistryChange } from '../ports/registryChanges.ts';
 import type { Rule, RuleRegistry } from '../ports/ruleRegistry.ts';
 import type { StateRow } from '../../schemas/messages.ts';
 import { valueTest, type ValueTest } from './conditions.ts';
 import { alarmEvent, stateId } from '../events/eventRecords.ts';
 import type { AlarmEvent } from '../../schemas/events.ts';
+import type { Alarm } from '../ports/alarmRegistry.ts';
+import type { EventWriter } from '../events/EventWriter.ts';
+import { alarmEventsRecord } from '../events/eventRecords.ts';
 
 const retryBackoff = exponentialBackoff({ initialMs: 100, maxMs: 5000 });
 const RULES_PAGE = 1000;
+/** Timers fired per registry transaction. */
+const FIRINGS_PER_CALL = 500;
+
+/** When timers are looked for and how long a firing is held for its actions (docs/rules.md "Timers"). */
+export interface RuleTimerSettings {
+  /** How often the registry is asked for the timers due. Default 1000 ms. */
+  intervalMs?: number;
+  /**
+   * How long after its deadline a timer fires, so that a state received just before it, still on
+   * its way to the store, ends a silence first. Default 2000 ms.
+   */
+  graceMs?: number;
+  /** How often the sightings of silence rules' assets are recorded. Default 1000 ms. */
+  sightingsFlushMs?: number;
+  /** How long a fired timer is held for its actions before it fires again. Default 60 000 ms. */
+  leaseMs?: number;
+}
 
 interface JudgedRule {
   rule: Rule;
@@ -46,12 +69,18 @@ interface JudgedRule {
 
 export interface RuleEvaluatorOptions {
   rules: Pick<RuleRegistry, 'listRules'>;
-  alarms: Pick<AlarmRegistry, 'applyEvaluation' | 'evaluationStanding'>;
+  alarms: Pick<AlarmRegistry, 'applyEvaluation' | 'evaluationStanding' | 'recordSightings' | 'fireDueTimers' | 'settleTimers'>;
   /** The ground a device is in (undefined: deleted); a promise when it must be looked up. */
   groundOf(deviceId: string): string | undefined | Promise<string | undefined>;
   clock: Clock;
-  /** An alarm raised, repeated or cleared. */
-  onAlarm?(outcome: EvaluationOutcome, evaluation: RuleEvaluation): void;
+  /** An alarm raised, repeated or cleared (by a state or a timer). */
+  onAlarm?(change: 'raised' | 'repeated' | 'cleared', alarm: Alarm): void;
+  /**
+   * Topic `events`, for the alarm changes timers and sightings make (those states make go into
+   * their uplink's record, judgement's answer). Without it they go to no integration.
+   */
+  events?: Pick<EventWriter, 'add' | 'wanted' | 'now'>;
+  timers?: RuleTimerSettings;
   /**
    * A command action of a rule whose alarm was raised: appended to topic `commands` like an
    * application's command (the device's command owner checks it against the device); resolves once
@@ -69,23 +98,127 @@ export class RuleEvaluator {
   readonly #standings = new Map<string, EvaluationStanding>();
   /** Per device, the end of its queue of judgements. */
   readonly #queues = new Map<string, Promise<unknown>>();
+  /** Sightings of silence rules' assets not yet recorded, the latest per (rule, device). */
+  #sightings = new Map<string, SilenceSighting>();
+  /** The recording of sightings under way. */
+  #recording: Promise<void> | undefined;
+  /** The next recording of sightings, scheduled. */
+  #flushTimer: { cancel(): void } | undefined;
+  #timerTick: { cancel(): void } | undefined;
+  #firing: Promise<void> | undefined;
+  readonly #t: Required<RuleTimerSettings>;
   #stopped = false;
 
   constructor(options: RuleEvaluatorOptions) {
     this.#o = options;
+    const t = options.timers ?? {};
+    this.#t = { intervalMs: t.intervalMs ?? 1000, graceMs: t.graceMs ?? 2000, sightingsFlushMs: t.sightingsFlushMs ?? 1000, leaseMs: t.leaseMs ?? 60_000 };
+  }
+
+  /** Starts firing the timers due (on an interval, until stop). */
+  start(): void {
+    if (this.#timerTick !== undefined || this.#stopped) return;
+    const tick = () => {
+      this.#firing = this.fireDue().finally(() => {
+        this.#firing = undefined;
+        if (!this.#stopped) this.#timerTick = this.#o.clock.setTimeout(tick, this.#t.intervalMs);
+      });
+    };
+    this.#timerTick = this.#o.clock.setTimeout(tick, this.#t.intervalMs);
   }
 
   /** A registry change (a consumer of the process's RegistryChangeFanOut). */
   changed(change: RegistryChange): void {
     if (change.kind === 'rule-changed' || change.kind === 'rule-deleted') this.#rules.delete(change.groundId);
     else if (change.kind === 'resync') this.#rules.clear();
-    if (change.kind === 'rule-deleted' || change.kind === 'resync') {
+    // A changed rule starts again from the next state (the registry dropped its standings).
+    if (change.kind === 'rule-changed' || change.kind === 'rule-deleted' || change.kind === 'resync') {
       for (const key of this.#standings.keys()) if (change.kind === 'resync' || key.startsWith(`${change.ruleId} `)) this.#standings.delete(key);
     }
   }
 
-  stop(): void {
+  /** Stops firing timers, and records the sightings held. */
+  async stop(): Promise<void> {
+    this.#timerTick?.cancel();
+    await this.#firing;
+    await this.recordSightings();
     this.#stopped = true;
+  }
+
+  /**
+   * Fires the timers due now (less the grace), as many calls as it takes: runs what each alarm
+   * raised does (command actions, an alarm event, onAlarm), then settles them. Called on an
+   * interval once started; a test calls it after moving its clock.
+   */
+  async fireDue(): Promise<void> {
+    for (;;) {
+      const firings = await this.#retrying(() => this.#o.alarms.fireDueTimers(this.#o.clock.now() - this.#t.graceMs, FIRINGS_PER_CALL, this.#t.leaseMs));
+      if (firings === undefined || firings.length === 0) return;
+      await Promise.all(firings.map((firing) => this.#raisedByTimer(firing)));
+      await this.#retrying(() => this.#o.alarms.settleTimers(firings));
+      if (firings.length < FIRINGS_PER_CALL) return;
+    }
+  }
+
+  async #raisedByTimer({ alarm }: TimerFiring): Promise<void> {
+    const judged = (await this.#rulesOf(alarm.groundId)).byId(alarm.ruleId);
+    this.#o.onAlarm?.('raised', alarm);
+    if (judged !== undefined) await this.#runActions(judged.rule, alarm);
+    await this.#addEvents([alarmEvent(alarm, 'raised', judged?.integrations ?? [], alarm.startedAt)]);
+  }
+
+  /** Records the sightings held (a registry call per batch), and what the alarms they end do. */
+  recordSightings(): Promise<void> {
+    this.#flushTimer?.cancel();
+    this.#flushTimer = undefined;
+    this.#recording ??= (async () => {
+      try {
+        while (this.#sightings.size > 0) {
+          const sightings = [...this.#sightings.values()];
+          this.#sightings = new Map();
+          const cleared = await this.#retrying(() => this.#o.alarms.recordSightings(sightings)) ?? [];
+          const events: AlarmEvent[] = [];
+          for (const alarm of cleared) {
+            this.#o.onAlarm?.('cleared', alarm);
+            const rules = this.#rules.get(alarm.groundId);
+            const integrations = rules instanceof GroundRules ? rules.byId(alarm.ruleId)?.integrations ?? [] : [];
+            events.push(alarmEvent(alarm, 'cleared', integrations, alarm.clearedAt ?? alarm.updatedAt));
+          }
+          await this.#addEvents(events);
+        }
+      } finally {
+        this.#recording = undefined;
+      }
+    })();
+    return this.#recording;
+  }
+
+  /** A state of the asset of silence rules: recorded with the next batch of sightings. */
+  #sighted(rules: readonly JudgedRule[], deviceId: string, receivedAt: number): void {
+    for (const { rule } of rules) {
+      const key = `${rule.id} ${deviceId}`;
+      const known = this.#sightings.get(key);
+      if (known === undefined || known.receivedAt < receivedAt) this.#sightings.set(key, { ruleId: rule.id, deviceId, receivedAt });
+    }
+    if (this.#flushTimer === undefined && !this.#stopped) {
+      this.#flushTimer = this.#o.clock.setTimeout(() => {
+        this.#flushTimer = undefined;
+        // One batch at a time: sightings made while one is recorded wait for the next.
+        void (this.#recording ?? Promise.resolve()).then(() => this.recordSightings());
+      }, this.#t.sightingsFlushMs);
+    }
+  }
+
+  async #addEvents(events: readonly AlarmEvent[]): Promise<void> {
+    const writer = this.#o.events;
+    if (events.length === 0 || writer === undefined || !writer.wanted) return;
+    const byDevice = new Map<string, AlarmEvent[]>();
+    for (const event of events) {
+      const list = byDevice.get(event.deviceId);
+      if (list === undefined) byDevice.set(event.deviceId, [event]);
+      else list.push(event);
+    }
+    await Promise.all([...byDevice.values()].map((list) => this.#retrying(() => writer.add(alarmEventsRecord(list, writer.now())))));
   }
 
   /**
@@ -101,6 +234,7 @@ export class RuleEvaluator {
     if (typeof ground === 'string') {
       const rules = this.#rules.get(ground);
       if (rules instanceof GroundRules) {
+        if (rules.watchesSilence) this.#sight(rules, deviceId, rows);
         if (!rows.some((row) => rules.of(deviceId, row.asset) !== undefined)) return undefined;
         // Nothing of this device waits to be judged, and these rows change nothing: judged now.
         if (!this.#queues.has(deviceId) && this.#changeNothing(rules, deviceId, rows)) return undefined;
@@ -109,7 +243,7 @@ export class RuleEvaluator {
     let release!: () => void;
     const stored = new Promise<void>((resolve) => { release = resolve; });
     const previous: Promise<unknown> = this.#queues.get(deviceId) ?? Promise.resolve();
-    const done = previous.then(() => stored).then(() => this.#judge(deviceId, rows));
+    const done = previous.then(() => stored).then(() => this.#judge(deviceId, rows, typeof ground === 'string' && this.#rules.get(ground) instanceof GroundRules));
     this.#queues.set(deviceId, done);
     void done.then(() => {
       if (this.#queues.get(deviceId) === done) this.#queues.delete(deviceId);
@@ -144,11 +278,20 @@ export class RuleEvaluator {
     return true;
   }
 
-  async #judge(deviceId: string, rows: readonly StateRow[]): Promise<AlarmEvent[]> {
+  #sight(rules: GroundRules, deviceId: string, rows: readonly StateRow[]): void {
+    for (const row of rows) {
+      const silence = rules.silenceOf(deviceId, row.asset);
+      if (silence !== undefined) this.#sighted(silence, deviceId, row.receivedAt);
+    }
+  }
+
+  /** `sighted`: the rows' sightings were taken when they were handed over (their ground's rules were known then). */
+  async #judge(deviceId: string, rows: readonly StateRow[], sighted: boolean): Promise<AlarmEvent[]> {
     const events: AlarmEvent[] = [];
     const groundId = await this.#o.groundOf(deviceId);
     if (groundId === undefined) return events;
     const rules = await this.#rulesOf(groundId);
+    if (!sighted && rules.watchesSilence) this.#sight(rules, deviceId, rows);
     for (const row of rows) {
       for (const judged of rules.of(deviceId, row.asset) ?? []) {
         const event = await this.#judgeOne(judged, groundId, row);
@@ -192,15 +335,19 @@ export class RuleEvaluator {
     this.#standings.set(key, next);
     const { change, alarm } = outcome;
     if (alarm === undefined || !(change === 'raised' || change === 'repeated' || change === 'cleared')) return undefined;
-    this.#o.onAlarm?.(outcome, evaluation);
-    if (change === 'raised' && this.#o.command !== undefined) {
-      for (const [i, action] of rule.actions.entries()) {
-        if (!('command' in action)) continue;
-        const command = { id: `${alarm.id}-${i}`, deviceId: row.deviceId, asset: action.command.asset, value: action.command.value, issuer: `rule:${rule.id}` };
-        await this.#retrying(() => this.#o.command!(command));
-      }
-    }
+    this.#o.onAlarm?.(change, alarm);
+    if (change === 'raised') await this.#runActions(rule, alarm);
     return alarmEvent(alarm, change, judged.integrations, row.ts);
+  }
+
+  /** A raised alarm's command actions, appended to topic `commands` (ids of the alarm's: appended twice, one command). */
+  async #runActions(rule: Rule, alarm: Alarm): Promise<void> {
+    if (this.#o.command === undefined) return;
+    for (const [i, action] of rule.actions.entries()) {
+      if (!('command' in action)) continue;
+      const command = { id: `${alarm.id}-${i}`, deviceId: alarm.deviceId, asset: action.command.asset, value: action.command.value, issuer: `rule:${rule.id}` };
+      await this.#retrying(() => this.#o.command!(command));
+    }
   }
 
   async #rulesOf(groundId: string): Promise<GroundRules> {
@@ -214,7 +361,7 @@ export class RuleEvaluator {
         if (page.length < RULES_PAGE) break;
         after = { createdAt: page[page.length - 1].createdAt, id: page[page.length - 1].id };
       }
-      return new GroundRules(all.filter(judgedNow).map(judge));
+      return new GroundRules(all.map(judge));
     }).then((rules) => {
       const known = rules ?? new GroundRules([]);
       if (this.#rules.get(groundId) === loading) this.#rules.set(groundId, known);
@@ -241,12 +388,9 @@ export class RuleEvaluator {
   }
 }
 
-function judgedNow(rule: Rule): boolean {
-  return rule.for === undefined && !('silentFor' in rule.condition);
-}
-
 function judge(rule: Rule): JudgedRule {
-  const holds = valueTest(rule.condition);
+  // A silence rule judges no value: holds and clears are never asked.
+  const holds = 'silentFor' in rule.condition ? () => false : valueTest(rule.condition);
   const clear = rule.clear === undefined ? undefined : valueTest(rule.clear);
   const integrations = rule.actions.flatMap((action) => ('integration' in action ? [action.integration] : []));
   return { rule, integrations, holds, clears: clear ?? ((value) => !holds(value)) };
@@ -259,8 +403,18 @@ function judge(rule: Rule): JudgedRule {
 class GroundRules {
   readonly #everyDevice = new Map<string, JudgedRule[]>();
   readonly #byDevice = new Map<string, Map<string, JudgedRule[]>>();
+  readonly #silence: GroundRules | undefined;
+  readonly #byId: Map<string, JudgedRule>;
 
-  constructor(rules: readonly JudgedRule[]) {
+  /** `rules` of one ground; those of silence (`silentFor`) are apart, in silenceOf. */
+  constructor(rules: readonly JudgedRule[], silence = true) {
+    this.#byId = new Map(rules.map((judged) => [judged.rule.id, judged]));
+    const isSilence = (judged: JudgedRule) => 'silentFor' in judged.rule.condition;
+    if (silence) {
+      const silent = rules.filter(isSilence);
+      this.#silence = silent.length === 0 ? undefined : new GroundRules(silent, false);
+      rules = rules.filter((judged) => !isSilence(judged));
+    }
     const add = (map: Map<string, JudgedRule[]>, key: string, judged: JudgedRule) => {
       const list = map.get(key);
       if (list === undefined) map.set(key, [judged]);
@@ -279,7 +433,20 @@ class GroundRules {
     }
   }
 
-  /** The rules judging a state of `asset` of `deviceId`, oldest first; undefined for none. */
+  get watchesSilence(): boolean {
+    return this.#silence !== undefined;
+  }
+
+  byId(ruleId: string): JudgedRule | undefined {
+    return this.#byId.get(ruleId);
+  }
+
+  /** The silence rules a state of `asset` of `deviceId` is a sighting for; undefined for none. */
+  silenceOf(deviceId: string, asset: string): readonly JudgedRule[] | undefined {
+    return this.#silence?.of(deviceId, asset);
+  }
+
+  /** The rules judging a state of `asset` of `deviceId` (silence rules apart), oldest first; undefined for none. */
   of(deviceId: string, asset: string): readonly JudgedRule[] | undefined {
     const every = this.#everyDevice.get(asset);
     const listed = this.#byDevice.get(deviceId)?.get(asset);

@@ -2,10 +2,13 @@
  * Contract of the alarms port (engine/ports/alarmRegistry.ts): evaluations raise, repeat, update and
  * clear alarms once per state (stale ones change nothing, also when applied at once), the standing
  * of each (rule, device), listing by pages and filters, acknowledgement and clearing by members,
- * refusals of malformed input. Runs on the harness of registry.contract.ts.
+ * refusals of malformed input; the timers of `for` and `silentFor` (set by evaluations, sightings and
+ * the rules themselves, fired once, held for their actions). Runs on the harness of
+ * registry.contract.ts.
  */
 import * as assert from 'uvu/assert';
 import type { Alarm, AlarmRegistry, FleetRegistry, PrincipalRegistry, RuleEvaluation, RuleRegistry } from '../../engine/ports/registry.ts';
+import type { TimerFiring } from '../../engine/ports/alarmRegistry.ts';
 import { any, ID_RE, MALFORMED_IDS, ownedGround, registrySuite, rejects, START, type RegistryFactory, type RegistryHarness } from './registry.contract.ts';
 
 const MISSING = 'A'.repeat(22);
@@ -304,6 +307,126 @@ export function alarmsContract(name: string, factory: RegistryFactory) {
     assert.ok(raisedOrKept.length >= 1 && raisedOrKept.length <= 2, `applied ${raisedOrKept.length}`);
     assert.is(raisedOrKept.filter((o) => o.change === 'raised').length, 1);
     assert.is(Number((await h.sql("SELECT count(*) AS n FROM alarms WHERE status = 'active' AND rule_id = $1", [rule.id]))[0].n), 1);
+  });
+
+  const TEMP = [{ name: 'temp', is: 'sensor' as const, profile: { type: 'number' } }];
+  /** The firings of `rules` (the suite's registry also holds the timers of its other tests). */
+  const of = (firings: readonly TimerFiring[], ...rules: { id: string }[]) => firings.filter((f) => rules.some((rule) => rule.id === f.ruleId));
+  const activeOf = async (h: RegistryHarness, ruleId: string) =>
+    (await h.sql("SELECT device_id FROM alarms WHERE rule_id = $1 AND status = 'active' ORDER BY device_id", [ruleId])).map((row) => row.device_id as string);
+
+  test('"for": a holding evaluation is pending and sets a timer; the timer raises it with the first value, once; a state that does not hold first ends it', async ({ r, h, clock }) => {
+    const { ground, devices } = await setup(r, 2);
+    const rule = await r.createRule({ groundId: ground.id, name: 'hot for a minute', asset: 'temp', condition: { above: 30 }, for: 'PT1M', severity: 'major' });
+    const [a, b] = devices;
+    const base = clock.now() - START;
+    assert.is((await r.applyEvaluation(judged(rule, a.id, base, true, false, 31))).change, 'pending');
+    assert.is((await r.applyEvaluation(judged(rule, a.id, base + 10_000, true, false, 35))).change, 'pending', 'still holding: still pending, the timer from the first');
+    assert.is((await r.applyEvaluation(judged(rule, b.id, base, true, false, 40))).change, 'pending');
+    assert.is((await r.applyEvaluation(judged(rule, b.id, base + 20_000, false, true, 20))).change, 'none', 'b stopped holding: its timer ends');
+    assert.equal(of(await r.fireDueTimers(START + base + 59_999, 100, 60_000), rule), [], 'not due yet');
+    clock.advance(70_000);
+    const fired = of(await r.fireDueTimers(START + base + 60_000, 100, 60_000), rule);
+    assert.equal(fired.map((f) => [f.ruleId, f.deviceId, f.alarm.startedAt, f.alarm.value, f.alarm.status, f.alarm.count]), [[rule.id, a.id, START + base + 60_000, 31, 'active', 1]]);
+    assert.is(fired[0].lease, clock.now() + 60_000);
+    await r.settleTimers(fired);
+    assert.equal(of(await r.fireDueTimers(START + base + 10_000_000, 100, 60_000), rule), [], 'fired once; b never');
+    assert.equal(await activeOf(h, rule.id), [a.id]);
+    // A holding state measured a minute after the first of its run raises it at once.
+    assert.is((await r.applyEvaluation(judged(rule, b.id, base + 100_000, true, false, 41))).change, 'pending');
+    const byState = await r.applyEvaluation(judged(rule, b.id, base + 160_000, true, false, 42));
+    assert.equal([byState.change, byState.alarm?.startedAt, byState.alarm?.value], ['raised', START + base + 160_000, 42]);
+    assert.equal(of(await r.fireDueTimers(START + base + 10_000_000, 100, 60_000), rule), [], 'raised by the state: its timer is gone');
+  });
+
+  test('a fired timer not settled within its lease fires again with the same alarm; settled, never', async ({ r, clock }) => {
+    const { ground, devices } = await setup(r, 1);
+    const rule = await r.createRule({ groundId: ground.id, name: 'hot for a second', asset: 'temp', condition: { above: 30 }, for: 'PT1S', severity: 'major' });
+    const base = clock.now() - START;
+    await r.applyEvaluation(judged(rule, devices[0].id, base, true));
+    const first = of(await r.fireDueTimers(START + base + 1000, 100, 5000), rule);
+    assert.is(first.length, 1);
+    assert.equal(of(await r.fireDueTimers(clock.now() + 4999, 100, 5000), rule), [], 'held by the lease');
+    clock.advance(5000);
+    const again = of(await r.fireDueTimers(clock.now(), 100, 5000), rule);
+    assert.equal(again.map((f) => f.alarm.id), [first[0].alarm.id], 'the same alarm: its actions run again, with the same ids');
+    await r.settleTimers(first);
+    assert.is(of(await r.fireDueTimers(clock.now() + 10_000, 100, 5000), rule).length, 1, 'an old firing settles nothing');
+    clock.advance(10_000);
+    const last = of(await r.fireDueTimers(clock.now(), 100, 5000), rule);
+    await r.settleTimers(last);
+    assert.equal(of(await r.fireDueTimers(clock.now() + 100_000, 100, 5000), rule), []);
+  });
+
+  test('"silentFor": the covered devices are watched from the rule\'s creation; a sighting moves the timer, an older one does nothing, a newer one ends the silence; devices created later are watched', async ({ r, h, clock }) => {
+    const { ground } = await ownedGround(r);
+    const a = (await r.createDevice({ groundId: ground.id, name: 'a', assets: TEMP })).device;
+    const b = (await r.createDevice({ groundId: ground.id, name: 'b', assets: TEMP })).device;
+    await r.createDevice({ groundId: ground.id, name: 'no temp' });
+    const created = clock.now();
+    const rule = await r.createRule({ groundId: ground.id, name: 'quiet', asset: 'temp', condition: { silentFor: 'PT10M' }, severity: 'warning' });
+    const listed = await r.createRule({ groundId: ground.id, name: 'quiet b', asset: 'temp', condition: { silentFor: 'PT20M' }, severity: 'info', devices: [b.id] });
+    assert.equal(await r.recordSightings([{ ruleId: rule.id, deviceId: a.id, receivedAt: created + 60_000 }, { ruleId: rule.id, deviceId: a.id, receivedAt: created + 30_000 }]), []);
+    clock.advance(600_000);
+    const first = of(await r.fireDueTimers(created + 600_000, 100, 60_000), rule, listed);
+    assert.equal(first.map((f) => [f.ruleId, f.deviceId, f.alarm.startedAt, f.alarm.value, f.alarm.lastValue, f.alarm.asset, f.alarm.severity]), [[rule.id, b.id, created + 600_000, null, null, 'temp', 'warning']], 'b: silent since the rule was made; a: seen at +1 min');
+    await r.settleTimers(first);
+    const c = (await r.createDevice({ groundId: ground.id, name: 'c', assets: TEMP })).device;
+    clock.advance(60_000);
+    const second = of(await r.fireDueTimers(created + 660_000, 100, 60_000), rule, listed);
+    assert.equal(second.map((f) => [f.deviceId, f.alarm.startedAt]), [[a.id, created + 660_000]], 'a: ten minutes after its latest sighting');
+    await r.settleTimers(second);
+    assert.equal(await r.recordSightings([{ ruleId: rule.id, deviceId: a.id, receivedAt: created + 60_000 }]), [], 'a replayed sighting does not end the silence');
+    const ended = await r.recordSightings([{ ruleId: rule.id, deviceId: a.id, receivedAt: created + 700_000 }, { ruleId: listed.id, deviceId: b.id, receivedAt: created + 700_000 }]);
+    assert.equal(ended.map((x) => [x.deviceId, x.status, x.clearedAt]), [[a.id, 'cleared', created + 700_000]]);
+    clock.advance(3_000_000);
+    const third = of(await r.fireDueTimers(clock.now(), 100, 60_000), rule, listed);
+    await r.settleTimers(third);
+    assert.equal(third.map((f) => [f.ruleId, f.deviceId, f.alarm.startedAt]).sort(), [
+      [listed.id, b.id, created + 700_000 + 1_200_000],
+      [rule.id, a.id, created + 700_000 + 600_000],
+      [rule.id, c.id, created + 600_000 + 600_000],
+    ].sort(), 'a from its new sighting, c from its creation, b by the rule that lists it (the other is still active)');
+    assert.equal(await activeOf(h, rule.id), [a.id, b.id, c.id].sort());
+  });
+
+  test('silence: sightings of a deleted rule or of a rule of no silence are ignored; a deleted device\'s timer is dropped; a changed rule watches again from its change; malformed ones refused', async ({ r, h, clock }) => {
+    const { ground } = await ownedGround(r);
+    const a = (await r.createDevice({ groundId: ground.id, name: 'a', assets: TEMP })).device;
+    const b = (await r.createDevice({ groundId: ground.id, name: 'b', assets: TEMP })).device;
+    const rule = await r.createRule({ groundId: ground.id, name: 'quiet', asset: 'temp', condition: { silentFor: 'PT1M' }, severity: 'warning' });
+    const hot = await r.createRule({ groundId: ground.id, name: 'hot', asset: 'temp', condition: { above: 1 }, severity: 'warning' });
+    const gone = await r.createRule({ groundId: ground.id, name: 'gone', asset: 'temp', condition: { silentFor: 'PT1M' }, severity: 'warning' });
+    await r.deleteRule(gone.id);
+    assert.equal(await r.recordSightings([{ ruleId: gone.id, deviceId: a.id, receivedAt: clock.now() }, { ruleId: hot.id, deviceId: a.id, receivedAt: clock.now() }]), []);
+    assert.is(Number((await h.sql('SELECT count(*) AS n FROM rule_standings WHERE rule_id = ANY($1)', [[gone.id, hot.id]]))[0].n), 0);
+    await r.deleteDevice(b.id);
+    clock.advance(30_000);
+    await r.updateRule(rule.id, { condition: { silentFor: 'PT2M' } });
+    clock.advance(90_000);
+    assert.equal(of(await r.fireDueTimers(clock.now(), 100, 60_000), rule), [], 'watched from its change, two minutes');
+    clock.advance(30_000);
+    const fired = of(await r.fireDueTimers(clock.now(), 100, 60_000), rule);
+    assert.equal(fired.map((f) => f.deviceId), [a.id], 'the deleted device: dropped');
+    assert.is(Number((await h.sql('SELECT count(*) AS n FROM rule_standings WHERE device_id = $1', [b.id]))[0].n), 0);
+    await rejects(r.recordSightings([{ ruleId: rule.id, deviceId: a.id, receivedAt: -1 }]), 'VALIDATION_FAILED');
+    await rejects(r.recordSightings([{ ruleId: "' OR 1=1 --", deviceId: a.id, receivedAt: 1 }]), 'VALIDATION_FAILED');
+    await rejects(r.recordSightings([{ ruleId: rule.id, deviceId: a.id, receivedAt: 1, extra: 1 } as never]), 'VALIDATION_FAILED');
+    await rejects(r.fireDueTimers(clock.now(), 0, 1000), 'VALIDATION_FAILED', 'limit');
+    await rejects(r.fireDueTimers(clock.now(), 10, -1), 'VALIDATION_FAILED', 'leaseMs');
+  });
+
+  test('timers fired by several callers at once: each once', async ({ r, h, clock }) => {
+    const { ground } = await ownedGround(r);
+    for (let i = 0; i < 30; i++) await r.createDevice({ groundId: ground.id, name: `d${i}`, assets: TEMP });
+    const rule = await r.createRule({ groundId: ground.id, name: 'quiet', asset: 'temp', condition: { silentFor: 'PT1S' }, severity: 'warning' });
+    clock.advance(1000);
+    const all = await Promise.all(Array.from({ length: 4 }, () => r.fireDueTimers(clock.now(), 10, 60_000)));
+    const more = await r.fireDueTimers(clock.now(), 1000, 60_000);
+    const ids = of([...all.flat(), ...more], rule).map((f) => f.deviceId);
+    assert.is(ids.length, 30);
+    assert.is(new Set(ids).size, 30, 'no standing fired twice');
+    assert.is((await activeOf(h, rule.id)).length, 30);
   });
 
   return test;

@@ -2,13 +2,14 @@
  * The rule evaluator (engine/rules/RuleEvaluator.ts) on a real registry (PGlite in memory): verdicts
  * applied in each device's order whatever order the store finishes in; no registry call for a
  * state that changes nothing; a state judged again (a replay, a cold restart) changes nothing; rules
- * of other assets and devices, and rules waiting for timers (`for`, `silentFor`), judge nothing;
- * a rule change is followed.
+ * of other assets and devices judge nothing; a rule change is followed. Timers (`for`, `silentFor`)
+ * on a simulated clock: raised on time, by a state or by the timer, across a restart of the
+ * evaluator, once with two evaluators.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createPgliteRegistry } from '../../../adapters/pglite/createPgliteRegistry.ts';
-import { systemClock } from '../../../engine/kernel/clock.ts';
+import { SimulatedClock } from '../../../engine/kernel/clock.ts';
 import { createJsonLogger } from '../../../engine/kernel/logger.ts';
 import { RuleEvaluator } from '../../../engine/rules/RuleEvaluator.ts';
 import type { Registry } from '../../../engine/ports/registry.ts';
@@ -22,13 +23,27 @@ let other = '';
 const applied: RuleEvaluation[] = [];
 const logger = createJsonLogger({ level: 'error', write: () => undefined });
 
+const T0 = Date.UTC(2026, 10, 28, 12);
+const clock = new SimulatedClock(T0);
+const raised: string[] = [];
+const commands: string[] = [];
+
 function evaluator(): RuleEvaluator {
   return new RuleEvaluator({
     rules: registry,
-    alarms: { evaluationStanding: (r, d) => registry.evaluationStanding(r, d), applyEvaluation: (e) => { applied.push(e); return registry.applyEvaluation(e); } },
+    alarms: {
+      evaluationStanding: (r, d) => registry.evaluationStanding(r, d),
+      applyEvaluation: (e) => { applied.push(e); return registry.applyEvaluation(e); },
+      recordSightings: (s) => registry.recordSightings(s),
+      fireDueTimers: (now, limit, lease) => registry.fireDueTimers(now, limit, lease),
+      settleTimers: (f) => registry.settleTimers(f),
+    },
     groundOf: async (id) => (await registry.getDevice(id))?.groundId,
-    clock: systemClock,
+    clock,
     logger,
+    timers: { graceMs: 0 },
+    onAlarm: (change, alarm) => raised.push(`${change} ${alarm.deviceId === deviceId ? 'a' : alarm.deviceId === other ? 'b' : alarm.deviceId} ${alarm.startedAt - T0}`),
+    command: async (c) => { commands.push(c.id); },
   });
 }
 
@@ -41,7 +56,7 @@ async function judgeAll(e: RuleEvaluator, uplinks: StateRow[][]): Promise<void> 
 }
 
 test.before(async () => {
-  registry = await createPgliteRegistry();
+  registry = await createPgliteRegistry({ clock });
   const user = await registry.createUser({ name: 'u' });
   groundId = (await registry.createGround({ name: 'g', userId: user.entity.id })).id;
   const assets = [{ name: 't', is: 'sensor' as const, profile: { type: 'number' } }, { name: 'h', is: 'sensor' as const, profile: { type: 'number' } }];
@@ -87,23 +102,99 @@ test('judged again (a replay, or a cold restart): nothing changes', async () => 
   await registry.deleteRule(rule.id);
 });
 
-test('rules waiting for timers judge nothing yet; a changed rule is followed', async () => {
+test('a changed rule is followed', async () => {
   const timed = await registry.createRule({ groundId, name: 'slow', asset: 't', condition: { above: 0 }, for: 'PT1M', severity: 'info', devices: [other] });
-  const silent = await registry.createRule({ groundId, name: 'silent', asset: 't', condition: { silentFor: 'PT1M' }, severity: 'info', devices: [other] });
   const e = evaluator();
   applied.length = 0;
   await judgeAll(e, [[row('t', 100, 20_000, other)]]);
-  assert.is(applied.length, 0);
-  await registry.updateRule(timed.id, { for: null });
+  assert.equal(applied.map((a) => [a.ruleId, a.holds]), [[timed.id, true]], 'held: the registry sets its timer');
+  assert.equal(await registry.listAlarms(groundId, { deviceId: other }), [], 'not for a minute yet');
+  await registry.updateRule(timed.id, { for: null, condition: { above: 50 } });
   e.changed({ kind: 'rule-changed', ruleId: timed.id, groundId });
-  await judgeAll(e, [[row('t', 100, 21_000, other)]]);
+  applied.length = 0;
+  await judgeAll(e, [[row('t', 60, 21_000, other)]]);
   assert.equal(applied.map((a) => [a.ruleId, a.holds]), [[timed.id, true]]);
+  assert.equal((await registry.listAlarms(groundId, { deviceId: other })).map((a) => [a.status, a.value]), [['active', 60]], 'raised at once without "for"');
   await registry.deleteRule(timed.id);
-  await registry.deleteRule(silent.id);
+});
+
+/** Moves the simulated clock (and the registry's) to `ms` after T0, then fires what is due. */
+async function at(e: RuleEvaluator, ms: number): Promise<void> {
+  clock.advance(T0 + ms - clock.now());
+  await e.fireDue();
+}
+
+test('"for": raised by its timer when the condition held that long, not when a state that does not hold came first; by a state measured that long after', async () => {
+  raised.length = 0;
+  commands.length = 0;
+  const rule = await registry.createRule({ groundId, name: 'hot for 2m', asset: 't', condition: { above: 8 }, for: 'PT2M', severity: 'major', devices: [deviceId, other], actions: [{ command: { asset: 't', value: 1 } }] });
+  const e = evaluator();
+  const base = clock.now() - T0 + 1000;
+  // a: holds at +0 and +60 s, then nothing: its timer raises it at +120 s with the first value.
+  // b: holds at +0, then 5 at +30 s: no alarm.
+  await judgeAll(e, [[row('t', 9, T0 + base)], [row('t', 9.5, T0 + base, other)], [row('t', 10, T0 + base + 60_000)], [row('t', 5, T0 + base + 30_000, other)]]);
+  await at(e, base + 119_000);
+  assert.equal(raised, [], 'not yet');
+  await at(e, base + 120_000);
+  assert.equal(raised, [`raised a ${base + 120_000}`], 'a: when its condition had held for two minutes');
+  const [alarm] = await registry.listAlarms(groundId, { deviceId, status: 'active' });
+  assert.equal([alarm.value, alarm.startedAt - T0], [9, base + 120_000]);
+  assert.equal(commands, [`${alarm.id}-0`], 'its command action ran');
+  await at(e, base + 600_000);
+  assert.equal(raised.length, 1, 'fired once; b never held long enough');
+  // b: holds at +700 s and again, measured 2 min later: raised by that state.
+  await judgeAll(e, [[row('t', 11, T0 + base + 700_000, other)], [row('t', 12, T0 + base + 820_000, other)]]);
+  assert.equal(raised.slice(1), [`raised b ${base + 820_000}`]);
+  await judgeAll(e, [[row('t', 1, T0 + base + 830_000)]]);
+  assert.equal(raised.slice(2), [`cleared a ${base + 120_000}`]);
+  await registry.deleteRule(rule.id);
+  await e.stop();
+});
+
+test('"silentFor": every covered device watched from the rule\'s creation, a sighting moves its timer and ends the silence; across a restart; a device created later; once with two evaluators', async () => {
+  raised.length = 0;
+  const start = clock.now() - T0;
+  const rule = await registry.createRule({ groundId, name: 'quiet', asset: 'h', condition: { silentFor: 'PT5M' }, severity: 'warning' });
+  const first = evaluator();
+  // a reports at +1 min; b never does.
+  await judgeAll(first, [[{ ...row('h', 40, T0 + start + 60_000), receivedAt: T0 + start + 60_000 }]]);
+  await first.recordSightings();
+  await at(first, start + 299_000);
+  assert.equal(raised, []);
+  await first.stop();
+  // A restart: a new evaluator, nothing in memory.
+  const second = evaluator();
+  const third = evaluator();
+  await at(second, start + 300_000);
+  await third.fireDue();
+  assert.equal(raised, [`raised b ${start + 300_000}`], 'b: silent five minutes after the rule was made, once');
+  const late = (await registry.createDevice({ groundId, name: 'late', assets: [{ name: 'h', is: 'sensor', profile: { type: 'number' } }] })).device.id;
+  await at(second, start + 360_000);
+  await third.fireDue();
+  assert.equal(raised.slice(1), [`raised a ${start + 360_000}`], 'a: five minutes after its last state');
+  // A replay of a's old state does not end its silence; a new one does.
+  await judgeAll(second, [[{ ...row('h', 40, T0 + start + 60_000), receivedAt: T0 + start + 60_000 }]]);
+  await second.recordSightings();
+  assert.equal(raised.length, 2);
+  await judgeAll(second, [[{ ...row('h', 41, T0 + start + 400_000), receivedAt: T0 + start + 400_000 }]]);
+  await second.recordSightings();
+  assert.equal(raised.slice(2), [`cleared a ${start + 360_000}`]);
+  await at(second, start + 660_000);
+  await third.fireDue();
+  assert.equal(raised.slice(3), [`raised ${late} ${start + 600_000}`], 'the device created later (at +5 min): five minutes after its creation');
+  await at(second, start + 700_000);
+  assert.equal(raised.slice(4), [`raised a ${start + 700_000}`], 'a again, five minutes after its new state');
+  const alarms = await registry.listAlarms(groundId, { status: 'active' });
+  assert.equal(alarms.filter((x) => x.ruleId === rule.id).map((x) => [x.deviceId === deviceId, x.value, x.count]).sort(), [[false, null, 1], [false, null, 1], [true, null, 1]]);
+  await second.stop();
+  await third.stop();
+  await registry.deleteRule(rule.id);
+  await registry.deleteDevice(late);
 });
 
 test('rules of every device and rules listing the device, on the same asset: each judges, oldest first; another device only by the first', async () => {
   const every = await registry.createRule({ groundId, name: 'every', asset: 't', condition: { above: 1000 }, severity: 'info' });
+  clock.advance(1); // created a millisecond later: the older rule judges first
   const listed = await registry.createRule({ groundId, name: 'listed', asset: 't', condition: { above: 1000 }, severity: 'info', devices: [deviceId] });
   const e = evaluator();
   applied.length = 0;
