@@ -4,7 +4,9 @@
  * second engine joins halfway (the engines' group rebalances, partitions move, what the first had
  * not committed is judged again by the second) and the first is killed (kill -9) later. Every
  * state that should raise an alarm raises exactly one, and every state that should clear it
- * clears it: each device's alarms are those its states call for, none twice.
+ * clears it: each device's alarms are those its states call for, none twice. A silence rule made
+ * before the second engine joins raises, once the states stop, one alarm per device: the timers
+ * are fired by whichever engine claims them, each once.
  *
  * Runs when KAFKA_BROKERS, CLICKHOUSE_URL and DATABASE_URL_TEST are set; its own topic prefix,
  * ClickHouse database and PostgreSQL schema are removed afterwards.
@@ -68,6 +70,9 @@ withEnv('rules-distributed', ['KAFKA_BROKERS', 'CLICKHOUSE_URL', 'DATABASE_URL_T
       await admin.connect();
       const engineMembers = async () => (await admin.describeGroups([`${prefix}fleetstream-engine`])).groups[0];
       for (let i = 0; i < PER_DEVICE / 3; i++) await send(i);
+      const quiet = await sendJson(`${bases[1]}/ground/${ground.id}/rules`, 'POST', user.token, { name: 'quiet', asset: 't', condition: { silentFor: 'PT5S' }, severity: 'warning' });
+      assert.is(quiet.status, 201);
+      const quietId = ((await quiet.json()) as { id: string }).id;
       // A second engine joins: the group rebalances while states keep coming.
       const engineB = await start('engine-b', 'engine');
       for (let i = PER_DEVICE / 3; i < (2 * PER_DEVICE) / 3; i++) await send(i);
@@ -76,15 +81,25 @@ withEnv('rules-distributed', ['KAFKA_BROKERS', 'CLICKHOUSE_URL', 'DATABASE_URL_T
       engineA.child.kill('SIGKILL');
       await engineA.exited;
       for (let i = (2 * PER_DEVICE) / 3; i < PER_DEVICE; i++) await send(i);
+      const lastSent = Date.now();
       assert.ok(engineB.child.exitCode === null, 'the second engine runs');
 
       const perDevice = PER_DEVICE / 2;
-      const alarmsOf = async () => registry.listAlarms(ground.id, { limit: 1000 });
+      const all = async () => registry.listAlarms(ground.id, { limit: 1000 });
+      const alarmsOf = async () => (await all()).filter((a) => a.ruleId === ruleId);
       await waitFor(async () => {
         const alarms = await alarmsOf();
         return alarms.length >= devices.length * perDevice && alarms.every((a) => a.status === 'cleared');
       }, 120_000, 'every alarm raised and cleared');
       const alarms = await alarmsOf();
+      // Silent since their last states: one alarm each, started after it.
+      const silenceAfter = async () => (await all()).filter((a) => a.ruleId === quietId && a.startedAt >= lastSent);
+      await waitFor(async () => new Set((await silenceAfter()).map((a) => a.deviceId)).size === devices.length, 60_000, 'every device silent');
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+      const silences = await silenceAfter();
+      assert.equal(silences.map((a) => a.deviceId).sort(), devices.map((d) => d.id).sort(), 'one silence alarm per device, none twice');
+      assert.ok(silences.every((a) => a.status === 'active' && a.value === null && a.count === 1));
+      for (const a of (await all()).filter((x) => x.ruleId === quietId && x.status === 'cleared')) assert.ok(a.clearedAt! >= a.startedAt, 'a silence ended by a later state');
       assert.is(alarms.length, devices.length * perDevice, 'no alarm raised twice');
       for (const d of devices) {
         const mine = alarms.filter((a) => a.deviceId === d.id).sort((a, b) => a.startedAt - b.startedAt);
