@@ -8,6 +8,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import mqtt from 'mqtt';
 import { createService, type Service } from '../../../app/createService.ts';
+import { loadConfig } from '../../../app/loadConfig.ts';
 import { silentLogger } from '../../../engine/kernel/logger.ts';
 import { tempDir, waitFor } from '../../support/tmp.ts';
 import { loopbackConfig } from '../../support/loopbackConfig.ts';
@@ -142,6 +143,16 @@ test('?silentFor= that is not a duration this service reads is a 422 naming quer
   }
   const twice = await list('silentFor=PT1H&silentFor=PT2H');
   assert.ok(twice.status === 200 || twice.status === 422, 'a repeated parameter is read or refused, never a 500');
+});
+
+test('MQTT_EDGE_LEASE_MS / --mqtt-edge-lease-ms: the edge lease, ms; bad values are refused', () => {
+  assert.is(loadConfig({}, {}).mqtt.edgeLeaseMs, undefined, 'default: 30 s (engine/connectivity/EdgePresence.ts)');
+  assert.is(loadConfig({}, { MQTT_EDGE_LEASE_MS: '1500' }).mqtt.edgeLeaseMs, 1500);
+  assert.is(loadConfig({ 'mqtt-edge-lease-ms': '60000' }, { MQTT_EDGE_LEASE_MS: '1500' }).mqtt.edgeLeaseMs, 60_000);
+  for (const value of ['0', '299', '-1', '1.5', '3600001']) {
+    assert.throws(() => loadConfig({ 'mqtt-edge-lease-ms': value }, {}), /invalid configuration/, value);
+  }
+  assert.throws(() => loadConfig({ 'mqtt-edge-lease-ms': 'x' }, {}), undefined, 'not a number');
 });
 
 test.run();
