@@ -120,6 +120,8 @@ export async function serveHttpEdge(options: {
     commands: options.commands,
     integrations: { checkUrl: (url) => checkWebhookUrl(url, policy), send: (request) => sender.send(request) },
     observe: options.observe,
+    // An external broker holds the sessions: the service cannot tell who is connected.
+    sessionsSeen: config.mqtt.url === undefined,
     live: options.live === undefined ? undefined : { hub: options.live, connections },
   });
   const served = await serveEdge(app, { port: config.http.port, hostname: config.http.host, onUpgrade: liveSocket?.upgrade });

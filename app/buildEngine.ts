@@ -24,6 +24,9 @@ import type { Wiring } from './wiring.ts';
 import { RuleEvaluator } from '../engine/rules/RuleEvaluator.ts';
 import { encodeCommandRecord } from '../engine/commands/commandRecords.ts';
 import type { EventWriter } from '../engine/events/EventWriter.ts';
+import { ActivityRecorder } from '../engine/connectivity/ActivityRecorder.ts';
+import type { ConnectivityRegistry } from '../engine/ports/connectivityRegistry.ts';
+import type { Logger } from '../engine/kernel/logger.ts';
 
 /** How long a stopping process that runs edge and engine waits for the engine to store what its edges accepted. */
 const DRAIN_TIMEOUT_MS = 10_000;
@@ -48,6 +51,11 @@ export interface EngineOptions {
   events?: EventWriter;
   /** The rules of the devices' grounds: each uplink's stored states are judged before it is finished. */
   rules?: RuleEvaluator;
+  /**
+   * Where the devices' last seen times go (engine/connectivity/ActivityRecorder.ts): the receive
+   * times of the states stored and of the refusals, once a second. Absent: not recorded.
+   */
+  activity?: { registry: Pick<ConnectivityRegistry, 'recordActivity'>; flushIntervalMs?: number; logger?: Logger };
 }
 
 export interface Engine {
@@ -74,6 +82,16 @@ export function buildEngine(options: EngineOptions): Engine {
     // A store outage is waited out: consumption pauses (bounded in-flight work) until it is back.
     maxRetries: s.maxRetries ?? Number.MAX_SAFE_INTEGER,
   });
+  const activity = options.activity === undefined ? undefined : new ActivityRecorder({
+    registry: options.activity.registry,
+    clock: options.clock,
+    flushIntervalMs: options.activity.flushIntervalMs,
+    onError: (error, retrying) => options.activity?.logger?.warn(retrying ? 'devices\' last seen times not written yet; retrying' : 'devices\' last seen times lost', { error }),
+  });
+  const onStored = activity === undefined ? options.onStored : (rows: readonly StateRow[]) => {
+    activity.stored(rows);
+    options.onStored?.(rows);
+  };
   const pipeline = new UplinkPipeline({
     log: options.log,
     rows: batcher,
@@ -93,9 +111,10 @@ export function buildEngine(options: EngineOptions): Engine {
     commitIntervalMs: s.commitIntervalMs,
     onDeadLetters: async (letters) => {
       await options.rejections.append(rejectionRowsOf(letters));
+      activity?.refused(letters);
       options.onDeadLetters?.(letters);
     },
-    onStored: options.onStored,
+    onStored,
     onError: options.onError,
     events: options.events,
     rules: options.rules,
@@ -107,6 +126,7 @@ export function buildEngine(options: EngineOptions): Engine {
     async stop() {
       await pipeline.stop();
       await batcher.close();
+      await activity?.stop();
     },
   };
 }
@@ -158,6 +178,9 @@ export function engineRole(w: Wiring, options: EngineRoleOptions = {}): Role & {
     onDeadLetters: (letters) => w.live.rejections(letters),
     events: w.events,
     rules,
+    // The embedded registry (PGlite) runs in this process, where each write of 10 000 devices' times
+    // takes a few hundred ms of the engine's thread: written every 5 s there, every second on PostgreSQL.
+    activity: { registry: ports.registry, logger, flushIntervalMs: config.databaseUrl === undefined ? 5000 : 1000 },
     onError: (error) => {
       // Also called for a failing onStored listener, which does not stop the pipeline.
       if (engine.pipeline.failure === undefined) {

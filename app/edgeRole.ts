@@ -4,6 +4,8 @@
  * CommandRoutes) and the HTTP edge, started in that order and stopped in reverse.
  */
 import type { LiveHub } from '../engine/live/LiveHub.ts';
+import { EdgePresence } from '../engine/connectivity/EdgePresence.ts';
+import { newId } from '../engine/kernel/ids.ts';
 import type { UplinkAdmissionPort } from '../engine/ports/uplinkAdmission.ts';
 import type { EdgeCommands } from '../adapters/http/routes/commands/commandRoutes.ts';
 import { edgeCommands, type Reservations } from './buildCommands.ts';
@@ -89,14 +91,28 @@ export function edgeRole(w: Wiring, options: EdgeRoleOptions): EdgeRole {
   };
 }
 
-/** The MQTT gateway the configuration asks for, its stats watched and feeds followed. */
+/**
+ * The MQTT gateway the configuration asks for, its stats watched and feeds followed. An embedded
+ * edge records its devices' sessions in the registry under an edge id of its own (each edge worker
+ * is an edge): GET /device/{id} `connected`, on any edge.
+ */
 async function startGateway(w: Wiring, admission: UplinkAdmissionPort, closers: Closers): Promise<MqttGateway | undefined> {
   const { config, ports } = w;
+  let presence: EdgePresence | undefined;
+  if (config.mqtt.url === undefined && config.mqtt.port >= 0) {
+    const started = presence = new EdgePresence({
+      registry: ports.registry, clock: w.clock, edgeId: newId(), leaseMs: config.mqtt.edgeLeaseMs,
+      onError: (error, what) => w.logger.warn(what === 'lease' ? 'the MQTT edge lease was not renewed' : 'MQTT sessions not recorded yet; retrying', { error }),
+    });
+    await started.start();
+    // Closed after the gateway (closers run in reverse): its connections are gone, then its lease.
+    closers.add('mqtt sessions', () => started.stop());
+  }
   const mqtt = await listening({ name: 'MQTT', setting: 'mqtt-port', host: config.mqtt.host, port: config.mqtt.port, hint: 'or --mqtt-port=-1 to run without the embedded MQTT edge' },
     () => startMqttEdge({
       config, registry: ports.registry, lookups: ports.lookups, admission, clock: w.clock, logger: w.logger,
       // An embedded edge worker: its primary accepts MQTT connections and hands each to the worker of its client id.
-      embedded: { handedOver: w.workers !== undefined && 'index' in w.workers && !w.usesKafka },
+      embedded: { handedOver: w.workers !== undefined && 'index' in w.workers && !w.usesKafka, presence },
     }));
   if (mqtt === undefined) return undefined;
   w.metrics.watchMqtt(mqtt.stats);

@@ -27,6 +27,7 @@ export const settings = {
   'mqtt-share-group': ['MQTT_SHARE_GROUP', 'mqtt.shareGroup', 'string'],
   'mqtt-client-id': ['MQTT_CLIENT_ID', 'mqtt.clientId', 'string'],
   'mqtt-session-expiry': ['MQTT_SESSION_EXPIRY_SECONDS', 'mqtt.sessionExpirySeconds', 'integer'],
+  'mqtt-edge-lease-ms': ['MQTT_EDGE_LEASE_MS', 'mqtt.edgeLeaseMs', 'integer'],
   'metrics-host': ['METRICS_HOST', 'metrics.host', 'string'],
   'metrics-port': ['METRICS_PORT', 'metrics.port', 'integer'],
   'metrics-token': ['METRICS_TOKEN', 'metrics.token', 'string'],

@@ -47,6 +47,11 @@ export const Config = Type.Object({
     clientId: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$' })),
     /** External broker session expiry, seconds: 0 clean sessions; > 0 the broker keeps this instance's uplinks while it is away (docs/mqtt.md). */
     sessionExpirySeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 4294967295 })),
+    /**
+     * Lease of an embedded MQTT edge in the registry, ms, renewed every third of it: the sessions of
+     * an edge that died without stopping (kill -9) count as connected until it lapses. Default 30 000.
+     */
+    edgeLeaseMs: Type.Optional(Type.Integer({ minimum: 300, maximum: 3_600_000 })),
   }),
   /**
    * GET /metrics (Prometheus). Metrics tell who is connected, from where and how much: they are

@@ -98,6 +98,16 @@ export type DevicePatchBody = Static<typeof DevicePatchBody>;
 
 export const DeviceWithAssets = Type.Object({ ...Device.properties, assets: Type.Array(Asset) });
 
+const lastSeenAt = Type.Optional(Type.Integer({ minimum: 0, description: 'receive time of its last uplink processed by an engine (up to a second behind); absent: never seen' }));
+
+/** GET /device/{id}: the device with its assets and its connectivity (engine/ports/connectivityRegistry.ts). */
+export const DeviceView = Type.Object({
+  ...DeviceWithAssets.properties,
+  lastSeenAt,
+  connected: Type.Optional(Type.Boolean({ description: 'an MQTT session of the device is open now; absent with an external MQTT broker' })),
+});
+export type DeviceView = Static<typeof DeviceView>;
+
 /** `201` of device creation: the device token is shown once and never again. */
 export const CreatedDevice = Type.Object({
   ...Device.properties,
@@ -106,10 +116,14 @@ export const CreatedDevice = Type.Object({
 });
 
 /** `GET /ground/{groundId}/devices`: pages like the other lists (limit + opaque cursor). */
-export const DeviceListQuery = Type.Object({ limit: PageLimit, cursor: pageCursor(128) }, { additionalProperties: false });
+export const DeviceListQuery = Type.Object({
+  limit: PageLimit,
+  cursor: pageCursor(128),
+  silentFor: Type.Optional(Type.String({ maxLength: 64, description: 'ISO 8601 duration (PT1H, P1D): only devices whose last uplink (else their creation) is at least that long ago, longest silent first' })),
+}, { additionalProperties: false });
 export type DeviceListQuery = Static<typeof DeviceListQuery>;
 
-export const DevicePage = Page(Device);
+export const DevicePage = Page(Type.Object({ ...Device.properties, lastSeenAt }));
 export const AssetList = Type.Array(Asset);
 
 // ---- states ----

@@ -57,6 +57,12 @@ export interface EdgeCoreDeps {
   lookups?: RegistryLookups;
   /** Internal errors (500) are logged here; the client sees only "internal error". */
   logger?: EdgeLogger;
+  /**
+   * Whether the service sees the devices' MQTT sessions (its own MQTT edges record them): GET
+   * /device/{id} then tells `connected`. False with an external broker, which holds the sessions.
+   * Default true.
+   */
+  sessionsSeen?: boolean;
 }
 
 export interface EdgeContext {

@@ -2,7 +2,7 @@
  * The registry port over a SqlExecutor: one implementation, one SQL dialect, shared by the PGlite
  * and PostgreSQL adapters. Each port of the registry has its SQL module (principals.ts, grounds.ts,
  * devices.ts, assets.ts, deviceTypes.ts, activations.ts, integrations.ts, deliveries.ts, rules.ts,
- * alarms.ts) over one SqlContext. Inputs are validated before any query; every driver error leaves
+ * alarms.ts, connectivity.ts) over one SqlContext. Inputs are validated before any query; every driver error leaves
  * through mapSqlError.
  */
 import { systemClock, type Clock } from '../../engine/kernel/clock.ts';
@@ -10,6 +10,7 @@ import type { Registry } from '../../engine/ports/registry.ts';
 import { activationOperations } from './activations.ts';
 import { alarmOperations } from './alarms.ts';
 import { assetOperations } from './assets.ts';
+import { connectivityOperations } from './connectivity.ts';
 import { deliveryOperations } from './deliveries.ts';
 import { deviceOperations } from './devices.ts';
 import { deviceTypeOperations } from './deviceTypes.ts';
@@ -54,6 +55,7 @@ export async function createSqlRegistry(executor: SqlExecutor, options: SqlRegis
     ...deliveryOperations(ctx),
     ...ruleOperations(ctx),
     ...alarmOperations(ctx),
+    ...connectivityOperations(ctx),
     async close() {
       if (closed) return;
       closed = true;

@@ -7,7 +7,9 @@
  * integrations of grounds (engine/ports/integrationRegistry.ts), version 6 their deliveries;
  * version 7 the rules of grounds (engine/ports/ruleRegistry.ts), version 8 the alarms they raise
  * and where each rule stands for each device (engine/ports/alarmRegistry.ts), and announces rule
- * changes; version 9 the rules' timers (`for` and `silentFor`).
+ * changes; version 9 the rules' timers (`for` and `silentFor`); version 10 the devices'
+ * connectivity (engine/ports/connectivityRegistry.ts): when each device was last seen, the edges'
+ * leases and the MQTT sessions open on them.
  *
  * Times are bigint epoch milliseconds (as everywhere in Fleetstream). Constraint names are stable:
  * sqlErrors.ts maps their violations to FleetError codes.
@@ -421,6 +423,33 @@ WHERE r.silent_ms IS NOT NULL
   AND (r.devices IS NULL OR r.devices ? d.id)
   AND EXISTS (SELECT 1 FROM assets a WHERE a.device_id = d.id AND a.name = r.asset)
 ON CONFLICT (rule_id, device_id) DO NOTHING;
+`,
+  },
+  {
+    version: 10,
+    name: 'connectivity',
+    sql: `
+-- Receive time of the device's last uplink processed by an engine; NULL: never seen.
+ALTER TABLE devices ADD COLUMN last_seen_at bigint;
+-- GET /ground/{groundId}/devices?silentFor=: a range scan of the ground's devices silent since at
+-- most a time (their last uplink, else their creation), longest silent first.
+CREATE INDEX devices_ground_silent_idx ON devices (ground_id, (COALESCE(last_seen_at, created_at)), id);
+
+-- Each MQTT edge's lease, renewed while it runs: its sessions count while alive_until is ahead.
+CREATE TABLE edges (
+  edge_id     text PRIMARY KEY,
+  alive_until bigint NOT NULL
+);
+-- MQTT sessions open now, per edge. No foreign keys: a session may be recorded for a device
+-- deleted meanwhile (it is read through devices), and an edge's rows go with its lease (dropped on
+-- a clean stop, or an hour after it lapsed).
+CREATE TABLE device_sessions (
+  device_id text NOT NULL,
+  edge_id   text NOT NULL,
+  since     bigint NOT NULL,
+  PRIMARY KEY (device_id, edge_id)
+);
+CREATE INDEX device_sessions_edge_idx ON device_sessions (edge_id);
 `,
   },
 ];

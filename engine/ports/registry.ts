@@ -1,10 +1,11 @@
 /**
- * Registry: the relational, transactional store behind the HTTP edge (DESIGN.md §2, §5), as eight
+ * Registry: the relational, transactional store behind the HTTP edge (DESIGN.md §2, §5), as nine
  * ports that a feature depends on one at a time: principals and tokens (principalRegistry.ts),
  * grounds, devices and assets (fleetRegistry.ts), device types (deviceTypeRegistry.ts),
  * activations (activationRegistry.ts), integrations (integrationRegistry.ts) and their
  * deliveries (integrationDeliveries.ts), rules (ruleRegistry.ts) and their alarms
- * (alarmRegistry.ts). A new feature's methods go in a port of their own.
+ * (alarmRegistry.ts), the devices' connectivity (connectivityRegistry.ts). A new feature's methods
+ * go in a port of their own.
  * Implemented by adapters/pglite (embedded default) and adapters/postgres; both run the same SQL
  * (adapters/sql-registry, a module per port) and pass each port's contract suite.
  *
@@ -17,6 +18,7 @@
 import type { DeviceDirectory, DeviceInfo } from './directory.ts';
 import type { ActivationRegistry } from './activationRegistry.ts';
 import type { AlarmRegistry } from './alarmRegistry.ts';
+import type { ConnectivityRegistry } from './connectivityRegistry.ts';
 import type { DeviceTypeRegistry } from './deviceTypeRegistry.ts';
 import type { FleetRegistry } from './fleetRegistry.ts';
 import type { IntegrationDeliveries } from './integrationDeliveries.ts';
@@ -58,10 +60,11 @@ export type { PrincipalRegistry, WithToken } from './principalRegistry.ts';
 export type { Integration, IntegrationPatch, IntegrationQuery, IntegrationRegistry, NewIntegration, WithSecret } from './integrationRegistry.ts';
 export type { DeliveryBatch, DeliveryError, DeliveryStats, IntegrationDeliveries } from './integrationDeliveries.ts';
 export type { AssetDeclaration, NewRule, Rule, RulePatch, RuleQuery, RuleRegistry } from './ruleRegistry.ts';
+export type { ConnectivityRegistry, DeviceActivity, DeviceConnectivity, OpenedSession, SilentDevice, SilentDeviceQuery } from './connectivityRegistry.ts';
 export type { Alarm, AlarmQuery, AlarmRegistry, AlarmStatus, EvaluationChange, EvaluationOutcome, EvaluationStanding, RuleEvaluation } from './alarmRegistry.ts';
 
 /** The whole registry, as one database holds it: what the composition root opens and closes. */
-export interface Registry extends PrincipalRegistry, FleetRegistry, DeviceTypeRegistry, ActivationRegistry, IntegrationRegistry, IntegrationDeliveries, RuleRegistry, AlarmRegistry {
+export interface Registry extends PrincipalRegistry, FleetRegistry, DeviceTypeRegistry, ActivationRegistry, IntegrationRegistry, IntegrationDeliveries, RuleRegistry, AlarmRegistry, ConnectivityRegistry {
   close(): Promise<void>;
 }
 

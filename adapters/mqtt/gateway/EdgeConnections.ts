@@ -5,6 +5,7 @@
  */
 import type { Socket } from 'node:net';
 import type { Clock, TimerHandle } from '../../../engine/kernel/clock.ts';
+import type { SessionPresence } from '../../../engine/connectivity/EdgePresence.ts';
 import type { MqttEdgeLimits } from './MqttEdgeOptions.ts';
 import { DispatchingConnection } from './DispatchingConnection.ts';
 import type { EdgeConnection } from './EdgeConnection.ts';
@@ -23,12 +24,14 @@ export class EdgeConnections {
   readonly #limits: MqttEdgeLimits;
   readonly #clock: Clock;
   readonly #sweepMs: number;
+  readonly #presence: SessionPresence | undefined;
   #sweepTimer: TimerHandle | undefined;
   #closing = false;
 
-  constructor(limits: MqttEdgeLimits, clock: Clock) {
+  constructor(limits: MqttEdgeLimits, clock: Clock, presence?: SessionPresence) {
     this.#limits = limits;
     this.#clock = clock;
+    this.#presence = presence;
     this.stats = Object.defineProperties(this.counters, {
       connected: { get: () => this.all.size - this.unauthenticated.size, enumerable: true },
       unauthenticated: { get: () => this.unauthenticated.size, enumerable: true },
@@ -56,12 +59,16 @@ export class EdgeConnections {
   }
 
   authenticated(conn: EdgeConnection): void {
-    this.unauthenticated.delete(conn);
+    if (!this.unauthenticated.delete(conn)) return;
+    const deviceId = conn.deviceId;
+    if (deviceId !== undefined) this.#presence?.opened(deviceId);
   }
 
   closed(conn: EdgeConnection): void {
-    this.all.delete(conn);
-    this.unauthenticated.delete(conn);
+    // A connection told opened (authenticated, still held) is told closed, once.
+    const wasOpen = this.all.delete(conn) && !this.unauthenticated.delete(conn);
+    const deviceId = conn.deviceId;
+    if (wasOpen && deviceId !== undefined) this.#presence?.closed(deviceId);
   }
 
   /** Stops the sweep (the edge is closing). */

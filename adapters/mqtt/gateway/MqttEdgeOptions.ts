@@ -8,6 +8,7 @@ import type { RegistryLookups } from '../../../engine/access/RegistryLookups.ts'
 import type { Registry } from '../../../engine/ports/registry.ts';
 import type { RegistryChanges } from '../../../engine/ports/registryChanges.ts';
 import type { UplinkAdmissionPort } from '../../../engine/ports/uplinkAdmission.ts';
+import type { SessionPresence } from '../../../engine/connectivity/EdgePresence.ts';
 
 export interface MqttEdgeOptions {
   registry: Pick<Registry, 'authenticate' | 'getDevice' | 'getAssetById' | 'isMember'>;
@@ -63,6 +64,8 @@ export interface MqttEdgeOptions {
    * who hands every change to the edge's apply() instead of `changes`. Absent: the edge's own.
    */
   lookups?: RegistryLookups;
+  /** Told when a device's connection authenticates and when it closes (GET /device/{id} `connected`, engine/connectivity/EdgePresence.ts). */
+  presence?: SessionPresence;
   logger?: Logger;
 }
 

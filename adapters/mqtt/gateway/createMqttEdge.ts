@@ -78,7 +78,7 @@ export async function createMqttEdge(options: MqttEdgeOptions): Promise<MqttEdge
   const access = options.lookups ?? new RegistryLookups({ registry: options.registry, clock, cacheTtlMs });
   const sessions = new Sessions({ clock, maxSessions: limits.maxSessions });
   const transport = new EdgeCommandTransport({ sessions, clock, ackTimeoutMs: limits.ackTimeoutMs });
-  const connections = new EdgeConnections(limits, clock);
+  const connections = new EdgeConnections(limits, clock, options.presence);
 
   const ctx: EdgeContext<EdgeConnection> = {
     limits, clock, logger, access, admission: options.admission, sessions, stats: connections.counters, cacheTtlMs,

@@ -9,6 +9,7 @@ import { createPostgresRegistry } from '../../../adapters/postgres/createPostgre
 import { migrations as allMigrations } from '../../../adapters/sql-registry/migrations.ts';
 import { activationContract } from '../../contracts/activation.contract.ts';
 import { alarmsContract } from '../../contracts/alarms.contract.ts';
+import { connectivityContract } from '../../contracts/connectivity.contract.ts';
 import { activationLifecycleContract } from '../../contracts/activationLifecycle.contract.ts';
 import { deviceTypesContract } from '../../contracts/deviceTypes.contract.ts';
 import { fleetContract } from '../../contracts/fleet.contract.ts';
@@ -46,6 +47,7 @@ withEnv('postgres registry', ['DATABASE_URL_TEST'], 'a PostgreSQL server, e.g. p
   integrationDeliveriesContract('postgres', isolated).run();
   rulesContract('postgres', isolated).run();
   alarmsContract('postgres', isolated).run();
+  connectivityContract('postgres', isolated).run();
   activationContract('postgres', isolated).run();
   deviceTypesContract('postgres', isolated).run();
   activationLifecycleContract('postgres', isolated).run();
@@ -63,7 +65,7 @@ withEnv('postgres registry', ['DATABASE_URL_TEST'], 'a PostgreSQL server, e.g. p
       const [r1, r2] = await Promise.all([createPostgresRegistry({ url, schema: a }), createPostgresRegistry({ url, schema: a })]);
       assert.equal(await r1.getUser(user.entity.id), user.entity);
       const versions = (await r2.executor.query<{ version: number }>('SELECT version FROM schema_migrations')).rows;
-      assert.equal(versions.map((v) => Number(v.version)).sort(), allMigrations.map((m) => m.version));
+      assert.equal(versions.map((v) => Number(v.version)).sort((x, y) => x - y), allMigrations.map((m) => m.version));
       await Promise.all([ra.close(), rb.close(), r1.close(), r2.close()]);
     } finally {
       await dropSchema(url!, a);

@@ -1,10 +1,13 @@
 /**
  * Device management (DESIGN.md §5, AllThingsTalk habits): create and list the devices of a ground
  * with a user token of a member; read, rename and delete a device. Creating answers the device
- * token once.
+ * token once. Reading a device tells its connectivity (engine/ports/connectivityRegistry.ts), read
+ * from the registry each time (the cached device does not hold it); `?silentFor=` lists the ground's
+ * silent devices.
  */
 import { withCanonicalField } from '../../../../engine/kernel/canonicalText.ts';
 import type { Device, DeviceQuery } from '../../../../engine/ports/registry.ts';
+import { parseDuration } from '../../../../engine/rules/duration.ts';
 import { ID_PATTERN } from '../../../../schemas/registry.ts';
 import {
   CreatedDevice,
@@ -13,11 +16,12 @@ import {
   DevicePage,
   DeviceParams,
   DevicePatchBody,
+  DeviceView,
   DeviceWithAssets,
   GroundParams,
 } from '../../../../schemas/edge.ts';
 import type { EdgeContext } from '../../EdgeContext.ts';
-import { check } from '../../request/check.ts';
+import { check, invalidField } from '../../request/check.ts';
 import { readJsonBody } from '../../request/readBody.ts';
 import { listCursors } from '../listCursor.ts';
 import { checkAssetProfile } from './assetBody.ts';
@@ -26,6 +30,8 @@ const JSON_TYPE = 'application/json';
 const TAGS = ['devices'];
 const DEFAULT_PAGE = 100;
 const CURSORS = listCursors(ID_PATTERN.slice(1, -1));
+/** Longest `silentFor`: ten years (P3660D); a day is 24 hours (engine/rules/duration.ts). */
+const MAX_SILENT_FOR_MS = 3660 * 86_400_000;
 
 export function deviceRoutes(edge: EdgeContext): void {
   createDevice(edge);
@@ -64,15 +70,23 @@ function listDevices({ router, access, deps }: EdgeContext): void {
     methods: ['get'],
     path: '/ground/{groundId}/devices',
     operationId: 'listDevices',
-    summary: 'Devices of a ground, oldest first, by pages',
+    summary: 'Devices of a ground, oldest first, by pages; with `silentFor`, the devices silent that long, longest silent first',
     tags: TAGS,
     params: GroundParams,
     query: DeviceListQuery,
     responses: { 200: { description: 'a page of devices; `next` is the cursor of the following page', content: { [JSON_TYPE]: DevicePage } } },
-    errors: [404],
+    errors: [404, 422],
   }, async (c, { principal, params, query }) => {
     const ground = await access.ground(principal, params.groundId);
     const limit = query.limit ?? DEFAULT_PAGE;
+    if (query.silentFor !== undefined) {
+      const silentSince = deps.clock.now() - silentForMs(query.silentFor);
+      const after = query.cursor === undefined ? undefined : CURSORS.decode(query.cursor);
+      const rows = await deps.registry.listSilentDevices(ground.id, { silentSince, limit: limit + 1, after: after && { silentSince: after.createdAt, id: after.key } });
+      // The cursor holds the silent-since time, the order of this listing.
+      const page = CURSORS.page(rows.map(({ silentSince: since, ...device }) => ({ device, createdAt: since })), limit, (r) => r.device.id);
+      return c.json({ ...page, items: page.items.map((r) => r.device) });
+    }
     const request: DeviceQuery = { limit: limit + 1 };
     if (query.cursor !== undefined) {
       const after = CURSORS.decode(query.cursor);
@@ -83,18 +97,25 @@ function listDevices({ router, access, deps }: EdgeContext): void {
   });
 }
 
-function getDevice({ router, access }: EdgeContext): void {
+function getDevice({ router, access, deps }: EdgeContext): void {
   router.route({
     methods: ['get'],
     path: '/device/{id}',
     operationId: 'getDevice',
-    summary: 'A device with its assets (user of its ground, or its own device token)',
+    summary: 'A device with its assets and connectivity (user of its ground, or its own device token)',
     tags: TAGS,
     params: DeviceParams,
-    responses: { 200: { description: 'the device', content: { [JSON_TYPE]: DeviceWithAssets } } },
+    responses: { 200: { description: 'the device', content: { [JSON_TYPE]: DeviceView } } },
     errors: [404],
   }, async (c, { principal, params }) => {
-    return c.json(await access.device(principal, params.id, 'read'));
+    const device = await access.device(principal, params.id, 'read');
+    const seen = await deps.registry.connectivity(device.id, deps.clock.now());
+    // Deleted meanwhile: the device as it was, without connectivity.
+    if (seen === undefined) return c.json(device);
+    const view: DeviceView = { ...device };
+    if (seen.lastSeenAt !== undefined) view.lastSeenAt = seen.lastSeenAt;
+    if (deps.sessionsSeen !== false) view.connected = seen.connected;
+    return c.json(view);
   });
 }
 
@@ -134,4 +155,13 @@ function deleteDevice(edge: EdgeContext): void {
     edge.changed(device.id, true);
     return c.body(null, 204);
   });
+}
+
+/** `?silentFor=`, ms: an ISO 8601 duration of weeks, days, hours, minutes and seconds, above zero and at most P3660D. */
+function silentForMs(text: string): number {
+  const parsed = parseDuration(text);
+  if ('problem' in parsed) throw invalidField('query.silentFor', parsed.problem);
+  if (parsed.ms <= 0) throw invalidField('query.silentFor', 'must be above zero');
+  if (parsed.ms > MAX_SILENT_FOR_MS) throw invalidField('query.silentFor', 'must be at most ten years (P3660D)');
+  return parsed.ms;
 }
