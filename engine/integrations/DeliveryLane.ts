@@ -44,6 +44,9 @@ import { selectEvents } from './selectEvents.ts';
 const CREATED_MARGIN_MS = 5000;
 const MAX_ERROR_CHARS = 256;
 const PRUNE_EVERY_MS = 10_000;
+/** While ingestion is busy, a lane waits in steps of this before it reads or sends, at most GIVE_WAY_MAX_MS. */
+const GIVE_WAY_STEP_MS = 50;
+const GIVE_WAY_MAX_MS = 1000;
 /** A record whose source's events were taken already. */
 const REPEAT = Symbol('repeat');
 const journalBackoff = exponentialBackoff({ initialMs: 100, maxMs: 5000 });
@@ -74,6 +77,13 @@ export interface DeliveryLaneOptions {
   maxEvents: number;
   lingerMs: number;
   maxHeldEvents: number;
+  /**
+   * Whether ingestion has more than it can do now (the engine's uplinks in flight): the lane gives
+   * way, waiting up to GIVE_WAY_MAX_MS before it takes a batch of records and before it sends a
+   * batch, so it never takes the engine's time while it catches up or takes a burst, yet always
+   * moves (at least one batch read and one sent a second).
+   */
+  busy?(): boolean;
   finish(offset: number): void;
   pause(): void;
   resume(): void;
@@ -126,6 +136,7 @@ export class DeliveryLane {
 
   /** Takes records of the partition, in offset order; each is started on `tracker` and finished once settled. */
   async take(records: readonly LogRecord[], tracker: OffsetTracker): Promise<void> {
+    await this.#giveWay();
     if (this.#stopped) return;
     this.#tracker = tracker;
     if (this.#saved === undefined) {
@@ -255,6 +266,8 @@ export class DeliveryLane {
     try {
       while (!this.#stopped && this.#queue.length > 0) {
         const pending = this.#queue[0];
+        // The saving, signing and sending of a batch are the engine's time too: they wait as reading does.
+        if (!(await this.#giveWay())) return;
         if (!(await this.#deliver(pending)) || this.#stopped) return;
         this.#queue.shift();
         this.#lastSettled = pending.firstOffset;
@@ -355,6 +368,16 @@ export class DeliveryLane {
       // A request the sender refuses to make (a URL or header no longer valid) waits like a failure.
       return { outcome: { kind: 'retry', reason: 'refused' }, body: '', error: toFleetError(error).message };
     }
+  }
+
+  /** Waits while ingestion is busy, at most GIVE_WAY_MAX_MS (a consumer must not hold a batch for long); false when stopped. */
+  async #giveWay(): Promise<boolean> {
+    const busy = this.#o.busy;
+    if (busy === undefined) return !this.#stopped;
+    const clock = this.#o.clock;
+    const until = clock.now() + GIVE_WAY_MAX_MS;
+    while (!this.#stopped && busy() && clock.now() < until) await this.#sleepUntil(Math.min(until, clock.now() + GIVE_WAY_STEP_MS));
+    return !this.#stopped;
   }
 
   /** Resolves true at `at` (or at retryNow() for a retry), false when stopped first. */

@@ -18,9 +18,6 @@ import type { WebhookTransport } from '../ports/webhooks.ts';
 import { DeliveryLane, type LaneHooks } from './DeliveryLane.ts';
 import type { RetrySchedule } from './retrySchedule.ts';
 
-const YIELD_STEP_MS = 50;
-const YIELD_MAX_MS = 1000;
-
 /** The consumer group of an integration's deliveries on topic `events`, behind the configured prefix. */
 export function deliveryGroup(prefix: string, integrationId: string): string {
   return `${prefix}fleetstream-integration-${integrationId}`;
@@ -49,11 +46,7 @@ export interface IntegrationDeliveryOptions {
   groundOf(deviceId: string): string | undefined | Promise<string | undefined>;
   schedule: RetrySchedule;
   batching: DeliveryBatching;
-  /**
-   * Whether ingestion has more than it can do now (the engine's uplinks in flight): deliveries give
-   * way, a batch of records waiting up to YIELD_MAX_MS before it is read, so they never take the
-   * engine's time while it catches up, yet always move.
-   */
+  /** Whether ingestion has more than it can do now: deliveries give way (DeliveryLaneOptions.busy). */
   busy?(): boolean;
   /** Called with this integration's outcomes; `disabled` after the integration was disabled (410). */
   hooks: LaneHooks;
@@ -77,10 +70,7 @@ export class IntegrationDelivery {
       topic: options.topic,
       commitIntervalMs: 200,
       startAt: 'earliest',
-      onBatch: async (batch, tracker) => {
-        await this.#giveWay();
-        await this.#lane(batch.partition).take(batch.records, tracker);
-      },
+      onBatch: (batch, tracker) => this.#lane(batch.partition).take(batch.records, tracker),
       onAssign: (partitions) => void this.#countRetentionDrops(partitions),
       onRevoked: (partitions) => {
         for (const partition of partitions) {
@@ -121,15 +111,6 @@ export class IntegrationDelivery {
     this.#lanes.clear();
   }
 
-  /** Waits while ingestion is busy, at most YIELD_MAX_MS (a consumer must not hold a batch for long). */
-  async #giveWay(): Promise<void> {
-    const busy = this.#o.busy;
-    if (busy === undefined) return;
-    for (let waited = 0; waited < YIELD_MAX_MS && busy() && !this.#stopped; waited += YIELD_STEP_MS) {
-      await new Promise<void>((resolve) => this.#o.clock.setTimeout(resolve, YIELD_STEP_MS));
-    }
-  }
-
   #lane(partition: number): DeliveryLane {
     let lane = this.#lanes.get(partition);
     if (lane !== undefined) return lane;
@@ -144,6 +125,7 @@ export class IntegrationDelivery {
       clock: o.clock,
       schedule: o.schedule,
       ...o.batching,
+      busy: o.busy,
       finish: (offset) => this.#consumer.finish(partition, offset),
       pause: () => this.#consumer.pause(partition),
       resume: () => this.#consumer.resume(partition),

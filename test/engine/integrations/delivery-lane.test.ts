@@ -3,8 +3,9 @@
  * receiver: batching (size and linger), a batch saved before its first attempt and rebuilt from
  * the same records after a restart (same webhook-id, and not sent again once delivered), retries on
  * the schedule, Retry-After, the retry window, 410, pausing while a receiver fails, records finished
- * only once delivered, and what is skipped (other grounds, records older than the integration,
- * malformed records). The real receivers, signing and the log are in the service tests.
+ * only once delivered, giving way while ingestion is busy, and what is skipped (other grounds,
+ * records older than the integration, malformed records). The real receivers, signing and the log
+ * are in the service tests.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -85,6 +86,7 @@ interface WorldOptions {
   maxEvents?: number;
   maxHeldEvents?: number;
   retryWindowMs?: number;
+  busy?(): boolean;
   /** A receiver that answers when it is told (requests under way), instead of `answers` at once. */
   send?(request: WebhookRequest): Promise<WebhookAnswer>;
 }
@@ -105,6 +107,7 @@ function world(answers: (request: WebhookRequest, index: number) => WebhookAnswe
     maxEvents: options.maxEvents ?? 3,
     lingerMs: 1000,
     maxHeldEvents: options.maxHeldEvents ?? 100,
+    busy: options.busy,
     finish: (offset) => { w.finished.push(offset); w.tracker.finish(offset); },
     pause: () => { w.paused++; },
     resume: () => { w.resumed++; },
@@ -140,6 +143,36 @@ test('a batch leaves at once when nothing is under way; the rest as soon as the 
   assert.ok((w.sent[0].events as { groundId: string }[]).every((e) => e.groundId === GROUND));
   assert.is(w.journal.delivered, 6);
   assert.is(new Set(w.sent.map((r) => r.messageId)).size, 3);
+});
+
+test('while ingestion is busy, the lane waits up to 1 s before it takes records and again before it sends a batch; not busy, at once', async () => {
+  let busy = true;
+  const w = world(() => ok, { maxEvents: 3, busy: () => busy });
+  let taken = false;
+  const taking = w.lane.take([stateRecord(0, 'd1')], w.tracker).then(() => { taken = true; });
+  await run(w, 900);
+  assert.not.ok(taken, 'the records wait');
+  await run(w, 200);
+  await taking;
+  assert.equal([w.sent.length, w.journal.batches.size], [0, 0], 'taken; the batch is neither saved nor sent yet');
+  await run(w, 1000);
+  assert.is(w.sent.length, 1, 'sent a second later: deliveries always move');
+  assert.equal(w.finished, [0]);
+  busy = false;
+  await w.lane.take([stateRecord(1, 'd1')], w.tracker);
+  await run(w);
+  assert.equal(w.sent.map(eventIds), [['u0/t'], ['u1/t']], 'not busy: at once');
+  busy = true;
+  await run(w, 100);
+  let stoppedTake = false;
+  const late = w.lane.take([stateRecord(2, 'd1')], w.tracker).then(() => { stoppedTake = true; });
+  await run(w, 100);
+  w.lane.stop();
+  await late;
+  assert.ok(stoppedTake, 'stop() ends the wait');
+  await run(w, 3000);
+  assert.is(w.sent.length, 2, 'nothing taken after stop()');
+  assert.equal(w.finished, [0, 1]);
 });
 
 test('a batch never holds more than maxEvents: it closes before a record that would pass it; a larger record goes alone, whole', async () => {
