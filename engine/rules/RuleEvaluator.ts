@@ -332,6 +332,9 @@ export class RuleEvaluator {
     }
     // Nothing cleared although the clear condition held: nothing was active (a member cleared it).
     next.active = outcome.alarm !== undefined ? outcome.alarm.status === 'active' : outcome.change === 'none' && clears ? false : standing.active;
+    // Its timer may raise the alarm (in this engine or another): until a state finds out, held active,
+    // so that a state for which the clear condition holds is taken to the registry.
+    if (outcome.change === 'pending') next.active = true;
     this.#standings.set(key, next);
     const { change, alarm } = outcome;
     if (alarm === undefined || !(change === 'raised' || change === 'repeated' || change === 'cleared')) return undefined;

@@ -192,6 +192,38 @@ test('"silentFor": every covered device watched from the rule\'s creation, a sig
   await registry.deleteDevice(late);
 });
 
+test('each condition kind with "for", with and without clear: pending, raised by its timer, then cleared', async () => {
+  const kinds: { condition: any; clear?: any; holds: unknown; between?: unknown; clears: unknown; profile: Record<string, unknown> }[] = [
+    { condition: { above: 8 }, holds: 9, clears: 3, profile: { type: 'number' } },
+    { condition: { above: 8 }, clear: { below: 6 }, holds: 9, between: 7, clears: 5, profile: { type: 'number' } },
+    { condition: { below: 2 }, holds: 1, clears: 3, profile: { type: 'number' } },
+    { condition: { outside: [0, 10] }, clear: { below: 5 }, holds: 11, between: 7, clears: 3, profile: { type: 'number' } },
+    { condition: { equals: 'open' }, holds: 'open', clears: 'closed', profile: { type: 'string' } },
+    { condition: { outsideArea: { latitude: 51, longitude: 4, radiusMeters: 1000 } }, holds: { latitude: 52, longitude: 4 }, clears: { latitude: 51, longitude: 4 }, profile: { type: 'object', properties: { latitude: { type: 'number' }, longitude: { type: 'number' } } } },
+  ];
+  for (const [i, kind] of kinds.entries()) {
+    const device = (await registry.createDevice({ groundId, name: `kind${i}`, assets: [{ name: 'k', is: 'sensor', profile: kind.profile }] })).device.id;
+    const rule = await registry.createRule({ groundId, name: `kind ${i}`, asset: 'k', condition: kind.condition, ...(kind.clear === undefined ? {} : { clear: kind.clear }), for: 'PT1M', severity: 'minor', devices: [device] });
+    const e = evaluator();
+    const t = clock.now();
+    const label = JSON.stringify([kind.condition, kind.clear]);
+    const active = async () => (await registry.listAlarms(groundId, { deviceId: device })).filter((a) => a.status === 'active');
+    await judgeAll(e, [[row('k', kind.holds, t, device)]]);
+    await at(e, t - T0 + 59_000);
+    assert.equal(await active(), [], `${label}: pending a minute`);
+    await at(e, t - T0 + 60_000);
+    assert.equal((await active()).map((a) => [a.value, a.startedAt - t]), [[kind.holds, 60_000]], `${label}: raised by its timer`);
+    if (kind.between !== undefined) {
+      await judgeAll(e, [[row('k', kind.between, t + 61_000, device)]]);
+      assert.is((await active()).length, 1, `${label}: the clear condition does not hold yet`);
+    }
+    await judgeAll(e, [[row('k', kind.clears, t + 62_000, device)]]);
+    assert.equal(await active(), [], `${label}: cleared`);
+    await e.stop();
+    await registry.deleteRule(rule.id);
+  }
+});
+
 test('rules of every device and rules listing the device, on the same asset: each judges, oldest first; another device only by the first', async () => {
   const every = await registry.createRule({ groundId, name: 'every', asset: 't', condition: { above: 1000 }, severity: 'info' });
   clock.advance(1); // created a millisecond later: the older rule judges first
