@@ -22,6 +22,7 @@ import type { RegistryChange } from '../engine/ports/registryChanges.ts';
 import type { Role } from './Role.ts';
 import type { Wiring } from './wiring.ts';
 import { RuleEvaluator } from '../engine/rules/RuleEvaluator.ts';
+import { UplinkProgress } from '../engine/rules/UplinkProgress.ts';
 import { encodeCommandRecord } from '../engine/commands/commandRecords.ts';
 import type { EventWriter } from '../engine/events/EventWriter.ts';
 import { ActivityRecorder } from '../engine/connectivity/ActivityRecorder.ts';
@@ -161,6 +162,7 @@ export function engineRole(w: Wiring, options: EngineRoleOptions = {}): Role & {
     clock: w.clock,
     logger,
     events: w.events,
+    progress: { through: () => progress.through() },
     command: async ({ id, deviceId, asset, value, issuer }) => {
       await w.log.append(ports.names.commands, [{ key: deviceId, value: encodeCommandRecord({ id, deviceId, asset, value, issuer, issuedAt: w.clock.now() }) }]);
     },
@@ -192,6 +194,7 @@ export function engineRole(w: Wiring, options: EngineRoleOptions = {}): Role & {
     },
   });
   const { pipeline } = engine;
+  const progress = new UplinkProgress({ positions: () => pipeline.positions(), log: ports.log, topic: pipeline.topic, group: ports.names.engineGroup, clock: w.clock });
   w.metrics.watchEngine(pipeline, ports.log, ports.names.engineGroup);
   let stopListening = () => undefined as unknown;
   return {

@@ -72,6 +72,13 @@ export const SilenceSighting = Type.Object({
 export type SilenceSighting = Static<typeof SilenceSighting>;
 export const SilenceSightings = Type.Array(SilenceSighting, { maxItems: 100_000 });
 
+/** Per partition of topic uplinks, the receive time through which every uplink is judged. */
+export const RuleProgress = Type.Array(Type.Object({
+  partition: Type.Integer({ minimum: 0, maximum: 99_999 }),
+  through: EpochMs,
+}, { additionalProperties: false }), { maxItems: 100_000 });
+export type RuleProgress = Static<typeof RuleProgress>;
+
 // ---- the HTTP edge (adapters/http/routes/rules/alarmRoutes.ts) ----
 
 export const AlarmParams = Type.Object({ id: Id });

@@ -254,7 +254,8 @@ export function alarmOperations(ctx: SqlContext): AlarmRegistry {
           `SELECT s.rule_id, s.device_id, s.holding, s.due_at, s.last_seen, s.value::text AS value,
                   r.ground_id, r.asset, r.severity, r.for_ms, r.silent_ms, d.ground_id AS device_ground
            FROM rule_standings s JOIN rules r ON r.id = s.rule_id LEFT JOIN devices d ON d.id = s.device_id
-           WHERE s.due_at <= $1 ORDER BY s.due_at LIMIT $2 FOR UPDATE OF s SKIP LOCKED`,
+           WHERE s.due_at <= LEAST($1::bigint, COALESCE((SELECT min(through) FROM rule_progress), $1::bigint))
+           ORDER BY s.due_at LIMIT $2 FOR UPDATE OF s SKIP LOCKED`,
           [now, limit],
         );
         const firings: TimerFiring[] = [];
@@ -286,6 +287,22 @@ export function alarmOperations(ctx: SqlContext): AlarmRegistry {
           if (alarm !== undefined) firings.push({ ruleId: standing.rule_id, deviceId: standing.device_id, lease, alarm });
         }
         return firings;
+      }));
+    },
+
+    async recordProgress(progress, partitions) {
+      check(S.RuleProgress, progress, 'progress');
+      if (!Number.isSafeInteger(partitions) || partitions < 1 || partitions > 100_000) throw new FleetError('VALIDATION_FAILED', 'partitions: 1 to 100000', { detail: { field: 'partitions' } });
+      await guard(() => executor.transaction(async (tx) => {
+        if (progress.length > 0) {
+          await tx.query(
+            `INSERT INTO rule_progress (partition, through) SELECT * FROM unnest($1::integer[], $2::bigint[])
+             ON CONFLICT (partition) DO UPDATE SET through = GREATEST(rule_progress.through, EXCLUDED.through)`,
+            [progress.map((p) => p.partition), progress.map((p) => p.through)],
+          );
+        }
+        // Partitions the topic no longer has (it was made again with fewer) hold nothing back.
+        await tx.query('DELETE FROM rule_progress WHERE partition >= $1', [partitions]);
       }));
     },
 

@@ -415,6 +415,14 @@ ALTER TABLE rule_standings ADD COLUMN last_seen bigint;
 ALTER TABLE rule_standings ADD COLUMN due_at bigint;
 CREATE INDEX rule_standings_due_idx ON rule_standings (due_at) WHERE due_at IS NOT NULL;
 
+-- Per partition of topic uplinks, the receive time through which the engines have judged every
+-- uplink: a timer fires only once every partition is past it (a state waiting in a partition whose
+-- engine died, or lags, could end the silence or the hold).
+CREATE TABLE rule_progress (
+  partition integer PRIMARY KEY,
+  through   bigint NOT NULL
+);
+
 -- The devices silence rules already cover are watched from now.
 INSERT INTO rule_standings (rule_id, device_id, holding, due_at)
 SELECT r.id, d.id, false, (extract(epoch FROM now()) * 1000)::bigint + r.silent_ms

@@ -14,9 +14,9 @@
  * for a missing alarm, or for an evaluation of a rule deleted meanwhile (field `ruleId`), UNAVAILABLE/TIMEOUT (retriable) when the database cannot be reached, CLOSED
  * after close(). Lookups answer undefined for a malformed id without querying.
  */
-import type { Alarm, AlarmQuery, RuleEvaluation, SilenceSighting } from '../../schemas/alarms.ts';
+import type { Alarm, AlarmQuery, RuleEvaluation, RuleProgress, SilenceSighting } from '../../schemas/alarms.ts';
 
-export type { Alarm, AlarmQuery, AlarmStatus, RuleEvaluation, SilenceSighting } from '../../schemas/alarms.ts';
+export type { Alarm, AlarmQuery, AlarmStatus, RuleEvaluation, RuleProgress, SilenceSighting } from '../../schemas/alarms.ts';
 
 /**
  * What an evaluation did: `raised` a new alarm; `repeated` the active one (the condition holds
@@ -66,7 +66,8 @@ export interface AlarmRegistry {
    */
   recordSightings(sightings: readonly SilenceSighting[]): Promise<Alarm[]>;
   /**
-   * Fires, in one transaction, up to `limit` standings whose timer is due at `now`: raises the
+   * Fires, in one transaction, up to `limit` standings whose timer is due at `now` and through the
+   * engines' progress (recordProgress: no partition may hold an uplink received before it): raises the
    * alarm of a silence rule (no state since its timer was set) and of a `for` rule whose condition
    * has held since (no state that does not hold came). A due timer is fired by one caller, however
    * many engines ask at once (a standing another transaction holds is passed by), and is then held
@@ -75,6 +76,12 @@ export interface AlarmRegistry {
    * (or of another ground) is dropped.
    */
   fireDueTimers(now: number, limit: number, leaseMs: number): Promise<TimerFiring[]>;
+  /**
+   * Where the engines stand: per partition of topic `uplinks` they hold, the receive time through
+   * which every uplink is judged (it only moves forward); `partitions`, the topic's count (rows of
+   * partitions beyond it are dropped). fireDueTimers fires nothing due after the least of them.
+   */
+  recordProgress(progress: RuleProgress, partitions: number): Promise<void>;
   /** The firings' actions are done: their timers end (unless a state set them again meanwhile). */
   settleTimers(firings: readonly Pick<TimerFiring, 'ruleId' | 'deviceId' | 'lease'>[]): Promise<void>;
   getAlarm(alarmId: string): Promise<Alarm | undefined>;

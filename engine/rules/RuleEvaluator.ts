@@ -32,6 +32,7 @@ import type { RegistryChange } from '../ports/registryChanges.ts';
 import type { Rule, RuleRegistry } from '../ports/ruleRegistry.ts';
 import type { StateRow } from '../../schemas/messages.ts';
 import { GroundRules, judge, type JudgedRule } from './GroundRules.ts';
+import type { UplinkProgress } from './UplinkProgress.ts';
 import { alarmEvent, stateId } from '../events/eventRecords.ts';
 import type { AlarmEvent } from '../../schemas/events.ts';
 import type { Alarm } from '../ports/alarmRegistry.ts';
@@ -61,7 +62,13 @@ export interface RuleTimerSettings {
 
 export interface RuleEvaluatorOptions {
   rules: Pick<RuleRegistry, 'listRules'>;
-  alarms: Pick<AlarmRegistry, 'applyEvaluation' | 'evaluationStanding' | 'recordSightings' | 'fireDueTimers' | 'settleTimers'>;
+  alarms: Pick<AlarmRegistry, 'applyEvaluation' | 'evaluationStanding' | 'recordSightings' | 'fireDueTimers' | 'settleTimers' | 'recordProgress'>;
+  /**
+   * How far this process's engine has judged topic `uplinks` (UplinkProgress), recorded before
+   * timers are fired: no timer fires while a partition may hold a state received before it.
+   * Without it (tests of one evaluator), timers fire by the clock alone.
+   */
+  progress?: Pick<UplinkProgress, 'through'>;
   /** The ground a device is in (undefined: deleted); a promise when it must be looked up. */
   groundOf(deviceId: string): string | undefined | Promise<string | undefined>;
   clock: Clock;
@@ -138,11 +145,16 @@ export class RuleEvaluator {
   }
 
   /**
-   * Fires the timers due now (less the grace), as many calls as it takes: runs what each alarm
+   * Records the sightings held and this engine's progress, then fires the timers due now (less
+   * the grace) and through every engine's progress, as many calls as it takes: runs what each alarm
    * raised does (command actions, an alarm event, onAlarm), then settles them. Called on an
    * interval once started; a test calls it after moving its clock.
    */
   async fireDue(): Promise<void> {
+    const progress = this.#o.progress === undefined ? undefined : await this.#retrying(() => this.#o.progress!.through());
+    // The sightings of every uplink the progress covers, recorded before it is.
+    await this.recordSightings();
+    if (progress !== undefined) await this.#retrying(() => this.#o.alarms.recordProgress(progress.progress, progress.partitions));
     for (;;) {
       const firings = await this.#retrying(() => this.#o.alarms.fireDueTimers(this.#o.clock.now() - this.#t.graceMs, FIRINGS_PER_CALL, this.#t.leaseMs));
       if (firings === undefined || firings.length === 0) return;
@@ -163,26 +175,30 @@ export class RuleEvaluator {
   recordSightings(): Promise<void> {
     this.#flushTimer?.cancel();
     this.#flushTimer = undefined;
-    this.#recording ??= (async () => {
-      try {
-        while (this.#sightings.size > 0) {
-          const sightings = [...this.#sightings.values()];
-          this.#sightings = new Map();
-          const cleared = await this.#retrying(() => this.#o.alarms.recordSightings(sightings)) ?? [];
-          const events: AlarmEvent[] = [];
-          for (const alarm of cleared) {
-            this.#o.onAlarm?.('cleared', alarm);
-            const rules = this.#rules.get(alarm.groundId);
-            const integrations = rules instanceof GroundRules ? rules.byId(alarm.ruleId)?.integrations ?? [] : [];
-            events.push(alarmEvent(alarm, 'cleared', integrations, alarm.clearedAt ?? alarm.updatedAt));
-          }
-          await this.#addEvents(events);
-        }
-      } finally {
-        this.#recording = undefined;
-      }
-    })();
+    if (this.#recording === undefined) {
+      const recording = this.#recordAll();
+      this.#recording = recording;
+      void recording.finally(() => {
+        if (this.#recording === recording) this.#recording = undefined;
+      });
+    }
     return this.#recording;
+  }
+
+  async #recordAll(): Promise<void> {
+    while (this.#sightings.size > 0) {
+      const sightings = [...this.#sightings.values()];
+      this.#sightings = new Map();
+      const cleared = await this.#retrying(() => this.#o.alarms.recordSightings(sightings)) ?? [];
+      const events: AlarmEvent[] = [];
+      for (const alarm of cleared) {
+        this.#o.onAlarm?.('cleared', alarm);
+        const rules = this.#rules.get(alarm.groundId);
+        const integrations = rules instanceof GroundRules ? rules.byId(alarm.ruleId)?.integrations ?? [] : [];
+        events.push(alarmEvent(alarm, 'cleared', integrations, alarm.clearedAt ?? alarm.updatedAt));
+      }
+      await this.#addEvents(events);
+    }
   }
 
   /** A state of the asset of silence rules: recorded with the next batch of sightings. */

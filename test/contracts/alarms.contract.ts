@@ -429,5 +429,24 @@ export function alarmsContract(name: string, factory: RegistryFactory) {
     assert.is((await activeOf(h, rule.id)).length, 30);
   });
 
+  test('progress: no timer fires past the least partition\'s progress; it only moves forward; partitions beyond the count are dropped', async ({ r, h, clock }) => {
+    const { ground } = await ownedGround(r);
+    const a = (await r.createDevice({ groundId: ground.id, name: 'a', assets: TEMP })).device;
+    const rule = await r.createRule({ groundId: ground.id, name: 'quiet', asset: 'temp', condition: { silentFor: 'PT1M' }, severity: 'warning' });
+    const due = clock.now() + 60_000;
+    clock.advance(120_000);
+    await r.recordProgress([{ partition: 0, through: due + 10 }, { partition: 1, through: due - 1 }, { partition: 7, through: 0 }], 8);
+    assert.equal(of(await r.fireDueTimers(clock.now(), 100, 60_000), rule), [], 'partition 1 has not judged through the deadline');
+    await r.recordProgress([{ partition: 1, through: due - 5 }], 8);
+    assert.equal(of(await r.fireDueTimers(clock.now(), 100, 60_000), rule), [], 'progress does not go back');
+    await r.recordProgress([{ partition: 1, through: due }], 2);
+    const fired = of(await r.fireDueTimers(clock.now(), 100, 60_000), rule);
+    assert.equal(fired.map((f) => f.deviceId), [a.id], 'partition 7 is beyond the count: dropped; the others are through');
+    assert.equal((await h.sql('SELECT partition FROM rule_progress ORDER BY partition')).map((row) => Number(row.partition)), [0, 1]);
+    await rejects(r.recordProgress([{ partition: -1, through: 1 }], 2), 'VALIDATION_FAILED');
+    await rejects(r.recordProgress([], 0), 'VALIDATION_FAILED', 'partitions');
+    await h.sql('DELETE FROM rule_progress');
+  });
+
   return test;
 }

@@ -37,6 +37,7 @@ function evaluator(): RuleEvaluator {
       recordSightings: (s) => registry.recordSightings(s),
       fireDueTimers: (now, limit, lease) => registry.fireDueTimers(now, limit, lease),
       settleTimers: (f) => registry.settleTimers(f),
+      recordProgress: (p, n) => registry.recordProgress(p, n),
     },
     groundOf: async (id) => (await registry.getDevice(id))?.groundId,
     clock,
