@@ -43,6 +43,10 @@ const retryBackoff = exponentialBackoff({ initialMs: 100, maxMs: 5000 });
 const RULES_PAGE = 1000;
 /** Timers fired per registry transaction. */
 const FIRINGS_PER_CALL = 500;
+/** What #changeNothing found: no rule judges the rows; none changes anything (recorded); the rows must be judged in the queue. */
+const NO_RULE = 0;
+const NOTHING = 1;
+const JUDGE = 2;
 
 /** When timers are looked for and how long a firing is held for its actions (docs/rules.md "Timers"). */
 export interface RuleTimerSettings {
@@ -93,8 +97,8 @@ export class RuleEvaluator {
   readonly #o: RuleEvaluatorOptions;
   /** Per ground, its rules as judged, by asset and device (loading, or loaded). */
   readonly #rules = new Map<string, Promise<GroundRules> | GroundRules>();
-  /** `${ruleId} ${deviceId}` → its standing (what the registry has, or newer in memory). */
-  readonly #standings = new Map<string, EvaluationStanding>();
+  /** Per device, per rule id, its standing (what the registry has, or newer in memory). */
+  readonly #standings = new Map<string, Map<string, EvaluationStanding>>();
   /** Per device, the end of its queue of judgements. */
   readonly #queues = new Map<string, Promise<unknown>>();
   /** Sightings of silence rules' assets not yet recorded, the latest per (rule, device). */
@@ -132,7 +136,8 @@ export class RuleEvaluator {
     else if (change.kind === 'resync') this.#rules.clear();
     // A changed rule starts again from the next state (the registry dropped its standings).
     if (change.kind === 'rule-changed' || change.kind === 'rule-deleted' || change.kind === 'resync') {
-      for (const key of this.#standings.keys()) if (change.kind === 'resync' || key.startsWith(`${change.ruleId} `)) this.#standings.delete(key);
+      if (change.kind === 'resync') this.#standings.clear();
+      else for (const byRule of this.#standings.values()) byRule.delete(change.ruleId);
     }
   }
 
@@ -243,9 +248,8 @@ export class RuleEvaluator {
       const rules = this.#rules.get(ground);
       if (rules instanceof GroundRules) {
         if (rules.watchesSilence) this.#sight(rules, deviceId, rows);
-        if (!rows.some((row) => rules.of(deviceId, row.asset) !== undefined)) return undefined;
-        // Nothing of this device waits to be judged, and these rows change nothing: judged now.
-        if (!this.#queues.has(deviceId) && this.#changeNothing(rules, deviceId, rows)) return undefined;
+        const verdict = this.#changeNothing(rules, deviceId, rows);
+        if (verdict === NO_RULE || verdict === NOTHING) return undefined;
       }
     }
     let release!: () => void;
@@ -263,27 +267,69 @@ export class RuleEvaluator {
   }
 
   /**
-   * Whether every rule judging these rows, from the standings in memory, would leave things as they
-   * are (the condition did not hold and does not; nothing active to clear, or a late state); then
-   * records them as judged. False, and nothing recorded, when a standing is not in memory or one
-   * row would need the registry: the rows are then judged once durable, in the device's queue.
-   * The common case — nothing wrong — costs no promise and no registry call.
+   * Whether any rule judges these rows (NO_RULE: none) and, when one does and nothing of this device
+   * waits to be judged, whether every rule judging them, from the standings in memory, would leave
+   * things as they are (the condition did not hold and does not; nothing active to clear, or a late
+   * state): then they are recorded as judged (NOTHING). JUDGE, and nothing recorded, when a standing
+   * is not in memory or one row would need the registry: the rows are then judged once durable, in
+   * the device's queue. The common case — nothing wrong — costs no promise, no registry call and
+   * (one judged row) no allocation but its state's id.
    */
-  #changeNothing(rules: GroundRules, deviceId: string, rows: readonly StateRow[]): boolean {
-    const next = new Map<string, EvaluationStanding>();
+  #changeNothing(rules: GroundRules, deviceId: string, rows: readonly StateRow[]): typeof NO_RULE | typeof NOTHING | typeof JUDGE {
+    // The rows some rule judges: most uplinks have one (kept apart: no array for it).
+    let only: StateRow | undefined;
+    let onlyJudging: readonly JudgedRule[] | undefined;
+    let more: [StateRow, readonly JudgedRule[]][] | undefined;
+    const byRule = this.#standings.get(deviceId);
+    // First whether nothing changes, against the standings as they are: a later row of the same
+    // rule is taken as not late here, which can only send the rows to the queue.
     for (const row of rows) {
-      for (const judged of rules.of(deviceId, row.asset) ?? []) {
-        const key = `${judged.rule.id} ${deviceId}`;
-        const standing = next.get(key) ?? this.#standings.get(key);
-        if (standing === undefined) return false;
-        const id = stateId(row);
-        if (row.ts < standing.at || (row.ts === standing.at && id <= standing.stateId)) continue;
-        if (judged.holds(row.value) || standing.holding || (standing.active && judged.clears(row.value))) return false;
-        next.set(key, { ...standing, at: row.ts, stateId: id });
+      const judging = rules.of(deviceId, row.asset);
+      if (judging === undefined) continue;
+      if (byRule === undefined || this.#queues.has(deviceId)) return JUDGE;
+      for (const judged of judging) {
+        const standing = byRule.get(judged.rule.id);
+        if (standing === undefined) return JUDGE;
+        if (row.ts < standing.at) continue;
+        if (judged.holds(row.value) || standing.holding || (standing.active && judged.clears(row.value))) return JUDGE;
       }
+      if (only === undefined) {
+        only = row;
+        onlyJudging = judging;
+      } else (more ??= []).push([row, judging]);
     }
-    for (const [key, standing] of next) this.#standings.set(key, standing);
-    return true;
+    if (only === undefined) return NO_RULE;
+    // Then recorded, in the rows' order.
+    this.#judged(byRule!, only, onlyJudging!);
+    if (more !== undefined) for (const [row, judging] of more) this.#judged(byRule!, row, judging);
+    return NOTHING;
+  }
+
+  /** `row` judged by `judging` and nothing changed: their standings move to it (unless it is late). */
+  #judged(byRule: Map<string, EvaluationStanding>, row: StateRow, judging: readonly JudgedRule[]): void {
+    let id: string | undefined;
+    for (const judged of judging) {
+      const standing = byRule.get(judged.rule.id)!;
+      if (row.ts < standing.at) continue;
+      id ??= stateId(row);
+      if (row.ts === standing.at && id <= standing.stateId) continue;
+      standing.at = row.ts;
+      standing.stateId = id;
+    }
+  }
+
+  #standingOf(ruleId: string, deviceId: string): EvaluationStanding | undefined {
+    return this.#standings.get(deviceId)?.get(ruleId);
+  }
+
+  #setStanding(ruleId: string, deviceId: string, standing: EvaluationStanding | undefined): void {
+    let byRule = this.#standings.get(deviceId);
+    if (standing === undefined) {
+      byRule?.delete(ruleId);
+      return;
+    }
+    if (byRule === undefined) this.#standings.set(deviceId, (byRule = new Map()));
+    byRule.set(ruleId, standing);
   }
 
   #sight(rules: GroundRules, deviceId: string, rows: readonly StateRow[]): void {
@@ -311,11 +357,10 @@ export class RuleEvaluator {
 
   async #judgeOne(judged: JudgedRule, groundId: string, row: StateRow): Promise<AlarmEvent | undefined> {
     const { rule } = judged;
-    const key = `${rule.id} ${row.deviceId}`;
-    let standing = this.#standings.get(key);
+    let standing = this.#standingOf(rule.id, row.deviceId);
     if (standing === undefined) {
       standing = (await this.#retrying(() => this.#o.alarms.evaluationStanding(rule.id, row.deviceId))) ?? { holding: false, at: -1, stateId: '', active: false };
-      this.#standings.set(key, standing);
+      this.#setStanding(rule.id, row.deviceId, standing);
     }
     const id = stateId(row);
     if (row.ts < standing.at || (row.ts === standing.at && id <= standing.stateId)) return undefined; // late, or judged already
@@ -324,7 +369,7 @@ export class RuleEvaluator {
     const next: EvaluationStanding = { ...standing, holding: holds, at: row.ts, stateId: id };
     // Nothing to tell the registry: the condition did not hold and does not, or nothing is active to clear.
     if (!holds && !standing.holding && !(clears && standing.active)) {
-      this.#standings.set(key, next);
+      this.#setStanding(rule.id, row.deviceId, next);
       return undefined;
     }
     const evaluation: RuleEvaluation = {
@@ -335,7 +380,7 @@ export class RuleEvaluator {
     if (outcome === undefined) return undefined;
     if (outcome.change === 'stale') {
       // Another engine (or this one before a restart) judged it: ask again next time.
-      this.#standings.delete(key);
+      this.#setStanding(rule.id, row.deviceId, undefined);
       return undefined;
     }
     // Nothing cleared although the clear condition held: nothing was active (a member cleared it).
@@ -343,7 +388,7 @@ export class RuleEvaluator {
     // Its timer may raise the alarm (in this engine or another): until a state finds out, held active,
     // so that a state for which the clear condition holds is taken to the registry.
     if (outcome.change === 'pending') next.active = true;
-    this.#standings.set(key, next);
+    this.#setStanding(rule.id, row.deviceId, next);
     const { change, alarm } = outcome;
     if (alarm === undefined || !(change === 'raised' || change === 'repeated' || change === 'cleared')) return undefined;
     this.#o.onAlarm?.(change, alarm);
