@@ -14,6 +14,9 @@ export interface JudgedRule {
   clears: ValueTest;
 }
 
+/** No rule of the ground can judge a state of the device (GroundRules.listedFor). */
+export const NONE = Symbol('no rule');
+
 export function judge(rule: Rule): JudgedRule {
   // A silence rule judges no value: holds and clears are never asked.
   const holds = 'silentFor' in rule.condition ? () => false : valueTest(rule.condition);
@@ -74,8 +77,22 @@ export class GroundRules {
 
   /** The rules judging a state of `asset` of `deviceId` (silence rules apart), oldest first; undefined for none. */
   of(deviceId: string, asset: string): readonly JudgedRule[] | undefined {
-    const every = this.#everyDevice.get(asset);
-    const listed = this.#byDevice.get(deviceId)?.get(asset);
+    return this.ofListed(this.#byDevice.get(deviceId), asset);
+  }
+
+  /**
+   * The rules that list `deviceId`, by asset, to look up once for all the states of an uplink
+   * (ofListed); NONE when no rule can judge a state of the device at all.
+   */
+  listedFor(deviceId: string): ReadonlyMap<string, JudgedRule[]> | undefined | typeof NONE {
+    const listed = this.#byDevice.get(deviceId);
+    return listed === undefined && this.#everyDevice.size === 0 ? NONE : listed;
+  }
+
+  /** As of(), with the device's listed rules (listedFor). */
+  ofListed(listedByAsset: ReadonlyMap<string, JudgedRule[]> | undefined, asset: string): readonly JudgedRule[] | undefined {
+    const every = this.#everyDevice.size === 0 ? undefined : this.#everyDevice.get(asset);
+    const listed = listedByAsset?.get(asset);
     if (listed === undefined) return every;
     if (every === undefined) return listed;
     return [...every, ...listed].sort((a, b) => a.rule.createdAt - b.rule.createdAt || (a.rule.id < b.rule.id ? -1 : 1));

@@ -31,7 +31,7 @@ import type { AlarmRegistry, EvaluationStanding, RuleEvaluation, SilenceSighting
 import type { RegistryChange } from '../ports/registryChanges.ts';
 import type { Rule, RuleRegistry } from '../ports/ruleRegistry.ts';
 import type { StateRow } from '../../schemas/messages.ts';
-import { GroundRules, judge, type JudgedRule } from './GroundRules.ts';
+import { GroundRules, judge, NONE, type JudgedRule } from './GroundRules.ts';
 import type { UplinkProgress } from './UplinkProgress.ts';
 import { alarmEvent, stateId } from '../events/eventRecords.ts';
 import type { AlarmEvent } from '../../schemas/events.ts';
@@ -280,11 +280,13 @@ export class RuleEvaluator {
     let only: StateRow | undefined;
     let onlyJudging: readonly JudgedRule[] | undefined;
     let more: [StateRow, readonly JudgedRule[]][] | undefined;
+    const listed = rules.listedFor(deviceId);
+    if (listed === NONE) return NO_RULE;
     const byRule = this.#standings.get(deviceId);
     // First whether nothing changes, against the standings as they are: a later row of the same
     // rule is taken as not late here, which can only send the rows to the queue.
     for (const row of rows) {
-      const judging = rules.of(deviceId, row.asset);
+      const judging = rules.ofListed(listed, row.asset);
       if (judging === undefined) continue;
       if (byRule === undefined || this.#queues.has(deviceId)) return JUDGE;
       for (const judged of judging) {
