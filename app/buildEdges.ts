@@ -2,6 +2,7 @@
  * The device-facing edges of a process: the MQTT gateway (embedded, or a client of an external
  * broker) and the HTTP edge with its LPWAN webhooks, all handing uplinks to the one admission step.
  */
+import type { EdgeCoreDeps } from '../adapters/http/EdgeContext.ts';
 import { atWindowOf } from './deviceCompiler.ts';
 import { readFileSync } from 'node:fs';
 import type { Clock } from '../engine/kernel/clock.ts';
@@ -87,6 +88,8 @@ export async function serveHttpEdge(options: {
   observe?: EdgeObserver;
   /** Live streams (SSE routes and the /live WebSocket); absent: none. */
   live?: LiveSource;
+  /** A member acknowledged or cleared an alarm. */
+  alarmChanged?: EdgeCoreDeps['alarmChanged'];
 }): Promise<ServedEdge> {
   const { config, registry, store, clock, logger, admission } = options;
   const connections = new LiveConnections(10_000);
@@ -122,6 +125,7 @@ export async function serveHttpEdge(options: {
     observe: options.observe,
     // An external broker holds the sessions: the service cannot tell who is connected.
     sessionsSeen: config.mqtt.url === undefined,
+    alarmChanged: options.alarmChanged,
     live: options.live === undefined ? undefined : { hub: options.live, connections },
   });
   const served = await serveEdge(app, { port: config.http.port, hostname: config.http.host, onUpgrade: liveSocket?.upgrade });

@@ -163,6 +163,7 @@ export function engineRole(w: Wiring, options: EngineRoleOptions = {}): Role & {
     logger,
     events: w.events,
     progress: { through: () => progress.through() },
+    onAlarm: (change, alarm) => w.live.alarm(change, alarm),
     command: async ({ id, deviceId, asset, value, issuer }) => {
       await w.log.append(ports.names.commands, [{ key: deviceId, value: encodeCommandRecord({ id, deviceId, asset, value, issuer, issuedAt: w.clock.now() }) }]);
     },

@@ -3,6 +3,9 @@
  * channel hands uplinks to, the MQTT gateway (its command transport offered to the command owners:
  * CommandRoutes) and the HTTP edge, started in that order and stopped in reverse.
  */
+import type { Alarm } from '../engine/ports/alarmRegistry.ts';
+import { alarmEvent, alarmEventsRecord } from '../engine/events/eventRecords.ts';
+import { toFleetError } from '../engine/kernel/errors.ts';
 import type { LiveHub } from '../engine/live/LiveHub.ts';
 import { EdgePresence } from '../engine/connectivity/EdgePresence.ts';
 import { newId } from '../engine/kernel/ids.ts';
@@ -132,7 +135,22 @@ async function startHttp(w: Wiring, edge: { admission: UplinkAdmissionPort; comm
     admission: edge.admission, commands: edge.commands, lpwanApplications: ports.lpwanApplications,
     observe: { ready: edge.ready, metrics: w.metricsToken, onRequest: (method, route, status, seconds) => metrics.httpRequest(method, route, status, seconds) },
     live: w.hub,
+    alarmChanged: (change, alarm, by) => memberChangedAlarm(w, change, alarm, by),
   }));
   closers.add('http', () => served.close());
   return served.port;
+}
+
+/**
+ * A member acknowledged or cleared an alarm: an `alarm` event on topic `live` and, while it is
+ * written, on topic `events`, for the integrations taking alarm events and those its rule names.
+ */
+function memberChangedAlarm(w: Wiring, change: 'acknowledged' | 'cleared', alarm: Alarm, by: string): void {
+  w.live.alarm(change, alarm, by);
+  if (!w.events.wanted) return;
+  void (async () => {
+    const rule = await w.ports.registry.getRule(alarm.ruleId).catch(() => undefined);
+    const integrations = rule?.actions.flatMap((action) => ('integration' in action ? [action.integration] : [])) ?? [];
+    await w.events.add(alarmEventsRecord([alarmEvent(alarm, change, integrations, w.clock.now())], w.clock.now()));
+  })().catch((error: unknown) => w.logger.warn('an alarm event was not written to topic events', { error: toFleetError(error) }));
 }

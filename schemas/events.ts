@@ -70,8 +70,8 @@ export const AlarmEvent = Type.Object({
   deviceId: Type.String(),
   alarmId: Type.String(),
   ruleId: Type.String(),
-  /** What happened: `raised`, `repeated`, `cleared`. */
-  change: Type.Union([Type.Literal('raised'), Type.Literal('repeated'), Type.Literal('cleared')]),
+  /** What happened: `raised`, `repeated`, `cleared` (by its rule or a member), `acknowledged` (by a member). */
+  change: Type.Union([Type.Literal('raised'), Type.Literal('repeated'), Type.Literal('cleared'), Type.Literal('acknowledged')]),
   status: Type.String(),
   severity: Type.String(),
   asset: Type.String(),

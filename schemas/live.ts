@@ -47,14 +47,43 @@ export const LiveCommand = Type.Object({
 });
 export type LiveCommand = Static<typeof LiveCommand>;
 
-export const LiveKind = Type.Union([Type.Literal('state'), Type.Literal('rejection'), Type.Literal('command')]);
+/**
+ * An alarm's change (docs/rules.md): raised, repeated or cleared by its rule (a state or a timer),
+ * acknowledged or cleared by a member (`by`: the member's user id).
+ */
+export const LiveAlarm = Type.Object({
+  deviceId: Type.String(),
+  alarmId: Type.String(),
+  ruleId: Type.String(),
+  groundId: Type.String(),
+  asset: Type.String(),
+  severity: Type.String(),
+  change: Type.Union([Type.Literal('raised'), Type.Literal('repeated'), Type.Literal('cleared'), Type.Literal('acknowledged')]),
+  status: Type.String(),
+  acknowledged: Type.Boolean(),
+  count: Type.Integer(),
+  value: Type.Unknown(),
+  lastValue: Type.Unknown(),
+  /** Epoch ms. */
+  startedAt: Type.Integer(),
+  clearedAt: Type.Optional(Type.Integer()),
+  acknowledgedAt: Type.Optional(Type.Integer()),
+  acknowledgedBy: Type.Optional(Type.String()),
+  by: Type.Optional(Type.String()),
+  /** Epoch ms. */
+  changedAt: Type.Integer(),
+});
+export type LiveAlarm = Static<typeof LiveAlarm>;
+
+export const LiveKind = Type.Union([Type.Literal('state'), Type.Literal('rejection'), Type.Literal('command'), Type.Literal('alarm')]);
 export type LiveKind = Static<typeof LiveKind>;
-export const LIVE_KINDS: readonly LiveKind[] = ['state', 'rejection', 'command'];
+export const LIVE_KINDS: readonly LiveKind[] = ['state', 'rejection', 'command', 'alarm'];
 
 export type LiveEvent =
   | { kind: 'state'; data: LiveState }
   | { kind: 'rejection'; data: LiveRejection }
-  | { kind: 'command'; data: LiveCommand };
+  | { kind: 'command'; data: LiveCommand }
+  | { kind: 'alarm'; data: LiveAlarm };
 
 /**
  * One record of topic `live`: `e` is a list of [kind, data]. Version 1. `n`, the length of `e`,

@@ -5,6 +5,7 @@
  * types without an import running back.
  */
 import type { Clock } from '../../engine/kernel/clock.ts';
+import type { Alarm } from '../../engine/ports/alarmRegistry.ts';
 import type { RegistryLookups } from '../../engine/access/RegistryLookups.ts';
 import type { Registry } from '../../engine/ports/registry.ts';
 import type { RegistryChanges } from '../../engine/ports/registryChanges.ts';
@@ -63,6 +64,11 @@ export interface EdgeCoreDeps {
    * Default true.
    */
   sessionsSeen?: boolean;
+  /**
+   * A member acknowledged or cleared an alarm (it changed): told to the live streams and the
+   * integrations. Absent: nobody is told.
+   */
+  alarmChanged?(change: 'acknowledged' | 'cleared', alarm: Alarm, by: string): void;
 }
 
 export interface EdgeContext {

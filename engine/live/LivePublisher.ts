@@ -20,7 +20,9 @@ import type { Log, ProducerRecord } from '../ports/log.ts';
 import type { CommandView } from '../../schemas/commands.ts';
 import type { LiveEvent, LiveRecord } from '../../schemas/live.ts';
 import type { DeadLetter, StateRow } from '../../schemas/messages.ts';
-import { commandEvent, rejectionEvents, stateEvents } from './liveEvents.ts';
+import { alarmLiveEvent, commandEvent, rejectionEvents, stateEvents } from './liveEvents.ts';
+import type { Alarm } from '../../schemas/alarms.ts';
+import type { LiveAlarm } from '../../schemas/live.ts';
 
 export interface LivePublisherOptions {
   log: Pick<Log, 'append'>;
@@ -94,6 +96,11 @@ export class LivePublisher {
   /** A command's change, as a `command` event. */
   command(view: CommandView): void {
     if (this.#watched(1)) this.publish([commandEvent(view)]);
+  }
+
+  /** An alarm's change, as an `alarm` event; `by`, the member who made it. */
+  alarm(change: LiveAlarm['change'], alarm: Alarm, by?: string): void {
+    if (this.#watched(1)) this.publish([alarmLiveEvent(change, alarm, by)]);
   }
 
   #watched(count: number): boolean {

@@ -1,9 +1,10 @@
 /**
  * What the engine and the edges know, as live events (schemas/live.ts): stored state rows, dead
- * letters and command views. One place, so the stored, rejected and command paths cannot drift.
+ * letters, command views and alarm changes. One place, so the stored, rejected and command paths cannot drift.
  */
+import type { Alarm } from '../../schemas/alarms.ts';
 import type { CommandView } from '../../schemas/commands.ts';
-import type { LiveEvent } from '../../schemas/live.ts';
+import type { LiveAlarm, LiveEvent } from '../../schemas/live.ts';
 import type { DeadLetter, StateRow } from '../../schemas/messages.ts';
 import { isoTime } from '../kernel/isoTime.ts';
 
@@ -41,6 +42,33 @@ export function commandEvent(view: CommandView): LiveEvent {
       changedAt: view.updatedAt,
       ...(view.code !== undefined ? { code: view.code } : {}),
       ...(view.reason !== undefined ? { reason: view.reason } : {}),
+    },
+  };
+}
+
+/** An alarm's change; `by`, the member who acknowledged or cleared it. */
+export function alarmLiveEvent(change: LiveAlarm['change'], alarm: Alarm, by?: string): LiveEvent {
+  return {
+    kind: 'alarm',
+    data: {
+      deviceId: alarm.deviceId,
+      alarmId: alarm.id,
+      ruleId: alarm.ruleId,
+      groundId: alarm.groundId,
+      asset: alarm.asset,
+      severity: alarm.severity,
+      change,
+      status: alarm.status,
+      acknowledged: alarm.acknowledged,
+      count: alarm.count,
+      value: alarm.value,
+      lastValue: alarm.lastValue,
+      startedAt: alarm.startedAt,
+      ...(alarm.clearedAt !== undefined ? { clearedAt: alarm.clearedAt } : {}),
+      ...(alarm.acknowledgedAt !== undefined ? { acknowledgedAt: alarm.acknowledgedAt } : {}),
+      ...(alarm.acknowledgedBy !== undefined ? { acknowledgedBy: alarm.acknowledgedBy } : {}),
+      ...(by !== undefined ? { by } : {}),
+      changedAt: alarm.updatedAt,
     },
   };
 }

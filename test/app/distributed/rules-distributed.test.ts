@@ -21,6 +21,7 @@ import { suite, withEnv } from '../../support/suite.ts';
 import { removeFleetData, startFleet, type FleetProcess, devicesOnEveryPartition } from '../../support/fleetCluster.ts';
 import { sendJson } from '../../support/sendJson.ts';
 import { waitFor } from '../../support/tmp.ts';
+import { openSse } from '../../support/liveClients.ts';
 
 const PARTITIONS = 4;
 const DEVICES = 8;
@@ -60,6 +61,9 @@ withEnv('rules-distributed', ['KAFKA_BROKERS', 'CLICKHOUSE_URL', 'DATABASE_URL_T
       const rule = await sendJson(`${bases[0]}/ground/${ground.id}/rules`, 'POST', user.token, { name: 'hot', asset: 't', condition: { above: 8 }, severity: 'major' });
       assert.is(rule.status, 201);
       const ruleId = ((await rule.json()) as { id: string }).id;
+      // The alarm changes the engines make reach a stream on the other edge, through topic live.
+      const stream = await openSse(`${bases[1]}/ground/${ground.id}/live?kinds=alarm`, user.token);
+      assert.is(stream.status, 200);
 
       const send = async (i: number) => {
         for (const [k, d] of devices.entries()) {
@@ -92,6 +96,11 @@ withEnv('rules-distributed', ['KAFKA_BROKERS', 'CLICKHOUSE_URL', 'DATABASE_URL_T
         return alarms.length >= devices.length * perDevice && alarms.every((a) => a.status === 'cleared');
       }, 120_000, 'every alarm raised and cleared');
       const alarms = await alarmsOf();
+      await waitFor(() => stream.events.filter((e) => JSON.parse(e.data).ruleId === ruleId).length >= alarms.length, 30_000, 'the alarm events on the other edge\'s stream');
+      const streamed = stream.events.map((e) => JSON.parse(e.data) as { alarmId: string; change: string; ruleId: string }).filter((e) => e.ruleId === ruleId);
+      assert.ok(streamed.every((e) => alarms.some((a) => a.id === e.alarmId)), 'every streamed alarm is one the registry has');
+      assert.ok(streamed.some((e) => e.change === 'raised') && streamed.some((e) => e.change === 'cleared'));
+      stream.close();
       // Silent since their last states: one alarm each, started after it.
       const silenceAfter = async () => (await all()).filter((a) => a.ruleId === quietId && a.startedAt >= lastSent);
       await waitFor(async () => new Set((await silenceAfter()).map((a) => a.deviceId)).size === devices.length, 60_000, 'every device silent');

@@ -89,7 +89,9 @@ function acknowledgeAlarm(edge: EdgeContext): void {
     errors: [403, 404],
   }, async (c, { principal, params }) => {
     const alarm = await alarmFor(edge, principal, params.id);
-    return c.json(await edge.deps.registry.acknowledgeAlarm(alarm.id, principal.subjectId, edge.deps.clock.now()));
+    const acknowledged = await edge.deps.registry.acknowledgeAlarm(alarm.id, principal.subjectId, edge.deps.clock.now());
+    if (!alarm.acknowledged && acknowledged.acknowledged) edge.deps.alarmChanged?.('acknowledged', acknowledged, principal.subjectId);
+    return c.json(acknowledged);
   });
 }
 
@@ -105,6 +107,8 @@ function clearAlarm(edge: EdgeContext): void {
     errors: [403, 404],
   }, async (c, { principal, params }) => {
     const alarm = await alarmFor(edge, principal, params.id);
-    return c.json(await edge.deps.registry.clearAlarm(alarm.id, edge.deps.clock.now()));
+    const cleared = await edge.deps.registry.clearAlarm(alarm.id, edge.deps.clock.now());
+    if (alarm.status === 'active' && cleared.status === 'cleared') edge.deps.alarmChanged?.('cleared', cleared, principal.subjectId);
+    return c.json(cleared);
   });
 }
