@@ -2,19 +2,43 @@
 // unacknowledged only if asked; each with its rule, device, values and count; acknowledge, clear.
 import { useEffect, useState } from 'preact/hooks';
 import { api, p } from './api.js';
+import { follow } from './live.js';
 import { html, ErrorBox, ago, formatValue, useLoad, useNow } from './ui.js';
 
 const REFRESH_MS = 5000;
+/** The active alarms of a ground are reloaded this often besides their live changes. */
+const RELOAD_MS = 30_000;
 
-/** The ground's active alarms (up to 1000): the count for its pages and the badges of its devices. */
+/**
+ * The ground's active alarms (up to 1000): the count for its pages and the badges of its devices,
+ * kept live by the ground's stream of alarm changes (reloaded when the stream cannot resume, and
+ * every half minute in case a change was missed while it reconnected).
+ */
 export function useActiveAlarms(groundId) {
+  const [alarms, setAlarms] = useState();
   const [tick, setTick] = useState(0);
-  const [page] = useLoad(() => api(p`/ground/${groundId}/alarms` + '?status=active&limit=1000'), [groundId, tick]);
   useEffect(() => {
-    const timer = setInterval(() => setTick((t) => t + 1), REFRESH_MS);
-    return () => clearInterval(timer);
+    let gone = false;
+    api(p`/ground/${groundId}/alarms` + '?status=active&limit=1000').then((page) => { if (!gone) setAlarms(page.items); }, () => {});
+    return () => { gone = true; };
+  }, [groundId, tick]);
+  useEffect(() => {
+    const abort = new AbortController();
+    const timer = setInterval(() => setTick((t) => t + 1), RELOAD_MS);
+    follow(p`/ground/${groundId}/live` + '?kinds=alarm', {
+      signal: abort.signal,
+      onReset: () => setTick((t) => t + 1),
+      onEvent: (kind, data) => {
+        if (kind !== 'alarm') return;
+        setAlarms((list) => {
+          const others = (list ?? []).filter((a) => a.id !== data.alarmId);
+          return data.status === 'active' ? [{ ...data, id: data.alarmId }, ...others] : others;
+        });
+      },
+    });
+    return () => { abort.abort(); clearInterval(timer); };
   }, [groundId]);
-  return page?.items;
+  return alarms;
 }
 
 export function AlarmsPage({ groundId }) {

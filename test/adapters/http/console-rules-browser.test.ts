@@ -3,7 +3,9 @@
  * defaults: rules created from the form for each kind of condition are listed as the API stores
  * them; a rule the API refuses (a threshold on a boolean, a bad duration) shows the API's message
  * naming the field; deletion. An alarm a state raises shows on the ground's page (a count, a badge
- * on its device) and on the alarms page, where it is acknowledged and cleared.
+ * on its device) and on the alarms page, where it is acknowledged and cleared. The count and the
+ * badges follow the ground's alarm changes live: a second alarm, and its clearing, show without a
+ * reload, well before the page would reload them.
  */
 import { suite } from '../../support/suite.ts';
 import * as assert from 'uvu/assert';
@@ -151,6 +153,21 @@ withChromium('console rules browser tests', (chromiumPath) => {
     await page.getByTestId('alarm-status').filter({ hasText: 'cleared' }).waitFor();
     const stored = (await api(w, 'GET', `/ground/${w.groundId}/alarms`)).body.items;
     assert.equal(stored.map((a: any) => [a.status, a.acknowledged, a.ruleId]), [['cleared', true, rule.body.id]]);
+    // Live: back on the ground's page, another rule raises an alarm, then a state clears it; the
+    // page follows within seconds (it reloads the alarms only every 30 s).
+    await page.getByRole('link', { name: 'Devices' }).click();
+    await page.getByTestId('alarms-link').filter({ hasText: /^Alarms$/ }).waitFor({ timeout: 10_000 });
+    const warm = await api(w, 'POST', `/ground/${w.groundId}/rules`, { name: 'warm', asset: 'temperature', condition: { above: -10 }, severity: 'major', devices: [w.device.id] });
+    assert.is(warm.status, 201);
+    const state = (value: number) => fetch(`${w.base}/device/${w.device.id}/state`, { method: 'PUT', headers: { authorization: `Bearer ${w.device.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ temperature: { value } }) });
+    const raisedAt = Date.now();
+    assert.is((await state(-5)).status, 202);
+    await page.getByTestId('alarms-link').filter({ hasText: 'Alarms (1 active)' }).waitFor({ timeout: 10_000 });
+    assert.is(await page.getByTestId('alarm-badge').innerText(), '1 alarm');
+    assert.is((await state(-20)).status, 202);
+    await page.getByTestId('alarms-link').filter({ hasText: /^Alarms$/ }).waitFor({ timeout: 10_000 });
+    assert.is(await page.getByTestId('alarm-badge').count(), 0);
+    assert.ok(Date.now() - raisedAt < 25_000, 'followed live, not by the 30 s reload');
     assert.equal(errors, []);
     await context.close();
   });
