@@ -27,7 +27,7 @@ import { WebhookSender } from '../adapters/webhooks/WebhookSender.ts';
 import type { Config } from '../schemas/config.ts';
 import { registryCacheTtlMs, type ServiceStore } from './openPorts.ts';
 
-export type MqttGateway = Pick<MqttEdge, 'commands' | 'publishStates' | 'followsFeeds' | 'close' | 'stats'> & Partial<Pick<MqttEdge, 'port' | 'apply' | 'accept'>>;
+export type MqttGateway = Pick<MqttEdge, 'commands' | 'publishStates' | 'followsFeeds' | 'close' | 'stats'> & Partial<Pick<MqttEdge, 'port' | 'apply' | 'accept' | 'publishAlarms' | 'followsAlarms'>>;
 
 export { registryCacheTtlMs } from './openPorts.ts';
 

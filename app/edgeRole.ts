@@ -125,6 +125,9 @@ async function startGateway(w: Wiring, admission: UplinkAdmissionPort, closers: 
   if (apply !== undefined) closers.add('mqtt registry changes', ports.registryChanges.add((change) => apply(change)));
   // Feeds (device/<id>/asset/<name>/feed): states stored by any engine, read from topic `live`.
   w.hub!.followStates((rows) => mqtt.publishStates(rows), () => mqtt.followsFeeds());
+  // Alarm topics (device/<id>/asset/<name>/alarm) of the embedded edge: alarm changes read from topic `live`.
+  const { publishAlarms, followsAlarms } = mqtt;
+  if (publishAlarms !== undefined && followsAlarms !== undefined) w.hub!.followAlarms((alarms) => publishAlarms(alarms), () => followsAlarms());
   return mqtt;
 }
 

@@ -5,14 +5,15 @@
  * Uplink (spec §4.1, §4.2): `asset/<AssetID>/state`, `device/<DeviceID>/asset/<AssetName>/state`,
  * `device/<DeviceID>/state`. Downlink (spec §4.3): `asset/<AssetID>/command`,
  * `device/<DeviceID>/asset/<AssetName>/command`. Feed (AllThingsTalk habit, stored states pushed
- * back): `device/<DeviceID>/asset/<AssetName>/feed`.
+ * back): `device/<DeviceID>/asset/<AssetName>/feed`. Alarm changes of the asset (docs/rules.md):
+ * `device/<DeviceID>/asset/<AssetName>/alarm` (and `asset/<AssetID>/alarm`).
  *
  * Who may do what:
  *   - a device token publishes states of its own device only, to assets it has;
- *   - a device token subscribes to its own command and feed topics only (`+` allowed for the asset
+ *   - a device token subscribes to its own command, feed and alarm topics only (`+` allowed for the asset
  *     name, as the AllThingsTalk SDKs subscribe `device/<id>/asset/+/command`); `#`, `+` in place of
  *     a device or asset id, and `$share`/`$SYS` filters are refused;
- *   - a user token subscribes to the feed of devices of its grounds; it publishes nothing.
+ *   - a user token subscribes to the feed and alarm topics of devices of its grounds; it publishes nothing.
  */
 import type { ErrorCode } from '../kernel/errors.ts';
 import type { AssetInfo, DeviceInfo } from '../ports/directory.ts';
@@ -112,14 +113,17 @@ export function routeTrustedUplink(parsed: UplinkTopic, device: DeviceInfo | und
 
 /** The device (or asset id) a subscription filter is about, before any lookup. */
 export type FilterSubject =
-  | { kind: 'device'; deviceId: string; asset: string | '+'; channel: 'command' | 'feed' }
-  | { kind: 'asset'; assetId: string; channel: 'command' | 'feed' };
+  | { kind: 'device'; deviceId: string; asset: string | '+'; channel: FilterChannel }
+  | { kind: 'asset'; assetId: string; channel: FilterChannel };
+
+/** What a subscription follows: commands (a device), stored states, alarm changes. */
+export type FilterChannel = 'command' | 'feed' | 'alarm';
 
 /** Parses the only filter shapes anyone may subscribe to; undefined for anything else. */
 export function parseFilter(filter: string): FilterSubject | undefined {
   const l = filter.split('/');
   const channel = l[l.length - 1];
-  if (channel !== 'command' && channel !== 'feed') return undefined;
+  if (channel !== 'command' && channel !== 'feed' && channel !== 'alarm') return undefined;
   if (l.length === 3 && l[0] === 'asset' && plainLevel(l[1])) return { kind: 'asset', assetId: l[1], channel };
   if (l.length === 5 && l[0] === 'device' && l[2] === 'asset' && plainLevel(l[1]) && (l[3] === '+' || plainLevel(l[3]))) {
     return { kind: 'device', deviceId: l[1], asset: l[3], channel };
@@ -139,7 +143,7 @@ export function authorizeSubscription(
   member = false,
 ): Decision<FilterSubject> {
   const subject = parseFilter(filter);
-  if (subject === undefined) return refuse('FORBIDDEN', `filter "${shorten(filter)}" is not a command or feed topic of one device`);
+  if (subject === undefined) return refuse('FORBIDDEN', `filter "${shorten(filter)}" is not a command, feed or alarm topic of one device`);
   if (who.scope === 'partner') return refuse('FORBIDDEN', 'a partner token cannot subscribe');
   if (device === undefined) return refuse('FORBIDDEN', 'no such device or asset');
   if (subject.kind === 'device' && subject.deviceId !== device.id) return refuse('FORBIDDEN', 'no such device');
@@ -148,7 +152,7 @@ export function authorizeSubscription(
     if (who.subjectId !== device.id) return refuse('FORBIDDEN', 'a device subscribes only to its own topics');
     return { ok: true, value: subject };
   }
-  if (subject.channel !== 'feed') return refuse('FORBIDDEN', 'a user token subscribes to feeds only; commands go to the device');
+  if (subject.channel === 'command') return refuse('FORBIDDEN', 'a user token subscribes to feeds and alarms only; commands go to the device');
   if (!member) return refuse('FORBIDDEN', 'not a member of the ground of this device');
   return { ok: true, value: subject };
 }
@@ -172,6 +176,10 @@ export function commandTopics(deviceId: string, asset: Pick<AssetInfo, 'id' | 'n
 
 export function feedTopic(deviceId: string, asset: string): string {
   return `device/${deviceId}/asset/${asset}/feed`;
+}
+
+export function alarmTopic(deviceId: string, asset: string): string {
+  return `device/${deviceId}/asset/${asset}/alarm`;
 }
 
 /** JSON device state or CBOR: MQTT 5 content type when given, else the first byte (spec §4.2). */

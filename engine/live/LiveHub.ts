@@ -30,7 +30,7 @@ import { TopicConsumer } from '../consumer/TopicConsumer.ts';
 import type { OffsetTracker } from '../consumer/OffsetTracker.ts';
 import type { Log, RecordBatch } from '../ports/log.ts';
 import type { RegistryChange } from '../ports/registryChanges.ts';
-import type { LiveState } from '../../schemas/live.ts';
+import type { LiveAlarm, LiveState } from '../../schemas/live.ts';
 import type { StateRow } from '../../schemas/messages.ts';
 import { before, decodeCursor } from './liveCursor.ts';
 import { countedEvents, decodeRecord, HeldRecord, heldEvents, stateRowOf } from './heldEvents.ts';
@@ -74,6 +74,9 @@ export class LiveHub {
   readonly #states: Listeners<readonly StateRow[]>;
   /** Whether each feed wants states now: rows are built only while one does. */
   readonly #statesWanted = new Set<{ wanted: () => boolean }>();
+  /** Alarm changes as they arrive (the MQTT alarm topics), to the feeds that want them now. */
+  readonly #alarms: Listeners<readonly LiveAlarm[]>;
+  readonly #alarmsWanted = new Set<{ wanted: () => boolean }>();
   /** wantsEvents() said no since the last subscription: events were not published. */
   #gap = false;
   /** Told when a subscription or a states feed is added (onDemand). */
@@ -89,6 +92,7 @@ export class LiveHub {
     this.#ring = new LiveRing({ ringEvents: options.ringEvents ?? 10_000, ringBytes: options.ringBytes ?? 16 * 1024 * 1024 });
     this.#fanOut = new LiveFanOut(() => options.clock.now(), options.onError);
     this.#states = new Listeners<readonly StateRow[]>((error) => options.onError?.(toFleetError(error)));
+    this.#alarms = new Listeners<readonly LiveAlarm[]>((error) => options.onError?.(toFleetError(error)));
   }
 
   /**
@@ -106,6 +110,26 @@ export class LiveHub {
     };
   }
 
+  /**
+   * Calls `listener` with the alarm changes of every batch read while `wanted()` is true (the MQTT
+   * alarm topics: while a client follows one). Returns the function that removes it.
+   */
+  followAlarms(listener: (alarms: readonly LiveAlarm[]) => void, wanted: () => boolean = () => true): () => void {
+    const feed = { wanted };
+    this.#alarmsWanted.add(feed);
+    this.#demand.emit();
+    const remove = this.#alarms.add((alarms) => { if (wanted()) listener(alarms); });
+    return () => {
+      this.#alarmsWanted.delete(feed);
+      remove();
+    };
+  }
+
+  #alarmsWantedNow(): boolean {
+    for (const feed of this.#alarmsWanted) if (feed.wanted()) return true;
+    return false;
+  }
+
   #statesWantedNow(): boolean {
     for (const feed of this.#statesWanted) if (feed.wanted()) return true;
     return false;
@@ -117,7 +141,7 @@ export class LiveHub {
    * this hub is the topic's only reader: a no is remembered as a gap in what the topic holds.
    */
   wantsEvents(): boolean {
-    if (this.#fanOut.size > 0 || this.#statesWantedNow()) return true;
+    if (this.#fanOut.size > 0 || this.#statesWantedNow() || this.#alarmsWantedNow()) return true;
     if (this.#o.clock.now() - this.#fanOut.lastLeftAt < this.#o.resumeWindowMs) return true;
     this.#gap = true;
     return false;
@@ -228,9 +252,11 @@ export class LiveHub {
     // Decided after the lookups: a subscription made while they ran gets this batch's events.
     const statesWanted = this.#statesWantedNow();
     // Nobody to fan out to: the records are held as they came, read only if a resume needs them.
-    const unread = this.#fanOut.size === 0 && !statesWanted;
+    const alarmsWanted = this.#alarmsWantedNow();
+    const unread = this.#fanOut.size === 0 && !statesWanted && !alarmsWanted;
     // Rows for the MQTT feed only while it listens.
     const stored: StateRow[] | undefined = statesWanted ? [] : undefined;
+    const alarms: LiveAlarm[] | undefined = alarmsWanted ? [] : undefined;
     const { prefix, suffix } = this.#ring.cursorAround(p);
     for (const { offset, key: deviceId, value } of batch.records) {
       tracker.start(offset);
@@ -252,10 +278,12 @@ export class LiveHub {
           this.#fanOut.send(event);
           // From the record's events: the fan-out may have let the event's own data go (HeldEvent.json).
           if (event.kind === 'state' && stored !== undefined) stored.push(stateRowOf(events[index][1] as LiveState));
+          else if (event.kind === 'alarm' && alarms !== undefined) alarms.push(events[index][1] as LiveAlarm);
         }
       }
       this.#ring.read(p, offset);
     }
     if (stored !== undefined && stored.length > 0) this.#states.emit(stored);
+    if (alarms !== undefined && alarms.length > 0) this.#alarms.emit(alarms);
   }
 }

@@ -16,7 +16,7 @@ import type { Clock, TimerHandle } from '../../../engine/kernel/clock.ts';
 export interface SubscriptionEntry {
   filter: string;
   qos: 0 | 1;
-  channel: 'command' | 'feed';
+  channel: 'command' | 'feed' | 'alarm';
   deviceId: string;
   groundId: string;
   /** device/<id>/asset/<name>/…: the asset name, or '+' for every asset. */
@@ -63,6 +63,8 @@ export class Sessions {
   readonly #byDevice = new Map<string, Set<{ session: Session; entry: SubscriptionEntry }>>();
   /** Subscriptions on the channel 'feed' (stored states), connected or not. */
   #feeds = 0;
+  /** Subscriptions on the channel 'alarm' (alarm changes), connected or not. */
+  #alarms = 0;
 
   constructor(options: SessionsOptions) {
     this.#o = options;
@@ -121,6 +123,7 @@ export class Sessions {
     if (set === undefined) this.#byDevice.set(entry.deviceId, (set = new Set()));
     set.add({ session, entry });
     if (entry.channel === 'feed') this.#feeds++;
+    if (entry.channel === 'alarm') this.#alarms++;
   }
 
   unsubscribe(session: Session, filter: string): boolean {
@@ -128,6 +131,7 @@ export class Sessions {
     if (entry === undefined) return false;
     session.subscriptions.delete(filter);
     if (entry.channel === 'feed') this.#feeds--;
+    if (entry.channel === 'alarm') this.#alarms--;
     const set = this.#byDevice.get(entry.deviceId);
     if (set !== undefined) {
       for (const item of set) if (item.session === session && item.entry === entry) set.delete(item);
@@ -139,6 +143,11 @@ export class Sessions {
   /** Whether any session follows a feed: until one does, stored states need not be published. */
   get followsFeeds(): boolean {
     return this.#feeds > 0;
+  }
+
+  /** Whether any session follows alarm changes: until one does, they need not be published. */
+  get followsAlarms(): boolean {
+    return this.#alarms > 0;
   }
 
   /** Subscriptions about `deviceId` (connected or not). */
@@ -161,6 +170,7 @@ export class Sessions {
     this.#byClientId.clear();
     this.#byDevice.clear();
     this.#feeds = 0;
+    this.#alarms = 0;
   }
 
   #drop(session: Session): void {

@@ -17,7 +17,8 @@ import mqttPacket from 'mqtt-packet';
 import { createServer as createTlsServer } from 'node:tls';
 import type { StateRow } from '../../../schemas/messages.ts';
 import { silentLogger } from '../../../engine/kernel/logger.ts';
-import { feedTopic } from '../../../engine/access/mqttTopics.ts';
+import { alarmTopic, feedTopic } from '../../../engine/access/mqttTopics.ts';
+import type { LiveAlarm } from '../../../schemas/live.ts';
 import type { CommandTransport } from '../../../engine/ports/commandTransport.ts';
 import type { RegistryChange } from '../../../engine/ports/registryChanges.ts';
 import { RegistryLookups } from '../../../engine/access/RegistryLookups.ts';
@@ -44,6 +45,10 @@ export interface MqttEdge {
   publishStates(rows: readonly StateRow[]): void;
   /** Whether a client follows a feed now: until one does, publishStates has nobody to send to. */
   followsFeeds(): boolean;
+  /** Publishes alarm changes (live `alarm` events) on their assets' alarm topics. */
+  publishAlarms(alarms: readonly LiveAlarm[]): void;
+  /** Whether a client follows an alarm topic now. */
+  followsAlarms(): boolean;
   /**
    * A registry change: connections of a revoked token, a deleted device or a user who left the
    * ground close (subscribed to `changes` when given; otherwise the owner of `lookups` calls it).
@@ -120,6 +125,10 @@ export async function createMqttEdge(options: MqttEdgeOptions): Promise<MqttEdge
       for (const row of rows) publishState(sessions, row);
     },
     followsFeeds: () => sessions.followsFeeds,
+    publishAlarms(alarms) {
+      for (const alarm of alarms) publishAlarm(sessions, alarm);
+    },
+    followsAlarms: () => sessions.followsAlarms,
     apply: onChange,
     accept(socket, head) {
       // Read again by the connection, first of all.
@@ -136,6 +145,31 @@ export async function createMqttEdge(options: MqttEdgeOptions): Promise<MqttEdge
       await closed;
     },
   };
+}
+
+/** An alarm change (its live event's data) to every connection following its asset's alarm topic, on the topic shape it subscribed to. */
+function publishAlarm(sessions: Sessions, alarm: LiveAlarm): void {
+  const subscribers = sessions.subscribersOf(alarm.deviceId);
+  if (subscribers === undefined) return;
+  let payload: Buffer | undefined;
+  const sent = new Set<string>();
+  for (const { session, entry } of subscribers) {
+    if (entry.channel !== 'alarm' || !(session.holder instanceof EdgeConnection)) continue;
+    let topic: string;
+    if (entry.assetId !== undefined) {
+      if (entry.assetName !== alarm.asset) continue;
+      topic = `asset/${entry.assetId}/alarm`;
+    } else {
+      if (entry.asset !== '+' && entry.asset !== alarm.asset) continue;
+      topic = alarmTopic(alarm.deviceId, alarm.asset);
+    }
+    const key = `${session.clientId}\u0000${topic}`;
+    if (sent.has(key)) continue;
+    sent.add(key);
+    payload ??= Buffer.from(JSON.stringify(alarm));
+    // QoS 1 where the subscription asked for it: an alarm change is rare and worth its PUBACK.
+    session.holder.publish(Buffer.from(topic), payload, entry.qos);
+  }
 }
 
 /** A stored state as `{value, at}` to every connection following its asset's feed, on the topic shape it subscribed to. */

@@ -110,7 +110,7 @@ function subscriptionEntry(resolved: Omit<SubscriptionEntry, 'qos'>, qos: 0 | 1)
   return {
     filter: resolved.filter,
     qos,
-    channel: resolved.channel === 'command' ? 'command' : 'feed',
+    channel: resolved.channel === 'command' ? 'command' : resolved.channel === 'alarm' ? 'alarm' : 'feed',
     deviceId: resolved.deviceId,
     groundId: resolved.groundId,
     asset: resolved.asset,

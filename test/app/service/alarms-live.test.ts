@@ -3,9 +3,11 @@
  * raising and clearing an alarm, and a member acknowledging and clearing one, reach the ground's
  * SSE stream and a WebSocket subscription as `alarm` events, filtered by `kinds`, resumable from
  * their cursor; a non-member is refused; the member's changes also reach an integration taking
- * alarm events.
+ * alarm events. Real MQTT clients (3.1.1 and 5) follow the alarm topics of the embedded edge: a
+ * member and the device itself, each on the topic shape it subscribed to; a stranger is refused.
  */
 import { test } from 'uvu';
+import mqtt from 'mqtt';
 import * as assert from 'uvu/assert';
 import type { Service } from '../../../app/createService.ts';
 import { startEmbeddedService } from '../../support/embeddedService.ts';
@@ -107,6 +109,43 @@ test('raised and cleared by the rule, acknowledged and cleared by a member: on t
   resumed.close();
   ws.ws.close();
   await call('DELETE', `/rules/${rule.json.id}`);
+});
+
+test('MQTT alarm topics: a member (MQTT 5) and the device (3.1.1) follow the asset\'s alarm changes; a stranger is refused', async () => {
+  const url = `mqtt://127.0.0.1:${service.mqttPort}`;
+  const member = await mqtt.connectAsync(url, { username: userToken, password: userToken, protocolVersion: 5, reconnectPeriod: 0 });
+  const own = await mqtt.connectAsync(url, { username: device.token, password: device.token, protocolVersion: 4, reconnectPeriod: 0 });
+  const stranger = await mqtt.connectAsync(url, { username: strangerToken, password: strangerToken, protocolVersion: 5, reconnectPeriod: 0 });
+  try {
+    const received: { client: string; topic: string; body: any }[] = [];
+    member.on('message', (topic, payload) => received.push({ client: 'member', topic, body: JSON.parse(payload.toString()) }));
+    own.on('message', (topic, payload) => received.push({ client: 'device', topic, body: JSON.parse(payload.toString()) }));
+    const granted = await member.subscribeAsync(`device/${device.id}/asset/temperature/alarm`, { qos: 1 });
+    assert.is(granted[0].qos, 1);
+    const assetId = (await call('GET', `/device/${device.id}`)).json.assets.find((a: any) => a.name === 'temperature').id;
+    assert.is((await own.subscribeAsync(`asset/${assetId}/alarm`, { qos: 0 }))[0].qos, 0);
+    // MQTT 5 SUBACK reason 0x87 (not authorized): mqtt.js rejects the subscription.
+    const refused = await stranger.subscribeAsync(`device/${device.id}/asset/temperature/alarm`, { qos: 1 }).then(() => 'granted', (error: Error) => error.message);
+    assert.match(refused, /Not authorized/);
+    const rule = await call('POST', `/ground/${groundId}/rules`, { name: 'hot', asset: 'temperature', condition: { above: 30 }, severity: 'critical' });
+    assert.is(rule.status, 201);
+    await send(31);
+    await send(20);
+    await waitFor(() => received.length >= 4, 10_000, 'both clients told of both changes');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const of = (client: string) => received.filter((m) => m.client === client).map((m) => [m.topic, m.body.change, m.body.value, m.body.ruleId]);
+    assert.equal(of('member'), [
+      [`device/${device.id}/asset/temperature/alarm`, 'raised', 31, rule.json.id],
+      [`device/${device.id}/asset/temperature/alarm`, 'cleared', 31, rule.json.id],
+    ], 'each change once, in order, on the topic it subscribed to');
+    assert.equal(of('device'), [
+      [`asset/${assetId}/alarm`, 'raised', 31, rule.json.id],
+      [`asset/${assetId}/alarm`, 'cleared', 31, rule.json.id],
+    ]);
+    await call('DELETE', `/rules/${rule.json.id}`);
+  } finally {
+    await Promise.all([member.endAsync(), own.endAsync(), stranger.endAsync()]);
+  }
 });
 
 test('refused: a stranger\'s stream (403), an unknown kind (422)', async () => {

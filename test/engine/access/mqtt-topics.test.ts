@@ -35,6 +35,20 @@ test('subscription decisions', () => {
   assert.not.ok(authorizeSubscription(user, 'device/D1/asset/+/command', dev, true).ok);
 });
 
+test('alarm topics: members and the device itself follow them; nobody else; no other shape', () => {
+  const user = { scope: 'user' as const, subjectId: 'U' };
+  const granted = authorizeSubscription(user, 'device/D1/asset/temp/alarm', dev, true);
+  assert.equal(granted, { ok: true, value: { kind: 'device', deviceId: 'D1', asset: 'temp', channel: 'alarm' } });
+  assert.ok(authorizeSubscription(user, 'asset/A1/alarm', dev, true).ok);
+  assert.not.ok(authorizeSubscription(user, 'device/D1/asset/temp/alarm', dev, false).ok, 'not a member');
+  assert.ok(authorizeSubscription(device, 'device/D1/asset/+/alarm', dev).ok, 'the device, its own');
+  assert.not.ok(authorizeSubscription({ scope: 'device', subjectId: 'D2' }, 'device/D1/asset/+/alarm', dev).ok);
+  assert.not.ok(authorizeSubscription({ scope: 'partner', subjectId: 'P' }, 'device/D1/asset/temp/alarm', dev, true).ok);
+  for (const filter of ['device/D1/alarm', 'device/+/asset/temp/alarm', 'device/D1/asset/#/alarm', 'device/D1/asset/temp/alarms', 'device/D1/asset/temp/alarm/x', 'ground/G/alarm']) {
+    assert.not.ok(authorizeSubscription(user, filter, dev, true).ok, filter);
+  }
+});
+
 test('topic filter matching', () => {
   assert.ok(topicMatches('device/D1/asset/+/command', 'device/D1/asset/led/command'));
   assert.ok(topicMatches('device/#', 'device/D1/asset/led/command'));
