@@ -307,16 +307,18 @@ export class RuleEvaluator {
     return NOTHING;
   }
 
-  /** `row` judged by `judging` and nothing changed: their standings move to it (unless it is late). */
+  /**
+   * `row` judged by `judging` and nothing changed: their standings move to its time, when it is
+   * later. Its id is not kept (building it was a good part of this path's cost): a state of the
+   * same time comes next is judged again, which changes nothing or goes to the registry, which
+   * knows the last state it applied.
+   */
   #judged(byRule: Map<string, EvaluationStanding>, row: StateRow, judging: readonly JudgedRule[]): void {
-    let id: string | undefined;
     for (const judged of judging) {
       const standing = byRule.get(judged.rule.id)!;
-      if (row.ts < standing.at) continue;
-      id ??= stateId(row);
-      if (row.ts === standing.at && id <= standing.stateId) continue;
+      if (row.ts <= standing.at) continue;
       standing.at = row.ts;
-      standing.stateId = id;
+      standing.stateId = '';
     }
   }
 
