@@ -5,7 +5,8 @@
  */
 import * as admin from '../engine/admin/adminActions.ts';
 import { FleetError } from '../engine/kernel/errors.ts';
-import type { Registry } from '../engine/ports/registry.ts';
+import type { GroundRole, Registry } from '../engine/ports/registry.ts';
+import { GROUND_ROLES } from '../schemas/registry.ts';
 
 /** What an operation may need besides the registry. */
 export interface AdminContext {
@@ -36,14 +37,17 @@ export const adminOperations: Record<string, AdminOperation> = {
   },
   'create-ground': {
     args: ['name'],
-    options: ['user'],
-    usage: 'create-ground <name> --user <userId>',
-    run: (registry, input) => admin.createGround(registry, input.name, input.user),
+    options: ['user', 'role'],
+    defaults: { role: 'owner' },
+    usage: 'create-ground <name> --user <userId> [--role owner|editor|viewer]   the user\'s role, owner by default',
+    run: (registry, input) => admin.createGround(registry, input.name, input.user, groundRole(input.role)),
   },
   'add-member': {
     args: ['groundId', 'userId'],
-    usage: 'add-member <groundId> <userId>',
-    run: (registry, input) => admin.addMember(registry, input.groundId, input.userId),
+    options: ['role'],
+    defaults: { role: 'editor' },
+    usage: 'add-member <groundId> <userId> [--role owner|editor|viewer]   adds, or changes the role; editor by default',
+    run: (registry, input) => admin.addMember(registry, input.groundId, input.userId, groundRole(input.role)),
   },
   quickstart: {
     args: ['name'],
@@ -61,6 +65,14 @@ export const adminOperations: Record<string, AdminOperation> = {
     run: (registry, input) => admin.revokeToken(registry, input.token),
   },
 };
+
+/** A role as typed on the command line (the registry refuses anything else with VALIDATION_FAILED too). */
+function groundRole(text: string): GroundRole {
+  if (!(GROUND_ROLES as readonly string[]).includes(text)) {
+    throw new FleetError('VALIDATION_FAILED', `role: must be one of ${GROUND_ROLES.join(', ')}, not "${text}"`, { detail: { field: 'role' } });
+  }
+  return text as GroundRole;
+}
 
 /** Checks that every argument and option of `name` is present and a string. */
 export function checkAdminInput(name: string, input: unknown): { operation: AdminOperation; input: Record<string, string> } {

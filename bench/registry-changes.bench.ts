@@ -47,7 +47,7 @@ async function listener(schema: string): Promise<void> {
   const principal: Principal = { scope: 'device', subjectId: 'D'.repeat(22) };
   // The lookups' registry answers every token: the cache, not the database, is what is measured here.
   const lookups = new RegistryLookups({
-    registry: { authenticate: async () => principal, getDevice: async () => undefined, getAssetById: async () => undefined, isMember: async () => false },
+    registry: { authenticate: async () => principal, getDevice: async () => undefined, getAssetById: async () => undefined, memberRole: async () => undefined },
     clock: systemClock,
     cacheTtlMs: 3_600_000,
   });

@@ -149,7 +149,10 @@ async function runAdmin(positionals: string[], flags: AdminFlags): Promise<void>
     if (typeof value === 'string') input[option] = value;
   }
   const checked = checkAdminInput(name, input);
-  const config = loadConfig(flags, process.env);
+  // An operation's own option is not a setting of the service: `--role` of add-member is a member's
+  // role, not the process role (all, edge, engine) that `start --role` names.
+  const settingFlags = Object.fromEntries(Object.entries(flags).filter(([key]) => !(operation.options ?? []).includes(key)));
+  const config = loadConfig(settingFlags, process.env);
   const paths = dataPaths(config.dataDir);
   // stderr, so that --json output on stdout stays parseable.
   const say = (line: string) => process.stderr.write(`fleetstream: ${line}\n`);

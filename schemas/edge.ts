@@ -20,6 +20,7 @@ export const Problem = Type.Object({
   instance: Type.Optional(Type.String({ description: 'the request path' })),
   errors: Type.Optional(Type.Array(Type.Object({ path: Type.String(), message: Type.String() }))),
   uplinkId: Type.Optional(Type.String({ description: 'a refused uplink: the id its rejections are listed under (GET /device/{id}/rejections)' })),
+  requiredRole: Type.Optional(Type.String({ description: '403 FORBIDDEN by role: the role in the ground the request needs (viewer, editor or owner)' })),
 });
 export type Problem = Static<typeof Problem>;
 

@@ -73,6 +73,15 @@ export type User = Static<typeof User>;
 export const Ground = Type.Object({ id: Id, name: EntityName, createdAt: EpochMs });
 export type Ground = Static<typeof Ground>;
 
+/**
+ * What a member may do in its ground, each role including the one below it: a viewer reads and
+ * follows live data, an editor also changes devices, assets, commands, rules and integrations, an
+ * owner also manages the members and the ground itself (engine/access/groundRoles.ts).
+ */
+export const GROUND_ROLES = ['viewer', 'editor', 'owner'] as const;
+export const GroundRole = Type.Union([Type.Literal('viewer'), Type.Literal('editor'), Type.Literal('owner')], { description: 'owner, editor or viewer' });
+export type GroundRole = Static<typeof GroundRole>;
+
 export const Device = Type.Object({
   id: Id,
   groundId: Id,
@@ -162,6 +171,8 @@ export const NewGround = Type.Object({
   name: EntityName,
   /** Made the first member in the same transaction. */
   userId: Type.Optional(Id),
+  /** The first member's role; default owner. */
+  role: Type.Optional(GroundRole),
 });
 export type NewGround = Static<typeof NewGround>;
 

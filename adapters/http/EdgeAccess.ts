@@ -4,23 +4,36 @@
  *   - a device token reaches only its own device: it reads the device, its assets, states and
  *     rejections, sends states, and creates or updates its assets (the AllThingsTalk SDKs declare
  *     their assets with the device token); it cannot rename or delete the device or delete assets;
- *   - a user token reaches the devices of the grounds the user is a member of, fully;
+ *   - a user token reaches the devices of the grounds the user is a member of, as far as its role
+ *     there allows (engine/access/groundRoles.ts): a route names the role it needs (`ground(…,
+ *     role)`), a device route its DeviceNeed, which DEVICE_NEED_ROLE turns into a role; a role
+ *     too low is 403 FORBIDDEN naming the role needed (`requiredRole`);
  *   - a partner token reaches none of these routes.
  * Existence is checked before membership (404 before 403): ids are 131 random bits, so answering
  * 404 tells nothing an attacker could enumerate. A device token asking for another device gets 403
  * without a lookup.
- * The lookups themselves are cached by engine/access/RegistryLookups.ts (shared with the MQTT edges),
- * and dropped by registry changes (apply()).
+ * The lookups themselves (a member's role too) are cached by engine/access/RegistryLookups.ts (shared
+ * with the MQTT edges), and dropped by registry changes (apply()): a role changed or a member removed
+ * applies to the next request at once.
  */
 import type { Clock } from '../../engine/kernel/clock.ts';
 import { FleetError } from '../../engine/kernel/errors.ts';
+import { requireRole } from '../../engine/access/groundRoles.ts';
 import { tokenScope } from '../../engine/access/tokens.ts';
-import type { Asset, DeviceWithAssets, Ground, Principal, Registry } from '../../engine/ports/registry.ts';
+import type { Asset, DeviceWithAssets, Ground, GroundRole, Principal, Registry } from '../../engine/ports/registry.ts';
 import type { RegistryChange } from '../../engine/ports/registryChanges.ts';
 import { RegistryLookups } from '../../engine/access/RegistryLookups.ts';
 
-/** read: GETs; write: states and asset create/update; manage: device rename/delete, asset delete. */
+/** read: GETs; write: states, commands and asset create/update; manage: device rename/delete, asset delete. */
 export type DeviceNeed = 'read' | 'write' | 'manage';
+
+/** The role a user needs in the device's ground for each need (a device token's rights are its own). */
+export const DEVICE_NEED_ROLE: Readonly<Record<DeviceNeed, GroundRole>> = { read: 'viewer', write: 'editor', manage: 'editor' };
+
+/** A ground as the member asking sees it: with its role there. */
+export interface MemberGround extends Ground {
+  role: GroundRole;
+}
 
 export interface Authenticated {
   principal: Principal;
@@ -70,13 +83,15 @@ export class EdgeAccess {
     return { principal, token };
   }
 
-  /** A ground the principal is a member of (user tokens only). */
-  async ground(principal: Principal, groundId: string): Promise<Ground> {
+  /** A ground the principal is a member of with at least `needed` (user tokens only). */
+  async ground(principal: Principal, groundId: string, needed: GroundRole = 'viewer'): Promise<MemberGround> {
     if (principal.scope !== 'user') throw new FleetError('FORBIDDEN', `a ${principal.scope} token cannot manage grounds`);
     const ground = await this.#registry.getGround(groundId);
     if (ground === undefined) throw new FleetError('NOT_FOUND', `ground ${groundId} not found`);
-    if (!(await this.#lookups.isMember(groundId, principal.subjectId))) throw new FleetError('FORBIDDEN', 'not a member of this ground');
-    return ground;
+    const role = await this.#lookups.memberRole(groundId, principal.subjectId);
+    if (role === undefined) throw new FleetError('FORBIDDEN', 'not a member of this ground');
+    requireRole(role, needed);
+    return { ...ground, role };
   }
 
   /**
@@ -89,7 +104,7 @@ export class EdgeAccess {
       if (own === undefined || own.groundId !== groundId) throw new FleetError('FORBIDDEN', 'a device token sends only for the devices of its own ground');
       return;
     }
-    await this.ground(principal, groundId);
+    await this.ground(principal, groundId, 'editor');
   }
 
   /** A device of `groundId` for a gateway; undefined when there is none (unknown and foreign look alike). */
@@ -103,8 +118,10 @@ export class EdgeAccess {
     this.#precheck(principal, deviceId, need);
     const device = this.#lookups.cachedDevice(deviceId) ?? await this.#lookups.device(deviceId);
     if (device === undefined) throw new FleetError('UNKNOWN_DEVICE', `device ${deviceId} not found`);
-    if (principal.scope === 'user' && !(await this.#lookups.isMember(device.groundId, principal.subjectId))) {
-      throw new FleetError('FORBIDDEN', 'not a member of the ground of this device');
+    if (principal.scope === 'user') {
+      const role = await this.#lookups.memberRole(device.groundId, principal.subjectId);
+      if (role === undefined) throw new FleetError('FORBIDDEN', 'not a member of the ground of this device');
+      requireRole(role, DEVICE_NEED_ROLE[need]);
     }
     return device;
   }

@@ -15,6 +15,8 @@ import { LiveConnections, liveRoutes } from './live/liveRoutes.ts';
 import { problemResponse } from './problemResponse.ts';
 import { activationEdge } from './routes/activation/activationEdge.ts';
 import { commandRoutes } from './routes/commands/commandRoutes.ts';
+import { groundRoutes } from './routes/grounds/groundRoutes.ts';
+import { memberRoutes } from './routes/grounds/memberRoutes.ts';
 import { assetRoutes } from './routes/devices/assetRoutes.ts';
 import { integrationRoutes } from './routes/integrations/integrationRoutes.ts';
 import { ruleRoutes } from './routes/rules/ruleRoutes.ts';
@@ -88,6 +90,8 @@ function routeGroups(edge: EdgeContext, deps: EdgeDeps): void {
   if (deps.live) liveRoutes(edge, deps.live, deps.live.connections ?? new LiveConnections(deps.live.maxConnections ?? 10_000));
   activationEdge(edge);
   principalRoutes(edge);
+  groundRoutes(edge);
+  memberRoutes(edge);
 }
 
 /** Times every answered request under the template of the route that answered. */

@@ -19,6 +19,8 @@ export interface ProblemDetail {
   closeConnection?: boolean;
   /** A refused uplink's id, under which its rejections are recorded. */
   uplinkId?: string;
+  /** 403: the role in the ground the request needs (engine/access/groundRoles.ts). */
+  requiredRole?: string;
 }
 
 export function problemType(code: string): string {
@@ -38,6 +40,8 @@ export function toProblem(error: FleetError, instance?: string): Problem {
   if (Array.isArray(errors) && errors.length > 0) problem.errors = errors;
   const uplinkId = (error.detail as ProblemDetail | undefined)?.uplinkId;
   if (typeof uplinkId === 'string') problem.uplinkId = uplinkId;
+  const requiredRole = (error.detail as ProblemDetail | undefined)?.requiredRole;
+  if (typeof requiredRole === 'string') problem.requiredRole = requiredRole;
   return problem;
 }
 

@@ -8,10 +8,11 @@
 import type { Clock } from '../../engine/kernel/clock.ts';
 import { decideActivation } from '../../engine/activation/activationMachine.ts';
 import { newActivationCode, normaliseActivationCode } from '../../engine/activation/activationCodes.ts';
+import { requireRole } from '../../engine/access/groundRoles.ts';
 import { FleetError } from '../../engine/kernel/errors.ts';
 import { isId, newId } from '../../engine/kernel/ids.ts';
 import { networks } from '../../engine/activation/networks.ts';
-import type { ActivateRequest, Activated, Activation, ActivationPatch, NewActivation, NewActivationOption, ActivationRegistry, TokenScope } from '../../engine/ports/registry.ts';
+import type { ActivateRequest, Activated, Activation, ActivationPatch, NewActivation, NewActivationOption, ActivationRegistry, GroundRole, TokenScope } from '../../engine/ports/registry.ts';
 import * as S from '../../schemas/registry.ts';
 import { insertDevice, prepareDevice, prepareNetwork } from './createDevice.ts';
 import { parseRef, resolveIn, resolveOptionTypes } from './deviceTypes.ts';
@@ -209,13 +210,15 @@ export function activationOperations(deps: ActivationDeps): ActivationOperations
 }
 
 /**
- * Redeems an unused code in the caller's transaction (spec §4.6): the user must be a member of the
- * ground; the option's device type version is resolved now; the device is created from it and the
+ * Redeems an unused code in the caller's transaction (spec §4.6): the user must be an editor or
+ * owner of the ground; the option's device type version is resolved now; the device is created from it and the
  * activation becomes `used`.
  */
 async function redeem(tx: SqlQueryable, request: ActivateRequest, code: string, deps: ActivationDeps): Promise<Activated> {
-    const member = await tx.query('SELECT 1 FROM memberships WHERE ground_id = $1 AND user_id = $2', [request.groundId, request.userId]);
+    const member = await tx.query<{ role: GroundRole }>('SELECT role FROM memberships WHERE ground_id = $1 AND user_id = $2', [request.groundId, request.userId]);
     if (member.rows.length === 0) throw new FleetError('FORBIDDEN', 'the user is not a member of that ground', { detail: { field: 'groundId' } });
+    // Activating a device into a ground changes it: an editor's right (engine/access/groundRoles.ts).
+    requireRole(member.rows[0].role, 'editor');
     // FOR UPDATE: of two concurrent redemptions the second waits, then sees `used`.
     const locked = await tx.query<{ status: 'unused' | 'used'; description: string; hardware_id: string }>(
       'SELECT status, description, hardware_id FROM activations WHERE code = $1 FOR UPDATE',

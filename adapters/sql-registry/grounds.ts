@@ -5,6 +5,7 @@ import { isId, newId } from '../../engine/kernel/ids.ts';
 import type { Ground, NewGround } from '../../engine/ports/registry.ts';
 import type { FleetRegistry } from '../../engine/ports/fleetRegistry.ts';
 import * as S from '../../schemas/registry.ts';
+import { keepAnOwner, lockGround } from './groundRoles.ts';
 import { requireId, type SqlContext } from './SqlContext.ts';
 import { toNamed, type NamedRow } from './rows.ts';
 import { canonicalFields, check } from './validate.ts';
@@ -18,13 +19,14 @@ export function groundOperations(ctx: SqlContext): GroundOperations {
       const input = canonicalFields(raw, { name: 'name' });
       check(S.EntityName, input?.name, 'name');
       if (input.userId !== undefined) requireId(input.userId, 'userId');
+      if (input.role !== undefined) check(S.GroundRole, input.role, 'role');
       const id = newId();
       return guard(() =>
         executor.transaction(async (tx) => {
           const now = clock.now();
           const { rows } = await tx.query<NamedRow>('INSERT INTO grounds (id, name, created_at) VALUES ($1, $2, $3) RETURNING id, name, created_at', [id, input.name, now]);
           if (input.userId !== undefined) {
-            await tx.query('INSERT INTO memberships (ground_id, user_id, created_at) VALUES ($1, $2, $3)', [id, input.userId, now]);
+            await tx.query('INSERT INTO memberships (ground_id, user_id, role, created_at) VALUES ($1, $2, $3, $4)', [id, input.userId, input.role ?? 'owner', now]);
           }
           return toNamed(rows[0]);
         }),
@@ -36,13 +38,21 @@ export function groundOperations(ctx: SqlContext): GroundOperations {
       requireId(groundId, 'groundId');
       requireId(userId, 'userId');
       await guard(() =>
-        executor.query('INSERT INTO memberships (ground_id, user_id, created_at) VALUES ($1, $2, $3) ON CONFLICT (ground_id, user_id) DO NOTHING', [groundId, userId, clock.now()]),
+        executor.query(`INSERT INTO memberships (ground_id, user_id, role, created_at) VALUES ($1, $2, 'editor', $3) ON CONFLICT (ground_id, user_id) DO NOTHING`, [groundId, userId, clock.now()]),
       );
     },
 
     async removeMember(groundId, userId) {
       if (!isId(groundId) || !isId(userId)) return false;
-      return guard(async () => (await executor.query('DELETE FROM memberships WHERE ground_id = $1 AND user_id = $2', [groundId, userId])).rowCount > 0);
+      return guard(() =>
+        executor.transaction(async (tx) => {
+          if (!(await lockGround(tx, groundId))) return false;
+          const { rows } = await tx.query<{ role: string }>('SELECT role FROM memberships WHERE ground_id = $1 AND user_id = $2', [groundId, userId]);
+          if (rows[0] === undefined) return false;
+          if (rows[0].role === 'owner') await keepAnOwner(tx, groundId, userId, 'removed');
+          return (await tx.query('DELETE FROM memberships WHERE ground_id = $1 AND user_id = $2', [groundId, userId])).rowCount > 0;
+        }),
+      );
     },
 
     async isMember(groundId, userId) {

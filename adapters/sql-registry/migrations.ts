@@ -9,7 +9,8 @@
  * and where each rule stands for each device (engine/ports/alarmRegistry.ts), and announces rule
  * changes; version 9 the rules' timers (`for` and `silentFor`); version 10 the devices'
  * connectivity (engine/ports/connectivityRegistry.ts): when each device was last seen, the edges'
- * leases and the MQTT sessions open on them.
+ * leases and the MQTT sessions open on them; version 11 the role of each member of a ground
+ * (engine/ports/groundRegistry.ts): the memberships made before it are owners.
  *
  * Times are bigint epoch milliseconds (as everywhere in Fleetstream). Constraint names are stable:
  * sqlErrors.ts maps their violations to FleetError codes.
@@ -458,6 +459,17 @@ CREATE TABLE device_sessions (
   PRIMARY KEY (device_id, edge_id)
 );
 CREATE INDEX device_sessions_edge_idx ON device_sessions (edge_id);
+`,
+  },
+  {
+    version: 11,
+    name: 'member roles',
+    sql: `
+-- Every membership made before roles existed could do everything in its ground: owner. New ones
+-- name their role (no default: the code that adds a member says which).
+ALTER TABLE memberships ADD COLUMN role text NOT NULL DEFAULT 'owner'
+  CONSTRAINT memberships_role_check CHECK (role IN ('owner', 'editor', 'viewer'));
+ALTER TABLE memberships ALTER COLUMN role DROP DEFAULT;
 `,
   },
 ];

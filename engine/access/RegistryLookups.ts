@@ -1,6 +1,6 @@
 /**
  * The registry lookups every edge makes per message — a token's principal, a device with its
- * assets, the device of a global asset id, a ground membership — cached for `cacheTtlMs` on the
+ * assets, the device of a global asset id, a member's role in a ground — cached for `cacheTtlMs` on the
  * injected Clock. Without it each uplink costs two or three registry queries. Positive answers only
  * are kept. Registry changes (engine/ports/registryChanges.ts: made here, on another edge or by the
  * admin CLI) drop what they touch through apply(); cacheTtlMs bounds how long an answer outlives a
@@ -8,13 +8,13 @@
  * Shared by the HTTP edge (adapters/http/EdgeAccess.ts) and the MQTT edges.
  */
 import type { Clock } from '../kernel/clock.ts';
-import type { DeviceWithAssets, Principal, Registry } from '../ports/registry.ts';
+import type { DeviceWithAssets, GroundRole, Principal, Registry } from '../ports/registry.ts';
 import type { RegistryChange } from '../ports/registryChanges.ts';
 import { hashToken, tokenScope } from './tokens.ts';
 import { TtlCache } from '../kernel/TtlCache.ts';
 
 export interface RegistryLookupsOptions {
-  registry: Pick<Registry, 'authenticate' | 'getDevice' | 'getAssetById' | 'isMember'>;
+  registry: Pick<Registry, 'authenticate' | 'getDevice' | 'getAssetById' | 'memberRole'>;
   clock: Clock;
   /** How long an answer is reused, ms. 0: always ask the registry. */
   cacheTtlMs: number;
@@ -25,7 +25,8 @@ export class RegistryLookups {
   /** Token → its principal and hash (computed on a miss, so a revocation compares strings only). */
   readonly #principals: TtlCache<string, { principal: Principal; tokenHash: string }>;
   readonly #devices: TtlCache<string, DeviceWithAssets>;
-  readonly #members: TtlCache<string, true>;
+  /** `groundId/userId` → the member's role. */
+  readonly #members: TtlCache<string, GroundRole>;
   /** Asset id → device id: an asset never moves to another device. */
   readonly #assetDevices: TtlCache<string, string>;
 
@@ -79,9 +80,13 @@ export class RegistryLookups {
     return deviceId === undefined ? undefined : this.device(deviceId);
   }
 
+  /** The user's role in the ground; undefined when it is not a member. */
+  async memberRole(groundId: string, userId: string): Promise<GroundRole | undefined> {
+    return this.#members.getOrLoad(`${groundId}/${userId}`, () => this.#registry.memberRole(groundId, userId));
+  }
+
   async isMember(groundId: string, userId: string): Promise<boolean> {
-    const key = `${groundId}/${userId}`;
-    return (await this.#members.getOrLoad(key, async () => ((await this.#registry.isMember(groundId, userId)) ? true : undefined))) === true;
+    return (await this.memberRole(groundId, userId)) !== undefined;
   }
 
   /** Drops what is cached about a device; when it was deleted, its tokens' principals too. */

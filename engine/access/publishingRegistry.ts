@@ -1,7 +1,7 @@
 /**
  * The one place registry changes are published (engine/ports/registryChanges.ts): a Registry that
  * publishes what each mutation changed once the mutation has committed (one function per port:
- * fleetMutations, principalMutations, activationMutations, integrationMutations, ruleMutations),
+ * fleetMutations, groundMutations, principalMutations, activationMutations, integrationMutations, ruleMutations),
  * whoever calls it — the HTTP routes, the admin CLI (directly or through the running service's
  * admin socket), activation.
  *
@@ -14,11 +14,13 @@
  * a negative answer (RegistryLookups keeps positive ones only), but an engine that met the id before
  * reads it afresh. An integration's creation, change, rotation and deletion are published for
  * whatever delivers its events, and so is its disabling by a delivery (410). A rule's creation,
- * change and deletion are published for the engines that judge devices by it. Not published:
+ * change and deletion are published for the engines that judge devices by it. A member's role
+ * change is a membership change (cached roles are dropped, live streams re-authorised); a deleted
+ * ground is published as what went with it: its devices, memberships, integrations and rules. Not published:
  * device-type changes (devices keep the profiles copied when created), new principals, grounds and
  * tokens (nothing cached can be stale about them), alarms (nothing caches them).
  */
-import type { ActivationRegistry, FleetRegistry, IntegrationDeliveries, IntegrationRegistry, PrincipalRegistry, Registry, RuleRegistry } from '../ports/registry.ts';
+import type { ActivationRegistry, FleetRegistry, GroundRegistry, IntegrationDeliveries, IntegrationRegistry, PrincipalRegistry, Registry, RuleRegistry } from '../ports/registry.ts';
 import type { RegistryChanges } from '../ports/registryChanges.ts';
 import { hashToken } from './tokens.ts';
 
@@ -29,6 +31,7 @@ export function publishingRegistry<R extends Registry>(registry: R, changes: Pic
   const publish: Publish = (change) => changes.publish(change);
   const mutations: Record<string, unknown> = {
     ...fleetMutations(registry, publish),
+    ...groundMutations(registry, publish),
     ...principalMutations(registry, publish),
     ...activationMutations(registry, publish),
     ...integrationMutations(registry, publish),
@@ -83,6 +86,26 @@ function fleetMutations(registry: FleetRegistry, publish: Publish): FleetMutatio
       const removed = await registry.removeMember(groundId, userId);
       if (removed) await publish({ kind: 'membership-changed', groundId, userId });
       return removed;
+    },
+  };
+}
+
+/** What the grounds port's mutations change: a member's role, and everything a deleted ground held. */
+function groundMutations(registry: GroundRegistry, publish: Publish): Pick<GroundRegistry, 'setMemberRole' | 'deleteGround'> {
+  return {
+    async setMemberRole(groundId, userId, role) {
+      const set = await registry.setMemberRole(groundId, userId, role);
+      if (set.changed) await publish({ kind: 'membership-changed', groundId, userId });
+      return set;
+    },
+    async deleteGround(groundId, options) {
+      const deleted = await registry.deleteGround(groundId, options);
+      if (deleted === undefined) return deleted;
+      for (const deviceId of deleted.deviceIds) await publish({ kind: 'device-deleted', deviceId });
+      for (const userId of deleted.memberIds) await publish({ kind: 'membership-changed', groundId, userId });
+      for (const integrationId of deleted.integrationIds) await publish({ kind: 'integration-deleted', integrationId, groundId });
+      for (const ruleId of deleted.ruleIds) await publish({ kind: 'rule-deleted', ruleId, groundId });
+      return deleted;
     },
   };
 }

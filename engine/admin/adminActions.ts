@@ -1,10 +1,10 @@
 /**
- * Operator actions on the registry (creating partners, users and grounds, granting membership,
+ * Operator actions on the registry (creating partners, users and grounds, granting membership and roles,
  * revoking tokens), as plain functions returning plain JSON objects, so the CLI and any admin
  * endpoint print or serialise them as they are. Plaintext tokens appear here once, at creation
  * (DESIGN.md §5: tokens are stored hashed and cannot be shown again).
  */
-import type { Registry } from '../ports/registry.ts';
+import type { GroundRole, Registry } from '../ports/registry.ts';
 
 export interface CreatedPrincipal {
   id: string;
@@ -22,16 +22,23 @@ export async function createUser(registry: Registry, name: string): Promise<Crea
   return { id: entity.id, token };
 }
 
-/** Creates a ground with `userId` as its first member (NOT_FOUND when the user does not exist). */
-export async function createGround(registry: Registry, name: string, userId: string): Promise<{ id: string }> {
-  const ground = await registry.createGround({ name, userId });
-  return { id: ground.id };
+/**
+ * Creates a ground with `userId` as its first member with `role` (NOT_FOUND when the user does not
+ * exist). The operator may make it an editor or a viewer: the ground then has no owner until one is
+ * added (add-member --role owner).
+ */
+export async function createGround(registry: Registry, name: string, userId: string, role: GroundRole = 'owner'): Promise<{ id: string; role: GroundRole }> {
+  const ground = await registry.createGround({ name, userId, role });
+  return { id: ground.id, role };
 }
 
-/** Idempotent: adding an existing member succeeds. */
-export async function addMember(registry: Registry, groundId: string, userId: string): Promise<Record<string, never>> {
-  await registry.addMember(groundId, userId);
-  return {};
+/**
+ * Adds the user with `role`, or gives a member that role (idempotent); CONFLICT when it would demote
+ * the ground's last owner.
+ */
+export async function addMember(registry: Registry, groundId: string, userId: string, role: GroundRole = 'editor'): Promise<{ role: GroundRole; created: boolean }> {
+  const set = await registry.setMemberRole(groundId, userId, role);
+  return { role: set.member.role, created: set.created };
 }
 
 /** `revoked` is false when the token is unknown, malformed or already revoked. */

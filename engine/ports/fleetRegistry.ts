@@ -28,13 +28,23 @@ export interface UpsertedAsset {
 
 export interface FleetRegistry {
   // ---- grounds and membership ----
-  /** Creates a ground; `userId`, when given, becomes its first member in the same transaction (NOT_FOUND if missing). */
+  /**
+   * Creates a ground; `userId`, when given, becomes its first member in the same transaction, with
+   * `role` (default owner; NOT_FOUND if the user is missing).
+   */
   createGround(input: NewGround): Promise<Ground>;
   getGround(groundId: string): Promise<Ground | undefined>;
-  /** Idempotent. NOT_FOUND when the ground or the user does not exist. */
+  /**
+   * Adds the user as an editor; a member keeps its role (idempotent). NOT_FOUND when the ground or
+   * the user does not exist. Roles are the grounds port's (groundRegistry.ts setMemberRole).
+   */
   addMember(groundId: string, userId: string): Promise<void>;
-  /** True when a membership was removed. */
+  /**
+   * True when a membership was removed. CONFLICT when the user is the ground's last owner (a ground
+   * keeps one: groundRegistry.ts).
+   */
   removeMember(groundId: string, userId: string): Promise<boolean>;
+  /** Whatever the role. */
   isMember(groundId: string, userId: string): Promise<boolean>;
   /** Grounds the user belongs to, oldest first. */
   listGrounds(userId: string): Promise<Ground[]>;

@@ -1,10 +1,11 @@
 /**
- * Registry: the relational, transactional store behind the HTTP edge (DESIGN.md §2, §5), as nine
+ * Registry: the relational, transactional store behind the HTTP edge (DESIGN.md §2, §5), as ten
  * ports that a feature depends on one at a time: principals and tokens (principalRegistry.ts),
  * grounds, devices and assets (fleetRegistry.ts), device types (deviceTypeRegistry.ts),
  * activations (activationRegistry.ts), integrations (integrationRegistry.ts) and their
  * deliveries (integrationDeliveries.ts), rules (ruleRegistry.ts) and their alarms
- * (alarmRegistry.ts), the devices' connectivity (connectivityRegistry.ts). A new feature's methods
+ * (alarmRegistry.ts), the devices' connectivity (connectivityRegistry.ts), the roles of grounds'
+ * members and the grounds' own changes (groundRegistry.ts). A new feature's methods
  * go in a port of their own.
  * Implemented by adapters/pglite (embedded default) and adapters/postgres; both run the same SQL
  * (adapters/sql-registry, a module per port) and pass each port's contract suite.
@@ -21,6 +22,7 @@ import type { AlarmRegistry } from './alarmRegistry.ts';
 import type { ConnectivityRegistry } from './connectivityRegistry.ts';
 import type { DeviceTypeRegistry } from './deviceTypeRegistry.ts';
 import type { FleetRegistry } from './fleetRegistry.ts';
+import type { GroundRegistry } from './groundRegistry.ts';
 import type { IntegrationDeliveries } from './integrationDeliveries.ts';
 import type { IntegrationRegistry } from './integrationRegistry.ts';
 import type { PrincipalRegistry } from './principalRegistry.ts';
@@ -56,6 +58,7 @@ export type {
 export type { ActivationRegistry, Activated } from './activationRegistry.ts';
 export type { DeviceTypeRegistry, SavedDeviceType } from './deviceTypeRegistry.ts';
 export type { CreatedDevice, DeviceWithAssets, FleetRegistry, UpsertedAsset } from './fleetRegistry.ts';
+export type { DeletedGround, GroundPatch, GroundRegistry, GroundRole, Member, MemberQuery, SetMember } from './groundRegistry.ts';
 export type { PrincipalRegistry, WithToken } from './principalRegistry.ts';
 export type { Integration, IntegrationPatch, IntegrationQuery, IntegrationRegistry, NewIntegration, WithSecret } from './integrationRegistry.ts';
 export type { DeliveryBatch, DeliveryError, DeliveryStats, IntegrationDeliveries } from './integrationDeliveries.ts';
@@ -64,7 +67,7 @@ export type { ConnectivityRegistry, DeviceActivity, DeviceConnectivity, OpenedSe
 export type { Alarm, AlarmQuery, AlarmRegistry, AlarmStatus, EvaluationChange, EvaluationOutcome, EvaluationStanding, RuleEvaluation } from './alarmRegistry.ts';
 
 /** The whole registry, as one database holds it: what the composition root opens and closes. */
-export interface Registry extends PrincipalRegistry, FleetRegistry, DeviceTypeRegistry, ActivationRegistry, IntegrationRegistry, IntegrationDeliveries, RuleRegistry, AlarmRegistry, ConnectivityRegistry {
+export interface Registry extends PrincipalRegistry, FleetRegistry, GroundRegistry, DeviceTypeRegistry, ActivationRegistry, IntegrationRegistry, IntegrationDeliveries, RuleRegistry, AlarmRegistry, ConnectivityRegistry {
   close(): Promise<void>;
 }
 

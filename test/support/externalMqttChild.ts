@@ -26,7 +26,7 @@ await createExternalMqtt({
   clock: systemClock,
   registry: {
     authenticate: async () => undefined,
-    isMember: async () => false,
+    memberRole: async () => undefined,
     getDevice: async (id) => (id === args.device.id ? args.device : undefined),
     getAssetById: async (id) => {
       const asset = args.device.assets.find((a) => a.id === id);

@@ -17,7 +17,7 @@ export interface ExternalMqttOptions {
    * PUBACK reason codes).
    */
   url: string;
-  registry: Pick<Registry, 'authenticate' | 'getDevice' | 'getAssetById' | 'isMember'>;
+  registry: Pick<Registry, 'authenticate' | 'getDevice' | 'getAssetById' | 'memberRole'>;
   /** The engine's admission step (engine/uplink/UplinkAdmission.ts): decides, records refusals (the device's rejections), appends durably. */
   admission: UplinkAdmissionPort;
   clock: Clock;

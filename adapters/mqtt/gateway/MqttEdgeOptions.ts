@@ -11,7 +11,7 @@ import type { UplinkAdmissionPort } from '../../../engine/ports/uplinkAdmission.
 import type { SessionPresence } from '../../../engine/connectivity/EdgePresence.ts';
 
 export interface MqttEdgeOptions {
-  registry: Pick<Registry, 'authenticate' | 'getDevice' | 'getAssetById' | 'isMember'>;
+  registry: Pick<Registry, 'authenticate' | 'getDevice' | 'getAssetById' | 'memberRole'>;
   /** The engine's admission step (engine/uplink/UplinkAdmission.ts): decides, records refusals (the device's rejections), appends durably. */
   admission: UplinkAdmissionPort;
   clock: Clock;

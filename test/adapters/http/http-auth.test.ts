@@ -143,6 +143,9 @@ function authSuite(factory: RegistryFactory) {
 
   test('leaving a ground never published applies within the cache time on PGlite, once announced on PostgreSQL; at once when published', async ({ h }) => {
     const s = await h.seed([{ name: 'temperature' }]);
+    // A ground keeps an owner: another one first, so that the seeded owner may leave.
+    const keepOwner = async (groundId: string) => h.registry.setMemberRole(groundId, (await h.registry.createUser({ name: 'keeper' })).entity.id, 'owner');
+    await keepOwner(s.groundId);
     assert.is((await h.request('GET', `/device/${s.deviceId}`, { token: s.userToken })).status, 200);
     await h.unpublished.removeMember(s.groundId, s.userId);
     if (factory.name === 'postgres') {
@@ -156,6 +159,7 @@ function authSuite(factory: RegistryFactory) {
 
     const again = await h.seed([{ name: 'temperature' }]);
     assert.is((await h.request('GET', `/device/${again.deviceId}`, { token: again.userToken })).status, 200);
+    await keepOwner(again.groundId);
     await h.registry.removeMember(again.groundId, again.userId);
     assert.is((await h.request('GET', `/device/${again.deviceId}`, { token: again.userToken })).status, 403, 'the registry change dropped the cached membership');
   });

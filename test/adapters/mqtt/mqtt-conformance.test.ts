@@ -347,7 +347,7 @@ t('MQTT-3.14.2-1: the edge uses DISCONNECT reason codes only: the registry faili
   const registry = {
     authenticate: s.registry.authenticate.bind(s.registry),
     getAssetById: s.registry.getAssetById.bind(s.registry),
-    isMember: s.registry.isMember.bind(s.registry),
+    memberRole: s.registry.memberRole.bind(s.registry),
     getDevice: (...args: Parameters<typeof s.registry.getDevice>) => (failing ? Promise.reject(new Error('registry down')) : s.registry.getDevice(...args)),
   };
   const edge: MqttEdge = await createMqttEdge({ registry, admission: s.intake.admission, clock: systemClock, port: 0, host: '127.0.0.1', cacheTtlMs: 0 });

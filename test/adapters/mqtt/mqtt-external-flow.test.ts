@@ -22,10 +22,10 @@ import { waitFor } from '../../support/tmp.ts';
 const DEVICE = { id: 'flowdevice', name: 'flow', groundId: 'g', assets: [{ id: 'flowasset', name: 't', is: 'sensor', profile: { type: 'number' } }] };
 const registry = {
   authenticate: async () => undefined,
-  isMember: async () => false,
+  memberRole: async () => undefined,
   getDevice: async (id: string) => (id === DEVICE.id ? DEVICE : undefined),
   getAssetById: async () => undefined,
-} as unknown as Pick<Registry, 'authenticate' | 'getDevice' | 'getAssetById' | 'isMember'>;
+} as unknown as Pick<Registry, 'authenticate' | 'getDevice' | 'getAssetById' | 'memberRole'>;
 
 /** Admission whose appends wait until `release()`; records what it was handed. */
 class HeldAdmission implements UplinkAdmissionPort {

@@ -15,6 +15,7 @@ import { connectivityContract } from '../../contracts/connectivity.contract.ts';
 import { activationLifecycleContract } from '../../contracts/activationLifecycle.contract.ts';
 import { deviceTypesContract } from '../../contracts/deviceTypes.contract.ts';
 import { fleetContract } from '../../contracts/fleet.contract.ts';
+import { groundsContract } from '../../contracts/grounds.contract.ts';
 import { integrationsContract } from '../../contracts/integrations.contract.ts';
 import { integrationDeliveriesContract } from '../../contracts/integrationDeliveries.contract.ts';
 import { principalsContract } from '../../contracts/principals.contract.ts';
@@ -33,6 +34,7 @@ const inMemory: RegistryFactory = async ({ clock }) => {
 registryContract('pglite (in memory)', inMemory).run();
 principalsContract('pglite (in memory)', inMemory).run();
 fleetContract('pglite (in memory)', inMemory).run();
+groundsContract('pglite (in memory)', inMemory).run();
 integrationsContract('pglite (in memory)', inMemory).run();
 integrationDeliveriesContract('pglite (in memory)', inMemory).run();
 rulesContract('pglite (in memory)', inMemory).run();

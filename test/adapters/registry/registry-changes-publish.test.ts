@@ -68,6 +68,38 @@ publish('each mutation publishes what it changed, before it resolves', async ({ 
   expect({ kind: 'device-deleted', deviceId });
 });
 
+publish('a role changed is a membership change; a deleted ground is published as what went with it; nothing for what changed nothing', async ({ registry, heard }) => {
+  const user = await registry.createUser({ name: 'u' });
+  const other = await registry.createUser({ name: 'v' });
+  const ground = await registry.createGround({ name: 'g', userId: user.entity.id });
+  await registry.setMemberRole(ground.id, other.entity.id, 'viewer');
+  assert.equal(heard, [{ kind: 'membership-changed', groundId: ground.id, userId: other.entity.id }]);
+  heard.length = 0;
+  await registry.setMemberRole(ground.id, other.entity.id, 'viewer');
+  await registry.setMemberRole(ground.id, user.entity.id, 'viewer').then(() => assert.unreachable('demoted the last owner'), () => undefined);
+  await registry.removeMember(ground.id, user.entity.id).then(() => assert.unreachable('removed the last owner'), () => undefined);
+  await registry.updateGround(ground.id, { name: 'renamed' });
+  assert.equal(heard, [], 'the same role, refusals, a new name');
+
+  const device = await registry.createDevice({ groundId: ground.id, name: 'd', assets: [{ name: 't', is: 'sensor', profile: { type: 'number' } }] });
+  const integration = await registry.createIntegration({ groundId: ground.id, name: 'app', kind: 'webhook', url: 'https://receiver.example/hook', events: ['state'] });
+  const rule = await registry.createRule({ groundId: ground.id, name: 'hot', asset: 't', condition: { above: 30 }, severity: 'major' });
+  heard.length = 0;
+  await registry.deleteGround(ground.id).then(() => assert.unreachable('deleted a ground with devices'), () => undefined);
+  assert.equal(heard, []);
+  await registry.deleteGround(ground.id, { force: true });
+  const members = [user.entity.id, other.entity.id].sort();
+  assert.equal(heard, [
+    { kind: 'device-deleted', deviceId: device.device.id },
+    ...members.map((userId) => ({ kind: 'membership-changed', groundId: ground.id, userId })),
+    { kind: 'integration-deleted', integrationId: integration.integration.id, groundId: ground.id },
+    { kind: 'rule-deleted', ruleId: rule.id, groundId: ground.id },
+  ]);
+  heard.length = 0;
+  assert.is(await registry.deleteGround(ground.id), undefined);
+  assert.equal(heard, []);
+});
+
 publish('nothing is published when nothing changed (already gone, unknown, refused)', async ({ registry, heard }) => {
   const user = await registry.createUser({ name: 'u' });
   const ground = await registry.createGround({ name: 'g', userId: user.entity.id });
@@ -158,7 +190,7 @@ function countingRegistry() {
     id: deviceId, groundId: 'G'.repeat(22), name: 'd', title: '', description: '', createdAt: 0,
     assets: [{ id: 'S'.repeat(22), deviceId, name: 't', is: 'sensor', title: '', description: '', profile: {}, createdAt: 0 }],
   } as unknown as DeviceWithAssets;
-  const registry: Pick<Registry, 'authenticate' | 'getDevice' | 'getAssetById' | 'isMember'> = {
+  const registry: Pick<Registry, 'authenticate' | 'getDevice' | 'getAssetById' | 'memberRole'> = {
     async authenticate(token) {
       calls.authenticate++;
       return { scope: token.startsWith('fsu_') ? 'user' : 'device', subjectId: token.startsWith('fsu_') ? 'U'.repeat(22) : deviceId } as Principal;
@@ -171,9 +203,9 @@ function countingRegistry() {
       calls.getAssetById++;
       return device.assets.find((a) => a.id === id);
     },
-    async isMember() {
+    async memberRole() {
       calls.isMember++;
-      return true;
+      return 'owner' as const;
     },
   };
   return { calls, registry, device };

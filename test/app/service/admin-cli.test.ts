@@ -58,6 +58,39 @@ test('--init creates the registry; later commands open it and say so', async () 
   assert.ok(next.stderr.includes(`no service running there; registry opened in data dir ${dataDir}`), next.stderr);
 });
 
+test('create-ground and add-member take --role (owner, editor by default); a bad role or the last owner demoted is refused', async () => {
+  const dataDir = join(tmp.dir, 'roles');
+  const json = async (...args: string[]) => {
+    const run = await admin(tmp.dir, ...args, '--json', '--data-dir', dataDir);
+    return { ...run, body: run.code === 0 ? JSON.parse(run.stdout) as Record<string, unknown> : undefined };
+  };
+  const ann = (await json('create-user', 'ann', '--init')).body as { id: string };
+  const bob = (await json('create-user', 'bob')).body as { id: string };
+  const cy = (await json('create-user', 'cy')).body as { id: string };
+  const ground = await json('create-ground', 'home', '--user', ann.id);
+  assert.is(ground.code, 0, ground.stderr);
+  assert.is(ground.body!.role, 'owner');
+  const watched = await json('create-ground', 'watched', '--user', bob.id, '--role', 'viewer');
+  assert.is(watched.body!.role, 'viewer', watched.stderr);
+  const groundId = String(ground.body!.id);
+  assert.equal((await json('add-member', groundId, bob.id)).body, { role: 'editor', created: true });
+  assert.equal((await json('add-member', groundId, cy.id, '--role', 'viewer')).body, { role: 'viewer', created: true });
+  assert.equal((await json('add-member', groundId, cy.id, '--role', 'owner')).body, { role: 'owner', created: false });
+  const bad = await json('add-member', groundId, bob.id, '--role', 'admin');
+  assert.is.not(bad.code, 0);
+  assert.match(bad.stderr, /VALIDATION_FAILED: role: must be one of viewer, editor, owner/);
+  assert.is((await json('add-member', groundId, ann.id, '--role', 'viewer')).code, 0, 'cy is an owner too');
+  const last = await json('add-member', groundId, cy.id, '--role', 'editor');
+  assert.is.not(last.code, 0);
+  assert.match(last.stderr, /CONFLICT: the last owner/);
+  const registry = await createPgliteRegistry({ dir: join(dataDir, 'registry') });
+  try {
+    assert.equal((await registry.listMembers(groundId)).map((m) => [m.userId, m.role]), [[ann.id, 'viewer'], [bob.id, 'editor'], [cy.id, 'owner']]);
+  } finally {
+    await registry.close();
+  }
+});
+
 test('with a service running on another data dir, the refusal names the data dir looked in; pointed at the service, admin says it found it', async () => {
   const serviceDir = join(tmp.dir, 'service-data');
   mkdirSync(serviceDir);

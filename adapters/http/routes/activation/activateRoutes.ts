@@ -35,7 +35,7 @@ function activate(edge: EdgeContext): void {
     path: '/activate',
     operationId: 'activate',
     summary: 'Redeem an activation code into a ground (spec §4.6); answers the device and its token, once',
-    description: 'In one transaction the device is created in the ground, named after the hardware id, with the assets and payload settings of the option\'s device type version and bound to its network, and the code becomes `used`. 404 unknown code, 422 an option of another activation, 409 a code already used (or a device of that name already in the ground), 403 not a member of the ground.',
+    description: 'In one transaction the device is created in the ground, named after the hardware id, with the assets and payload settings of the option\'s device type version and bound to its network, and the code becomes `used`. 404 unknown code, 422 an option of another activation, 409 a code already used (or a device of that name already in the ground), 403 not a member of the ground, or a viewer of it (activating is an editor\'s right).',
     tags: TAGS,
     body: { required: true, content: { [JSON_TYPE]: ActivateBody } },
     responses: { 201: { description: 'the device, with its device token (shown once)', content: { [JSON_TYPE]: CreatedDevice } } },

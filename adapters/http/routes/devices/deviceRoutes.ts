@@ -53,7 +53,7 @@ function createDevice(edge: EdgeContext): void {
     responses: { 201: { description: 'created', content: { [JSON_TYPE]: CreatedDevice } } },
     errors: [404, 409, 413, 415, 422],
   }, async (c, { principal, params }) => {
-    const ground = await edge.access.ground(principal, params.groundId);
+    const ground = await edge.access.ground(principal, params.groundId, 'editor');
     // Lengths are checked on the canonical name (a leading BOM does not count), as the registry does.
     const body = check<DeviceCreateBody>(DeviceCreateBody, withCanonicalField(await readJsonBody(c.req.raw, edge.maxBodyBytes), 'name'), 'body');
     body.assets?.forEach((a, i) => checkAssetProfile(a.profile, `body.assets.${i}.profile`));

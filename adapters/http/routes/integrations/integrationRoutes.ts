@@ -17,7 +17,7 @@
 import { FleetError, isFleetError } from '../../../../engine/kernel/errors.ts';
 import { newId } from '../../../../engine/kernel/ids.ts';
 import { withCanonicalField } from '../../../../engine/kernel/canonicalText.ts';
-import type { Principal } from '../../../../engine/ports/registry.ts';
+import type { GroundRole, Principal } from '../../../../engine/ports/registry.ts';
 import type { Integration, IntegrationQuery } from '../../../../engine/ports/integrationRegistry.ts';
 import type { DeliveryStats } from '../../../../engine/ports/integrationDeliveries.ts';
 import { ID_PATTERN } from '../../../../schemas/registry.ts';
@@ -82,9 +82,9 @@ function inBody(error: unknown): unknown {
   return new FleetError(code, `${path}: ${message}`, { cause: error, detail: { errors: [{ path, message }] } });
 }
 
-/** The integration, when the principal is a member of its ground (memberResource). */
-function integrationFor(edge: EdgeContext, principal: Principal, integrationId: string): Promise<Integration> {
-  return memberResource(edge, principal, 'integration', integrationId, (id) => edge.deps.registry.getIntegration(id));
+/** The integration, when the principal is a member of its ground with `needed` (memberResource). */
+function integrationFor(edge: EdgeContext, principal: Principal, integrationId: string, needed: GroundRole): Promise<Integration> {
+  return memberResource(edge, principal, 'integration', integrationId, (id) => edge.deps.registry.getIntegration(id), needed);
 }
 
 function createIntegration(edge: EdgeContext, integrations: EdgeIntegrations): void {
@@ -99,7 +99,7 @@ function createIntegration(edge: EdgeContext, integrations: EdgeIntegrations): v
     responses: { 201: { description: 'created', content: { [JSON_TYPE]: IntegrationWithSecret } } },
     errors: [404, 413, 415, 422],
   }, async (c, { principal, params }) => {
-    const ground = await edge.access.ground(principal, params.groundId);
+    const ground = await edge.access.ground(principal, params.groundId, 'editor');
     const body = check<IntegrationCreateBody>(IntegrationCreateBody, withCanonicalField(await readJsonBody(c.req.raw, edge.maxBodyBytes), 'name'), 'body');
     await integrations.checkUrl(body.url).catch((error: unknown) => Promise.reject(inBody(error)));
     const created = await edge.deps.registry.createIntegration({ ...body, groundId: ground.id }).catch((error: unknown) => Promise.reject(inBody(error)));
@@ -144,7 +144,7 @@ function getIntegration(edge: EdgeContext): void {
     responses: { 200: { description: 'the integration, its status and delivery figures', content: { [JSON_TYPE]: IntegrationView } } },
     errors: [404],
   }, async (c, { principal, params }) => {
-    const integration = await integrationFor(edge, principal, params.id);
+    const integration = await integrationFor(edge, principal, params.id, 'viewer');
     return c.json(integrationView(integration, await edge.deps.registry.deliveryStats(integration.id), edge.deps.clock.now()));
   });
 }
@@ -179,7 +179,7 @@ function updateIntegration(edge: EdgeContext, integrations: EdgeIntegrations): v
     responses: { 200: { description: 'the integration', content: { [JSON_TYPE]: IntegrationSchema } } },
     errors: [404, 413, 415, 422],
   }, async (c, { principal, params }) => {
-    const integration = await integrationFor(edge, principal, params.id);
+    const integration = await integrationFor(edge, principal, params.id, 'editor');
     const patch = check<IntegrationPatch>(IntegrationPatch, withCanonicalField(await readJsonBody(c.req.raw, edge.maxBodyBytes), 'name'), 'body');
     if (patch.url !== undefined) await integrations.checkUrl(patch.url).catch((error: unknown) => Promise.reject(inBody(error)));
     const updated = await edge.deps.registry.updateIntegration(integration.id, patch).catch((error: unknown) => Promise.reject(inBody(error)));
@@ -198,7 +198,7 @@ function deleteIntegration(edge: EdgeContext): void {
     responses: { 204: { description: 'deleted' } },
     errors: [404],
   }, async (c, { principal, params }) => {
-    const integration = await integrationFor(edge, principal, params.id);
+    const integration = await integrationFor(edge, principal, params.id, 'editor');
     await edge.deps.registry.deleteIntegration(integration.id);
     return c.body(null, 204);
   });
@@ -216,7 +216,7 @@ function rotateSecret(edge: EdgeContext): void {
     responses: { 200: { description: 'the integration and its new secret', content: { [JSON_TYPE]: IntegrationWithSecret } } },
     errors: [404],
   }, async (c, { principal, params, query }) => {
-    const integration = await integrationFor(edge, principal, params.id);
+    const integration = await integrationFor(edge, principal, params.id, 'editor');
     const rotated = await edge.deps.registry.rotateIntegrationSecret(integration.id, { graceMs: (query.graceSeconds ?? DEFAULT_GRACE_S) * 1000 });
     c.header('cache-control', 'no-store');
     return c.json({ ...rotated.integration, secret: rotated.secret });
@@ -234,7 +234,7 @@ function testIntegration(edge: EdgeContext, integrations: EdgeIntegrations): voi
     responses: { 200: { description: 'the receiver\'s answer (or why none came)', content: { [JSON_TYPE]: IntegrationTestResult } } },
     errors: [404],
   }, async (c, { principal, params }) => {
-    const integration = await integrationFor(edge, principal, params.id);
+    const integration = await integrationFor(edge, principal, params.id, 'editor');
     const secrets = await edge.deps.registry.integrationSecrets(integration.id);
     if (secrets === undefined) throw new FleetError('NOT_FOUND', `integration ${integration.id} not found`);
     const messageId = `msg_${newId()}`;

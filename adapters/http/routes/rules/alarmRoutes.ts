@@ -4,7 +4,7 @@
  * unknown id).
  */
 import { FleetError } from '../../../../engine/kernel/errors.ts';
-import type { Principal } from '../../../../engine/ports/registry.ts';
+import type { GroundRole, Principal } from '../../../../engine/ports/registry.ts';
 import type { Alarm, AlarmQuery } from '../../../../engine/ports/alarmRegistry.ts';
 import { ID_PATTERN } from '../../../../schemas/registry.ts';
 import { GroundParams } from '../../../../schemas/edge.ts';
@@ -29,9 +29,9 @@ function userOnly(principal: Principal): void {
   if (principal.scope !== 'user') throw new FleetError('FORBIDDEN', `a ${principal.scope} token cannot read or change alarms`);
 }
 
-/** The alarm, when the principal is a member of its ground (memberResource). */
-function alarmFor(edge: EdgeContext, principal: Principal, alarmId: string): Promise<Alarm> {
-  return memberResource(edge, principal, 'alarm', alarmId, (id) => edge.deps.registry.getAlarm(id));
+/** The alarm, when the principal is a member of its ground with `needed` (memberResource). */
+function alarmFor(edge: EdgeContext, principal: Principal, alarmId: string, needed: GroundRole): Promise<Alarm> {
+  return memberResource(edge, principal, 'alarm', alarmId, (id) => edge.deps.registry.getAlarm(id), needed);
 }
 
 function listAlarms({ router, access, deps }: EdgeContext): void {
@@ -74,7 +74,7 @@ function getAlarm(edge: EdgeContext): void {
     params: AlarmParams,
     responses: { 200: { description: 'the alarm', content: { [JSON_TYPE]: AlarmSchema } } },
     errors: [403, 404],
-  }, async (c, { principal, params }) => c.json(await alarmFor(edge, principal, params.id)));
+  }, async (c, { principal, params }) => c.json(await alarmFor(edge, principal, params.id, 'viewer')));
 }
 
 function acknowledgeAlarm(edge: EdgeContext): void {
@@ -88,7 +88,7 @@ function acknowledgeAlarm(edge: EdgeContext): void {
     responses: { 200: { description: 'the alarm', content: { [JSON_TYPE]: AlarmSchema } } },
     errors: [403, 404],
   }, async (c, { principal, params }) => {
-    const alarm = await alarmFor(edge, principal, params.id);
+    const alarm = await alarmFor(edge, principal, params.id, 'editor');
     const acknowledged = await edge.deps.registry.acknowledgeAlarm(alarm.id, principal.subjectId, edge.deps.clock.now());
     if (!alarm.acknowledged && acknowledged.acknowledged) edge.deps.alarmChanged?.('acknowledged', acknowledged, principal.subjectId);
     return c.json(acknowledged);
@@ -106,7 +106,7 @@ function clearAlarm(edge: EdgeContext): void {
     responses: { 200: { description: 'the alarm', content: { [JSON_TYPE]: AlarmSchema } } },
     errors: [403, 404],
   }, async (c, { principal, params }) => {
-    const alarm = await alarmFor(edge, principal, params.id);
+    const alarm = await alarmFor(edge, principal, params.id, 'editor');
     const cleared = await edge.deps.registry.clearAlarm(alarm.id, edge.deps.clock.now());
     if (alarm.status === 'active' && cleared.status === 'cleared') edge.deps.alarmChanged?.('cleared', cleared, principal.subjectId);
     return c.json(cleared);

@@ -8,7 +8,7 @@
 import { FleetError, isFleetError } from '../../../../engine/kernel/errors.ts';
 import { withCanonicalField } from '../../../../engine/kernel/canonicalText.ts';
 import { checkRule, type RuleShape } from '../../../../engine/rules/checkRule.ts';
-import type { Principal } from '../../../../engine/ports/registry.ts';
+import type { GroundRole, Principal } from '../../../../engine/ports/registry.ts';
 import type { Rule, RuleQuery } from '../../../../engine/ports/ruleRegistry.ts';
 import { ID_PATTERN } from '../../../../schemas/registry.ts';
 import { GroundParams } from '../../../../schemas/edge.ts';
@@ -42,9 +42,9 @@ function inBody(error: unknown): unknown {
   return new FleetError('VALIDATION_FAILED', `${path}: ${message}`, { cause: error, detail: { errors: [{ path, message }] } });
 }
 
-/** The rule, when the principal is a member of its ground (memberResource). */
-function ruleFor(edge: EdgeContext, principal: Principal, ruleId: string): Promise<Rule> {
-  return memberResource(edge, principal, 'rule', ruleId, (id) => edge.deps.registry.getRule(id));
+/** The rule, when the principal is a member of its ground with `needed` (memberResource). */
+function ruleFor(edge: EdgeContext, principal: Principal, ruleId: string, needed: GroundRole): Promise<Rule> {
+  return memberResource(edge, principal, 'rule', ruleId, (id) => edge.deps.registry.getRule(id), needed);
 }
 
 function checkAgainstGround(edge: EdgeContext, groundId: string, rule: RuleShape): Promise<void> {
@@ -69,7 +69,7 @@ function createRule(edge: EdgeContext): void {
     errors: [403, 404, 413, 415, 422],
   }, async (c, { principal, params }) => {
     if (principal.scope !== 'user') throw new FleetError('FORBIDDEN', `a ${principal.scope} token cannot manage rules`);
-    const ground = await edge.access.ground(principal, params.groundId);
+    const ground = await edge.access.ground(principal, params.groundId, 'editor');
     const body = check<RuleCreateBody>(RuleCreateBody, withCanonicalField(await readJsonBody(c.req.raw, edge.maxBodyBytes), 'name'), 'body');
     await checkAgainstGround(edge, ground.id, body);
     const created = await edge.deps.registry.createRule({ ...body, groundId: ground.id }).catch((error: unknown) => Promise.reject(inBody(error)));
@@ -113,7 +113,7 @@ function getRule(edge: EdgeContext): void {
     params: RuleParams,
     responses: { 200: { description: 'the rule', content: { [JSON_TYPE]: RuleSchema } } },
     errors: [403, 404],
-  }, async (c, { principal, params }) => c.json(await ruleFor(edge, principal, params.id)));
+  }, async (c, { principal, params }) => c.json(await ruleFor(edge, principal, params.id, 'viewer')));
 }
 
 function updateRule(edge: EdgeContext): void {
@@ -128,7 +128,7 @@ function updateRule(edge: EdgeContext): void {
     responses: { 200: { description: 'the rule', content: { [JSON_TYPE]: RuleSchema } } },
     errors: [403, 404, 413, 415, 422],
   }, async (c, { principal, params }) => {
-    const rule = await ruleFor(edge, principal, params.id);
+    const rule = await ruleFor(edge, principal, params.id, 'editor');
     const patch = check<RulePatch>(RulePatch, withCanonicalField(await readJsonBody(c.req.raw, edge.maxBodyBytes), 'name'), 'body');
     // The rule as it would be, checked whole: a new asset must still fit the condition, and so on.
     const next: RuleShape = {
@@ -159,7 +159,7 @@ function deleteRule(edge: EdgeContext): void {
     responses: { 204: { description: 'deleted' } },
     errors: [403, 404],
   }, async (c, { principal, params }) => {
-    const rule = await ruleFor(edge, principal, params.id);
+    const rule = await ruleFor(edge, principal, params.id, 'editor');
     await edge.deps.registry.deleteRule(rule.id);
     return c.body(null, 204);
   });

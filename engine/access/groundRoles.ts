@@ -1,0 +1,28 @@
+/**
+ * What each role of a ground's members allows (issue 36), decided here and nowhere else: the HTTP
+ * edge (adapters/http/EdgeAccess.ts) asks `requireRole` with the role a route needs, the live
+ * streams and the MQTT feeds need `viewer` (membership). Each role includes the ones below it:
+ *   viewer  reads devices, assets, states, history, aggregates, rejections, commands, alarms, rules
+ *           and integrations (never their secrets), and follows live streams and MQTT feeds;
+ *   editor  also creates, changes and deletes devices, assets, rules and integrations, sends states
+ *           and commands, acknowledges and clears alarms, activates devices into the ground;
+ *   owner   also manages the members and the ground itself.
+ * Device and partner tokens have no role: their rights are the token's (EdgeAccess.ts).
+ */
+import { FleetError } from '../kernel/errors.ts';
+import type { GroundRole } from '../ports/registry.ts';
+
+const RANK: Readonly<Record<GroundRole, number>> = { viewer: 0, editor: 1, owner: 2 };
+
+/** Whether a member holding `held` may do what needs `needed`. */
+export function roleAllows(held: GroundRole, needed: GroundRole): boolean {
+  return RANK[held] >= RANK[needed];
+}
+
+/** FORBIDDEN naming the role needed (`requiredRole` in the problem) unless `held` allows `needed`. */
+export function requireRole(held: GroundRole, needed: GroundRole): void {
+  if (roleAllows(held, needed)) return;
+  throw new FleetError('FORBIDDEN', `needs the ${needed} role in this ground; the token's user is ${held === 'editor' ? 'an' : 'a'} ${held}`, {
+    detail: { requiredRole: needed, role: held },
+  });
+}
