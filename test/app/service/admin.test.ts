@@ -33,17 +33,19 @@ test('createPartner and createUser return an id and a working token', async () =
   assert.is((await registry.getUser(user.id))?.name, 'Ann');
 });
 
-test('createGround makes the user a member; addMember grants and is idempotent', async () => {
+test('createGround makes the user its owner; addMember grants a role (editor by default) and is idempotent', async () => {
   const ann = await createUser(registry, 'Ann');
   const bob = await createUser(registry, 'Bob');
   const ground = await createGround(registry, 'Farm', ann.id);
   assertPlainJson(ground);
-  assert.equal(Object.keys(ground), ['id']);
+  assert.equal(Object.keys(ground).sort(), ['id', 'role']);
+  assert.is(ground.role, 'owner');
   assert.is(await registry.isMember(ground.id, ann.id), true);
   assert.is(await registry.isMember(ground.id, bob.id), false);
-  assert.equal(await addMember(registry, ground.id, bob.id), {});
-  assert.equal(await addMember(registry, ground.id, bob.id), {});
+  assert.equal(await addMember(registry, ground.id, bob.id), { role: 'editor', created: true });
+  assert.equal(await addMember(registry, ground.id, bob.id), { role: 'editor', created: false });
   assert.is(await registry.isMember(ground.id, bob.id), true);
+  assert.equal(await addMember(registry, ground.id, bob.id, 'viewer'), { role: 'viewer', created: false }, 'a member given another role');
 });
 
 test('revokeToken reports whether a live token was revoked', async () => {
