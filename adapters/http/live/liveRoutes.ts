@@ -69,14 +69,16 @@ export const SSE_FORMAT: LiveFormat = {
   overflow: () => 'event: overflow\ndata: {}\n\n',
 };
 
-/** `kinds` of the query or of a WebSocket subscribe: a subset of the three, VALIDATION_FAILED otherwise. */
+/** `kinds` of the query or of a WebSocket subscribe: a subset of LIVE_KINDS, VALIDATION_FAILED otherwise. */
 export function kindsOf(list: readonly unknown[] | undefined, where: string): Set<LiveKind> {
   if (list === undefined) return new Set(LIVE_KINDS);
   const kinds = new Set<LiveKind>();
   for (const kind of list) {
     if (!LIVE_KINDS.includes(kind as LiveKind)) {
-      throw new FleetError('VALIDATION_FAILED', `${where}: unknown kind ${JSON.stringify(String(kind).slice(0, 40))} (state, rejection, command)`, {
-        detail: { errors: [{ path: where, message: 'must list state, rejection or command' }] },
+      // Named without String(): a WebSocket frame's entry may be any JSON, {"toString": …} included.
+      const named = typeof kind === 'string' ? JSON.stringify(kind.slice(0, 40)) : `of type ${kind === null ? 'null' : Array.isArray(kind) ? 'array' : typeof kind}`;
+      throw new FleetError('VALIDATION_FAILED', `${where}: unknown kind ${named} (${LIVE_KINDS.join(', ')})`, {
+        detail: { errors: [{ path: where, message: `must list ${LIVE_KINDS.join(', ')}` }] },
       });
     }
     kinds.add(kind as LiveKind);

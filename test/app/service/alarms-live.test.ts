@@ -155,6 +155,18 @@ test('refused: a stranger\'s stream (403), an unknown kind (422)', async () => {
   const bogus = await openSse(`${base}/ground/${groundId}/live?kinds=alarm,alarms`, userToken);
   assert.is(bogus.status, 422);
   assert.is(bogus.problem?.code, 'VALIDATION_FAILED');
+  // Over the WebSocket, entries that are not strings — one that answers toString, too — are refused, not a 500.
+  const ws = await openWs(`${base.replace('http', 'ws')}/live`);
+  ws.send({ type: 'auth', token: userToken });
+  await ws.next((f) => f.type === 'ready');
+  for (const kinds of [[{ toString: 'alarm' }], [null], [['alarm']], [7]]) {
+    const from = ws.frames.length;
+    ws.send({ type: 'subscribe', ground: groundId, kinds });
+    const error = await ws.next((f) => f.type === 'error', 5000, from);
+    assert.is(error.code, 'VALIDATION_FAILED', JSON.stringify(kinds));
+  }
+  assert.equal(ws.frames.filter((f) => f.type === 'error').map((f) => f.code), ['VALIDATION_FAILED', 'VALIDATION_FAILED', 'VALIDATION_FAILED', 'VALIDATION_FAILED']);
+  ws.ws.close();
 });
 
 test.run();
