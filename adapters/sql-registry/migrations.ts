@@ -472,4 +472,17 @@ ALTER TABLE memberships ADD COLUMN role text NOT NULL DEFAULT 'owner'
 ALTER TABLE memberships ALTER COLUMN role DROP DEFAULT;
 `,
   },
+  {
+    version: 12,
+    name: 'last seen times unannounced',
+    sql: `
+-- Engines write devices.last_seen_at alone, for every device they saw, each second: nothing a
+-- process caches, so it is no change to announce (it cost every process a re-read of each device
+-- seen, and the writer a notification per row). Any other update of a device is announced.
+DROP TRIGGER devices_announce ON devices;
+CREATE TRIGGER devices_announce AFTER INSERT OR DELETE ON devices FOR EACH ROW EXECUTE FUNCTION registry_device_announce();
+CREATE TRIGGER devices_update_announce AFTER UPDATE ON devices FOR EACH ROW
+  WHEN (OLD.last_seen_at IS NOT DISTINCT FROM NEW.last_seen_at) EXECUTE FUNCTION registry_device_announce();
+`,
+  },
 ];

@@ -192,6 +192,33 @@ withEnv('postgres registry changes', ['DATABASE_URL_TEST'], 'a PostgreSQL server
     }
   });
 
+  specifics('recording when devices were last seen announces nothing; any other change of a device still does', async () => {
+    const schema = `announce_seen_${randomBytes(4).toString('hex')}`;
+    const registry = await createPostgresRegistry({ url, schema, poolSize: 2 });
+    const other = await PostgresRegistryChanges.open({ url, schema, clock: systemClock, announcedByDatabase: true });
+    try {
+      const heard: RegistryChange[] = [];
+      other.subscribe((c) => heard.push(c));
+      const user = await registry.createUser({ name: 'ann' });
+      const ground = await registry.createGround({ name: 'site', userId: user.entity.id });
+      const { device } = await registry.createDevice({ groundId: ground.id, name: 'meter', assets: [{ name: 't', is: 'sensor' }] });
+      const { device: second } = await registry.createDevice({ groundId: ground.id, name: 'valve', assets: [{ name: 't', is: 'sensor' }] });
+      await heardAtLeast(heard, 3);
+      heard.length = 0;
+      await registry.recordActivity([{ deviceId: device.id, at: 1_000 }, { deviceId: second.id, at: 2_000 }]);
+      await registry.recordActivity([{ deviceId: device.id, at: 3_000 }]);
+      assert.is((await registry.connectivity(device.id, Date.now()))?.lastSeenAt, 3_000, 'the time is recorded');
+      // notifications arrive in commit order: one made by the last-seen updates would come first
+      await registry.updateDevice(second.id, { title: 'Valve' });
+      await heardAtLeast(heard, 1);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.equal(heard, [{ kind: 'device-changed', deviceId: second.id }]);
+    } finally {
+      await Promise.all([other.close(), registry.close()]);
+      await admin((c) => c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
+    }
+  });
+
   specifics('integrations are announced by the transactions that change them, a ground\'s deletion included', async () => {
     const schema = `announce_i_${randomBytes(4).toString('hex')}`;
     const registry = await createPostgresRegistry({ url, schema, poolSize: 2 });
