@@ -1,8 +1,9 @@
 /**
- * Alarms (engine/ports/alarmRegistry.ts) in SQL. An evaluation is applied in one transaction that
- * first locks the rule's standing for the device (rule_standings, created on the first evaluation):
- * evaluations of one (rule, device) are applied one after the other, each against the standing the
- * previous one left, so a repeated or late one is known as stale and changes nothing.
+ * Alarms (engine/ports/alarmRegistry.ts) in SQL. An evaluation is applied by one statement, the
+ * function apply_rule_evaluation (migration 13), that first locks the rule's standing for the device
+ * (rule_standings, created on the first evaluation): evaluations of one (rule, device) are applied
+ * one after the other, each against the standing the previous one left, so a repeated or late one
+ * (at, then state id, before or at the standing's) is known as stale and changes nothing.
  */
 import { FleetError } from '../../engine/kernel/errors.ts';
 import { isId, newId } from '../../engine/kernel/ids.ts';
@@ -60,7 +61,14 @@ interface DueRow {
 const COLUMNS = 'id, rule_id, ground_id, device_id, asset, severity, status, acknowledged, started_at, cleared_at, acknowledged_at, acknowledged_by, value::text AS value, last_value::text AS last_value, count, updated_at';
 const TEXT_FIELDS = { asset: 'name' } as const;
 
+/** An alarm's row as apply_rule_evaluation answers it (row_to_json): its values as JSON. */
+type AlarmJson = Omit<AlarmRow, 'value' | 'last_value'> & { value: unknown; last_value: unknown };
+
 function toAlarm(row: AlarmRow): Alarm {
+  return alarmFrom(row, JSON.parse(row.value), JSON.parse(row.last_value));
+}
+
+function alarmFrom(row: Omit<AlarmRow, 'value' | 'last_value'>, value: unknown, lastValue: unknown): Alarm {
   const alarm: Alarm = {
     id: row.id,
     ruleId: row.rule_id,
@@ -71,8 +79,8 @@ function toAlarm(row: AlarmRow): Alarm {
     status: row.status as Alarm['status'],
     acknowledged: row.acknowledged,
     startedAt: Number(row.started_at),
-    value: JSON.parse(row.value),
-    lastValue: JSON.parse(row.last_value),
+    value: value as Alarm['value'],
+    lastValue: lastValue as Alarm['lastValue'],
     count: Number(row.count),
     updatedAt: Number(row.updated_at),
   };
@@ -80,13 +88,6 @@ function toAlarm(row: AlarmRow): Alarm {
   if (row.acknowledged_at !== null && row.acknowledged_at !== undefined) alarm.acknowledgedAt = Number(row.acknowledged_at);
   if (row.acknowledged_by !== null) alarm.acknowledgedBy = row.acknowledged_by;
   return alarm;
-}
-
-/** The evaluation is at or before the standing's last one: (at, then stateId). */
-function isStale(evaluation: RuleEvaluation, standing: StandingRow): boolean {
-  if (standing.at === null || standing.at === undefined || standing.state_id === null) return false;
-  const at = Number(standing.at);
-  return evaluation.at < at || (evaluation.at === at && evaluation.stateId <= standing.state_id);
 }
 
 const nullable = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
@@ -117,71 +118,12 @@ export function alarmOperations(ctx: SqlContext): AlarmRegistry {
       check<RuleEvaluation>(S.RuleEvaluation, evaluation, '');
       const value = jsonParam(evaluation.value, 'value');
       const { ruleId, deviceId } = evaluation;
-      return guard(() => executor.transaction(async (tx): Promise<EvaluationOutcome> => {
-        // A standing without an evaluation (at NULL) is created once; whoever comes second waits
-        // on the lock, then reads what the first one left.
-        await tx.query(
-          `INSERT INTO rule_standings (rule_id, device_id, holding, at, state_id) VALUES ($1, $2, false, NULL, NULL)
-           ON CONFLICT (rule_id, device_id) DO NOTHING`,
-          [ruleId, deviceId],
-        );
-        const { rows: standings } = await tx.query<StandingRow>(
-          `SELECT s.holding, s.at, s.state_id, s.holding_since, r.for_ms
-           FROM rule_standings s LEFT JOIN rules r ON r.id = s.rule_id
-           WHERE s.rule_id = $1 AND s.device_id = $2 FOR UPDATE OF s`,
-          [ruleId, deviceId],
-        );
-        const standing = standings[0];
-        if (isStale(evaluation, standing)) return { change: 'stale' };
-        const wasHolding = standing.at !== null && standing.holding;
-
-        const { rows: active } = await tx.query<AlarmRow>(
-          `SELECT ${COLUMNS} FROM alarms WHERE rule_id = $1 AND device_id = $2 AND status = 'active' FOR UPDATE`,
-          [ruleId, deviceId],
-        );
-        const now = clock.now();
-        const forMs = nullable(standing.for_ms);
-        // With "for", the condition must have held that long, from the first state of its run that held.
-        const holdingSince = evaluation.holds ? (wasHolding ? nullable(standing.holding_since) ?? evaluation.at : evaluation.at) : null;
-        let change: EvaluationChange = 'none';
-        let row: AlarmRow | undefined;
-        let dueAt: number | null = null;
-        if (evaluation.holds) {
-          if (!active[0]) {
-            if (forMs !== null && evaluation.at - holdingSince! < forMs) {
-              // Not yet: the standing's timer raises it then, unless a state that does not hold comes first.
-              change = 'pending';
-              dueAt = holdingSince! + forMs;
-            } else {
-              change = 'raised';
-              ({ rows: [row] } = await tx.query<AlarmRow>(
-                `INSERT INTO alarms (id, rule_id, ground_id, device_id, asset, severity, status, acknowledged, started_at, value, last_value, count, updated_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, 'active', false, $7, $8::jsonb, $8::jsonb, 1, $9) RETURNING ${COLUMNS}`,
-                [newId(), ruleId, evaluation.groundId, deviceId, evaluation.asset, evaluation.severity, evaluation.at, value, now],
-              ));
-            }
-          } else {
-            change = wasHolding ? 'updated' : 'repeated';
-            ({ rows: [row] } = await tx.query<AlarmRow>(
-              `UPDATE alarms SET count = count + $2, last_value = $3::jsonb, updated_at = $4 WHERE id = $1 RETURNING ${COLUMNS}`,
-              [active[0].id, wasHolding ? 0 : 1, value, now],
-            ));
-          }
-        } else if (evaluation.clears && active[0]) {
-          change = 'cleared';
-          ({ rows: [row] } = await tx.query<AlarmRow>(
-            `UPDATE alarms SET status = 'cleared', cleared_at = $2, updated_at = $3 WHERE id = $1 RETURNING ${COLUMNS}`,
-            [active[0].id, evaluation.at, now],
-          ));
-        }
-        await tx.query(
-          `UPDATE rule_standings SET holding = $3, at = $4, state_id = $5, holding_since = $6, due_at = $7,
-             value = CASE WHEN $7::bigint IS NULL THEN NULL WHEN $8::boolean THEN $9::jsonb ELSE value END
-           WHERE rule_id = $1 AND device_id = $2`,
-          [ruleId, deviceId, evaluation.holds, evaluation.at, evaluation.stateId, holdingSince, dueAt, !wasHolding || nullable(standing.holding_since) === null, value],
-        );
-        return row === undefined ? { change } : { change, alarm: toAlarm(row) };
-      }));
+      const { rows } = await guard(() => executor.query<{ result: string }>(
+        'SELECT apply_rule_evaluation($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12) AS result',
+        [ruleId, deviceId, evaluation.groundId, evaluation.asset, evaluation.severity, evaluation.holds, evaluation.clears, evaluation.at, evaluation.stateId, value, clock.now(), newId()],
+      ));
+      const outcome = JSON.parse(rows[0].result) as { change: EvaluationChange | 'stale'; alarm?: AlarmJson };
+      return outcome.alarm === undefined ? { change: outcome.change } : { change: outcome.change, alarm: alarmFrom(outcome.alarm, outcome.alarm.value, outcome.alarm.last_value) } as EvaluationOutcome;
     },
 
     async evaluationStanding(ruleId, deviceId) {

@@ -485,4 +485,70 @@ CREATE TRIGGER devices_update_announce AFTER UPDATE ON devices FOR EACH ROW
   WHEN (OLD.last_seen_at IS NOT DISTINCT FROM NEW.last_seen_at) EXECUTE FUNCTION registry_device_announce();
 `,
   },
+  {
+    version: 13,
+    name: 'rule evaluations in one statement',
+    sql: `
+-- AlarmRegistry.applyEvaluation (adapters/sql-registry/alarms.ts) as one call instead of seven
+-- statements: lock the rule's standing for the device (made on its first evaluation), skip a
+-- stale evaluation, raise, repeat, update or clear the active alarm, move the standing. Answers
+-- {"change", "alarm"?} as JSON text, the alarm with its values as JSON. State ids are compared
+-- byte-wise (COLLATE "C"): they start with an uplink id of 16 hex digits, so byte order is the
+-- engine's order.
+CREATE FUNCTION apply_rule_evaluation(p_rule text, p_device text, p_ground text, p_asset text, p_severity text,
+    p_holds boolean, p_clears boolean, p_at bigint, p_state text, p_value jsonb, p_now bigint, p_new_id text)
+RETURNS text LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+DECLARE
+  standing record;
+  active alarms;
+  changed alarms;
+  was_holding boolean;
+  since bigint;
+  due bigint;
+  change text := 'none';
+BEGIN
+  INSERT INTO rule_standings (rule_id, device_id, holding, at, state_id) VALUES (p_rule, p_device, false, NULL, NULL)
+    ON CONFLICT (rule_id, device_id) DO NOTHING;
+  SELECT s.holding, s.at, s.state_id, s.holding_since, r.for_ms INTO standing
+    FROM rule_standings s LEFT JOIN rules r ON r.id = s.rule_id
+   WHERE s.rule_id = p_rule AND s.device_id = p_device FOR UPDATE OF s;
+  IF standing.at IS NOT NULL AND standing.state_id IS NOT NULL
+     AND (p_at < standing.at OR (p_at = standing.at AND p_state COLLATE "C" <= standing.state_id COLLATE "C")) THEN
+    RETURN '{"change":"stale"}';
+  END IF;
+  was_holding := standing.at IS NOT NULL AND standing.holding;
+  SELECT * INTO active FROM alarms WHERE rule_id = p_rule AND device_id = p_device AND status = 'active' FOR UPDATE;
+  -- With "for", the condition must have held that long, from the first state of its run that held.
+  since := CASE WHEN NOT p_holds THEN NULL WHEN was_holding THEN coalesce(standing.holding_since, p_at) ELSE p_at END;
+  IF p_holds THEN
+    IF active.id IS NULL THEN
+      IF standing.for_ms IS NOT NULL AND p_at - since < standing.for_ms THEN
+        -- Not yet: the standing's timer raises it then, unless a state that does not hold comes first.
+        change := 'pending';
+        due := since + standing.for_ms;
+      ELSE
+        change := 'raised';
+        INSERT INTO alarms (id, rule_id, ground_id, device_id, asset, severity, status, acknowledged, started_at, value, last_value, count, updated_at)
+        VALUES (p_new_id, p_rule, p_ground, p_device, p_asset, p_severity, 'active', false, p_at, p_value, p_value, 1, p_now)
+        RETURNING * INTO changed;
+      END IF;
+    ELSE
+      change := CASE WHEN was_holding THEN 'updated' ELSE 'repeated' END;
+      UPDATE alarms SET count = count + CASE WHEN was_holding THEN 0 ELSE 1 END, last_value = p_value, updated_at = p_now
+       WHERE id = active.id RETURNING * INTO changed;
+    END IF;
+  ELSIF p_clears AND active.id IS NOT NULL THEN
+    change := 'cleared';
+    UPDATE alarms SET status = 'cleared', cleared_at = p_at, updated_at = p_now WHERE id = active.id RETURNING * INTO changed;
+  END IF;
+  UPDATE rule_standings SET holding = p_holds, at = p_at, state_id = p_state, holding_since = since, due_at = due,
+         value = CASE WHEN due IS NULL THEN NULL WHEN NOT was_holding OR standing.holding_since IS NULL THEN p_value ELSE value END
+   WHERE rule_id = p_rule AND device_id = p_device;
+  IF changed.id IS NULL THEN
+    RETURN json_build_object('change', change)::text;
+  END IF;
+  RETURN json_build_object('change', change, 'alarm', row_to_json(changed))::text;
+END $$;
+`,
+  },
 ];
