@@ -77,7 +77,8 @@ function silentMs(condition: RuleCondition): number | null {
  * A silence rule watches the devices it covers from `now`: each has until `now` + its duration to
  * send a state of the asset (engine/ports/alarmRegistry.ts fireDueTimers). Nothing for other rules.
  */
-async function watchForSilence(tx: SqlQueryable, ruleId: string, now: number): Promise<void> {
+async function watchForSilence(tx: SqlQueryable, ruleId: string, condition: RuleCondition, now: number): Promise<void> {
+  if (silentMs(condition) === null) return;
   // A ground of a million devices takes seconds (8 s on PostgreSQL on two cores): more than the
   // registry's statement timeout, for this statement only.
   await tx.query("SET LOCAL statement_timeout = '300s'");
@@ -111,7 +112,7 @@ export function ruleOperations(ctx: SqlContext): RuleRegistry {
             condition, input.for ?? null, clear, input.severity, actions, now,
             input.for === undefined ? null : durationMs(input.for), silentMs(input.condition)],
         );
-        await watchForSilence(tx, id, now);
+        await watchForSilence(tx, id, input.condition, now);
         return toRule(rows[0]);
       }));
     },
@@ -173,11 +174,13 @@ export function ruleOperations(ctx: SqlContext): RuleRegistry {
         );
         // What the rule judges changed: where it stood for each device (a hold under way, a silence
         // timer) no longer applies; it starts again from the next state (its active alarms stay).
-        if (patch.asset !== undefined || patch.devices !== undefined || patch.condition !== undefined || patch.for !== undefined || patch.clear !== undefined) {
+        const changed = patch.asset !== undefined || patch.devices !== undefined || patch.condition !== undefined || patch.for !== undefined || patch.clear !== undefined;
+        const rule = toRule(rows[0]);
+        if (changed) {
           await tx.query('DELETE FROM rule_standings WHERE rule_id = $1', [ruleId]);
-          await watchForSilence(tx, ruleId, now);
+          await watchForSilence(tx, ruleId, rule.condition, now);
         }
-        return toRule(rows[0]);
+        return rule;
       }));
     },
 
