@@ -26,6 +26,7 @@
 import type { Clock } from '../kernel/clock.ts';
 import { toFleetError, type FleetError } from '../kernel/errors.ts';
 import { Listeners } from '../kernel/Listeners.ts';
+import { LiveFeeds } from './LiveFeeds.ts';
 import { TopicConsumer } from '../consumer/TopicConsumer.ts';
 import type { OffsetTracker } from '../consumer/OffsetTracker.ts';
 import type { Log, RecordBatch } from '../ports/log.ts';
@@ -70,13 +71,10 @@ export class LiveHub {
   readonly #ring: LiveRing;
   readonly #fanOut: LiveFanOut;
   #consumer: TopicConsumer | undefined;
-  /** Stored states as they arrive (the MQTT feed), to the feeds that want them now. */
-  readonly #states: Listeners<readonly StateRow[]>;
-  /** Whether each feed wants states now: rows are built only while one does. */
-  readonly #statesWanted = new Set<{ wanted: () => boolean }>();
-  /** Alarm changes as they arrive (the MQTT alarm topics), to the feeds that want them now. */
-  readonly #alarms: Listeners<readonly LiveAlarm[]>;
-  readonly #alarmsWanted = new Set<{ wanted: () => boolean }>();
+  /** Stored states as they arrive (the MQTT feed), built only while a feed wants them. */
+  readonly #states: LiveFeeds<StateRow>;
+  /** Alarm changes as they arrive (the MQTT alarm topics), likewise. */
+  readonly #alarms: LiveFeeds<LiveAlarm>;
   /** wantsEvents() said no since the last subscription: events were not published. */
   #gap = false;
   /** Told when a subscription or a states feed is added (onDemand). */
@@ -91,8 +89,9 @@ export class LiveHub {
     };
     this.#ring = new LiveRing({ ringEvents: options.ringEvents ?? 10_000, ringBytes: options.ringBytes ?? 16 * 1024 * 1024 });
     this.#fanOut = new LiveFanOut(() => options.clock.now(), options.onError);
-    this.#states = new Listeners<readonly StateRow[]>((error) => options.onError?.(toFleetError(error)));
-    this.#alarms = new Listeners<readonly LiveAlarm[]>((error) => options.onError?.(toFleetError(error)));
+    const onError = (error: unknown) => options.onError?.(toFleetError(error));
+    this.#states = new LiveFeeds<StateRow>(onError, () => this.#demand.emit());
+    this.#alarms = new LiveFeeds<LiveAlarm>(onError, () => this.#demand.emit());
   }
 
   /**
@@ -100,14 +99,7 @@ export class LiveHub {
    * feed: while a client follows one). Returns the function that removes it.
    */
   followStates(listener: (rows: readonly StateRow[]) => void, wanted: () => boolean = () => true): () => void {
-    const feed = { wanted };
-    this.#statesWanted.add(feed);
-    this.#demand.emit();
-    const remove = this.#states.add((rows) => { if (wanted()) listener(rows); });
-    return () => {
-      this.#statesWanted.delete(feed);
-      remove();
-    };
+    return this.#states.follow(listener, wanted);
   }
 
   /**
@@ -115,24 +107,7 @@ export class LiveHub {
    * alarm topics: while a client follows one). Returns the function that removes it.
    */
   followAlarms(listener: (alarms: readonly LiveAlarm[]) => void, wanted: () => boolean = () => true): () => void {
-    const feed = { wanted };
-    this.#alarmsWanted.add(feed);
-    this.#demand.emit();
-    const remove = this.#alarms.add((alarms) => { if (wanted()) listener(alarms); });
-    return () => {
-      this.#alarmsWanted.delete(feed);
-      remove();
-    };
-  }
-
-  #alarmsWantedNow(): boolean {
-    for (const feed of this.#alarmsWanted) if (feed.wanted()) return true;
-    return false;
-  }
-
-  #statesWantedNow(): boolean {
-    for (const feed of this.#statesWanted) if (feed.wanted()) return true;
-    return false;
+    return this.#alarms.follow(listener, wanted);
   }
 
   /**
@@ -141,7 +116,7 @@ export class LiveHub {
    * this hub is the topic's only reader: a no is remembered as a gap in what the topic holds.
    */
   wantsEvents(): boolean {
-    if (this.#fanOut.size > 0 || this.#statesWantedNow() || this.#alarmsWantedNow()) return true;
+    if (this.#fanOut.size > 0 || this.#states.wantedNow() || this.#alarms.wantedNow()) return true;
     if (this.#o.clock.now() - this.#fanOut.lastLeftAt < this.#o.resumeWindowMs) return true;
     this.#gap = true;
     return false;
@@ -250,9 +225,9 @@ export class LiveHub {
       }
     }
     // Decided after the lookups: a subscription made while they ran gets this batch's events.
-    const statesWanted = this.#statesWantedNow();
+    const statesWanted = this.#states.wantedNow();
     // Nobody to fan out to: the records are held as they came, read only if a resume needs them.
-    const alarmsWanted = this.#alarmsWantedNow();
+    const alarmsWanted = this.#alarms.wantedNow();
     const unread = this.#fanOut.size === 0 && !statesWanted && !alarmsWanted;
     // Rows for the MQTT feed only while it listens.
     const stored: StateRow[] | undefined = statesWanted ? [] : undefined;
@@ -283,7 +258,7 @@ export class LiveHub {
       }
       this.#ring.read(p, offset);
     }
-    if (stored !== undefined && stored.length > 0) this.#states.emit(stored);
-    if (alarms !== undefined && alarms.length > 0) this.#alarms.emit(alarms);
+    if (stored !== undefined) this.#states.emit(stored);
+    if (alarms !== undefined) this.#alarms.emit(alarms);
   }
 }
