@@ -147,53 +147,41 @@ export async function createMqttEdge(options: MqttEdgeOptions): Promise<MqttEdge
   };
 }
 
-/** An alarm change (its live event's data) to every connection following its asset's alarm topic, on the topic shape it subscribed to. */
-function publishAlarm(sessions: Sessions, alarm: LiveAlarm): void {
-  const subscribers = sessions.subscribersOf(alarm.deviceId);
+/**
+ * Calls `send` once per connection and topic shape (the device's topic, or the asset's by its id)
+ * following `channel` of `asset` of `deviceId`, however many of its filters match; `assetId` is
+ * set for the asset's topic, `qos` is the subscription's.
+ */
+function forEachFollower(sessions: Sessions, channel: 'feed' | 'alarm', deviceId: string, asset: string, send: (holder: EdgeConnection, assetId: string | undefined, qos: 0 | 1) => void): void {
+  const subscribers = sessions.subscribersOf(deviceId);
   if (subscribers === undefined) return;
-  let payload: Buffer | undefined;
   const sent = new Set<string>();
   for (const { session, entry } of subscribers) {
-    if (entry.channel !== 'alarm' || !(session.holder instanceof EdgeConnection)) continue;
-    let topic: string;
-    if (entry.assetId !== undefined) {
-      if (entry.assetName !== alarm.asset) continue;
-      topic = `asset/${entry.assetId}/alarm`;
-    } else {
-      if (entry.asset !== '+' && entry.asset !== alarm.asset) continue;
-      topic = alarmTopic(alarm.deviceId, alarm.asset);
-    }
-    const key = `${session.clientId}\u0000${topic}`;
+    if (entry.channel !== channel || !(session.holder instanceof EdgeConnection)) continue;
+    if (entry.assetId !== undefined ? entry.assetName !== asset : entry.asset !== '+' && entry.asset !== asset) continue;
+    const key = `${session.clientId}\u0000${entry.assetId === undefined ? 'device' : 'asset'}`;
     if (sent.has(key)) continue;
     sent.add(key);
+    send(session.holder, entry.assetId, entry.qos);
+  }
+}
+
+/** An alarm change (its live event's data) to every connection following its asset's alarm topic, on the topic shape it subscribed to. */
+function publishAlarm(sessions: Sessions, alarm: LiveAlarm): void {
+  let payload: Buffer | undefined;
+  forEachFollower(sessions, 'alarm', alarm.deviceId, alarm.asset, (holder, assetId, qos) => {
     payload ??= Buffer.from(JSON.stringify(alarm));
     // QoS 1 where the subscription asked for it: an alarm change is rare and worth its PUBACK.
-    session.holder.publish(Buffer.from(topic), payload, entry.qos);
-  }
+    holder.publish(Buffer.from(assetId === undefined ? alarmTopic(alarm.deviceId, alarm.asset) : `asset/${assetId}/alarm`), payload, qos);
+  });
 }
 
 /** A stored state as `{value, at}` to every connection following its asset's feed, on the topic shape it subscribed to. */
 function publishState(sessions: Sessions, row: StateRow): void {
-  const subscribers = sessions.subscribersOf(row.deviceId);
-  if (subscribers === undefined) return;
   let payload: Buffer | undefined;
   let deviceTopic: Buffer | undefined;
-  const sent = new Set<string>();
-  for (const { session, entry } of subscribers) {
-    if (entry.channel !== 'feed' || !(session.holder instanceof EdgeConnection)) continue;
-    let topic: Buffer;
-    if (entry.assetId !== undefined) {
-      if (entry.assetName !== row.asset) continue;
-      topic = Buffer.from(`asset/${entry.assetId}/feed`);
-    } else {
-      if (entry.asset !== '+' && entry.asset !== row.asset) continue;
-      topic = deviceTopic ??= Buffer.from(feedTopic(row.deviceId, row.asset));
-    }
-    // One message per topic and connection, however many of its filters match.
-    const key = `${session.clientId}\u0000${entry.assetId === undefined ? 'device' : 'asset'}`;
-    if (sent.has(key)) continue;
-    sent.add(key);
+  forEachFollower(sessions, 'feed', row.deviceId, row.asset, (holder, assetId) => {
     payload ??= Buffer.from(JSON.stringify({ value: row.value, at: new Date(row.ts).toISOString() }));
-    session.holder.publish(topic, payload, 0);
-  }
+    holder.publish(assetId === undefined ? (deviceTopic ??= Buffer.from(feedTopic(row.deviceId, row.asset))) : Buffer.from(`asset/${assetId}/feed`), payload, 0);
+  });
 }
