@@ -293,7 +293,7 @@ export function alarmOperations(ctx: SqlContext): AlarmRegistry {
            WHERE id = $1 AND NOT acknowledged RETURNING ${COLUMNS}`,
           [alarmId, userId, at, clock.now()],
         );
-        return rows[0] ? toAlarm(rows[0]) : alarmById(tx, alarmId);
+        return rows[0] ? { alarm: toAlarm(rows[0]), changed: true } : { alarm: await alarmById(tx, alarmId), changed: false };
       }));
     },
 
@@ -306,7 +306,7 @@ export function alarmOperations(ctx: SqlContext): AlarmRegistry {
            WHERE id = $1 AND status = 'active' RETURNING ${COLUMNS}`,
           [alarmId, at, clock.now()],
         );
-        return rows[0] ? toAlarm(rows[0]) : alarmById(tx, alarmId);
+        return rows[0] ? { alarm: toAlarm(rows[0]), changed: true } : { alarm: await alarmById(tx, alarmId), changed: false };
       }));
     },
   };

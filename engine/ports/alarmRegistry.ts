@@ -41,6 +41,12 @@ export interface EvaluationStanding {
   active: boolean;
 }
 
+/** A member's change of an alarm: the alarm as it is now, and whether this call changed it. */
+export interface MemberChange {
+  alarm: Alarm;
+  changed: boolean;
+}
+
 /** A timer fired (fireDueTimers): the alarm it raised, held until `lease` for its actions. */
 export interface TimerFiring {
   ruleId: string;
@@ -87,8 +93,11 @@ export interface AlarmRegistry {
   getAlarm(alarmId: string): Promise<Alarm | undefined>;
   /** A ground's alarms, newest first (started time, then id), filtered; a page when `query` says so. */
   listAlarms(groundId: string, query?: AlarmQuery): Promise<Alarm[]>;
-  /** Acknowledged by `userId` at `at` (an alarm already acknowledged keeps its first). NOT_FOUND when missing. */
-  acknowledgeAlarm(alarmId: string, userId: string, at: number): Promise<Alarm>;
-  /** Cleared by a member at `at` (one already cleared is unchanged). NOT_FOUND when missing. */
-  clearAlarm(alarmId: string, at: number): Promise<Alarm>;
+  /**
+   * Acknowledged by `userId` at `at` (an alarm already acknowledged keeps its first; `changed` only
+   * for the call that acknowledged it, however many come at once). NOT_FOUND when missing.
+   */
+  acknowledgeAlarm(alarmId: string, userId: string, at: number): Promise<MemberChange>;
+  /** Cleared by a member at `at` (one already cleared is unchanged, `changed` false). NOT_FOUND when missing. */
+  clearAlarm(alarmId: string, at: number): Promise<MemberChange>;
 }

@@ -172,8 +172,8 @@ export function alarmsContract(name: string, factory: RegistryFactory) {
       }
     }
     clock.advance(1);
-    made[0] = await r.acknowledgeAlarm(made[0].id, user.entity.id, START + 100);
-    made[5] = await r.acknowledgeAlarm(made[5].id, user.entity.id, START + 100);
+    made[0] = (await r.acknowledgeAlarm(made[0].id, user.entity.id, START + 100)).alarm;
+    made[5] = (await r.acknowledgeAlarm(made[5].id, user.entity.id, START + 100)).alarm;
     const newestFirst = [...made].sort((x, y) => y.startedAt - x.startedAt || (x.id < y.id ? 1 : -1));
 
     const all = await r.listAlarms(ground.id);
@@ -208,17 +208,19 @@ export function alarmsContract(name: string, factory: RegistryFactory) {
     const second = await r.createUser({ name: 'second' });
     const { alarm } = await r.applyEvaluation(judged(rule, device.id, 1, true));
     clock.advance(10);
-    const acked = await r.acknowledgeAlarm(alarm!.id, user.entity.id, START + 7);
+    const { alarm: acked, changed } = await r.acknowledgeAlarm(alarm!.id, user.entity.id, START + 7);
+    assert.ok(changed);
     assert.equal(acked, { ...alarm!, acknowledged: true, acknowledgedAt: START + 7, acknowledgedBy: user.entity.id, updatedAt: clock.now() });
     clock.advance(10);
-    assert.equal(await r.acknowledgeAlarm(alarm!.id, second.entity.id, START + 9), acked, 'the first acknowledgement is kept');
+    assert.equal(await r.acknowledgeAlarm(alarm!.id, second.entity.id, START + 9), { alarm: acked, changed: false }, 'the first acknowledgement is kept');
     assert.equal(await r.getAlarm(alarm!.id), acked);
 
     clock.advance(10);
-    const cleared = await r.clearAlarm(alarm!.id, START + 20);
+    const { alarm: cleared, changed: clearedNow } = await r.clearAlarm(alarm!.id, START + 20);
+    assert.ok(clearedNow);
     assert.equal(cleared, { ...acked, status: 'cleared', clearedAt: START + 20, updatedAt: clock.now() });
     clock.advance(10);
-    assert.equal(await r.clearAlarm(alarm!.id, START + 30), cleared, 'already cleared: unchanged');
+    assert.equal(await r.clearAlarm(alarm!.id, START + 30), { alarm: cleared, changed: false }, 'already cleared: unchanged');
     assert.equal(await r.evaluationStanding(rule.id, device.id), { holding: true, at: START + 1, stateId: judged(rule, device.id, 1, true).stateId, active: false });
     assert.is((await r.applyEvaluation(judged(rule, device.id, 2, true))).change, 'raised', 'still holding after a member cleared it: raised anew');
 
@@ -229,6 +231,20 @@ export function alarmsContract(name: string, factory: RegistryFactory) {
     await rejects(r.acknowledgeAlarm(alarm!.id, user.entity.id, Number.NaN), 'VALIDATION_FAILED', 'at');
     await rejects(r.clearAlarm(any(null), START), 'VALIDATION_FAILED', 'alarmId');
     await rejects(r.clearAlarm(alarm!.id, -1), 'VALIDATION_FAILED', 'at');
+  });
+
+  test('members acknowledging or clearing one alarm at once: exactly one call changed it', async ({ r }) => {
+    const { user, device, rule } = await setup(r);
+    for (let round = 0; round < 3; round++) {
+      const { alarm } = await r.applyEvaluation(judged(rule, device.id, 10 * round + 1, true));
+      const acks = await Promise.all(Array.from({ length: 5 }, (_, i) => r.acknowledgeAlarm(alarm!.id, user.entity.id, START + 10 * round + i)));
+      assert.is(acks.filter((a) => a.changed).length, 1, 'one acknowledgement');
+      assert.ok(acks.every((a) => a.alarm.acknowledged && a.alarm.acknowledgedAt === acks.find((b) => b.changed)!.alarm.acknowledgedAt));
+      const clears = await Promise.all(Array.from({ length: 5 }, (_, i) => r.clearAlarm(alarm!.id, START + 10 * round + 5 + i)));
+      assert.is(clears.filter((c) => c.changed).length, 1, 'one clearing');
+      assert.ok(clears.every((c) => c.alarm.status === 'cleared'));
+      await r.applyEvaluation(judged(rule, device.id, 10 * round + 2, false));
+    }
   });
 
   test('lookups of malformed or unknown ids answer undefined', async ({ r }) => {

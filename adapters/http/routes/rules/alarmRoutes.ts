@@ -89,8 +89,8 @@ function acknowledgeAlarm(edge: EdgeContext): void {
     errors: [403, 404],
   }, async (c, { principal, params }) => {
     const alarm = await alarmFor(edge, principal, params.id, 'editor');
-    const acknowledged = await edge.deps.registry.acknowledgeAlarm(alarm.id, principal.subjectId, edge.deps.clock.now());
-    if (!alarm.acknowledged && acknowledged.acknowledged) edge.deps.alarmChanged?.('acknowledged', acknowledged, principal.subjectId);
+    const { alarm: acknowledged, changed } = await edge.deps.registry.acknowledgeAlarm(alarm.id, principal.subjectId, edge.deps.clock.now());
+    if (changed) edge.deps.alarmChanged?.('acknowledged', acknowledged, principal.subjectId);
     return c.json(acknowledged);
   });
 }
@@ -107,8 +107,8 @@ function clearAlarm(edge: EdgeContext): void {
     errors: [403, 404],
   }, async (c, { principal, params }) => {
     const alarm = await alarmFor(edge, principal, params.id, 'editor');
-    const cleared = await edge.deps.registry.clearAlarm(alarm.id, edge.deps.clock.now());
-    if (alarm.status === 'active' && cleared.status === 'cleared') edge.deps.alarmChanged?.('cleared', cleared, principal.subjectId);
+    const { alarm: cleared, changed } = await edge.deps.registry.clearAlarm(alarm.id, edge.deps.clock.now());
+    if (changed) edge.deps.alarmChanged?.('cleared', cleared, principal.subjectId);
     return c.json(cleared);
   });
 }
