@@ -164,6 +164,7 @@ withChromium('console rules browser tests', (chromiumPath) => {
     assert.is((await state(-5)).status, 202);
     await page.getByTestId('alarms-link').filter({ hasText: 'Alarms (1 active)' }).waitFor({ timeout: 10_000 });
     assert.is(await page.getByTestId('alarm-badge').innerText(), '1 alarm');
+    await screenshot(page, 'console-ground-live-alarm');
     assert.is((await state(-20)).status, 202);
     await page.getByTestId('alarms-link').filter({ hasText: /^Alarms$/ }).waitFor({ timeout: 10_000 });
     assert.is(await page.getByTestId('alarm-badge').count(), 0);
