@@ -7,6 +7,7 @@
  */
 import { suite } from '../../support/suite.ts';
 import * as assert from 'uvu/assert';
+import mqtt from 'mqtt';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import type { Service } from '../../../app/createService.ts';
 import { createDeviceOverHttp, startEmbeddedService, type CreatedDevice } from '../../support/embeddedService.ts';
@@ -196,6 +197,29 @@ withChromium('console asset browser tests', (chromiumPath) => {
     await page.getByRole('alert').filter({ hasText: 'the store is down' }).waitFor();
     assert.is(await page.locator('[data-testid=history] tbody tr').count(), 0, 'no row of the previous window');
     assert.is(await page.getByTestId('chart').count(), 0, 'no chart of the previous window');
+    assert.equal(errors, []);
+    await context.close();
+  });
+
+  test('a command to a device that is not connected says it waits for the device while queued; once the device listens it is delivered', async (w) => {
+    const context = await newContext(w);
+    const { page, errors } = await open(w, context, 'setpoint');
+    await page.getByLabel('Value').fill('18');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await page.getByTestId('command-status').filter({ hasText: 'queued' }).waitFor();
+    const waiting = page.getByTestId('command-waiting');
+    await waiting.waitFor();
+    assert.match(await waiting.innerText(), /Waiting for the device/);
+    assert.equal(await accessibilityProblems(page), [], 'the waiting line: contrast');
+    await screenshot(page, 'console-command-waiting');
+    const client = await mqtt.connectAsync(`mqtt://127.0.0.1:${w.service.mqttPort}`, { username: w.device.token, reconnectPeriod: 0 });
+    try {
+      await client.subscribeAsync(`device/${w.device.id}/asset/+/command`, { qos: 1 });
+      await waitFor(async () => (await page.getByTestId('command-status').innerText()) === 'delivered', 15_000, 'delivered shown');
+      assert.is(await waiting.count(), 0, 'no longer waiting');
+    } finally {
+      await client.endAsync();
+    }
     assert.equal(errors, []);
     await context.close();
   });
