@@ -11,7 +11,8 @@ import { IntegrationsPage } from './integrations.js';
 import { RulesPage } from './rules.js';
 import { AlarmsPage } from './alarms.js';
 import { ActivatePage } from './activate.js';
-import { DeviceTypesPage, ActivationsPage, NetworksPage } from './partner.js';
+import { ActivationsPage, NetworksPage } from './partner.js';
+import { DeviceTypesPage } from './deviceTypes.js';
 
 function useRoute() {
   const [hash, setHash] = useState(location.hash);
