@@ -161,7 +161,9 @@ withChromium('console browser tests', (chromiumPath) => {
     await page.mouse.up();
     await waitFor(async () => (await page.getByTestId('window').innerText()) !== before, 5000, 'a zoomed window');
     const historyRows = () => page.locator('[data-testid=history] tbody tr').count();
-    await waitFor(async () => (await historyRows()) < 48, 5000, 'fewer rows in the zoomed window');
+    // While a window loads its table is empty (no rows of the window before): wait for it to load.
+    const loading = page.getByText('Loading this window…');
+    await waitFor(async () => (await loading.count()) === 0 && (await historyRows()) < 48, 5000, 'fewer rows in the zoomed window');
     assert.ok((await historyRows()) > 5, 'the zoomed window still holds the points dragged over');
     await screenshot(page, 'console-asset-zoomed');
     assert.equal(errors, []);
