@@ -12,6 +12,8 @@ import { GROUND_ROLES } from '../schemas/registry.ts';
 export interface AdminContext {
   /** The HTTP edge's base URL as a person on this machine opens it (`http://localhost:8080`). */
   httpBase?: string;
+  /** The embedded MQTT edge's URL (`mqtt://localhost:1883`): where the quickstart's demo device hears its commands. */
+  mqttUrl?: string;
 }
 
 export interface AdminOperation {
@@ -52,11 +54,11 @@ export const adminOperations: Record<string, AdminOperation> = {
   quickstart: {
     args: ['name'],
     defaults: { name: 'demo' },
-    usage: 'quickstart [name] [--demo]   a user, a ground and a demo device; --demo keeps it sending states',
+    usage: 'quickstart [name] [--demo]   a user, a ground and a demo device; --demo runs it: states sent, commands answered',
     run: async (registry, input, context) => {
       const created = await admin.quickstart(registry, input.name);
       // The token is printed apart from the link, never in it (URLs end up in histories and logs).
-      return { ...created, ...(context.httpBase ? { console: `${context.httpBase}/console/` } : {}) };
+      return { ...created, ...(context.httpBase ? { console: `${context.httpBase}/console/` } : {}), ...(context.mqttUrl ? { mqtt: context.mqttUrl } : {}) };
     },
   },
   'revoke-token': {

@@ -136,7 +136,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     if (edge === undefined) metrics.watchLive({ publisher: w.live });
     const httpPort = edge?.httpPort ?? workers?.httpPort;
     const mqttPort = edge?.mqttPort ?? workers?.mqttPort;
-    const admin = await startAdminSocket(w, ports.registry, httpPort);
+    const admin = await startAdminSocket(w, ports.registry, { httpPort, mqttPort });
     if (admin !== undefined) closers.add('admin', () => admin.close());
     logStarted(logger, config, options.worker === true ? 'edge worker started' : 'fleetstream started', {
       root: ports.paths.root, httpPort, probesPort: probes?.port, metricsPort: metricsListener?.port, mqttPort, metricsToken: w.metricsToken !== undefined,

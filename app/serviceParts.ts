@@ -10,7 +10,7 @@ import type { ServiceMetrics } from './metrics.ts';
 import { listening } from './portInUse.ts';
 import { serveMetrics, type ServedMetrics } from './serveMetrics.ts';
 import { serveProbes, type ServedProbes } from './serveProbes.ts';
-import { httpBaseOf } from './startupLines.ts';
+import { httpBaseOf, mqttUrlOf } from './startupLines.ts';
 import type { Wiring } from './wiring.ts';
 
 /** The metrics listener, unless its port is -1. */
@@ -31,9 +31,14 @@ export function startProbes(w: Wiring, probes: { alive(): boolean; ready(): bool
 }
 
 /** The admin socket of a process on the embedded registry (one process per data dir); none on PostgreSQL. */
-export async function startAdminSocket(w: Wiring, registry: Registry, httpPort: number | undefined): Promise<AdminSocket | undefined> {
-  if (w.config.databaseUrl) return undefined;
-  const context = httpPort === undefined ? {} : { httpBase: httpBaseOf(w.config.http.host, httpPort) };
+export async function startAdminSocket(w: Wiring, registry: Registry, ports: { httpPort?: number; mqttPort?: number }): Promise<AdminSocket | undefined> {
+  const { config } = w;
+  if (config.databaseUrl) return undefined;
+  const context = {
+    ...(ports.httpPort === undefined ? {} : { httpBase: httpBaseOf(config.http.host, ports.httpPort) }),
+    // The embedded MQTT edge only: an external broker's URL may carry its credentials.
+    ...(ports.mqttPort === undefined || config.mqtt.url ? {} : { mqttUrl: mqttUrlOf(config.mqtt.host, ports.mqttPort, config.mqtt.tlsCertFile !== undefined) }),
+  };
   return serveAdminSocket({ path: w.ports.paths.adminSocket, registry, context });
 }
 

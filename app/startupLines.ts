@@ -21,6 +21,11 @@ export function httpBaseOf(host: string, port: number): string {
   return `http://${reachable(host)}:${port}`;
 }
 
+/** The embedded MQTT edge's URL a device on this machine connects to (TLS: mqtts). */
+export function mqttUrlOf(host: string, port: number, tls: boolean): string {
+  return `mqtt${tls ? 's' : ''}://${reachable(host)}:${port}`;
+}
+
 /** A wildcard listen address is reached on this machine as localhost. */
 function reachable(host: string): string {
   if (host === '0.0.0.0' || host === '::' || host === '') return 'localhost';
@@ -41,13 +46,13 @@ export function startupLines(facts: StartupFacts): string[] {
     lines.push(`  HTTP API  ${base}   (described at ${base}/openapi.json)`);
   }
   if (config.mqtt.url && config.role !== 'engine') lines.push(`  MQTT      external broker ${redact(config.mqtt.url)}`);
-  else if (facts.mqttPort !== undefined) lines.push(`  MQTT      mqtt${config.mqtt.tlsCertFile ? 's' : ''}://${reachable(config.mqtt.host)}:${facts.mqttPort}   (username: a device token)`);
+  else if (facts.mqttPort !== undefined) lines.push(`  MQTT      ${mqttUrlOf(config.mqtt.host, facts.mqttPort, config.mqtt.tlsCertFile !== undefined)}   (username: a device token)`);
   if (facts.probesPort !== undefined) lines.push(`  Probes    http://${reachable(config.http.host)}:${facts.probesPort}/ready   (engine only: no HTTP API here)`);
   if (facts.metricsPort !== undefined) lines.push(`  Metrics   http://${reachable(config.metrics.host)}:${facts.metricsPort}/metrics   (Prometheus; --metrics-host, --metrics-port)`);
   if (facts.httpPort !== undefined) {
     // `npm run quickstart` = `fleetstream admin quickstart --demo` (package.json).
     const dataDirFlag = config.dataDir === './data' ? '' : ` -- --data-dir ${facts.dataDir}`;
-    lines.push('Next, in another terminal: a user, a ground and a demo device that keeps sending states:');
+    lines.push('Next, in another terminal: a user, a ground and a demo device that sends states and answers commands:');
     lines.push(`  npm run quickstart${dataDirFlag}`);
   }
   lines.push('Stop with Ctrl-C. Logs for machines: --log-format json (LOG_FORMAT=json).');

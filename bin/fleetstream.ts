@@ -17,7 +17,7 @@ import { parseArgs } from 'node:util';
 import { FleetError, toFleetError } from '../engine/kernel/errors.ts';
 import { createJsonLogger, createTextLogger, type Logger } from '../engine/kernel/logger.ts';
 import type { Config } from '../schemas/config.ts';
-import { httpBaseOf, startupLines } from '../app/startupLines.ts';
+import { httpBaseOf, mqttUrlOf, startupLines } from '../app/startupLines.ts';
 import { edgeWorkerCount, embedded, isEdgeWorker, startEdgeWorkers, workerConfig, workerStarted } from '../app/edgeWorkers.ts';
 import { EMBEDDED_WORKER_CONFIG } from '../app/embeddedWorkers.ts';
 import { runEmbeddedWorker } from '../app/embeddedWorker.ts';
@@ -178,7 +178,8 @@ async function runAdmin(positionals: string[], flags: AdminFlags): Promise<void>
     });
     if (!config.databaseUrl) say(`no service running there; registry ${existed ? 'opened' : 'created (--init)'} in data dir ${paths.root}`);
     try {
-      result = await checked.operation.run(opened.registry, checked.input, { httpBase: httpBaseOf(config.http.host, config.http.port) });
+      const mqttUrl = config.mqtt.url || config.mqtt.port <= 0 ? undefined : mqttUrlOf(config.mqtt.host, config.mqtt.port, config.mqtt.tlsCertFile !== undefined);
+      result = await checked.operation.run(opened.registry, checked.input, { httpBase: httpBaseOf(config.http.host, config.http.port), mqttUrl });
     } finally {
       await opened.close();
     }
@@ -198,6 +199,7 @@ function quickstartText(r: Record<string, unknown>): string {
     '                sign in to the console with it (shown once; the console keeps it in the tab only)',
     `  Device id     ${String(r.deviceId)}`,
     `  Device token  ${String(r.deviceToken)}`,
+    ...(typeof r.mqtt === 'string' ? [`  MQTT          ${r.mqtt}   (username: the device token; commands on device/${String(r.deviceId)}/asset/+/command)`] : []),
     '',
     'Send a state yourself:',
     `  curl -X PUT ${String(r.console ?? 'http://localhost:8080/console/').replace(/\/console\/$/, '')}/device/${String(r.deviceId)}/state \\`,
@@ -207,17 +209,19 @@ function quickstartText(r: Record<string, unknown>): string {
   ].join('\n');
 }
 
-/** `quickstart --demo`: the demo device sends states until Ctrl-C. */
+/** `quickstart --demo`: the demo device sends states and answers its commands until Ctrl-C. */
 async function keepSending(r: Record<string, unknown>, say: (line: string) => void): Promise<void> {
   const base = typeof r.console === 'string' ? r.console.replace(/\/console\/$/, '') : undefined;
   if (base === undefined) throw new FleetError('NOT_FOUND', 'no HTTP address known for --demo: start the service (npm start) first');
   const abort = new AbortController();
   process.once('SIGINT', () => abort.abort());
   process.once('SIGTERM', () => abort.abort());
-  say(`demo-thermostat sends temperature and humidity to ${base} every 2 s; Ctrl-C stops it`);
+  const mqttUrl = typeof r.mqtt === 'string' ? r.mqtt : undefined;
+  say(`demo-thermostat sends its states to ${base} every 2 s${mqttUrl ? ` and answers commands to its light and set point (MQTT ${mqttUrl})` : ' (no MQTT address known: it hears no commands)'}; Ctrl-C stops it`);
   let last: string | undefined;
   await runDemoDevice({
-    httpBase: base, deviceId: String(r.deviceId), deviceToken: String(r.deviceToken), signal: abort.signal,
+    httpBase: base, mqttUrl, deviceId: String(r.deviceId), deviceToken: String(r.deviceToken), signal: abort.signal,
+    onCommand: (asset, outcome) => say(`command to ${asset}: ${outcome}`),
     // One line per change of outcome, not one per state.
     onSent: (status, detail) => {
       const outcome = status === 202 ? 'states accepted' : `refused (${status || 'no answer'}): ${detail ?? ''}`;

@@ -11,7 +11,8 @@ import { IntegrationsPage } from './integrations.js';
 import { RulesPage } from './rules.js';
 import { AlarmsPage } from './alarms.js';
 import { ActivatePage } from './activate.js';
-import { DeviceTypesPage, ActivationsPage, NetworksPage } from './partner.js';
+import { ActivationsPage, NetworksPage } from './partner.js';
+import { DeviceTypesPage } from './deviceTypes.js';
 
 function useRoute() {
   const [hash, setHash] = useState(location.hash);
@@ -77,7 +78,7 @@ function Page({ me, route }) {
   if (head === 'ground' && a && b === 'rules') return html`<${RulesPage} groundId=${a} />`;
   if (head === 'ground' && a && b === 'alarms') return html`<${AlarmsPage} groundId=${a} />`;
   if (head === 'ground' && a) return html`<${GroundPage} groundId=${a} />`;
-  if (head === 'device' && a && b === 'asset' && c) return html`<${AssetPage} deviceId=${a} name=${c} />`;
+  if (head === 'device' && a && b === 'asset' && c) return html`<${AssetPage} key=${`${a}/${c}`} deviceId=${a} name=${c} />`;
   if (head === 'device' && a) return html`<${DevicePage} deviceId=${a} />`;
   if (head === 'activate') return html`<${ActivatePage} />`;
   return html`<${GroundsPage} />`;

@@ -89,6 +89,7 @@ export function CommandForm({ deviceId, asset }) {
     ${command ? html`<div class="lifecycle" aria-live="polite">
       <p>Command <code>${command.id}</code> (${JSON.stringify(command.value)}): <strong class=${`status ${command.status}`} data-testid="command-status">${command.status}</strong>
       ${command.code ? html` — ${command.code}: ${command.reason}` : ''}</p>
+      ${command.status === 'queued' ? html`<p class="waiting" data-testid="command-waiting">Waiting for the device: the command is sent when the device is connected and listens for its commands, until it expires.</p>` : ''}
       <ol>${(command.transitions ?? []).map((t) => html`<li>${t.status} <span class="muted">${formatTime(t.changedAt)}${t.attempts ? ` · attempt ${t.attempts}` : ''}</span></li>`)}</ol>
     </div>` : ''}
   </section>`;

@@ -1,15 +1,26 @@
 // One device: its assets with latest values (live), last seen, its rejections and recent commands.
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, p } from './api.js';
 import { follow } from './live.js';
 import { html, ErrorBox, LiveBadge, ago, formatTime, formatValue, useLoad, useNow } from './ui.js';
 
-/** Follows a device's stream; returns the live status. */
+/**
+ * Follows a device's stream; returns the live status. Each event goes to the LATEST render's
+ * `onEvent` (and a reset to its `onReset`): a handler reads the page's current asset and window,
+ * never those of the render that opened the stream.
+ */
 export function useDeviceLive(deviceId, kinds, onEvent, onReset) {
   const [status, setStatus] = useState('connecting');
+  const handlers = useRef();
+  handlers.current = { onEvent, onReset };
   useEffect(() => {
     const abort = new AbortController();
-    follow(p`/device/${deviceId}/live` + `?kinds=${kinds}`, { signal: abort.signal, onStatus: setStatus, onEvent, onReset });
+    follow(p`/device/${deviceId}/live` + `?kinds=${kinds}`, {
+      signal: abort.signal,
+      onStatus: setStatus,
+      onEvent: (kind, data) => handlers.current.onEvent(kind, data),
+      onReset: () => handlers.current.onReset?.(),
+    });
     return () => abort.abort();
   }, [deviceId, kinds]);
   return status;

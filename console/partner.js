@@ -1,8 +1,8 @@
 // A partner's pages: activations (spec §4.5 create; list with filters, look up by hardware id,
-// change, delete), device types with their versions, and the networks table (spec §2.8).
+// change, delete) and the networks table (spec §2.8); device types are in deviceTypes.js.
 import { useState } from 'preact/hooks';
 import { api, p } from './api.js';
-import { html, ErrorBox, formatTime, useLoad } from './ui.js';
+import { html, ErrorBox, useLoad } from './ui.js';
 
 const networksOnce = () => api('/networks');
 
@@ -16,44 +16,23 @@ export function NetworksPage() {
     </table></div>`;
 }
 
-export function DeviceTypesPage({ me, name }) {
-  const [types, error, reload] = useLoad(() => api(p`/partner/${me.id}/device-types`), [me.id]);
-  const [formError, setFormError] = useState();
-  const selected = types?.find((t) => t.name === name);
-  const publish = async (event) => {
-    event.preventDefault();
-    setFormError(undefined);
-    const form = new FormData(event.target);
-    try {
-      let assets;
-      try { assets = JSON.parse(form.get('assets') || '[]'); } catch { throw Object.assign(new Error('body.assets: not JSON'), { code: 'VALIDATION_FAILED' }); }
-      const typeName = form.get('name');
-      await api(p`/partner/${me.id}/device-types/${typeName}`, { method: 'PUT', body: { title: form.get('title') || undefined, assets } });
-      await api(p`/partner/${me.id}/device-types/${typeName}/versions`, { method: 'POST' });
-      event.target.reset();
-      reload();
-    } catch (e) {
-      setFormError(e);
-    }
-  };
-  return html`<h1>Device types</h1><${ErrorBox} error=${error} />
-    <div class="table-wrap"><table>
-      <thead><tr><th scope="col">Name</th><th scope="col">Reference</th><th scope="col">Latest</th><th scope="col">Versions</th></tr></thead>
-      <tbody>${types?.map((t) => html`<tr><th scope="row"><a href=${p`#/device-types/${t.name}`}>${t.name}</a></th><td><code>${t.ref}</code></td>
-        <td>${t.latest ?? 'draft only'}</td><td>${t.versions.length}</td></tr>`)}</tbody>
-    </table></div>
-    ${selected ? html`<section aria-labelledby="versions"><h2 id="versions">Versions of ${selected.name}</h2>
-      <ul class="list">${selected.versions.map((v) => html`<li><code>${v.ref}</code> <span class="muted">published ${formatTime(v.publishedAt)}</span></li>`)}</ul>
-      <p>Draft assets: ${selected.draft.assets?.map((a) => html`<span class="chip">${a.name} (${a.is})</span>`)}</p></section>` : ''}
-    <section aria-labelledby="new-type"><h2 id="new-type">Create or update a device type, and publish it</h2>
-      <form onSubmit=${publish} class="stack">
-        <label>Name <input name="name" required autocomplete="off" /></label>
-        <label>Title <input name="title" autocomplete="off" /></label>
-        <label>Assets (JSON) <textarea name="assets" rows="4" spellcheck=${false}>[{"name":"temperature","is":"sensor","profile":{"type":"number"}}]</textarea></label>
-        <button type="submit">Save and publish</button>
-      </form>
-      <${ErrorBox} error=${formError} />
-    </section>`;
+/**
+ * The device type of an option, picked from the partner's types: each type's latest version (its
+ * `<partner>/<name>` reference) or one pinned version (`…:<n>`). An option being changed keeps a
+ * reference that is not in the list (a type since removed) as its own choice.
+ */
+function TypePicker({ name, types, initial }) {
+  const refs = types.flatMap((t) => [t.ref, ...t.versions.map((v) => v.ref)]);
+  const kept = initial && !refs.includes(initial) ? initial : undefined;
+  // `selected` on the options, not `value` on the select: a re-render keeps what the partner picked.
+  return html`<label>Device type <select name=${name} required>
+    ${types.length === 0 && !kept ? html`<option value="">no device type yet: create one under Device types</option>` : ''}
+    ${kept ? html`<option value=${kept} selected>${kept}</option>` : ''}
+    ${types.map((t) => html`<optgroup label=${t.draft.title ? `${t.name} — ${t.draft.title}` : t.name}>
+      <option value=${t.ref} selected=${t.ref === initial}>${t.name}, latest${t.latest ? ` (version ${t.latest} now)` : ' (draft only)'}</option>
+      ${[...t.versions].reverse().map((v) => html`<option value=${v.ref} selected=${v.ref === initial}>${t.name}, version ${v.version} only</option>`)}
+    </optgroup>`)}
+  </select></label>`;
 }
 
 /** One option's fields; `initial` (an option of an activation being changed) fills them in. */
@@ -62,8 +41,7 @@ function OptionFields({ index, networks, types, onRemove, initial }) {
   const network = networks.find((n) => n.id === networkId);
   return html`<fieldset class="fields"><legend>Option ${index + 1}</legend>
     <label>Description <input name=${`o${index}.description`} autocomplete="off" defaultValue=${initial?.description ?? ''} /></label>
-    <label>Device type <input name=${`o${index}.type`} list="type-refs" required autocomplete="off" placeholder="partner/name" defaultValue=${initial?.device.type ?? ''} /></label>
-    <datalist id="type-refs">${types.map((t) => html`<option value=${t.ref} />`)}</datalist>
+    <${TypePicker} name=${`o${index}.type`} types=${types} initial=${initial?.device.type} />
     <label>Network <select name=${`o${index}.network`} value=${networkId} onChange=${(e) => setNetworkId(e.target.value)}>
       ${networks.map((n) => html`<option value=${n.id}>${n.title} (${n.id})</option>`)}</select></label>
     ${network?.required.map((key) => html`<label>${key} <input name=${`o${index}.data.${key}`} autocomplete="off" defaultValue=${initial?.network.data?.[key] ?? ''} /></label>`)}
@@ -134,7 +112,7 @@ export function ActivationsPage({ me }) {
     <${ErrorBox} error=${error} />
     <div class="table-wrap"><table data-testid="activations">
       <thead><tr><th scope="col">Code</th><th scope="col">Hardware</th><th scope="col">Description</th><th scope="col">Status</th><th scope="col">Options</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
-      <tbody>${page?.items.map((a) => html`<tr><th scope="row"><code>${a.code}</code></th><td>${a.hardware.id}</td><td>${a.description}</td><td>${a.status}</td>
+      <tbody>${page?.items.map((a) => html`<tr><th scope="row"><code class="code">${a.code}</code></th><td>${a.hardware.id}</td><td>${a.description}</td><td>${a.status}</td>
         <td>${a.options.map((o) => html`<span class="chip" title=${o.id}>${o.device.type} · ${o.network.networkId}</span>`)}</td>
         <td class="actions">${a.status === 'unused' ? html`
           <button type="button" class="secondary" aria-label=${`Change activation ${a.code}`} onClick=${() => startChange(a)}>Change</button>
@@ -144,9 +122,9 @@ export function ActivationsPage({ me }) {
     <section aria-labelledby="lookup"><h2 id="lookup">Look up by hardware id</h2>
       <form onSubmit=${lookUp} class="toolbar"><label>Hardware id <input name="hardware" required autocomplete="off" /></label><button type="submit" class="secondary">Look up</button></form>
       <${ErrorBox} error=${found?.error} />
-      ${found?.activation ? html`<p role="status">Code <code>${found.activation.code}</code>, ${found.activation.status}${found.activation.activatedDeviceId ? html`, device <code>${found.activation.activatedDeviceId}</code>` : ''}.</p>` : ''}
+      ${found?.activation ? html`<p role="status">Code <code class="code">${found.activation.code}</code>, ${found.activation.status}${found.activation.activatedDeviceId ? html`, device <code>${found.activation.activatedDeviceId}</code>` : ''}.</p>` : ''}
     </section>
-    <section aria-labelledby="new-activation"><h2 id="new-activation">${editing ? html`Change activation <code>${editing.code}</code>` : 'Create an activation'}</h2>
+    <section aria-labelledby="new-activation"><h2 id="new-activation">${editing ? html`Change activation <code class="code">${editing.code}</code>` : 'Create an activation'}</h2>
       <form onSubmit=${create} class="stack" key=${editing?.code ?? 'new'}>
         ${editing ? html`<p>Hardware id ${editing.hardware.id} stays; the options below replace every option (new options get new ids).</p>` : ''}
         <label>Description <input name="description" autocomplete="off" defaultValue=${editing?.description ?? ''} /></label>
@@ -157,6 +135,6 @@ export function ActivationsPage({ me }) {
         ${editing ? html`<button type="button" class="secondary" onClick=${() => { setEditing(undefined); setOptionCount(1); }}>Cancel</button>` : ''}
       </form>
       <${ErrorBox} error=${formError} />
-      ${created ? html`<p role="status" class="once">Activation code <code data-testid="activation-code">${created.code}</code> for ${created.hardware.id}${editing === undefined && created.options ? html`, ${created.options.length} option${created.options.length === 1 ? '' : 's'}` : ''}.</p>` : ''}
+      ${created ? html`<p role="status" class="once">Activation code <code class="code" data-testid="activation-code">${created.code}</code> for ${created.hardware.id}${editing === undefined && created.options ? html`, ${created.options.length} option${created.options.length === 1 ? '' : 's'}` : ''}.</p>` : ''}
     </section>`;
 }

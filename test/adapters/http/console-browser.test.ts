@@ -161,7 +161,9 @@ withChromium('console browser tests', (chromiumPath) => {
     await page.mouse.up();
     await waitFor(async () => (await page.getByTestId('window').innerText()) !== before, 5000, 'a zoomed window');
     const historyRows = () => page.locator('[data-testid=history] tbody tr').count();
-    await waitFor(async () => (await historyRows()) < 48, 5000, 'fewer rows in the zoomed window');
+    // While a window loads its table is empty (no rows of the window before): wait for it to load.
+    const loading = page.getByText('Loading this window…');
+    await waitFor(async () => (await loading.count()) === 0 && (await historyRows()) < 48, 5000, 'fewer rows in the zoomed window');
     assert.ok((await historyRows()) > 5, 'the zoomed window still holds the points dragged over');
     await screenshot(page, 'console-asset-zoomed');
     assert.equal(errors, []);
@@ -258,16 +260,18 @@ withChromium('console browser tests', (chromiumPath) => {
     await page.getByRole('link', { name: 'Device types' }).click();
     await page.getByLabel('Name', { exact: true }).fill('tracker');
     await page.getByLabel('Title', { exact: true }).fill('GPS tracker');
-    await page.getByRole('button', { name: 'Save and publish' }).click();
+    await page.getByRole('button', { name: 'Create the device type' }).click();
     await page.getByRole('link', { name: 'tracker' }).waitFor();
+    await page.getByRole('button', { name: 'Publish a version' }).click();
+    await page.getByText(`Published ${w.partner.id}/tracker:1.`).waitFor();
     await page.getByRole('link', { name: 'Activations' }).click();
     await page.getByLabel('Hardware id', { exact: true }).last().fill('0004A30B001C0530');
     await page.locator('input[name="description"]').fill('blue van');
-    await page.locator('input[name="o0.type"]').fill(`${w.partner.id}/tracker`);
+    await page.locator('select[name="o0.type"]').selectOption(`${w.partner.id}/tracker`);
     await page.locator('select[name="o0.network"]').selectOption('orangebe');
     await page.locator('input[name="o0.description"]').fill('mobile');
     await page.getByRole('button', { name: 'Add an option' }).click();
-    await page.locator('input[name="o1.type"]').fill(`${w.partner.id}/tracker`);
+    await page.locator('select[name="o1.type"]').selectOption(`${w.partner.id}/tracker`);
     await page.locator('select[name="o1.network"]').selectOption('thethingsnetwork');
     await page.locator('input[name="o1.description"]').fill('The Things Network');
     await page.locator('input[name="o1.data.devEui"]').fill('0004A30B001C0530');
@@ -331,11 +335,11 @@ withChromium('console browser tests', (chromiumPath) => {
     await rows.first().getByRole('button', { name: 'Change' }).click();
     const form = page.locator('section[aria-labelledby=new-activation] form');
     assert.is(await form.locator('input[name=description]').inputValue(), 'meter METER-1');
-    assert.ok((await form.locator('input[name="o0.type"]').inputValue()).startsWith(`${w.partner.id}/meter`), 'the option\'s device type is filled in');
+    assert.ok((await form.locator('select[name="o0.type"]').inputValue()).startsWith(`${w.partner.id}/meter`), 'the option\'s device type is filled in');
     await form.locator('input[name=description]').fill('meter in the basement');
     await form.getByRole('button', { name: 'Add an option' }).click();
     await form.locator('input[name="o1.description"]').fill('second meter profile');
-    await form.locator('input[name="o1.type"]').fill(`${w.partner.id}/meter`);
+    await form.locator('select[name="o1.type"]').selectOption(`${w.partner.id}/meter`);
     // net8 is stored under its network's own id, which the first option's select shows.
     await form.locator('select[name="o1.network"]').selectOption(await form.locator('select[name="o0.network"]').inputValue());
     await screenshot(page, 'console-activation-change');

@@ -2,7 +2,9 @@
  * The first run (issue #13): `fleetstream start` writes JSON logs off a terminal and lines for a
  * person with --log-format text (where the console, HTTP and MQTT listen, and the next command);
  * `admin quickstart` creates a user, a ground and a demo device through the running service and
- * prints the console link and the token apart; `--demo` keeps the device sending real states.
+ * prints the console link and the token apart; `--demo` keeps the device sending real states and
+ * answering its commands: in Chromium, the light switched and the set point moved from the console
+ * come back as the device's states.
  */
 import * as assert from 'uvu/assert';
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
@@ -12,6 +14,7 @@ import { tempDir, waitFor } from '../../support/tmp.ts';
 import { startupLines } from '../../../app/startupLines.ts';
 import { createTextLogger } from '../../../engine/kernel/logger.ts';
 import { defaultConfig } from '../../../schemas/config.ts';
+import { accessibilityProblems, launchChromium, pageErrors, screenshot, withChromium } from '../../support/browser.ts';
 
 const bin = new URL('../../../bin/fleetstream.ts', import.meta.url).pathname;
 const tmp = tempDir('quickstart');
@@ -103,8 +106,10 @@ test('quickstart through the running service: user, ground and demo device; link
     const base = /HTTP API +(http:\/\/127\.0\.0\.1:\d+)/.exec(service.output())![1];
     const run = await admin('quickstart', '--json', '--data-dir', dataDir);
     assert.is(run.code, 0, run.stderr);
-    const r = JSON.parse(run.stdout) as { userToken: string; groundId: string; deviceId: string; deviceToken: string; console: string };
+    const r = JSON.parse(run.stdout) as { userToken: string; groundId: string; deviceId: string; deviceToken: string; console: string; mqtt: string };
     assert.is(r.console, `${base}/console/`);
+    const mqttPort = /MQTT +mqtt:\/\/127\.0\.0\.1:(\d+)/.exec(service.output())![1];
+    assert.is(r.mqtt, `mqtt://127.0.0.1:${mqttPort}`, 'where the demo device hears its commands');
     assert.not.ok(r.console.includes(r.userToken), 'the token is not in the link');
     const me = await (await fetch(`${base}/me`, { headers: { authorization: `Bearer ${r.userToken}` } })).json() as { scope: string; name: string };
     assert.is(me.scope, 'user');
@@ -118,6 +123,7 @@ test('quickstart through the running service: user, ground and demo device; link
     assert.is(human.code, 0, human.stderr);
     assert.match(human.stdout, new RegExp(`Console +${base}/console/\\n`));
     assert.match(human.stdout, /User token +fsu_\S+\n/);
+    assert.match(human.stdout, new RegExp(`MQTT +mqtt://127\\.0\\.0\\.1:${mqttPort} `));
 
     const demo = spawn(process.execPath, [bin, 'admin', 'quickstart', 'cy', '--demo', '--json', '--data-dir', dataDir], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     children.push(demo);
@@ -149,6 +155,66 @@ test('quickstart --demo without a running service says to start it first', async
   const users = await admin('quickstart', '--json', '--data-dir', dataDir);
   assert.is(users.code, 0, 'without --demo it works on the registry directly');
   assert.match(JSON.parse(users.stdout).console, /^http:\/\/localhost:8080\/console\/$/);
+});
+
+/** The service and `quickstart --demo` as a person runs them; the demo's JSON and its stderr so far. */
+async function demoRunning(dataDir: string): Promise<{ service: ChildProcess; demo: ChildProcess; created: { userToken: string; deviceId: string; console: string }; said: () => string }> {
+  const service = await start(dataDir, ['--log-format', 'text'], /Stop with Ctrl-C/);
+  const demo = spawn(process.execPath, [bin, 'admin', 'quickstart', '--demo', '--json', '--data-dir', dataDir], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(demo);
+  let out = '';
+  let err = '';
+  demo.stdout!.on('data', (d) => { out += d; });
+  demo.stderr!.on('data', (d) => { err += d; });
+  await waitFor(() => out.includes('\n') && err.includes('states accepted'), 30_000, 'the demo device sending');
+  assert.match(err, /answers commands to its light and set point \(MQTT mqtt:\/\/127\.0\.0\.1:\d+\)/);
+  return { service: service.child, demo, created: JSON.parse(out), said: () => err };
+}
+
+withChromium('quickstart in the console', (chromiumPath) => {
+  test('in Chromium, the demo device answers the console: the light switched and the set point moved come back as its states', async () => {
+    const { service, demo, created, said } = await demoRunning(join(tmp.dir, 'browser'));
+    const browser = await launchChromium(chromiumPath);
+    try {
+      const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
+      await context.addInitScript((token: string) => sessionStorage.setItem('fleetstream.token', token), created.userToken);
+      const page = await context.newPage();
+      const errors = pageErrors(page);
+      const consoleUrl = created.console;
+      await page.goto(`${consoleUrl}#/device/${created.deviceId}/asset/light`);
+      await page.getByText('● live').waitFor({ timeout: 10_000 });
+      const lastLight = page.locator('[data-testid=history] tbody tr').first().locator('td').nth(1);
+      await lastLight.filter({ hasText: 'false' }).waitFor({ timeout: 10_000 });
+      await page.getByLabel('Value (on / off)').check();
+      await page.getByRole('button', { name: 'Send' }).click();
+      await waitFor(async () => (await page.getByTestId('command-status').innerText()) === 'delivered', 15_000, 'the light command delivered');
+      await lastLight.filter({ hasText: 'true' }).waitFor({ timeout: 10_000 });
+      await waitFor(() => /command to light: applied/.test(said()), 5000, 'the demo saying so');
+      assert.equal(await accessibilityProblems(page), [], 'light page: labels, names and contrast');
+
+      await page.goto(`${consoleUrl}#/device/${created.deviceId}/asset/setpoint`);
+      await page.getByLabel('Value').fill('30');
+      await page.getByRole('button', { name: 'Send' }).click();
+      await waitFor(async () => (await page.getByTestId('command-status').innerText()) === 'delivered', 15_000, 'the set point command delivered');
+      await page.goto(`${consoleUrl}#/device/${created.deviceId}`);
+      await page.locator('td.value[data-asset=setpoint]', { hasText: '30' }).waitFor({ timeout: 10_000 });
+      const temperature = page.locator('td.value[data-asset=temperature]');
+      // From about 21 °C the room goes half way to 30 at each state (every 2 s); waves add ±1.7.
+      await waitFor(async () => Number(await temperature.innerText()) >= 27, 30_000, 'the reported temperature drawn to the set point');
+      assert.is(await page.locator('td.value[data-asset=light]').innerText(), 'true');
+      await page.goto(`${consoleUrl}#/device/${created.deviceId}/asset/temperature`);
+      await page.locator('[data-testid=chart] canvas').waitFor();
+      await screenshot(page, 'console-quickstart-temperature');
+      assert.equal(errors, []);
+      await context.close();
+    } finally {
+      await browser.close();
+      const exited = new Promise<number | null>((resolve) => demo.once('exit', (code) => resolve(code)));
+      demo.kill('SIGINT');
+      assert.is(await exited, 0, 'Ctrl-C stops the demo cleanly');
+      await stop(service);
+    }
+  });
 });
 
 test.run();
