@@ -90,7 +90,7 @@ export class LiveHub {
       resumeWindowMs: options.resumeWindowMs ?? 60_000,
     };
     this.#ring = new LiveRing({ ringEvents: options.ringEvents ?? 10_000, ringBytes: options.ringBytes ?? 16 * 1024 * 1024 });
-    this.#fanOut = new LiveFanOut(() => options.clock.now(), options.onError);
+    this.#fanOut = new LiveFanOut(options.clock, options.onError);
     this.#states = new Listeners<readonly StateRow[]>((error) => options.onError?.(toFleetError(error)));
     this.#alarms = new Listeners<readonly LiveAlarm[]>((error) => options.onError?.(toFleetError(error)));
   }
