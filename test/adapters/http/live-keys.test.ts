@@ -55,8 +55,10 @@ async function subscribedWs(token: string): Promise<WsClient> {
   return ws;
 }
 
+/** Whether `done` settles at most `ms` after `since` (performance.now(); may lie ahead: an expiry). */
 const within = async (done: Promise<unknown>, since: number, ms: number, what: string) => {
-  const at = await Promise.race([done.then(() => performance.now()), new Promise<number>((resolve) => setTimeout(() => resolve(Number.POSITIVE_INFINITY), ms + 500))]);
+  const wait = Math.max(0, since + ms + 500 - performance.now());
+  const at = await Promise.race([done.then(() => performance.now()), new Promise<number>((resolve) => setTimeout(() => resolve(Number.POSITIVE_INFINITY), wait))]);
   assert.ok(at - since <= ms, `${what}: ended after ${(at - since).toFixed(0)} ms`);
 };
 
