@@ -6,7 +6,7 @@
 import Type, { type Static } from 'typebox';
 import { Channel } from './messages.ts';
 import { Page, PageLimit, pageCursor } from './page.ts';
-import { Asset, AssetKind, AssetName, AssetProfile, Device, DevicePatch, Ground, ID_PATTERN, Id, NewDevice, TokenScope } from './registry.ts';
+import { Asset, AssetKind, AssetName, AssetProfile, Device, DevicePatch, Ground, ID_PATTERN, Id, KeyGrant, NewDevice, TokenScope } from './registry.ts';
 
 // ---- errors ----
 
@@ -230,7 +230,8 @@ export const Health = Type.Object({ status: Type.Union([Type.Literal('ok'), Type
 // ---- principals ----
 
 /** `GET /me`: who the bearer token speaks for; a device has no name here. */
-export const Me = Type.Object({ scope: TokenScope, id: Id, name: Type.Optional(Type.String()) });
+/** `key`: what a ground's API key reaches (its ground, its role, when it expires). */
+export const Me = Type.Object({ scope: TokenScope, id: Id, name: Type.Optional(Type.String()), key: Type.Optional(KeyGrant) });
 export type Me = Static<typeof Me>;
 
 /** `GET /grounds`: the grounds of the user (few per user, so no pages). */

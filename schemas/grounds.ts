@@ -29,6 +29,8 @@ export interface DeletedGround {
   memberIds: string[];
   integrationIds: string[];
   ruleIds: string[];
+  /** Hashes of the tokens of the ground's API keys, revoked with it. */
+  keyTokenHashes: string[];
 }
 
 // ---- HTTP ----

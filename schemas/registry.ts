@@ -108,11 +108,22 @@ export const Asset = Type.Object({
 });
 export type Asset = Static<typeof Asset>;
 
-export const TokenScope = Type.Union([Type.Literal('device'), Type.Literal('user'), Type.Literal('partner')]);
+export const TokenScope = Type.Union([Type.Literal('device'), Type.Literal('user'), Type.Literal('partner'), Type.Literal('key')]);
 export type TokenScope = Static<typeof TokenScope>;
 
-/** Who a bearer token speaks for (DESIGN.md §5). */
-export const Principal = Type.Object({ scope: TokenScope, subjectId: Id });
+/** The roles a ground's API key may hold: never owner (an owner's powers stay with people). */
+export const KeyRole = Type.Union([Type.Literal('viewer'), Type.Literal('editor')], { description: 'viewer or editor' });
+export type KeyRole = Static<typeof KeyRole>;
+
+/** What an API key's token reaches (docs/grounds.md "API keys"): one ground, with one role, until it expires. */
+export const KeyGrant = Type.Object({ groundId: Id, role: KeyRole, expiresAt: Type.Optional(EpochMs) });
+export type KeyGrant = Static<typeof KeyGrant>;
+
+/**
+ * Who a bearer token speaks for (DESIGN.md §5). A key token (`scope: 'key'`, subjectId the key's id)
+ * carries its grant; no other scope has one.
+ */
+export const Principal = Type.Object({ scope: TokenScope, subjectId: Id, key: Type.Optional(KeyGrant) });
 export type Principal = Static<typeof Principal>;
 
 // ---- inputs ----

@@ -8,6 +8,8 @@
  *     there allows (engine/access/groundRoles.ts): a route names the role it needs (`ground(…,
  *     role)`), a device route its DeviceNeed, which DEVICE_NEED_ROLE turns into a role; a role
  *     too low is 403 FORBIDDEN naming the role needed (`requiredRole`);
+ *   - a ground's API key (`fsk_…`) reaches the devices of its one ground as a member holding the
+ *     key's role would (RegistryLookups.roleIn); any other ground as a non-member would;
  *   - a partner token reaches none of these routes.
  * Existence is checked before membership (404 before 403): ids are 131 random bits, so answering
  * 404 tells nothing an attacker could enumerate. A device token asking for another device gets 403
@@ -18,7 +20,7 @@
  */
 import type { Clock } from '../../engine/kernel/clock.ts';
 import { FleetError } from '../../engine/kernel/errors.ts';
-import { requireRole } from '../../engine/access/groundRoles.ts';
+import { requireMemberToken, requireRole } from '../../engine/access/groundRoles.ts';
 import { tokenScope } from '../../engine/access/tokens.ts';
 import type { Asset, DeviceWithAssets, Ground, GroundRole, Principal, Registry } from '../../engine/ports/registry.ts';
 import type { RegistryChange } from '../../engine/ports/registryChanges.ts';
@@ -83,12 +85,12 @@ export class EdgeAccess {
     return { principal, token };
   }
 
-  /** A ground the principal is a member of with at least `needed` (user tokens only). */
+  /** A ground the principal is a member of with at least `needed` (user tokens, and a key in its ground). */
   async ground(principal: Principal, groundId: string, needed: GroundRole = 'viewer'): Promise<MemberGround> {
-    if (principal.scope !== 'user') throw new FleetError('FORBIDDEN', `a ${principal.scope} token cannot manage grounds`);
+    requireMemberToken(principal, 'manage grounds');
     const ground = await this.#registry.getGround(groundId);
     if (ground === undefined) throw new FleetError('NOT_FOUND', `ground ${groundId} not found`);
-    const role = await this.#lookups.memberRole(groundId, principal.subjectId);
+    const role = await this.#lookups.roleIn(principal, groundId);
     if (role === undefined) throw new FleetError('FORBIDDEN', 'not a member of this ground');
     requireRole(role, needed);
     return { ...ground, role };
@@ -118,8 +120,8 @@ export class EdgeAccess {
     this.#precheck(principal, deviceId, need);
     const device = this.#lookups.cachedDevice(deviceId) ?? await this.#lookups.device(deviceId);
     if (device === undefined) throw new FleetError('UNKNOWN_DEVICE', `device ${deviceId} not found`);
-    if (principal.scope === 'user') {
-      const role = await this.#lookups.memberRole(device.groundId, principal.subjectId);
+    if (principal.scope !== 'device') {
+      const role = await this.#lookups.roleIn(principal, device.groundId);
       if (role === undefined) throw new FleetError('FORBIDDEN', 'not a member of the ground of this device');
       requireRole(role, DEVICE_NEED_ROLE[need]);
     }

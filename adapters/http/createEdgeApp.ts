@@ -16,6 +16,7 @@ import { problemResponse } from './problemResponse.ts';
 import { activationEdge } from './routes/activation/activationEdge.ts';
 import { commandRoutes } from './routes/commands/commandRoutes.ts';
 import { groundRoutes } from './routes/grounds/groundRoutes.ts';
+import { keyRoutes } from './routes/grounds/keyRoutes.ts';
 import { memberRoutes } from './routes/grounds/memberRoutes.ts';
 import { assetRoutes } from './routes/devices/assetRoutes.ts';
 import { integrationRoutes } from './routes/integrations/integrationRoutes.ts';
@@ -92,6 +93,7 @@ function routeGroups(edge: EdgeContext, deps: EdgeDeps): void {
   principalRoutes(edge);
   groundRoutes(edge);
   memberRoutes(edge);
+  keyRoutes(edge);
 }
 
 /** Times every answered request under the template of the route that answered. */

@@ -1,7 +1,7 @@
 /**
  * The registry port over a SqlExecutor: one implementation, one SQL dialect, shared by the PGlite
  * and PostgreSQL adapters. Each port of the registry has its SQL module (principals.ts, grounds.ts,
- * groundRoles.ts, devices.ts, assets.ts, deviceTypes.ts, activations.ts, integrations.ts, deliveries.ts, rules.ts,
+ * groundRoles.ts, groundKeys.ts, devices.ts, assets.ts, deviceTypes.ts, activations.ts, integrations.ts, deliveries.ts, rules.ts,
  * alarms.ts, connectivity.ts) over one SqlContext. Inputs are validated before any query; every driver error leaves
  * through mapSqlError.
  */
@@ -16,6 +16,7 @@ import { deviceOperations } from './devices.ts';
 import { deviceTypeOperations } from './deviceTypes.ts';
 import type { SqlExecutor } from './executor.ts';
 import { groundOperations } from './grounds.ts';
+import { groundKeyOperations } from './groundKeys.ts';
 import { groundRoleOperations } from './groundRoles.ts';
 import { integrationOperations } from './integrations.ts';
 import { migrate } from './migrate.ts';
@@ -49,6 +50,7 @@ export async function createSqlRegistry(executor: SqlExecutor, options: SqlRegis
     ...principalOperations(ctx),
     ...groundOperations(ctx),
     ...groundRoleOperations(ctx),
+    ...groundKeyOperations(ctx),
     ...deviceOperations(ctx),
     ...assetOperations(ctx),
     ...deviceTypeOperations(ctx),

@@ -130,14 +130,20 @@ export function groundRoleOperations(ctx: SqlContext): GroundRegistry {
           const memberIds = await ids('SELECT user_id AS id FROM memberships WHERE ground_id = $1 ORDER BY user_id');
           const integrationIds = await ids('SELECT id FROM integrations WHERE ground_id = $1 ORDER BY id');
           const ruleIds = await ids('SELECT id FROM rules WHERE ground_id = $1 ORDER BY id');
+          // The ground's keys go with it (cascade); their tokens are revoked, as revokeKey does.
+          const keyTokenHashes = (await tx.query<{ hash: string }>(
+            `UPDATE tokens SET revoked_at = $2 WHERE scope = 'key' AND revoked_at IS NULL
+               AND subject_id IN (SELECT id FROM ground_keys WHERE ground_id = $1) RETURNING hash`,
+            [groundId, clock.now()],
+          )).rows.map((r) => r.hash).sort();
           if (deviceIds.length > 0) {
             // As deleteDevice: the assets go with their device, its tokens are revoked.
             await tx.query('DELETE FROM devices WHERE ground_id = $1', [groundId]);
             await tx.query(`UPDATE tokens SET revoked_at = $2 WHERE scope = 'device' AND subject_id = ANY($1::text[]) AND revoked_at IS NULL`, [deviceIds, clock.now()]);
           }
-          // Memberships, integrations (with their deliveries), rules (with their standings) and alarms cascade.
+          // Memberships, keys, integrations (with their deliveries), rules (with their standings) and alarms cascade.
           await tx.query('DELETE FROM grounds WHERE id = $1', [groundId]);
-          return { deviceIds, memberIds, integrationIds, ruleIds };
+          return { deviceIds, memberIds, integrationIds, ruleIds, keyTokenHashes };
         }),
       );
     },

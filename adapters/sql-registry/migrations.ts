@@ -10,7 +10,9 @@
  * changes; version 9 the rules' timers (`for` and `silentFor`); version 10 the devices'
  * connectivity (engine/ports/connectivityRegistry.ts): when each device was last seen, the edges'
  * leases and the MQTT sessions open on them; version 11 the role of each member of a ground
- * (engine/ports/groundRegistry.ts): the memberships made before it are owners.
+ * (engine/ports/groundRegistry.ts): the memberships made before it are owners; version 12 stops
+ * announcing last seen times; version 13 applies a rule's evaluation in one statement
+ * (apply_rule_evaluation); version 14 the grounds' API keys (engine/ports/groundKeyRegistry.ts).
  *
  * Times are bigint epoch milliseconds (as everywhere in Fleetstream). Constraint names are stable:
  * sqlErrors.ts maps their violations to FleetError codes.
@@ -549,6 +551,29 @@ BEGIN
   END IF;
   RETURN json_build_object('change', change, 'alarm', row_to_json(changed))::text;
 END $$;
+`,
+  },
+  {
+    version: 14,
+    name: 'ground keys',
+    sql: `
+-- A ground's API keys. The key's token is a row of tokens (scope 'key', subject the key's id), so
+-- revoking a key is a token revocation, announced by the tokens table's trigger (version 4).
+-- created_by has no foreign key: the record of who made a key outlives nothing it points to.
+ALTER TABLE tokens DROP CONSTRAINT tokens_scope_check;
+ALTER TABLE tokens ADD CONSTRAINT tokens_scope_check CHECK (scope IN ('device', 'user', 'partner', 'key'));
+CREATE TABLE ground_keys (
+  id           text PRIMARY KEY,
+  ground_id    text NOT NULL CONSTRAINT ground_keys_ground_id_fkey REFERENCES grounds (id) ON DELETE CASCADE,
+  name         text NOT NULL,
+  role         text NOT NULL CONSTRAINT ground_keys_role_check CHECK (role IN ('editor', 'viewer')),
+  created_at   bigint NOT NULL,
+  created_by   text NOT NULL,
+  expires_at   bigint,
+  last_used_at bigint
+);
+-- GET /ground/{groundId}/keys: oldest first, by pages.
+CREATE INDEX ground_keys_ground_idx ON ground_keys (ground_id, created_at, id);
 `,
   },
 ];

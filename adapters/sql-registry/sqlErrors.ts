@@ -24,6 +24,7 @@ const BY_CONSTRAINT: Record<string, Mapping> = {
   device_types_partner_id_fkey: { code: 'NOT_FOUND', message: 'partner not found', field: 'partnerId' },
   activations_partner_id_fkey: { code: 'NOT_FOUND', message: 'partner not found', field: 'partnerId' },
   integrations_ground_id_fkey: { code: 'NOT_FOUND', message: 'ground not found', field: 'groundId' },
+  ground_keys_ground_id_fkey: { code: 'NOT_FOUND', message: 'ground not found', field: 'groundId' },
   rules_ground_id_fkey: { code: 'NOT_FOUND', message: 'ground not found', field: 'groundId' },
   alarms_ground_id_fkey: { code: 'NOT_FOUND', message: 'ground not found', field: 'groundId' },
   rule_standings_rule_id_fkey: { code: 'NOT_FOUND', message: 'rule not found', field: 'ruleId' },

@@ -22,6 +22,7 @@ export interface RegistryLookupsOptions {
 
 export class RegistryLookups {
   readonly #registry: RegistryLookupsOptions['registry'];
+  readonly #clock: Clock;
   /** Token → its principal and hash (computed on a miss, so a revocation compares strings only). */
   readonly #principals: TtlCache<string, { principal: Principal; tokenHash: string }>;
   readonly #devices: TtlCache<string, DeviceWithAssets>;
@@ -32,6 +33,7 @@ export class RegistryLookups {
 
   constructor(options: RegistryLookupsOptions) {
     this.#registry = options.registry;
+    this.#clock = options.clock;
     const cache = { clock: options.clock, ttlMs: options.cacheTtlMs };
     this.#principals = new TtlCache(cache);
     this.#devices = new TtlCache(cache);
@@ -46,12 +48,30 @@ export class RegistryLookups {
       const principal = await this.#registry.authenticate(token);
       return principal === undefined ? undefined : { principal, tokenHash: hashToken(token) };
     });
-    return entry?.principal;
+    return this.#unexpired(token, entry?.principal);
   }
 
   /** The cached principal of a token, without a lookup (the edges' per-request path: no promise when it is there). */
   cachedPrincipal(token: string): Principal | undefined {
-    return this.#principals.get(token)?.principal;
+    return this.#unexpired(token, this.#principals.get(token)?.principal);
+  }
+
+  /** A key expires while cached: from its `expiresAt` on it is no principal, whatever the cache holds. */
+  #unexpired(token: string, principal: Principal | undefined): Principal | undefined {
+    const expiresAt = principal?.key?.expiresAt;
+    if (expiresAt === undefined || expiresAt > this.#clock.now()) return principal;
+    this.#principals.delete(token);
+    return undefined;
+  }
+
+  /**
+   * The role the principal holds in the ground: a user's membership, a key's own role in its one
+   * ground (docs/grounds.md "API keys"); undefined for anyone else and for any other ground.
+   */
+  async roleIn(principal: Principal, groundId: string): Promise<GroundRole | undefined> {
+    if (principal.scope === 'user') return this.memberRole(groundId, principal.subjectId);
+    if (principal.scope === 'key' && principal.key?.groundId === groundId) return principal.key.role;
+    return undefined;
   }
 
   /** The cached device, without a lookup. */

@@ -7,10 +7,11 @@
  *   editor  also creates, changes and deletes devices, assets, rules and integrations, sends states
  *           and commands, acknowledges and clears alarms, activates devices into the ground;
  *   owner   also manages the members and the ground itself.
- * Device and partner tokens have no role: their rights are the token's (EdgeAccess.ts).
+ * Device and partner tokens have no role: their rights are the token's (EdgeAccess.ts). A ground's
+ * API key holds its role (viewer or editor) in its one ground (RegistryLookups.roleIn).
  */
 import { FleetError } from '../kernel/errors.ts';
-import type { GroundRole } from '../ports/registry.ts';
+import type { GroundRole, Principal } from '../ports/registry.ts';
 
 const RANK: Readonly<Record<GroundRole, number>> = { viewer: 0, editor: 1, owner: 2 };
 
@@ -25,4 +26,19 @@ export function requireRole(held: GroundRole, needed: GroundRole): void {
   throw new FleetError('FORBIDDEN', `needs the ${needed} role in this ground; the token's user is ${held === 'editor' ? 'an' : 'a'} ${held}`, {
     detail: { requiredRole: needed, role: held },
   });
+}
+
+/** Whether the token acts in grounds by a role: a user's, or a ground's API key. */
+export function actsByRole(principal: Principal): boolean {
+  return principal.scope === 'user' || principal.scope === 'key';
+}
+
+/** FORBIDDEN for a device or partner token on a route of grounds' members (`what` it cannot do). */
+export function requireMemberToken(principal: Principal, what: string): void {
+  if (!actsByRole(principal)) throw new FleetError('FORBIDDEN', `a ${principal.scope} token cannot ${what}`);
+}
+
+/** Who did it, as records name it (a command's issuer): `user:<id>` or `key:<id>`. */
+export function actorOf(principal: Principal): string {
+  return `${principal.scope}:${principal.subjectId}`;
 }

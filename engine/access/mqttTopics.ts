@@ -26,9 +26,9 @@ export type UplinkTopic =
 export type Refusal = { ok: false; code: ErrorCode; reason: string };
 export type Decision<T> = { ok: true; value: T } | Refusal;
 
-/** Who a connection speaks for (engine/ports/registry Principal). */
+/** Who a connection speaks for (engine/ports/registry Principal; a key token never connects: handleConnect). */
 export interface MqttPrincipal {
-  scope: 'device' | 'user' | 'partner';
+  scope: 'device' | 'user' | 'partner' | 'key';
   subjectId: string;
 }
 
@@ -144,7 +144,7 @@ export function authorizeSubscription(
 ): Decision<FilterSubject> {
   const subject = parseFilter(filter);
   if (subject === undefined) return refuse('FORBIDDEN', `filter "${shorten(filter)}" is not a command, feed or alarm topic of one device`);
-  if (who.scope === 'partner') return refuse('FORBIDDEN', 'a partner token cannot subscribe');
+  if (who.scope === 'partner' || who.scope === 'key') return refuse('FORBIDDEN', `a ${who.scope} token cannot subscribe`);
   if (device === undefined) return refuse('FORBIDDEN', 'no such device or asset');
   if (subject.kind === 'device' && subject.deviceId !== device.id) return refuse('FORBIDDEN', 'no such device');
   if (subject.kind === 'asset' && !device.assets.some((a) => a.id === subject.assetId)) return refuse('FORBIDDEN', 'no such asset');

@@ -1,7 +1,7 @@
 /**
  * The one place registry changes are published (engine/ports/registryChanges.ts): a Registry that
  * publishes what each mutation changed once the mutation has committed (one function per port:
- * fleetMutations, groundMutations, principalMutations, activationMutations, integrationMutations, ruleMutations),
+ * fleetMutations, groundMutations, principalMutations, keyMutations, activationMutations, integrationMutations, ruleMutations),
  * whoever calls it — the HTTP routes, the admin CLI (directly or through the running service's
  * admin socket), activation.
  *
@@ -16,11 +16,12 @@
  * whatever delivers its events, and so is its disabling by a delivery (410). A rule's creation,
  * change and deletion are published for the engines that judge devices by it. A member's role
  * change is a membership change (cached roles are dropped, live streams re-authorised); a deleted
- * ground is published as what went with it: its devices, memberships, integrations and rules. Not published:
+ * ground is published as what went with it: its devices, memberships, integrations, rules and its
+ * keys' tokens (revoked). A revoked key is published as its token's revocation. Not published:
  * device-type changes (devices keep the profiles copied when created), new principals, grounds and
  * tokens (nothing cached can be stale about them), alarms (nothing caches them).
  */
-import type { ActivationRegistry, FleetRegistry, GroundRegistry, IntegrationDeliveries, IntegrationRegistry, PrincipalRegistry, Registry, RuleRegistry } from '../ports/registry.ts';
+import type { ActivationRegistry, FleetRegistry, GroundKeyRegistry, GroundRegistry, IntegrationDeliveries, IntegrationRegistry, PrincipalRegistry, Registry, RuleRegistry } from '../ports/registry.ts';
 import type { RegistryChanges } from '../ports/registryChanges.ts';
 import { hashToken } from './tokens.ts';
 
@@ -33,6 +34,7 @@ export function publishingRegistry<R extends Registry>(registry: R, changes: Pic
     ...fleetMutations(registry, publish),
     ...groundMutations(registry, publish),
     ...principalMutations(registry, publish),
+    ...keyMutations(registry, publish),
     ...activationMutations(registry, publish),
     ...integrationMutations(registry, publish),
     ...ruleMutations(registry, publish),
@@ -105,7 +107,19 @@ function groundMutations(registry: GroundRegistry, publish: Publish): Pick<Groun
       for (const userId of deleted.memberIds) await publish({ kind: 'membership-changed', groundId, userId });
       for (const integrationId of deleted.integrationIds) await publish({ kind: 'integration-deleted', integrationId, groundId });
       for (const ruleId of deleted.ruleIds) await publish({ kind: 'rule-deleted', ruleId, groundId });
+      for (const tokenHash of deleted.keyTokenHashes) await publish({ kind: 'token-revoked', tokenHash });
       return deleted;
+    },
+  };
+}
+
+/** A revoked key is a revoked token: it ends what the key opened (live streams), on every edge. */
+function keyMutations(registry: GroundKeyRegistry, publish: Publish): Pick<GroundKeyRegistry, 'revokeKey'> {
+  return {
+    async revokeKey(groundId, keyId) {
+      const revoked = await registry.revokeKey(groundId, keyId);
+      if (revoked !== undefined) await publish({ kind: 'token-revoked', tokenHash: revoked.tokenHash });
+      return revoked;
     },
   };
 }

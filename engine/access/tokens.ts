@@ -1,6 +1,6 @@
 /**
  * Bearer tokens (DESIGN.md §5). A token is a scope prefix plus 43 random base62 characters
- * (~256 bits): `fsd_…` device, `fsu_…` user, `fsp_…` partner. The prefix lets a leaked token be
+ * (~256 bits): `fsd_…` device, `fsu_…` user, `fsp_…` partner, `fsk_…` a ground's API key. The prefix lets a leaked token be
  * recognised (secret scanners, logs) and lets the edge reject a token of the wrong kind before
  * any lookup.
  *
@@ -14,11 +14,11 @@ import { createHash } from 'node:crypto';
 import type { TokenScope } from '../../schemas/registry.ts';
 import { randomBase62 } from '../kernel/ids.ts';
 
-export const TOKEN_PREFIXES = { device: 'fsd_', user: 'fsu_', partner: 'fsp_' } as const satisfies Record<TokenScope, string>;
+export const TOKEN_PREFIXES = { device: 'fsd_', user: 'fsu_', partner: 'fsp_', key: 'fsk_' } as const satisfies Record<TokenScope, string>;
 
 const SECRET_LENGTH = 43;
-const TOKEN_RE = /^fs([dup])_[0-9A-Za-z]{43}$/;
-const SCOPE_BY_LETTER: Record<string, TokenScope> = { d: 'device', u: 'user', p: 'partner' };
+const TOKEN_RE = /^fs([dupk])_[0-9A-Za-z]{43}$/;
+const SCOPE_BY_LETTER: Record<string, TokenScope> = { d: 'device', u: 'user', p: 'partner', k: 'key' };
 
 export function newToken(scope: TokenScope): string {
   return TOKEN_PREFIXES[scope] + randomBase62(SECRET_LENGTH);

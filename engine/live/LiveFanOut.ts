@@ -2,8 +2,10 @@
  * The subscriptions of an edge's live reader and how an event reaches them (docs/live.md):
  * subscriptions are indexed by the device or ground they follow, so an event costs the subscribers
  * it reaches, not a test of every subscription of the edge (1 000 consoles on 1 000 grounds); a
- * registry change ends the subscriptions it withdraws.
+ * registry change ends the subscriptions it withdraws, and the expiry of the key that opened one
+ * (LiveOwner.expiresAt) ends it on this edge at that time, without any change announced.
  */
+import type { Clock, TimerHandle } from '../kernel/clock.ts';
 import { toFleetError, type FleetError } from '../kernel/errors.ts';
 import type { RegistryChange } from '../ports/registryChanges.ts';
 import { before, type LivePosition } from './liveCursor.ts';
@@ -18,20 +20,25 @@ export interface LiveEntry {
   from: LivePosition[] | undefined;
 }
 
+/** setTimeout's longest delay (a longer one fires at once): a later expiry is waited for in steps. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export class LiveFanOut {
   readonly #entries = new Set<LiveEntry>();
   /** The entries by the device or the ground their filter names. */
   readonly #byDevice = new Map<string, Set<LiveEntry>>();
   readonly #byGround = new Map<string, Set<LiveEntry>>();
   readonly #onError: ((error: FleetError) => void) | undefined;
-  readonly #now: () => number;
+  readonly #clock: Pick<Clock, 'now' | 'setTimeout'>;
+  /** The timers of the entries whose owner expires. */
+  readonly #expiries = new Map<LiveEntry, TimerHandle>();
   /** When the last subscription ended (clock ms); none yet: nobody to resume. */
   lastLeftAt = Number.NEGATIVE_INFINITY;
   /** Subscriptions that refused an event (overflow) and were dropped. */
   dropped = 0;
 
-  constructor(now: () => number, onError?: (error: FleetError) => void) {
-    this.#now = now;
+  constructor(clock: Pick<Clock, 'now' | 'setTimeout'>, onError?: (error: FleetError) => void) {
+    this.#clock = clock;
     this.#onError = onError;
   }
 
@@ -41,6 +48,7 @@ export class LiveFanOut {
 
   add(entry: LiveEntry): void {
     this.#entries.add(entry);
+    if (entry.owner?.expiresAt !== undefined) this.#expireAt(entry, entry.owner.expiresAt);
     const { deviceId, groundId } = entry.filter;
     const [index, key] = deviceId !== undefined ? [this.#byDevice, deviceId] : [this.#byGround, groundId];
     // A filter naming neither matches nothing: kept (it is a subscription) but never indexed.
@@ -52,7 +60,9 @@ export class LiveFanOut {
 
   remove(entry: LiveEntry): void {
     if (!this.#entries.delete(entry)) return;
-    if (this.#entries.size === 0) this.lastLeftAt = this.#now();
+    this.#expiries.get(entry)?.cancel();
+    this.#expiries.delete(entry);
+    if (this.#entries.size === 0) this.lastLeftAt = this.#clock.now();
     const { deviceId, groundId } = entry.filter;
     const [index, key] = deviceId !== undefined ? [this.#byDevice, deviceId] : [this.#byGround, groundId];
     if (key === undefined) return;
@@ -63,6 +73,8 @@ export class LiveFanOut {
   /** Ends every subscription (the edge is closing). */
   closeAll(): void {
     for (const entry of [...this.#entries]) entry.subscriber.close('closing');
+    for (const timer of this.#expiries.values()) timer.cancel();
+    this.#expiries.clear();
     this.#entries.clear();
     this.#byDevice.clear();
     this.#byGround.clear();
@@ -85,6 +97,17 @@ export class LiveFanOut {
         // A device moved to another ground: its ground streams follow once the lookup cache expires.
         return;
     }
+  }
+
+  /** Ends the entry as a revocation would, once the clock reaches `at`. */
+  #expireAt(entry: LiveEntry, at: number): void {
+    const wait = at - this.#clock.now();
+    this.#expiries.set(entry, this.#clock.setTimeout(() => {
+      if (!this.#entries.has(entry)) return;
+      if (this.#clock.now() < at) return this.#expireAt(entry, at);
+      this.remove(entry);
+      entry.subscriber.close('forbidden');
+    }, Math.min(Math.max(0, wait), MAX_TIMER_MS)));
   }
 
   #closeWhere(predicate: (entry: LiveEntry) => boolean): void {

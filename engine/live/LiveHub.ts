@@ -88,7 +88,7 @@ export class LiveHub {
       resumeWindowMs: options.resumeWindowMs ?? 60_000,
     };
     this.#ring = new LiveRing({ ringEvents: options.ringEvents ?? 10_000, ringBytes: options.ringBytes ?? 16 * 1024 * 1024 });
-    this.#fanOut = new LiveFanOut(() => options.clock.now(), options.onError);
+    this.#fanOut = new LiveFanOut(options.clock, options.onError);
     const onError = (error: unknown) => options.onError?.(toFleetError(error));
     this.#states = new LiveFeeds<StateRow>(onError, () => this.#demand.emit());
     this.#alarms = new LiveFeeds<LiveAlarm>(onError, () => this.#demand.emit());

@@ -33,6 +33,8 @@ export interface LiveOwner {
   tokenHash: string;
   /** The ground the access was granted through: the ground streamed, or the ground of the device streamed. */
   groundId: string;
+  /** When the token expires (a ground's API key, epoch ms): the subscription ends then. */
+  expiresAt?: number;
 }
 
 export interface LiveSubscriber {

@@ -1,11 +1,12 @@
 /**
- * Registry: the relational, transactional store behind the HTTP edge (DESIGN.md §2, §5), as ten
+ * Registry: the relational, transactional store behind the HTTP edge (DESIGN.md §2, §5), as eleven
  * ports that a feature depends on one at a time: principals and tokens (principalRegistry.ts),
  * grounds, devices and assets (fleetRegistry.ts), device types (deviceTypeRegistry.ts),
  * activations (activationRegistry.ts), integrations (integrationRegistry.ts) and their
  * deliveries (integrationDeliveries.ts), rules (ruleRegistry.ts) and their alarms
  * (alarmRegistry.ts), the devices' connectivity (connectivityRegistry.ts), the roles of grounds'
- * members and the grounds' own changes (groundRegistry.ts). A new feature's methods
+ * members and the grounds' own changes (groundRegistry.ts), the grounds' API keys
+ * (groundKeyRegistry.ts). A new feature's methods
  * go in a port of their own.
  * Implemented by adapters/pglite (embedded default) and adapters/postgres; both run the same SQL
  * (adapters/sql-registry, a module per port) and pass each port's contract suite.
@@ -22,6 +23,7 @@ import type { AlarmRegistry } from './alarmRegistry.ts';
 import type { ConnectivityRegistry } from './connectivityRegistry.ts';
 import type { DeviceTypeRegistry } from './deviceTypeRegistry.ts';
 import type { FleetRegistry } from './fleetRegistry.ts';
+import type { GroundKeyRegistry } from './groundKeyRegistry.ts';
 import type { GroundRegistry } from './groundRegistry.ts';
 import type { IntegrationDeliveries } from './integrationDeliveries.ts';
 import type { IntegrationRegistry } from './integrationRegistry.ts';
@@ -49,6 +51,8 @@ export type {
   NewAsset,
   NewDevice,
   NewGround,
+  KeyGrant,
+  KeyRole,
   Partner,
   Principal,
   TokenScope,
@@ -58,6 +62,7 @@ export type {
 export type { ActivationRegistry, Activated } from './activationRegistry.ts';
 export type { DeviceTypeRegistry, SavedDeviceType } from './deviceTypeRegistry.ts';
 export type { CreatedDevice, DeviceWithAssets, FleetRegistry, UpsertedAsset } from './fleetRegistry.ts';
+export type { CreatedGroundKey, GroundKey, GroundKeyRegistry, KeyQuery, NewGroundKey, RevokedGroundKey } from './groundKeyRegistry.ts';
 export type { DeletedGround, GroundPatch, GroundRegistry, GroundRole, Member, MemberQuery, SetMember } from './groundRegistry.ts';
 export type { PrincipalRegistry, WithToken } from './principalRegistry.ts';
 export type { Integration, IntegrationPatch, IntegrationQuery, IntegrationRegistry, NewIntegration, WithSecret } from './integrationRegistry.ts';
@@ -67,7 +72,7 @@ export type { ConnectivityRegistry, DeviceActivity, DeviceConnectivity, OpenedSe
 export type { Alarm, AlarmQuery, AlarmRegistry, AlarmStatus, EvaluationChange, EvaluationOutcome, EvaluationStanding, RuleEvaluation } from './alarmRegistry.ts';
 
 /** The whole registry, as one database holds it: what the composition root opens and closes. */
-export interface Registry extends PrincipalRegistry, FleetRegistry, GroundRegistry, DeviceTypeRegistry, ActivationRegistry, IntegrationRegistry, IntegrationDeliveries, RuleRegistry, AlarmRegistry, ConnectivityRegistry {
+export interface Registry extends PrincipalRegistry, FleetRegistry, GroundRegistry, GroundKeyRegistry, DeviceTypeRegistry, ActivationRegistry, IntegrationRegistry, IntegrationDeliveries, RuleRegistry, AlarmRegistry, ConnectivityRegistry {
   close(): Promise<void>;
 }
 

@@ -142,6 +142,7 @@ export function groundsContract(name: string, factory: RegistryFactory) {
       memberIds: [ann.entity.id, bob.entity.id].sort(),
       integrationIds: [integration.integration.id],
       ruleIds: [rule.id],
+      keyTokenHashes: [],
     });
     assert.is(await r.getGround(g.id), undefined);
     assert.is(await r.getDevice(device.device.id), undefined);
@@ -155,7 +156,7 @@ export function groundsContract(name: string, factory: RegistryFactory) {
     assert.is(await r.deleteGround(g.id), undefined, 'gone');
 
     const empty = await r.createGround({ name: 'empty' });
-    assert.equal(await r.deleteGround(empty.id), { deviceIds: [], memberIds: [], integrationIds: [], ruleIds: [] });
+    assert.equal(await r.deleteGround(empty.id), { deviceIds: [], memberIds: [], integrationIds: [], ruleIds: [], keyTokenHashes: [] });
     for (const bad of MALFORMED_IDS) assert.is(await r.deleteGround(any(bad)), undefined);
   });
 

@@ -6,7 +6,7 @@
 import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
 import { FleetError, toFleetError } from '../../../engine/kernel/errors.ts';
-import type { HubEvent, LiveFilter } from '../../../engine/live/LiveHub.ts';
+import type { HubEvent, LiveFilter, LiveOwner } from '../../../engine/live/LiveHub.ts';
 import { LiveSubscription, type LiveCloseReason, type LiveFormat, type LiveTransport } from '../../../engine/live/LiveSubscription.ts';
 import type { Principal } from '../../../engine/ports/registry.ts';
 import { ID_PATTERN } from '../../../schemas/registry.ts';
@@ -34,6 +34,8 @@ export interface LiveSocketOptions {
 }
 
 const CLOSE_POLICY = 1008;
+/** setTimeout's longest delay (a longer one fires at once). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 /** Client frames received and not handled yet, per connection. */
 const MAX_QUEUED_FRAMES = 64;
 const CLOSE_TRY_AGAIN = 1013;
@@ -187,7 +189,19 @@ export class LiveSocketConnection {
       return this.#refuse(toFleetError(error).message, 'unauthorized');
     }
     authTimer.cancel();
+    this.#closeAtExpiry(this.#principal.key?.expiresAt);
     this.#send({ type: 'ready' });
+  }
+
+  /** A key's connection ends when the key expires (1008), subscribed or not: its token is no token any more. */
+  #closeAtExpiry(expiresAt: number | undefined): void {
+    if (expiresAt === undefined || this.#closed) return;
+    const wait = expiresAt - this.#o.clock.now();
+    const timer = this.#o.clock.setTimeout(() => {
+      if (this.#o.clock.now() < expiresAt) return this.#closeAtExpiry(expiresAt);
+      this.#refuse('the API key expired', 'expired');
+    }, Math.min(Math.max(0, wait), MAX_TIMER_MS));
+    this.#ws.once('close', () => timer.cancel());
   }
 
   #unsubscribe(frame: Record<string, unknown>): void {
@@ -221,7 +235,9 @@ export class LiveSocketConnection {
     if (this.#closed) return;
     const subscription = new LiveSubscription({ transport: this.#transport, format: WS_FORMAT, maxBufferedBytes: this.#o.maxBufferedBytes });
     this.#send({ type: 'subscribed', [filter.deviceId !== undefined ? 'device' : 'ground']: filter.deviceId ?? filter.groundId });
-    const unsubscribe = this.#o.hub.subscribe(filter, subscription, lastEventId, { subjectId: who.subjectId, tokenHash: this.#tokenHash, groundId });
+    const owner: LiveOwner = { subjectId: who.subjectId, tokenHash: this.#tokenHash, groundId };
+    if (who.key?.expiresAt !== undefined) owner.expiresAt = who.key.expiresAt;
+    const unsubscribe = this.#o.hub.subscribe(filter, subscription, lastEventId, owner);
     this.#subscriptions.set(key, { subscription, unsubscribe });
   }
 }

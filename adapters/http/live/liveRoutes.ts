@@ -11,6 +11,7 @@ import Type from 'typebox';
 import type { Clock, TimerHandle } from '../../../engine/kernel/clock.ts';
 import { FleetError } from '../../../engine/kernel/errors.ts';
 import type { LiveFilter, HubEvent, LiveOwner } from '../../../engine/live/LiveHub.ts';
+import type { Principal } from '../../../engine/ports/registry.ts';
 import { hashToken } from '../../../engine/access/tokens.ts';
 import { LiveSubscription, type LiveFormat, type LiveSubscriber } from '../../../engine/live/LiveSubscription.ts';
 import { LIVE_KINDS, type LiveKind } from '../../../schemas/live.ts';
@@ -112,7 +113,7 @@ export function liveRoutes(edge: EdgeContext, live: EdgeLive, connections: LiveC
   }, async (c, { principal, token, params, query }) => {
     const kinds = kindsOf(query.kinds?.split(','), 'query.kinds');
     const device = await access.device(principal, params.id, 'read');
-    return stream(c, { deviceId: device.id, kinds }, { subjectId: principal.subjectId, tokenHash: hashToken(token), groundId: device.groundId }, streamDeps);
+    return stream(c, { deviceId: device.id, kinds }, ownerOf(principal, token, device.groundId), streamDeps);
   });
 
   router.route({
@@ -130,8 +131,15 @@ export function liveRoutes(edge: EdgeContext, live: EdgeLive, connections: LiveC
   }, async (c, { principal, token, params, query }) => {
     const kinds = kindsOf(query.kinds?.split(','), 'query.kinds');
     const ground = await access.ground(principal, params.groundId);
-    return stream(c, { groundId: ground.id, kinds }, { subjectId: principal.subjectId, tokenHash: hashToken(token), groundId: ground.id }, streamDeps);
+    return stream(c, { groundId: ground.id, kinds }, ownerOf(principal, token, ground.id), streamDeps);
   });
+}
+
+/** Who opens a stream: registry changes of its token, user or device end it, and so does its key's expiry. */
+function ownerOf(principal: Principal, token: string, groundId: string): LiveOwner {
+  const owner: LiveOwner = { subjectId: principal.subjectId, tokenHash: hashToken(token), groundId };
+  if (principal.key?.expiresAt !== undefined) owner.expiresAt = principal.key.expiresAt;
+  return owner;
 }
 
 interface StreamDeps {

@@ -1,17 +1,18 @@
 /**
- * A resource of a ground (an integration, a rule, an alarm) found by id for a user: it exists only
- * for members of its ground. For anyone else it is NOT_FOUND, as an unknown id, so ids of other
- * grounds' resources cannot be probed; a token that is not a user's is FORBIDDEN, and so is a
+ * A resource of a ground (an integration, a rule, an alarm) found by id for a user or a ground's key:
+ * it exists only for members of its ground (a key: its own ground). For anyone else it is NOT_FOUND, as an unknown id, so ids of other
+ * grounds' resources cannot be probed; a device or partner token is FORBIDDEN, and so is a
  * member whose role is below `needed` (it knows the resource exists: it may read it).
  */
 import { FleetError, isFleetError } from '../../../engine/kernel/errors.ts';
+import { requireMemberToken } from '../../../engine/access/groundRoles.ts';
 import type { GroundRole, Principal } from '../../../engine/ports/registry.ts';
 import type { EdgeContext } from '../EdgeContext.ts';
 
 export async function memberResource<T extends { groundId: string }>(
   edge: EdgeContext, principal: Principal, kind: string, id: string, lookup: (id: string) => Promise<T | undefined>, needed: GroundRole,
 ): Promise<T> {
-  if (principal.scope !== 'user') throw new FleetError('FORBIDDEN', `a ${principal.scope} token cannot manage ${kind}s`);
+  requireMemberToken(principal, `manage ${kind}s`);
   const resource = await lookup(id);
   const notFound = new FleetError('NOT_FOUND', `${kind} ${id} not found`);
   if (resource === undefined) throw notFound;

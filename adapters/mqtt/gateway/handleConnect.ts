@@ -54,8 +54,9 @@ export function handleConnect(conn: EdgeConnection, body: Buffer): void {
   const token = packet.username;
   ctx.access.principal(token).then((principal) => {
     if (conn.phase !== 'authenticating') return;
-    if (principal === undefined || principal.scope === 'partner') {
-      ctx.logger.info('mqtt: connection refused', { clientId: packet.clientId, reason: principal === undefined ? 'unknown token' : 'partner token' });
+    // A ground's API key is for HTTP, REST and live streams (docs/grounds.md "API keys"), as a partner token is.
+    if (principal === undefined || principal.scope === 'partner' || principal.scope === 'key') {
+      ctx.logger.info('mqtt: connection refused', { clientId: packet.clientId, reason: principal === undefined ? 'unknown token' : `${principal.scope} token` });
       return refuse(conn, Reason.BAD_USER_NAME_OR_PASSWORD, ReturnCode311.BAD_USER_NAME_OR_PASSWORD);
     }
     conn.principal = principal;

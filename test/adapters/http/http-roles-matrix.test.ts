@@ -2,7 +2,8 @@
  * Who may call what: every route of the HTTP edge (read from the service's /openapi.json, so a
  * route added without a line here fails the suite) × every kind of credential — the owner, an
  * editor and a viewer of the ground, a user of another ground, the device's own token, a partner
- * token, no token — on the composed embedded service. An allowed call must succeed; a refused one
+ * token, no token, and the ground's API keys: a viewer key, an editor key, a key of another ground,
+ * an expired key and a revoked one — on the composed embedded service. An allowed call must succeed; a refused one
  * must carry its status and code: 401 UNAUTHORIZED, 403 FORBIDDEN (naming `requiredRole` when the
  * member's role is too low), 404 NOT_FOUND for a ground's resource looked up by id by a stranger.
  * Mutating routes get a fresh target for each call, so one credential's success never changes what
@@ -15,8 +16,10 @@ import { startEmbeddedService } from '../../support/embeddedService.ts';
 import { activationBody, trackerDraft } from '../../support/activationWorld.ts';
 import { tempDir, waitFor } from '../../support/tmp.ts';
 
-type Cred = 'owner' | 'editor' | 'viewer' | 'outsider' | 'device' | 'partner' | 'none';
-const CREDS: Cred[] = ['none', 'partner', 'device', 'outsider', 'viewer', 'editor', 'owner'];
+type KeyCred = 'keyViewer' | 'keyEditor' | 'keyOutsider' | 'keyExpired' | 'keyRevoked';
+type Cred = 'owner' | 'editor' | 'viewer' | 'outsider' | 'device' | 'partner' | 'none' | KeyCred;
+const CREDS: Cred[] = ['none', 'partner', 'device', 'outsider', 'viewer', 'editor', 'owner', 'keyViewer', 'keyEditor', 'keyOutsider', 'keyExpired', 'keyRevoked'];
+const isKey = (cred: Cred): cred is KeyCred => cred.startsWith('key');
 /** public: anyone; webhook: an LPWAN application's secret, which none of these is; any: every token. */
 type Need = 'public' | 'webhook' | 'any' | 'user' | 'partner' | 'viewer' | 'editor' | 'owner';
 const RANK = { viewer: 0, editor: 1, owner: 2 } as const;
@@ -35,6 +38,10 @@ interface Case {
   device?: boolean;
   /** A ground's resource found by id: for a stranger it does not exist (404). */
   byId?: boolean;
+  /** A route of users that a ground's API key may call too (`need: 'user'`). */
+  key?: boolean;
+  /** A route a member of the role may call that a key may not (activation: docs/grounds.md). */
+  noKey?: boolean;
   /** Statuses of an allowed call; default any 2xx. */
   ok?: number[];
   call(cred: Cred): Promise<Req>;
@@ -122,13 +129,15 @@ const CASES: Record<string, Case> = {
   'GET /me': { need: 'any', device: true, call: fixed('GET', () => '/me') },
 
   // grounds and members
-  'GET /grounds': { need: 'user', call: fixed('GET', () => '/grounds') },
+  'GET /grounds': { need: 'user', key: true, call: fixed('GET', () => '/grounds') },
   'POST /grounds': { need: 'user', call: fixed('POST', () => '/grounds', () => ({ name: next('ground') })) },
   'GET /ground/{groundId}': { need: 'viewer', call: fixed('GET', () => `/ground/${g()}`) },
   'PATCH /ground/{groundId}': { need: 'owner', call: fixed('PATCH', () => `/ground/${g()}`, () => ({ name: next('renamed') })) },
   'DELETE /ground/{groundId}': {
     need: 'owner',
-    async call() {
+    async call(cred) {
+      // A key reaches its own ground only: it is refused by role there (the ground is never deleted).
+      if (isKey(cred)) return { method: 'DELETE', path: `/ground/${g()}` };
       const ground = await service.registry.createGround({ name: next('doomed'), userId: w.ids.owner });
       for (const role of ['editor', 'viewer'] as const) await service.registry.setMemberRole(ground.id, w.ids[role], role);
       return { method: 'DELETE', path: `/ground/${ground.id}` };
@@ -147,6 +156,17 @@ const CASES: Record<string, Case> = {
       const userId = await freshUser();
       await service.registry.setMemberRole(g(), userId, 'viewer');
       return { method: 'DELETE', path: `/ground/${g()}/members/${userId}` };
+    },
+  },
+
+  // API keys
+  'POST /ground/{groundId}/keys': { need: 'owner', call: fixed('POST', () => `/ground/${g()}/keys`, () => ({ name: next('key'), role: 'viewer' })) },
+  'GET /ground/{groundId}/keys': { need: 'owner', call: fixed('GET', () => `/ground/${g()}/keys`) },
+  'DELETE /ground/{groundId}/keys/{keyId}': {
+    need: 'owner',
+    async call() {
+      const created = await service.registry.createKey(g(), { name: next('key'), role: 'editor' }, w.ids.owner);
+      return { method: 'DELETE', path: `/ground/${g()}/keys/${created.key.id}` };
     },
   },
 
@@ -240,6 +260,7 @@ const CASES: Record<string, Case> = {
   // activation: partners, and users redeeming a code into a ground (an editor's right there)
   'POST /activate': {
     need: 'editor',
+    noKey: true,
     async call() {
       const code = await freshActivation();
       const offer = await http('GET', `/activate/${code}`, w.tokens.owner);
@@ -271,14 +292,24 @@ const CASES: Record<string, Case> = {
 /** What `cred` must get on a route: allowed (undefined), or the refusal's status, code and role named. */
 function refusal(c: Case, cred: Cred): { status: number; code: string; requiredRole?: string } | undefined {
   if (c.need === 'public') return undefined;
-  if (c.need === 'webhook' || cred === 'none') return { status: 401, code: 'UNAUTHORIZED' };
+  if (c.need === 'webhook' || cred === 'none' || cred === 'keyExpired' || cred === 'keyRevoked') return { status: 401, code: 'UNAUTHORIZED' };
   if (c.need === 'any') return undefined;
   if (cred === 'partner') return c.need === 'partner' ? undefined : { status: 403, code: 'FORBIDDEN' };
   if (c.need === 'partner') return { status: 403, code: 'FORBIDDEN' };
   if (cred === 'device') return c.device === true ? undefined : { status: 403, code: 'FORBIDDEN' };
+  if (isKey(cred)) return keyRefusal(c, cred);
   if (c.need === 'user') return undefined;
   if (cred === 'outsider') return c.byId === true ? { status: 404, code: 'NOT_FOUND' } : { status: 403, code: 'FORBIDDEN' };
   return RANK[cred] >= RANK[c.need] ? undefined : { status: 403, code: 'FORBIDDEN', requiredRole: c.need };
+}
+
+/** A key of the ground holds its role there; one of another ground is a stranger; user-only routes refuse keys. */
+function keyRefusal(c: Case, cred: KeyCred): { status: number; code: string; requiredRole?: string } | undefined {
+  if (c.need === 'user') return c.key === true ? undefined : { status: 403, code: 'FORBIDDEN' };
+  if (c.noKey === true) return { status: 403, code: 'FORBIDDEN' };
+  if (cred === 'keyOutsider') return c.byId === true ? { status: 404, code: 'NOT_FOUND' } : { status: 403, code: 'FORBIDDEN' };
+  const role = cred === 'keyEditor' ? 'editor' : 'viewer';
+  return RANK[role] >= RANK[c.need as keyof typeof RANK] ? undefined : { status: 403, code: 'FORBIDDEN', requiredRole: c.need };
 }
 
 test.before(async () => {
@@ -288,13 +319,26 @@ test.before(async () => {
   const ground = await r.createGround({ name: 'team', userId: users.owner.entity.id });
   await r.setMemberRole(ground.id, users.editor.entity.id, 'editor');
   await r.setMemberRole(ground.id, users.viewer.entity.id, 'viewer');
-  await r.createGround({ name: 'elsewhere', userId: users.outsider.entity.id });
+  const elsewhere = await r.createGround({ name: 'elsewhere', userId: users.outsider.entity.id });
+  const key = (groundId: string, role: 'viewer' | 'editor', by: string, expiresAt?: number) =>
+    r.createKey(groundId, { name: next('key'), role, ...(expiresAt !== undefined && { expiresAt }) }, by);
+  const keys = {
+    keyViewer: await key(ground.id, 'viewer', users.owner.entity.id),
+    keyEditor: await key(ground.id, 'editor', users.owner.entity.id),
+    keyOutsider: await key(elsewhere.id, 'editor', users.outsider.entity.id),
+    keyExpired: await key(ground.id, 'editor', users.owner.entity.id, Date.now() + 200),
+    keyRevoked: await key(ground.id, 'editor', users.owner.entity.id),
+  };
+  assert.ok(await r.revokeKey(ground.id, keys.keyRevoked.key.id));
   const partner = await r.createPartner({ name: 'acme' });
   const created = await r.createDevice({ groundId: ground.id, name: 'thermo', assets: ASSETS });
   const integration = await r.createIntegration({ groundId: ground.id, ...integrationBody() });
   const rule = await r.createRule({ groundId: ground.id, ...ruleBody() } as never);
   w = {
-    tokens: { owner: users.owner.token, editor: users.editor.token, viewer: users.viewer.token, outsider: users.outsider.token, partner: partner.token },
+    tokens: {
+      owner: users.owner.token, editor: users.editor.token, viewer: users.viewer.token, outsider: users.outsider.token, partner: partner.token,
+      ...Object.fromEntries(Object.entries(keys).map(([cred, created]) => [cred, created.token])) as Record<KeyCred, string>,
+    },
     ids: { owner: users.owner.entity.id, editor: users.editor.entity.id, viewer: users.viewer.entity.id, outsider: users.outsider.entity.id },
     groundId: ground.id,
     device: { id: created.device.id, token: created.token, assetIds: Object.fromEntries(created.device.assets.map((a) => [a.name, a.id])) },
@@ -314,6 +358,7 @@ test.before(async () => {
   assert.is((await http('PUT', `/device/${d().id}/asset/temperature/state`, created.token, { value: 40 })).status, 202);
   await waitFor(async () => (await r.listAlarms(ground.id, { limit: 1 })).length === 1, 10_000, 'the rule raises an alarm');
   w.alarmId = (await r.listAlarms(ground.id, { limit: 1 }))[0].id;
+  await waitFor(async () => Date.now() > keys.keyExpired.key.expiresAt!, 5_000, 'the expired key expires');
 });
 
 test.after(async () => {

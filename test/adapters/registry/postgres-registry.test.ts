@@ -13,6 +13,7 @@ import { connectivityContract } from '../../contracts/connectivity.contract.ts';
 import { activationLifecycleContract } from '../../contracts/activationLifecycle.contract.ts';
 import { deviceTypesContract } from '../../contracts/deviceTypes.contract.ts';
 import { fleetContract } from '../../contracts/fleet.contract.ts';
+import { groundKeysContract } from '../../contracts/groundKeys.contract.ts';
 import { groundsContract } from '../../contracts/grounds.contract.ts';
 import { integrationsContract } from '../../contracts/integrations.contract.ts';
 import { integrationDeliveriesContract } from '../../contracts/integrationDeliveries.contract.ts';
@@ -45,6 +46,7 @@ withEnv('postgres registry', ['DATABASE_URL_TEST'], 'a PostgreSQL server, e.g. p
   principalsContract('postgres', isolated).run();
   fleetContract('postgres', isolated).run();
   groundsContract('postgres', isolated).run();
+  groundKeysContract('postgres', isolated).run();
   integrationsContract('postgres', isolated).run();
   integrationDeliveriesContract('postgres', isolated).run();
   rulesContract('postgres', isolated).run();

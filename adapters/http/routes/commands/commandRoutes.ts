@@ -18,6 +18,7 @@
 import type { Context } from 'hono';
 import Type from 'typebox';
 import { FleetError } from '../../../../engine/kernel/errors.ts';
+import { actorOf, actsByRole } from '../../../../engine/access/groundRoles.ts';
 import { newId } from '../../../../engine/kernel/ids.ts';
 import { checkDownlink, validateAssetCommand, validateDeviceCommand } from '../../../../engine/commands/validateCommand.ts';
 import { acceptanceOf, type CommandAcceptance } from '../../../../engine/commands/commandRecords.ts';
@@ -54,7 +55,7 @@ const CommandsQuery = Type.Object({
 const DEFAULT_LIMIT = 100;
 
 function userOnly(principal: Principal): void {
-  if (principal.scope !== 'user') throw new FleetError('FORBIDDEN', 'commands are issued with a user token of the device\'s ground');
+  if (!actsByRole(principal)) throw new FleetError('FORBIDDEN', 'commands are issued with a user token or an API key of the device\'s ground');
 }
 
 function checkAt(at: unknown): string | undefined {
@@ -70,7 +71,7 @@ export function commandRoutes(edge: EdgeContext, commands: EdgeCommands): void {
   type Issued = Omit<CommandRecord, 'id' | 'issuer' | 'issuedAt'>;
   const issue = async (c: Context, principal: Principal, record: Issued, accepted: CommandAcceptance): Promise<Response> => {
     const id = newId();
-    await commands.append({ ...record, id, issuer: `user:${principal.subjectId}`, issuedAt: deps.clock.now() }, accepted);
+    await commands.append({ ...record, id, issuer: actorOf(principal), issuedAt: deps.clock.now() }, accepted);
     c.header('cache-control', 'no-store');
     return c.json({ id }, 202);
   };

@@ -4,6 +4,7 @@
  * unknown id).
  */
 import { FleetError } from '../../../../engine/kernel/errors.ts';
+import { requireMemberToken } from '../../../../engine/access/groundRoles.ts';
 import type { GroundRole, Principal } from '../../../../engine/ports/registry.ts';
 import type { Alarm, AlarmQuery } from '../../../../engine/ports/alarmRegistry.ts';
 import { ID_PATTERN } from '../../../../schemas/registry.ts';
@@ -25,8 +26,8 @@ export function alarmRoutes(edge: EdgeContext): void {
   clearAlarm(edge);
 }
 
-function userOnly(principal: Principal): void {
-  if (principal.scope !== 'user') throw new FleetError('FORBIDDEN', `a ${principal.scope} token cannot read or change alarms`);
+function memberTokenOnly(principal: Principal): void {
+  requireMemberToken(principal, 'read or change alarms');
 }
 
 /** The alarm, when the principal is a member of its ground with `needed` (memberResource). */
@@ -46,7 +47,7 @@ function listAlarms({ router, access, deps }: EdgeContext): void {
     responses: { 200: { description: 'a page of alarms; `next` is the cursor of the following page', content: { [JSON_TYPE]: AlarmPage } } },
     errors: [403, 404],
   }, async (c, { principal, params, query }) => {
-    userOnly(principal);
+    memberTokenOnly(principal);
     const ground = await access.ground(principal, params.groundId);
     const limit = query.limit ?? DEFAULT_PAGE;
     const request: AlarmQuery = { limit: limit + 1 };

@@ -6,6 +6,7 @@
  * ground: for anyone else it does not exist (404, as an unknown id).
  */
 import { FleetError, isFleetError } from '../../../../engine/kernel/errors.ts';
+import { requireMemberToken } from '../../../../engine/access/groundRoles.ts';
 import { withCanonicalField } from '../../../../engine/kernel/canonicalText.ts';
 import { checkRule, type RuleShape } from '../../../../engine/rules/checkRule.ts';
 import type { GroundRole, Principal } from '../../../../engine/ports/registry.ts';
@@ -68,7 +69,7 @@ function createRule(edge: EdgeContext): void {
     responses: { 201: { description: 'created', content: { [JSON_TYPE]: RuleSchema } } },
     errors: [403, 404, 413, 415, 422],
   }, async (c, { principal, params }) => {
-    if (principal.scope !== 'user') throw new FleetError('FORBIDDEN', `a ${principal.scope} token cannot manage rules`);
+    requireMemberToken(principal, 'manage rules');
     const ground = await edge.access.ground(principal, params.groundId, 'editor');
     const body = check<RuleCreateBody>(RuleCreateBody, withCanonicalField(await readJsonBody(c.req.raw, edge.maxBodyBytes), 'name'), 'body');
     await checkAgainstGround(edge, ground.id, body);
@@ -90,7 +91,7 @@ function listRules({ router, access, deps }: EdgeContext): void {
     responses: { 200: { description: 'a page of rules; `next` is the cursor of the following page', content: { [JSON_TYPE]: RulePage } } },
     errors: [403, 404],
   }, async (c, { principal, params, query }) => {
-    if (principal.scope !== 'user') throw new FleetError('FORBIDDEN', `a ${principal.scope} token cannot manage rules`);
+    requireMemberToken(principal, 'manage rules');
     const ground = await access.ground(principal, params.groundId);
     const limit = query.limit ?? DEFAULT_PAGE;
     const request: RuleQuery = { limit: limit + 1 };
