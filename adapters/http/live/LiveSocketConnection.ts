@@ -68,6 +68,8 @@ export class LiveSocketConnection {
   readonly #subscriptions = new Map<string, Held>();
   readonly #transport: LiveTransport<Buffer>;
   #principal: Principal | undefined;
+  /** The token of the auth frame: each subscription checks it again (revoked, expired, a role changed). */
+  #token = '';
   #tokenHash = '';
   #errors = 0;
   #closed = false;
@@ -158,7 +160,7 @@ export class LiveSocketConnection {
     const frame = this.#parse(text, isBinary);
     if (frame === undefined) return;
     if (this.#principal === undefined) return this.#authenticate(frame, authTimer);
-    if (frame.type === 'subscribe') return this.#subscribe(this.#principal, frame);
+    if (frame.type === 'subscribe') return this.#subscribe(frame);
     if (frame.type === 'unsubscribe') return this.#unsubscribe(frame);
     if (frame.type === 'auth') throw new FleetError('CONFLICT', 'already authenticated');
     throw new FleetError('BAD_REQUEST', 'type must be auth, subscribe or unsubscribe');
@@ -184,6 +186,7 @@ export class LiveSocketConnection {
     if (frame.type !== 'auth' || typeof frame.token !== 'string') return this.#refuse(AUTH_FIRST, 'auth first');
     try {
       this.#principal = (await this.#o.access.authenticate(`Bearer ${frame.token}`)).principal;
+      this.#token = frame.token;
       this.#tokenHash = hashToken(frame.token);
     } catch (error) {
       return this.#refuse(toFleetError(error).message, 'unauthorized');
@@ -213,7 +216,15 @@ export class LiveSocketConnection {
     this.#subscriptions.delete(key);
   }
 
-  async #subscribe(who: Principal, frame: Record<string, unknown>): Promise<void> {
+  async #subscribe(frame: Record<string, unknown>): Promise<void> {
+    // The token again, as the registry knows it now: one revoked or expired since the auth frame
+    // (on a connection that followed nothing, so nothing closed it) ends the connection.
+    let who: Principal;
+    try {
+      who = (await this.#o.access.authenticate(`Bearer ${this.#token}`)).principal;
+    } catch (error) {
+      return this.#refuse(toFleetError(error).message, 'unauthorized');
+    }
     const key = keyOf(frame);
     const maxSubscriptions = this.#o.maxSubscriptions ?? 32;
     if (this.#subscriptions.has(key)) throw new FleetError('CONFLICT', `already subscribed to ${key}`);

@@ -112,6 +112,20 @@ test('a key revoked over HTTP loses its SSE streams and its WebSocket within 1 s
   kept.close();
 });
 
+test('a WebSocket that followed nothing when its key was revoked is closed by its next subscribe', async () => {
+  const leaving = await key('viewer');
+  const ws = await openWs(`${base.replace('http', 'ws')}/live`);
+  ws.send({ type: 'auth', token: leaving.token });
+  await ws.next((f) => f.type === 'ready');
+  const revoked = await fetch(`${base}/ground/${groundId}/keys/${leaving.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${ownerToken}` } });
+  assert.is(revoked.status, 204);
+  const since = performance.now();
+  ws.send({ type: 'subscribe', ground: groundId });
+  await within(ws.closed, since, 2000, 'WebSocket');
+  assert.is((await ws.closed).code, 1008);
+  assert.not.ok(ws.frames.some((f) => f.type === 'subscribed'), 'nothing subscribed');
+});
+
 test('a key that expires loses its SSE streams and its WebSocket within 1 s of its expiry, and is 401 after', async () => {
   const expiresAt = Date.now() + 1_500;
   const expiring = await key('editor', expiresAt);
