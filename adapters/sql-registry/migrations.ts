@@ -10,11 +10,13 @@
  * changes; version 9 the rules' timers (`for` and `silentFor`); version 10 the devices'
  * connectivity (engine/ports/connectivityRegistry.ts): when each device was last seen, the edges'
  * leases and the MQTT sessions open on them; version 11 the role of each member of a ground
- * (engine/ports/groundRegistry.ts): the memberships made before it are owners.
+ * (engine/ports/groundRegistry.ts): the memberships made before it are owners; version 14 the
+ * quotas of grounds (engine/ports/quotaRegistry.ts, SQL in quotaMigration.ts).
  *
  * Times are bigint epoch milliseconds (as everywhere in Fleetstream). Constraint names are stable:
  * sqlErrors.ts maps their violations to FleetError codes.
  */
+import { QUOTA_MIGRATION_SQL } from './quotaMigration.ts';
 
 export interface Migration {
   version: number;
@@ -550,5 +552,10 @@ BEGIN
   RETURN json_build_object('change', change, 'alarm', row_to_json(changed))::text;
 END $$;
 `,
+  },
+  {
+    version: 14,
+    name: 'quotas of grounds',
+    sql: QUOTA_MIGRATION_SQL,
   },
 ];

@@ -1,11 +1,12 @@
 /**
- * Registry: the relational, transactional store behind the HTTP edge (DESIGN.md §2, §5), as ten
+ * Registry: the relational, transactional store behind the HTTP edge (DESIGN.md §2, §5), as eleven
  * ports that a feature depends on one at a time: principals and tokens (principalRegistry.ts),
  * grounds, devices and assets (fleetRegistry.ts), device types (deviceTypeRegistry.ts),
  * activations (activationRegistry.ts), integrations (integrationRegistry.ts) and their
  * deliveries (integrationDeliveries.ts), rules (ruleRegistry.ts) and their alarms
  * (alarmRegistry.ts), the devices' connectivity (connectivityRegistry.ts), the roles of grounds'
- * members and the grounds' own changes (groundRegistry.ts). A new feature's methods
+ * members and the grounds' own changes (groundRegistry.ts), the grounds' quotas (quotaRegistry.ts).
+ * A new feature's methods
  * go in a port of their own.
  * Implemented by adapters/pglite (embedded default) and adapters/postgres; both run the same SQL
  * (adapters/sql-registry, a module per port) and pass each port's contract suite.
@@ -26,6 +27,7 @@ import type { GroundRegistry } from './groundRegistry.ts';
 import type { IntegrationDeliveries } from './integrationDeliveries.ts';
 import type { IntegrationRegistry } from './integrationRegistry.ts';
 import type { PrincipalRegistry } from './principalRegistry.ts';
+import type { QuotaRegistry } from './quotaRegistry.ts';
 import type { RuleRegistry } from './ruleRegistry.ts';
 
 export type {
@@ -60,6 +62,7 @@ export type { DeviceTypeRegistry, SavedDeviceType } from './deviceTypeRegistry.t
 export type { CreatedDevice, DeviceWithAssets, FleetRegistry, UpsertedAsset } from './fleetRegistry.ts';
 export type { DeletedGround, GroundPatch, GroundRegistry, GroundRole, Member, MemberQuery, SetMember } from './groundRegistry.ts';
 export type { PrincipalRegistry, WithToken } from './principalRegistry.ts';
+export type { GroundQuota, QuotaLimits, QuotaPatch, QuotaRegistry } from './quotaRegistry.ts';
 export type { Integration, IntegrationPatch, IntegrationQuery, IntegrationRegistry, NewIntegration, WithSecret } from './integrationRegistry.ts';
 export type { DeliveryBatch, DeliveryError, DeliveryStats, IntegrationDeliveries } from './integrationDeliveries.ts';
 export type { AssetDeclaration, NewRule, Rule, RulePatch, RuleQuery, RuleRegistry } from './ruleRegistry.ts';
@@ -67,7 +70,7 @@ export type { ConnectivityRegistry, DeviceActivity, DeviceConnectivity, OpenedSe
 export type { Alarm, AlarmQuery, AlarmRegistry, AlarmStatus, EvaluationChange, EvaluationOutcome, EvaluationStanding, RuleEvaluation } from './alarmRegistry.ts';
 
 /** The whole registry, as one database holds it: what the composition root opens and closes. */
-export interface Registry extends PrincipalRegistry, FleetRegistry, GroundRegistry, DeviceTypeRegistry, ActivationRegistry, IntegrationRegistry, IntegrationDeliveries, RuleRegistry, AlarmRegistry, ConnectivityRegistry {
+export interface Registry extends PrincipalRegistry, FleetRegistry, GroundRegistry, DeviceTypeRegistry, ActivationRegistry, IntegrationRegistry, IntegrationDeliveries, RuleRegistry, AlarmRegistry, ConnectivityRegistry, QuotaRegistry {
   close(): Promise<void>;
 }
 
