@@ -8,7 +8,8 @@
  */
 import * as assert from 'uvu/assert';
 import { activationBody, activationWorld, assertProblem } from '../../support/activationWorld.ts';
-import { suitePerRegistry, type RegistryFactory } from '../../support/edgeHarness.ts';
+import { EdgeHarness, suitePerRegistry, type RegistryFactory } from '../../support/edgeHarness.ts';
+import { waitFor } from '../../support/tmp.ts';
 import { harnessSuite } from '../../support/harnessSuite.ts';
 
 function quotasSuite(factory: RegistryFactory) {
@@ -43,7 +44,47 @@ function quotasSuite(factory: RegistryFactory) {
     assert.is((await h.request('POST', '/activate', { token: w.user.token, json: body })).status, 201);
   });
 
+  test('states per second: a burst of twice the rate passes, then 429 QUOTA_EXCEEDED with Retry-After, recorded once a second per device; the rate refills; another ground goes on; a changed quota applies at once', async ({ h }) => {
+    const user = await h.registry.createUser({ name: 'ann' });
+    const g = await h.registry.createGround({ name: 'limited', userId: user.entity.id });
+    const free = await h.registry.createGround({ name: 'free', userId: user.entity.id });
+    const assets = [{ name: 'temperature', is: 'sensor' as const, profile: { type: 'number' } }];
+    const d = await h.registry.createDevice({ groundId: g.id, name: 'd', assets });
+    const other = await h.registry.createDevice({ groundId: free.id, name: 'o', assets });
+    await h.registry.setQuota(g.id, { statesPerSecond: 5 });
+    await waitFor(() => quotaApplied(h, g.id), 1000, 'the quota applied within a second');
+    const send = (device: { device: { id: string }; token: string }, value: unknown) =>
+      h.request('PUT', `/device/${device.device.id}/asset/temperature/state`, { token: device.token, json: { value } });
+    for (let i = 0; i < 10; i++) assert.is((await send(d, i)).status, 202, `burst ${i}`);
+    const over = await send(d, 10);
+    assertProblem(over, 429, 'QUOTA_EXCEEDED');
+    assert.is(over.headers.get('retry-after'), '1');
+    assert.match(over.json.detail, /over its quota of states per second/);
+    assert.type(over.json.uplinkId, 'string', 'the refusal names the uplink its rejection is recorded under');
+    assert.is((await send(d, 11)).status, 429);
+    for (let i = 0; i < 20; i++) assert.is((await send(other, i)).status, 202, 'another ground is not limited');
+    await waitFor(() => h.rejections.rows.some((r) => r.code === 'QUOTA_EXCEEDED'), 2000, 'the refusal recorded');
+    assert.is(h.rejections.rows.filter((r) => r.code === 'QUOTA_EXCEEDED' && r.deviceId === d.device.id).length, 1, 'a device\'s quota refusals recorded once a second');
+    // A device state of three states takes three.
+    h.clock.advance(600);
+    assert.is((await send(d, 12)).status, 202, '3 states refilled in 600 ms');
+    assert.is((await send(d, 13)).status, 202);
+    assert.is((await send(d, 14)).status, 202);
+    assert.is((await send(d, 15)).status, 429);
+    h.clock.advance(1000);
+    const batch = await h.request('PUT', `/device/${d.device.id}/state`, { token: d.token, json: { temperature: { value: 1 } } });
+    assert.is(batch.status, 202);
+    await h.registry.setQuota(g.id, { statesPerSecond: null, devices: 10 });
+    await waitFor(() => !quotaApplied(h, g.id), 1000, 'the removed rate applied within a second');
+    for (let i = 0; i < 30; i++) assert.is((await send(d, i)).status, 202, 'no rate any more');
+  });
+
   return test;
+}
+
+/** Whether the harness's edge holds a rate for the ground. */
+function quotaApplied(h: EdgeHarness, groundId: string): boolean {
+  return h.rates.rates.limits(groundId);
 }
 
 for (const s of suitePerRegistry('http-quotas', quotasSuite)) s.run();
