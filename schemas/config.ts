@@ -169,6 +169,8 @@ export const Config = Type.Object({
    * ground's with `fleetstream admin set-quota`. Unset: no limit of that kind.
    */
   quotas: QuotaLimits,
+  /** How often each engine expires the states of grounds with a retention quota, ms. Unset: 3 600 000 (an hour). */
+  retentionSweepMs: Type.Optional(Type.Integer({ minimum: 1000, maximum: 86_400_000 })),
   /** What admission accepts of an uplink (the same on every channel). */
   uplinks: Type.Object({
     /** How far a state's `at` (or an LPWAN network's receive time) may lie ahead of its receive time, ms. */

@@ -55,7 +55,8 @@ export class GroundRates implements StatesQuota {
 
   /** Reads every quota and the live edges; then keeps counting the edges. */
   async start(): Promise<void> {
-    await Promise.all([this.#reloadAll(), this.#countEdges()]);
+    await this.#countEdges();
+    await this.#reloadAll();
     this.#schedule();
   }
 
@@ -80,11 +81,10 @@ export class GroundRates implements StatesQuota {
     const share = bucket.perSecond / this.#edges;
     const burst = 2 * share;
     const now = this.#o.clock.now();
-    const elapsed = now - bucket.at;
-    if (elapsed > 0) {
-      bucket.tokens = Math.min(burst, bucket.tokens + (elapsed * share) / 1000);
-      bucket.at = now;
-    }
+    // Clamped at each take: the share shrinks when another edge comes alive.
+    const elapsed = Math.max(0, now - bucket.at);
+    bucket.tokens = Math.min(burst, bucket.tokens + (elapsed * share) / 1000);
+    bucket.at = now;
     // A batch larger than the burst passes once the bucket is full, and leaves it in debt: the rate
     // over time still holds.
     const need = Math.min(states, burst);
