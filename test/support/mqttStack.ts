@@ -175,6 +175,18 @@ export class MqttStack {
 }
 
 /** SUBACK return codes for the filters (mqtt.js rejects when any is a failure; the codes are still wanted). */
+/** The reason code a QoS 1 publish is answered with (mqtt.js rejects on ≥ 0x80; 0 when accepted). */
+export async function pubackCode(client: MqttClient, topic: string, payload: Buffer, properties?: mqtt.IClientPublishOptions['properties']): Promise<number> {
+  try {
+    await client.publishAsync(topic, payload, { qos: 1, properties });
+    return 0;
+  } catch (error) {
+    const code = (error as { code?: number }).code;
+    if (typeof code !== 'number') throw error;
+    return code;
+  }
+}
+
 export async function subackCodes(client: MqttClient, filters: string | string[], qos: 0 | 1): Promise<number[]> {
   try {
     return (await client.subscribeAsync(filters, { qos })).map((g) => g.qos);

@@ -3,28 +3,13 @@
  * compact layout (lightweight DELETE), the 18.16 layout (an ALTER TABLE … DELETE mutation) and
  * rollups — and on the ClickHouse server of CLICKHOUSE_URL (18.16: a mutation).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { withEnv } from '../../support/suite.ts';
-import { createChdbStore } from '../../../adapters/chdb/createChdbStore.ts';
 import { createClickHouseStore } from '../../../adapters/clickhouse/createClickHouseStore.ts';
 import { stateRetentionContract } from '../../contracts/stateRetention.contract.ts';
 import { clickhouseQuery } from '../../support/clickhouseServer.ts';
+import { chdbStoreFixture } from '../../support/chdbFixture.ts';
 
-function chdb(legacyLayout: boolean, rollups = false) {
-  return async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'fleetstream-chdb-'));
-    const store = createChdbStore({ dir, legacyLayout, rollups });
-    return {
-      store,
-      async cleanup() {
-        await store.close();
-        rmSync(dir, { recursive: true, force: true });
-      },
-    };
-  };
-}
+const chdb = chdbStoreFixture;
 
 stateRetentionContract('chdb', chdb(false)).run();
 stateRetentionContract('chdb, 18.16 layout', chdb(true)).run();

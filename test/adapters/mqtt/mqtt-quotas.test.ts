@@ -6,23 +6,10 @@
  */
 import { suite } from '../../support/suite.ts';
 import * as assert from 'uvu/assert';
-import type { MqttClient } from 'mqtt';
-import { MqttStack, type SeededDevice } from '../../support/mqttStack.ts';
+import { MqttStack, pubackCode, type SeededDevice } from '../../support/mqttStack.ts';
 import { waitFor } from '../../support/tmp.ts';
 
 const json = (v: unknown) => Buffer.from(JSON.stringify(v));
-
-/** The reason code a QoS 1 publish is answered with (mqtt.js rejects on ≥ 0x80; 0 when accepted). */
-async function pubackCode(client: MqttClient, topic: string, payload: Buffer): Promise<number> {
-  try {
-    await client.publishAsync(topic, payload, { qos: 1 });
-    return 0;
-  } catch (error) {
-    const code = (error as { code?: number }).code;
-    if (typeof code !== 'number') throw error;
-    return code;
-  }
-}
 
 const test = suite('mqtt quotas: states per second');
 let s: MqttStack;
