@@ -4,6 +4,7 @@
  * three cannot drift apart.
  */
 import * as admin from '../engine/admin/adminActions.ts';
+import * as quotas from '../engine/admin/quotaActions.ts';
 import { FleetError } from '../engine/kernel/errors.ts';
 import type { GroundRole, Registry } from '../engine/ports/registry.ts';
 import { GROUND_ROLES } from '../schemas/registry.ts';
@@ -22,6 +23,8 @@ export interface AdminOperation {
   options?: readonly string[];
   /** Arguments that may be left out, with their default. */
   defaults?: Readonly<Record<string, string>>;
+  /** Options that may be left out with no default (the operation says which it needs). */
+  optional?: readonly string[];
   usage: string;
   run(registry: Registry, input: Record<string, string>, context: AdminContext): Promise<Record<string, unknown>>;
 }
@@ -61,6 +64,25 @@ export const adminOperations: Record<string, AdminOperation> = {
       return { ...created, ...(context.httpBase ? { console: `${context.httpBase}/console/` } : {}), ...(context.mqttUrl ? { mqtt: context.mqttUrl } : {}) };
     },
   },
+  'set-quota': {
+    args: ['groundId'],
+    options: ['devices', 'states-per-second', 'retention-days'],
+    optional: ['devices', 'states-per-second', 'retention-days'],
+    usage: 'set-quota <groundId> [--devices N] [--states-per-second N] [--retention-days N]   sets the limits given (none removes one)',
+    run: async (registry, input) => ({ ...await quotas.setQuota(registry, input.groundId, {
+      devices: input.devices, statesPerSecond: input['states-per-second'], retentionDays: input['retention-days'],
+    }) }),
+  },
+  'remove-quota': {
+    args: ['groundId'],
+    usage: 'remove-quota <groundId>   removes every limit of the ground',
+    run: (registry, input) => quotas.removeQuota(registry, input.groundId),
+  },
+  'show-quota': {
+    args: ['groundId'],
+    usage: 'show-quota <groundId>   the ground\'s limits (null: none)',
+    run: async (registry, input) => ({ ...await quotas.showQuota(registry, input.groundId) }),
+  },
   'revoke-token': {
     args: ['token'],
     usage: 'revoke-token <token>',
@@ -87,6 +109,7 @@ export function checkAdminInput(name: string, input: unknown): { operation: Admi
   const checked: Record<string, string> = {};
   for (const key of [...operation.args, ...(operation.options ?? [])]) {
     const value = values[key] ?? operation.defaults?.[key];
+    if (value === undefined && operation.optional?.includes(key)) continue;
     if (typeof value !== 'string' || value.length === 0) {
       throw new FleetError('VALIDATION_FAILED', `missing ${key}: usage: fleetstream admin ${operation.usage}`, { detail: { field: key } });
     }

@@ -3,6 +3,7 @@
  * refusals onto `dead-letters` and into the devices' rejections. Shared by the service and the
  * test stacks, so what the tests run is what the service runs.
  */
+import { RetentionSweep } from '../engine/quotas/RetentionSweep.ts';
 import type { Clock } from '../engine/kernel/clock.ts';
 import type { FleetError } from '../engine/kernel/errors.ts';
 import type { DeviceDirectory } from '../engine/ports/directory.ts';
@@ -198,6 +199,10 @@ export function engineRole(w: Wiring, options: EngineRoleOptions = {}): Role & {
   const progress = new UplinkProgress({ positions: () => pipeline.positions(), log: ports.log, topic: pipeline.topic, group: ports.names.engineGroup, clock: w.clock });
   w.metrics.watchEngine(pipeline, ports.log, ports.names.engineGroup);
   let stopListening = () => undefined as unknown;
+  const retention = new RetentionSweep({
+    registry: ports.registry, retention: ports.store.retention, clock: w.clock, intervalMs: config.retentionSweepMs,
+    onError: (error) => logger.warn('expiring the states of grounds with a retention failed; the next sweep tries again', { error }),
+  });
   return {
     pipeline,
     async start() {
@@ -208,6 +213,7 @@ export function engineRole(w: Wiring, options: EngineRoleOptions = {}): Role & {
       });
       await engine.start();
       rules.start();
+      retention.start();
     },
     async stop() {
       const accepted = options.accepted?.();
@@ -215,6 +221,7 @@ export function engineRole(w: Wiring, options: EngineRoleOptions = {}): Role & {
         logger.warn('stopping before every accepted uplink was stored; the next start stores the rest', { timeoutMs: DRAIN_TIMEOUT_MS });
       }
       stopListening();
+      await retention.stop();
       await engine.stop();
       await rules.stop();
     },

@@ -12,6 +12,7 @@ import type { CompiledDevice } from '../engine/uplink/admission/compileDevice.ts
 import { DeadLetterSink } from '../engine/uplink/pipeline/DeadLetterSink.ts';
 import { rejectionRowsOf } from '../engine/uplink/pipeline/rejectionRows.ts';
 import { UplinkAdmission } from '../engine/uplink/UplinkAdmission.ts';
+import type { StatesQuota } from '../engine/quotas/GroundRates.ts';
 import { UplinkIngest, type UplinkIngestOptions } from '../engine/uplink/UplinkIngest.ts';
 import { Topics, type DeadLetter } from '../schemas/messages.ts';
 import type { AtWindow } from '../engine/uplink/admission/compileDevice.ts';
@@ -47,6 +48,8 @@ export interface IntakeOptions {
   onDeadLetters?(letters: readonly DeadLetter[]): void;
   /** Topic `events`: an uplink refused here is there (one record per uplink) before it is answered. */
   events?: EventWriter;
+  /** The grounds' states per second (engine/quotas/GroundRates.ts). Default: no limit. */
+  quota?: StatesQuota;
 }
 
 export interface Intake {
@@ -79,6 +82,7 @@ export function buildIntake(options: IntakeOptions): Intake {
     deadLetters,
     clock: options.clock,
     compile: options.compile ?? serviceCompiler(options.atWindow),
+    ...(options.quota === undefined ? {} : { quota: options.quota }),
     onRecordFailed: (error) => options.logger?.warn('a refused uplink could not be recorded', { error }),
   });
   return {

@@ -15,6 +15,7 @@ import { edgeCommands, type Reservations } from './buildCommands.ts';
 import type { CommandRoutes } from './commandRoutes.ts';
 import { serveHttpEdge, startMqttEdge, type MqttGateway } from './buildEdges.ts';
 import { buildIntake, type Intake } from './buildIntake.ts';
+import { followGroundRates } from './groundRates.ts';
 import { Closers } from './Closers.ts';
 import { atWindowOf } from './deviceCompiler.ts';
 import { listening } from './portInUse.ts';
@@ -59,15 +60,21 @@ export function edgeRole(w: Wiring, options: EdgeRoleOptions): EdgeRole {
     // Streams of a revoked token, a deleted device or a user who left the ground end at once.
     closers.add('live registry changes', w.ports.registryChanges.add((change) => hub.apply(change)));
     w.metrics.watchLive({ publisher: w.live, hub });
+    // The edge's lease: its MQTT sessions count while it is alive, and the grounds' rates are shared by the live edges.
+    const presence = await startPresence(w, closers);
+    const rates = followGroundRates(w.ports, w.clock, w.logger);
+    await rates.start();
+    closers.add('ground rates', async () => rates.stop());
     const edgeIntake = buildIntake({
       log: w.log, clock: w.clock, rejections: w.rejections, topics: w.ports.names, logger: w.logger, atWindow: atWindowOf(w.config),
       onDeadLetters: (letters) => w.live.rejections(letters),
       events: w.events,
+      quota: rates.rates,
     });
     intake = edgeIntake;
     closers.add('intake', () => edgeIntake.close());
     const admission = w.metrics.admission(edgeIntake.admission);
-    const mqtt = gateway = await startGateway(w, admission, closers);
+    const mqtt = gateway = await startGateway(w, admission, presence, closers);
     mqttPort = mqtt?.port;
     if (mqtt !== undefined) {
       const attached = options.routes.attach(mqtt.commands, mqtt.port === undefined);
@@ -95,22 +102,25 @@ export function edgeRole(w: Wiring, options: EdgeRoleOptions): EdgeRole {
 }
 
 /**
- * The MQTT gateway the configuration asks for, its stats watched and feeds followed. An embedded
- * edge records its devices' sessions in the registry under an edge id of its own (each edge worker
- * is an edge): GET /device/{id} `connected`, on any edge.
+ * The edge's lease in the registry, under an edge id of its own (each edge worker is an edge): the
+ * grounds' rates are shared by the live edges (engine/quotas/GroundRates.ts), and an embedded MQTT
+ * edge records its devices' sessions under it (GET /device/{id} `connected`, on any edge).
  */
-async function startGateway(w: Wiring, admission: UplinkAdmissionPort, closers: Closers): Promise<MqttGateway | undefined> {
+async function startPresence(w: Wiring, closers: Closers): Promise<EdgePresence> {
+  const presence = new EdgePresence({
+    registry: w.ports.registry, clock: w.clock, edgeId: newId(), leaseMs: w.config.mqtt.edgeLeaseMs,
+    onError: (error, what) => w.logger.warn(what === 'lease' ? 'the edge lease was not renewed' : 'MQTT sessions not recorded yet; retrying', { error }),
+  });
+  await presence.start();
+  // Closed after the gateway (closers run in reverse): its connections are gone, then its lease.
+  closers.add('edge lease', () => presence.stop());
+  return presence;
+}
+
+/** The MQTT gateway the configuration asks for, its stats watched and feeds followed. */
+async function startGateway(w: Wiring, admission: UplinkAdmissionPort, edgePresence: EdgePresence, closers: Closers): Promise<MqttGateway | undefined> {
   const { config, ports } = w;
-  let presence: EdgePresence | undefined;
-  if (config.mqtt.url === undefined && config.mqtt.port >= 0) {
-    const started = presence = new EdgePresence({
-      registry: ports.registry, clock: w.clock, edgeId: newId(), leaseMs: config.mqtt.edgeLeaseMs,
-      onError: (error, what) => w.logger.warn(what === 'lease' ? 'the MQTT edge lease was not renewed' : 'MQTT sessions not recorded yet; retrying', { error }),
-    });
-    await started.start();
-    // Closed after the gateway (closers run in reverse): its connections are gone, then its lease.
-    closers.add('mqtt sessions', () => started.stop());
-  }
+  const presence = config.mqtt.url === undefined && config.mqtt.port >= 0 ? edgePresence : undefined;
   const mqtt = await listening({ name: 'MQTT', setting: 'mqtt-port', host: config.mqtt.host, port: config.mqtt.port, hint: 'or --mqtt-port=-1 to run without the embedded MQTT edge' },
     () => startMqttEdge({
       config, registry: ports.registry, lookups: ports.lookups, admission, clock: w.clock, logger: w.logger,

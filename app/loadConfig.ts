@@ -58,6 +58,10 @@ export const settings = {
   'batch-delay-ms': ['BATCH_DELAY_MS', 'engine.batchDelayMs', 'integer'],
   'at-max-ahead-ms': ['AT_MAX_AHEAD_MS', 'uplinks.atMaxAheadMs', 'integer'],
   'at-min-ms': ['AT_MIN_MS', 'uplinks.atMinMs', 'integer'],
+  'quota-devices': ['QUOTA_DEVICES', 'quotas.devices', 'integer'],
+  'quota-states-per-second': ['QUOTA_STATES_PER_SECOND', 'quotas.statesPerSecond', 'integer'],
+  'quota-retention-days': ['QUOTA_RETENTION_DAYS', 'quotas.retentionDays', 'integer'],
+  'retention-sweep-ms': ['RETENTION_SWEEP_MS', 'retentionSweepMs', 'integer'],
   'log-level': ['LOG_LEVEL', 'log.level', 'string'],
   'log-format': ['LOG_FORMAT', 'log.format', 'string'],
 } as const satisfies Record<string, readonly [string, string, 'string' | 'integer' | 'number' | 'list' | 'workers']>;

@@ -99,7 +99,7 @@ export interface GivenRegistry {
  * data dir. What `given` holds is used instead of opening it, and is not closed by `close`.
  */
 export async function openRegistry(
-  config: Pick<Config, 'databaseUrl' | 'databaseSchema' | 'dataDir'>,
+  config: Pick<Config, 'databaseUrl' | 'databaseSchema' | 'dataDir'> & Partial<Pick<Config, 'quotas'>>,
   clock: Clock = systemClock,
   options: { create?: boolean; logger?: Logger; given?: GivenRegistry } = {},
 ): Promise<OpenedRegistry> {
@@ -107,8 +107,8 @@ export async function openRegistry(
   // One origin for the process's connections and its changes feed: it skips what it announced.
   const origin = randomBase62(16);
   const raw = given.registry ?? (config.databaseUrl
-    ? await createPostgresRegistry({ url: config.databaseUrl, schema: config.databaseSchema, clock, origin })
-    : await createPgliteRegistry({ dir: dataPaths(config.dataDir).registry, clock, create: options.create ?? true }));
+    ? await createPostgresRegistry({ url: config.databaseUrl, schema: config.databaseSchema, clock, origin, quotaDefaults: config.quotas })
+    : await createPgliteRegistry({ dir: dataPaths(config.dataDir).registry, clock, create: options.create ?? true, quotaDefaults: config.quotas }));
   const closeRaw = given.registry === undefined ? () => raw.close() : async () => undefined;
   let changes: RegistryChanges;
   try {

@@ -41,6 +41,8 @@ options (environment variable in brackets):
 ${Object.entries(settings).map(([flag, [variable]]) => `  --${flag} <value>  [${variable}]`).join('\n')}`;
 
 const settingOptions = Object.fromEntries(Object.keys(settings).map((flag) => [flag, { type: 'string' as const }]));
+/** The admin operations' own options (`--user`, `--role`, `--devices`, …), each taking a value. */
+const adminOptions = Object.fromEntries(Object.values(adminOperations).flatMap((op) => op.options ?? []).map((option) => [option, { type: 'string' as const }]));
 
 async function start(flags: Partial<Record<SettingName, string>>): Promise<void> {
   const worker = isEdgeWorker(process.env);
@@ -250,7 +252,7 @@ async function main(): Promise<void> {
   process.umask(0o077);
   const { positionals, values } = parseArgs({
     allowPositionals: true,
-    options: { ...settingOptions, user: { type: 'string' }, json: { type: 'boolean' }, init: { type: 'boolean' }, demo: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    options: { ...settingOptions, ...adminOptions, json: { type: 'boolean' }, init: { type: 'boolean' }, demo: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
   });
   const [command, ...rest] = positionals;
   if (values.help || command === undefined) {

@@ -4,6 +4,7 @@
  * adapter (DESIGN.md §2).
  */
 import Type, { type Static } from 'typebox';
+import { QuotaLimits } from './quotas.ts';
 
 export const Role = Type.Union([Type.Literal('all'), Type.Literal('edge'), Type.Literal('engine')]);
 export type Role = Static<typeof Role>;
@@ -163,6 +164,13 @@ export const Config = Type.Object({
     /** Longest a row waits before its batch is inserted, ms. */
     batchDelayMs: Type.Integer({ minimum: 0 }),
   }),
+  /**
+   * The limits each new ground starts with (docs/grounds.md "Quotas"); the operator changes a
+   * ground's with `fleetstream admin set-quota`. Unset: no limit of that kind.
+   */
+  quotas: QuotaLimits,
+  /** How often each engine expires the states of grounds with a retention quota, ms. Unset: 3 600 000 (an hour). */
+  retentionSweepMs: Type.Optional(Type.Integer({ minimum: 1000, maximum: 86_400_000 })),
   /** What admission accepts of an uplink (the same on every channel). */
   uplinks: Type.Object({
     /** How far a state's `at` (or an LPWAN network's receive time) may lie ahead of its receive time, ms. */
@@ -191,5 +199,6 @@ export const defaultConfig: Config = {
   kafka: {},
   engine: { partitions: 8, passivateAfterMs: 60_000, mailboxCapacity: 256, maxInFlight: 40_000, batchRows: 40_000, batchDelayMs: 100 },
   uplinks: { atMaxAheadMs: 86_400_000, atMinMs: 0 },
+  quotas: {},
   log: { level: 'info' },
 };

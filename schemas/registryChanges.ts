@@ -26,6 +26,8 @@ export const RegistryChange = Type.Union([
   Type.Object({ kind: Type.Literal('rule-changed'), ruleId: Id, groundId: Id }, { additionalProperties: false }),
   /** A rule is gone: nothing more is judged by it. */
   Type.Object({ kind: Type.Literal('rule-deleted'), ruleId: Id, groundId: Id }, { additionalProperties: false }),
+  /** A ground's quota was set, changed or removed (edges admit its states at the new rate). */
+  Type.Object({ kind: Type.Literal('quota-changed'), groundId: Id }, { additionalProperties: false }),
   /**
    * Changes may have been missed (the feed was cut off from the other processes and is back):
    * drop every cached answer, and re-check the token of every open connection.

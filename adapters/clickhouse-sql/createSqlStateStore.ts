@@ -3,6 +3,8 @@
  * validation live here; an adapter only supplies a SqlExecutor that moves text to an engine and maps
  * the engine's errors to FleetError.
  */
+import type { StateRetention } from '../../engine/ports/stateRetention.ts';
+import { createSqlStateRetention } from './stateRetention.ts';
 import { checkStateRows } from '../../engine/uplink/pipeline/checkStateRows.ts';
 import { FleetError } from '../../engine/kernel/errors.ts';
 import type { AggregateQuery, Bucket, HistoryQuery, StateStore, StoredState } from '../../engine/ports/store.ts';
@@ -56,6 +58,8 @@ export interface SqlStateStoreOptions {
 export interface SqlStateStore extends StateStore {
   readonly rejections: RejectionStore;
   readonly commands: CommandHistory;
+  /** States expired by ground (engine/ports/stateRetention.ts). */
+  readonly retention: StateRetention;
   /**
    * Runs an analyst's SELECT (written without FORMAT) on the store's engine and returns its rows:
    * the embedded store's door to the SQL of docs/analytics.md. Errors as FleetError.
@@ -85,9 +89,12 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
   const rejections = createSqlRejectionStore(executor, { database: names.database });
   const commands = createSqlCommandHistory(executor, { database: names.database });
 
+  const retention = createSqlStateRetention(executor, names, () => ({ kind: tables.layout.kind, rollups: tables.rollups }));
+
   return {
     rejections,
     commands,
+    retention,
     query(sql: string) {
       open();
       return executor.select(sql);

@@ -9,7 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
 import { FleetError } from '../../engine/kernel/errors.ts';
 import type { Clock } from '../../engine/kernel/clock.ts';
-import { createSqlRegistry, type SqlRegistry } from '../sql-registry/createSqlRegistry.ts';
+import { createSqlRegistry, type SqlRegistry, type SqlRegistryOptions } from '../sql-registry/createSqlRegistry.ts';
+import type { QuotaLimits } from '../../engine/ports/quotaRegistry.ts';
 import { mapSqlError } from '../sql-registry/sqlErrors.ts';
 import { lockDataDir } from './dataDirLock.ts';
 import { pgliteExecutor } from './pgliteExecutor.ts';
@@ -32,6 +33,8 @@ export interface PgliteRegistryOptions {
   create?: boolean;
   /** Tarball a new registry's database is loaded from instead of running initdb; null: always initdb. Default REGISTRY_SNAPSHOT. */
   snapshot?: string | null;
+  /** The limits a new ground starts with (the configuration's `quotas`). */
+  quotaDefaults?: QuotaLimits;
 }
 
 /**
@@ -75,10 +78,10 @@ function createInChildProcess(dir: string): Promise<void> {
 }
 
 /** Opens the database in `dir` (or in memory) as a registry; on failure closes it, leaving the lock to the caller. */
-async function openRegistry(dir: string | undefined, clock: Clock | undefined, release: () => Promise<void>): Promise<SqlRegistry> {
+async function openRegistry(dir: string | undefined, sqlOptions: SqlRegistryOptions, release: () => Promise<void>): Promise<SqlRegistry> {
   const db = await PGlite.create({ ...(dir === undefined ? {} : { dataDir: dir }), postgresqlconf: POSTGRESQL_CONF });
   try {
-    return await createSqlRegistry(pgliteExecutor(db, release), clock ? { clock } : {});
+    return await createSqlRegistry(pgliteExecutor(db, release), sqlOptions);
   } catch (error) {
     await db.close().catch(() => undefined);
     throw error;
@@ -87,20 +90,21 @@ async function openRegistry(dir: string | undefined, clock: Clock | undefined, r
 
 export async function createPgliteRegistry(options: PgliteRegistryOptions = {}): Promise<SqlRegistry> {
   const { dir, clock } = options;
+  const sqlOptions: SqlRegistryOptions = { ...(clock ? { clock } : {}), ...(options.quotaDefaults ? { quotaDefaults: options.quotaDefaults } : {}) };
   if (dir !== undefined && options.create === false && !pgliteRegistryExists(dir)) {
     throw new FleetError('NOT_FOUND', `no registry in ${dir}`, { detail: { dir } });
   }
   const snapshot = options.snapshot === undefined ? REGISTRY_SNAPSHOT : options.snapshot;
   if (dir === undefined) {
-    const loaded = snapshot === null ? undefined : await openFromSnapshot({ file: snapshot, postgresqlconf: POSTGRESQL_CONF, clock });
-    return loaded ?? openRegistry(undefined, clock, async () => {}).catch((error: unknown) => Promise.reject(mapSqlError(error)));
+    const loaded = snapshot === null ? undefined : await openFromSnapshot({ file: snapshot, postgresqlconf: POSTGRESQL_CONF, clock, registry: sqlOptions });
+    return loaded ?? openRegistry(undefined, sqlOptions, async () => {}).catch((error: unknown) => Promise.reject(mapSqlError(error)));
   }
   const release = lockDataDir(dir);
   try {
     if (!pgliteRegistryExists(dir)) {
       if (snapshot !== null && await unpackSnapshot(snapshot, dir)) {
         try {
-          return await openRegistry(dir, clock, release);
+          return await openRegistry(dir, sqlOptions, release);
         } catch {
           // Unpacked but not usable (a migration edited since the snapshot was made): initdb instead.
           clearNewDir(dir);
@@ -108,7 +112,7 @@ export async function createPgliteRegistry(options: PgliteRegistryOptions = {}):
       }
       await createInChildProcess(dir);
     }
-    return await openRegistry(dir, clock, release);
+    return await openRegistry(dir, sqlOptions, release);
   } catch (error) {
     await release();
     throw mapSqlError(error);

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { createGunzip } from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
-import { createSqlRegistry, type SqlRegistry } from '../sql-registry/createSqlRegistry.ts';
+import { createSqlRegistry, type SqlRegistry, type SqlRegistryOptions } from '../sql-registry/createSqlRegistry.ts';
 import type { Clock } from '../../engine/kernel/clock.ts';
 import { syncDirSync } from '../syncDir.ts';
 import { LOCK_FILE } from './dataDirLock.ts';
@@ -133,6 +133,8 @@ export interface SnapshotOptions {
   file: string;
   postgresqlconf: string;
   clock?: Clock;
+  /** The registry's own options (clock, quota defaults). */
+  registry?: SqlRegistryOptions;
 }
 
 /**
@@ -150,7 +152,7 @@ export async function openFromSnapshot(options: SnapshotOptions): Promise<SqlReg
   let db: PGlite | undefined;
   try {
     db = await PGlite.create({ loadDataDir: new Blob([snapshot]), postgresqlconf: options.postgresqlconf });
-    return await createSqlRegistry(pgliteExecutor(db), options.clock ? { clock: options.clock } : {});
+    return await createSqlRegistry(pgliteExecutor(db), { ...options.registry, ...(options.clock ? { clock: options.clock } : {}) });
   } catch {
     await db?.close().catch(() => undefined);
     return undefined;

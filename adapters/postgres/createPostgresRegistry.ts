@@ -8,6 +8,7 @@ import { FleetError } from '../../engine/kernel/errors.ts';
 import { createSqlRegistry, type SqlRegistry } from '../sql-registry/createSqlRegistry.ts';
 import { mapSqlError } from '../sql-registry/sqlErrors.ts';
 import { pgExecutor } from './pgExecutor.ts';
+import type { QuotaLimits } from '../../engine/ports/quotaRegistry.ts';
 
 export interface PostgresRegistryOptions {
   /** Connection string, e.g. `postgres://user@host:5432/db`. */
@@ -34,6 +35,8 @@ export interface PostgresRegistryOptions {
   origin?: string;
   /** Errors of idle pooled connections (server restart, network); they are otherwise dropped. */
   onIdleError?: (error: Error) => void;
+  /** The limits a new ground starts with (the configuration's `quotas`). */
+  quotaDefaults?: QuotaLimits;
 }
 
 /** Lower-case identifier, so it needs no quoting rules beyond the double quotes added here. */
@@ -70,7 +73,7 @@ export async function createPostgresRegistry(options: PostgresRegistryOptions): 
   const executor = pgExecutor(pool);
   try {
     if (options.schema !== undefined) await executor.exec(`CREATE SCHEMA IF NOT EXISTS "${options.schema}"`);
-    return await createSqlRegistry(executor, options.clock ? { clock: options.clock } : {});
+    return await createSqlRegistry(executor, { ...(options.clock ? { clock: options.clock } : {}), ...(options.quotaDefaults ? { quotaDefaults: options.quotaDefaults } : {}) });
   } catch (error) {
     await executor.close().catch(() => {});
     throw mapSqlError(error);

@@ -2,10 +2,11 @@
  * The registry port over a SqlExecutor: one implementation, one SQL dialect, shared by the PGlite
  * and PostgreSQL adapters. Each port of the registry has its SQL module (principals.ts, grounds.ts,
  * groundRoles.ts, groundKeys.ts, devices.ts, assets.ts, deviceTypes.ts, activations.ts, integrations.ts, deliveries.ts, rules.ts,
- * alarms.ts, connectivity.ts) over one SqlContext. Inputs are validated before any query; every driver error leaves
+ * alarms.ts, connectivity.ts, quotas.ts) over one SqlContext. Inputs are validated before any query; every driver error leaves
  * through mapSqlError.
  */
 import { systemClock, type Clock } from '../../engine/kernel/clock.ts';
+import type { QuotaLimits } from '../../engine/ports/quotaRegistry.ts';
 import type { Registry } from '../../engine/ports/registry.ts';
 import { activationOperations } from './activations.ts';
 import { alarmOperations } from './alarms.ts';
@@ -21,6 +22,7 @@ import { groundRoleOperations } from './groundRoles.ts';
 import { integrationOperations } from './integrations.ts';
 import { migrate } from './migrate.ts';
 import { principalOperations } from './principals.ts';
+import { quotaOperations } from './quotas.ts';
 import { ruleOperations } from './rules.ts';
 import { sqlContext } from './SqlContext.ts';
 import { mapSqlError } from './sqlErrors.ts';
@@ -28,6 +30,8 @@ import { mapSqlError } from './sqlErrors.ts';
 export interface SqlRegistryOptions {
   /** Stamps createdAt and revocation times. Default: the system clock. */
   clock?: Clock;
+  /** The limits a new ground starts with (the configuration's `quotas`). Default: none. */
+  quotaDefaults?: QuotaLimits;
 }
 
 export interface SqlRegistry extends Registry {
@@ -48,7 +52,7 @@ export async function createSqlRegistry(executor: SqlExecutor, options: SqlRegis
   return {
     executor,
     ...principalOperations(ctx),
-    ...groundOperations(ctx),
+    ...groundOperations(ctx, options.quotaDefaults),
     ...groundRoleOperations(ctx),
     ...groundKeyOperations(ctx),
     ...deviceOperations(ctx),
@@ -60,6 +64,7 @@ export async function createSqlRegistry(executor: SqlExecutor, options: SqlRegis
     ...ruleOperations(ctx),
     ...alarmOperations(ctx),
     ...connectivityOperations(ctx),
+    ...quotaOperations(ctx),
     async close() {
       if (closed) return;
       closed = true;

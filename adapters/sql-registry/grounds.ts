@@ -4,15 +4,18 @@
 import { isId, newId } from '../../engine/kernel/ids.ts';
 import type { Ground, NewGround } from '../../engine/ports/registry.ts';
 import type { FleetRegistry } from '../../engine/ports/fleetRegistry.ts';
+import type { QuotaLimits } from '../../engine/ports/quotaRegistry.ts';
 import * as S from '../../schemas/registry.ts';
 import { keepAnOwner, lockGround } from './groundRoles.ts';
+import { insertDefaultQuota } from './quotas.ts';
 import { requireId, type SqlContext } from './SqlContext.ts';
 import { toNamed, type NamedRow } from './rows.ts';
 import { canonicalFields, check } from './validate.ts';
 
 type GroundOperations = Pick<FleetRegistry, 'createGround' | 'getGround' | 'addMember' | 'removeMember' | 'isMember' | 'listGrounds'>;
 
-export function groundOperations(ctx: SqlContext): GroundOperations {
+/** `quotaDefaults`: the limits a new ground starts with (the configuration's `quotas`). */
+export function groundOperations(ctx: SqlContext, quotaDefaults?: QuotaLimits): GroundOperations {
   const { executor, clock, guard } = ctx;
   return {
     async createGround(raw: NewGround): Promise<Ground> {
@@ -28,6 +31,7 @@ export function groundOperations(ctx: SqlContext): GroundOperations {
           if (input.userId !== undefined) {
             await tx.query('INSERT INTO memberships (ground_id, user_id, role, created_at) VALUES ($1, $2, $3, $4)', [id, input.userId, input.role ?? 'owner', now]);
           }
+          await insertDefaultQuota(tx, id, quotaDefaults, now);
           return toNamed(rows[0]);
         }),
       );

@@ -12,11 +12,13 @@
  * leases and the MQTT sessions open on them; version 11 the role of each member of a ground
  * (engine/ports/groundRegistry.ts): the memberships made before it are owners; version 12 stops
  * announcing last seen times; version 13 applies a rule's evaluation in one statement
- * (apply_rule_evaluation); version 14 the grounds' API keys (engine/ports/groundKeyRegistry.ts).
+ * (apply_rule_evaluation); version 14 the grounds' API keys (engine/ports/groundKeyRegistry.ts); version
+ * 15 the quotas of grounds (engine/ports/quotaRegistry.ts, SQL in quotaMigration.ts).
  *
  * Times are bigint epoch milliseconds (as everywhere in Fleetstream). Constraint names are stable:
  * sqlErrors.ts maps their violations to FleetError codes.
  */
+import { QUOTA_MIGRATION_SQL } from './quotaMigration.ts';
 
 export interface Migration {
   version: number;
@@ -575,5 +577,10 @@ CREATE TABLE ground_keys (
 -- GET /ground/{groundId}/keys: oldest first, by pages.
 CREATE INDEX ground_keys_ground_idx ON ground_keys (ground_id, created_at, id);
 `,
+  },
+  {
+    version: 15,
+    name: 'quotas of grounds',
+    sql: QUOTA_MIGRATION_SQL,
   },
 ];

@@ -42,6 +42,8 @@ const BY_SQLSTATE: Record<string, Mapping> = {
   '55P03': { code: 'UNAVAILABLE', retriable: true }, // lock_not_available
   '57014': { code: 'TIMEOUT' }, // query_canceled (statement_timeout)
   '54000': { code: 'VALIDATION_FAILED' }, // program_limit_exceeded (e.g. an index row too large)
+  // Raised by enforce_devices_quota (migration 15): one more device than the ground's quota.
+  FSQ01: { code: 'QUOTA_EXCEEDED', message: 'the ground holds as many devices as its quota allows', field: 'devices' },
 };
 
 /** SQLSTATE classes (first two characters) when no exact code matched. */

@@ -1,7 +1,8 @@
 /**
  * The one place registry changes are published (engine/ports/registryChanges.ts): a Registry that
  * publishes what each mutation changed once the mutation has committed (one function per port:
- * fleetMutations, groundMutations, principalMutations, keyMutations, activationMutations, integrationMutations, ruleMutations),
+ * fleetMutations, groundMutations, principalMutations, keyMutations, activationMutations, integrationMutations, ruleMutations,
+ * quotaMutations),
  * whoever calls it — the HTTP routes, the admin CLI (directly or through the running service's
  * admin socket), activation.
  *
@@ -14,14 +15,15 @@
  * a negative answer (RegistryLookups keeps positive ones only), but an engine that met the id before
  * reads it afresh. An integration's creation, change, rotation and deletion are published for
  * whatever delivers its events, and so is its disabling by a delivery (410). A rule's creation,
- * change and deletion are published for the engines that judge devices by it. A member's role
+ * change and deletion are published for the engines that judge devices by it. A ground's quota set
+ * or removed is published for the edges that admit its states at its rate. A member's role
  * change is a membership change (cached roles are dropped, live streams re-authorised); a deleted
  * ground is published as what went with it: its devices, memberships, integrations, rules and its
  * keys' tokens (revoked). A revoked key is published as its token's revocation. Not published:
  * device-type changes (devices keep the profiles copied when created), new principals, grounds and
  * tokens (nothing cached can be stale about them), alarms (nothing caches them).
  */
-import type { ActivationRegistry, FleetRegistry, GroundKeyRegistry, GroundRegistry, IntegrationDeliveries, IntegrationRegistry, PrincipalRegistry, Registry, RuleRegistry } from '../ports/registry.ts';
+import type { ActivationRegistry, FleetRegistry, GroundKeyRegistry, GroundRegistry, IntegrationDeliveries, IntegrationRegistry, PrincipalRegistry, QuotaRegistry, Registry, RuleRegistry } from '../ports/registry.ts';
 import type { RegistryChanges } from '../ports/registryChanges.ts';
 import { hashToken } from './tokens.ts';
 
@@ -38,6 +40,7 @@ export function publishingRegistry<R extends Registry>(registry: R, changes: Pic
     ...activationMutations(registry, publish),
     ...integrationMutations(registry, publish),
     ...ruleMutations(registry, publish),
+    ...quotaMutations(registry, publish),
   };
   const bound = new Map<PropertyKey, unknown>();
   return new Proxy(registry, {
@@ -202,6 +205,22 @@ function ruleMutations(registry: RuleRegistry, publish: Publish): Pick<RuleRegis
       const deleted = await registry.deleteRule(ruleId);
       if (deleted && rule !== undefined) await publish({ kind: 'rule-deleted', ruleId, groundId: rule.groundId });
       return deleted;
+    },
+  };
+}
+
+/** A quota set or removed: every edge admits the ground's states at the new rate. */
+function quotaMutations(registry: QuotaRegistry, publish: Publish): Pick<QuotaRegistry, 'setQuota' | 'removeQuota'> {
+  return {
+    async setQuota(groundId, patch) {
+      const quota = await registry.setQuota(groundId, patch);
+      await publish({ kind: 'quota-changed', groundId });
+      return quota;
+    },
+    async removeQuota(groundId) {
+      const removed = await registry.removeQuota(groundId);
+      if (removed) await publish({ kind: 'quota-changed', groundId });
+      return removed;
     },
   };
 }

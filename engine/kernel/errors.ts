@@ -41,6 +41,11 @@ export const ErrorCodes = {
   REQUEST_TIMEOUT: { status: 408, retriable: true },
   VALIDATION_FAILED: { status: 422, retriable: false },
   RATE_LIMITED: { status: 429, retriable: true },
+  /**
+   * A ground's quota (docs/grounds.md "Quotas"): 403 for one more device than it may hold; an
+   * uplink over its states per second is answered 429 with Retry-After (the error's `status`).
+   */
+  QUOTA_EXCEEDED: { status: 403, retriable: false },
   /** An integration's URL points where outbound requests may not go (adapters/webhooks/OutboundPolicy.ts). */
   DESTINATION_REFUSED: { status: 422, retriable: false },
   // infrastructure
@@ -60,6 +65,8 @@ export interface FleetErrorOptions {
   cause?: unknown;
   /** Overrides the code's default retriability (e.g. a vendor error known to be transient). */
   retriable?: boolean;
+  /** Overrides the code's status where one code has two (QUOTA_EXCEEDED: 403 a count, 429 a rate). */
+  status?: number;
   /** Structured detail for problem+json (e.g. the offending field path). */
   detail?: Record<string, unknown>;
 }
@@ -74,7 +81,7 @@ export class FleetError extends Error {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'FleetError';
     this.code = code;
-    this.status = ErrorCodes[code].status;
+    this.status = options.status ?? ErrorCodes[code].status;
     this.retriable = options.retriable ?? ErrorCodes[code].retriable;
     this.detail = options.detail;
   }

@@ -15,9 +15,10 @@ export type AssetInfo = Pick<Asset, 'id' | 'name' | 'is' | 'profile'>;
 
 /**
  * What an actor needs of a device: the registry's Device with its assets, narrowed. `network`
- * decides how its commands leave (engine/commands/lpwanNetworkOf.ts).
+ * decides how its commands leave (engine/commands/lpwanNetworkOf.ts); `groundId` whose quota admits
+ * its states (every edge's devices have it).
  */
-export interface DeviceInfo extends Pick<Device, 'id' | 'payload' | 'network'> {
+export interface DeviceInfo extends Pick<Device, 'id' | 'payload' | 'network'>, Partial<Pick<Device, 'groundId'>> {
   assets: readonly AssetInfo[];
 }
 

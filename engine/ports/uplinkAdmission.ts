@@ -23,8 +23,12 @@ export interface RefusedEntry {
 export type AdmissionOutcome =
   /** Durable in the log; `dropped` entries are recorded as the device's rejections. */
   | { status: 'accepted'; uplinkId: string; receivedAt: number; dropped: RefusedEntry[] }
-  /** Nothing stored; recorded as the device's rejections (dead-letter topic). */
-  | { status: 'refused'; uplinkId: string; receivedAt: number; rejections: RefusedEntry[] };
+  /**
+   * Nothing stored; recorded as the device's rejections (dead-letter topic). Over the ground's
+   * states per second: one QUOTA_EXCEEDED entry and `retryAfterSeconds`, recorded at most once per
+   * device per second (a flood is not written out refusal by refusal).
+   */
+  | { status: 'refused'; uplinkId: string; receivedAt: number; rejections: RefusedEntry[]; retryAfterSeconds?: number };
 
 export interface UplinkAdmissionPort {
   /**

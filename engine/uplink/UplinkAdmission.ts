@@ -15,6 +15,12 @@ import { admitUplink, carried, type Admission } from './admission/admitUplink.ts
 import { compileDevice, type CompiledDevice } from './admission/compileDevice.ts';
 import type { Rejection } from './admission/processUplink.ts';
 import type { UplinkIngest } from './UplinkIngest.ts';
+import type { StatesQuota } from '../quotas/GroundRates.ts';
+
+/** A device's quota refusals are recorded at most this often; the others are answered only. */
+const QUOTA_RECORD_EVERY_MS = 1000;
+/** Devices whose last recorded quota refusal is remembered (then forgotten all at once). */
+const QUOTA_RECORD_DEVICES = 10_000;
 
 export interface UplinkAdmissionOptions {
   /** engine/uplink/UplinkIngest.ts: calls back once the uplink is durable in the log. */
@@ -26,6 +32,8 @@ export interface UplinkAdmissionOptions {
   compile?(info: DeviceInfo): CompiledDevice;
   /** Uplink ids from the receive time; default engine/kernel/ids.ts newUplinkId (time-ordered, compact in the store). */
   newId?(receivedAt: number): string;
+  /** The states-per-second quota of grounds (engine/quotas/GroundRates.ts). Default: no limit. */
+  quota?: StatesQuota;
   /** A refusal that could not be recorded (the log is away); the refusal itself still stands. */
   onRecordFailed?(error: FleetError): void;
 }
@@ -36,6 +44,8 @@ export class UplinkAdmission implements UplinkAdmissionPort {
   readonly #newId: (receivedAt: number) => string;
   /** Per device object: edges cache a device for a while, and a changed device is a new object. */
   readonly #compiled = new WeakMap<DeviceInfo, CompiledDevice>();
+  /** Device id → when its last quota refusal was recorded. */
+  readonly #quotaRecorded = new Map<string, number>();
 
   constructor(options: UplinkAdmissionOptions) {
     this.#o = options;
@@ -71,6 +81,14 @@ export class UplinkAdmission implements UplinkAdmissionPort {
       this.#refusedThen(envelope, admission.rejections, done);
       return;
     }
+    const quota = this.#o.quota;
+    if (quota !== undefined && device.groundId !== undefined) {
+      const retryAfter = quota.take(device.groundId, admission.rows.length);
+      if (retryAfter > 0) {
+        this.#overQuota(envelope, device.groundId, retryAfter, done);
+        return;
+      }
+    }
     // The envelope is this call's own object: the decision goes on it, not on a copy.
     envelope.admitted = carried(admission);
     // What the answer needs, not the envelope: an uplink waiting for the log keeps only these alive
@@ -100,6 +118,22 @@ export class UplinkAdmission implements UplinkAdmissionPort {
       this.#compiled.set(device, compiled);
     }
     return compiled;
+  }
+
+  /** Over the ground's states per second: refused; recorded unless the device's last one was recorded within a second. */
+  #overQuota(envelope: UplinkEnvelope, groundId: string, retryAfter: number, done: (error: unknown, outcome?: AdmissionOutcome) => void): void {
+    const rejections: Rejection[] = [{ code: 'QUOTA_EXCEEDED', reason: `ground ${groundId} is over its quota of states per second` }];
+    const retryAfterSeconds = Math.max(1, Math.ceil(retryAfter));
+    const answer = (outcome: AdmissionOutcome) => done(undefined, outcome.status === 'refused' ? { ...outcome, retryAfterSeconds } : outcome);
+    const now = this.#o.clock.now();
+    const last = this.#quotaRecorded.get(envelope.deviceId);
+    if (last !== undefined && now - last < QUOTA_RECORD_EVERY_MS) {
+      queueMicrotask(() => answer({ status: 'refused', uplinkId: envelope.id, receivedAt: envelope.receivedAt, rejections }));
+      return;
+    }
+    if (this.#quotaRecorded.size >= QUOTA_RECORD_DEVICES) this.#quotaRecorded.clear();
+    this.#quotaRecorded.set(envelope.deviceId, now);
+    this.#refused(envelope, rejections).then(answer, done);
   }
 
   #refusedThen(envelope: UplinkEnvelope, rejections: Rejection[], done: (error: unknown, outcome?: AdmissionOutcome) => void): void {

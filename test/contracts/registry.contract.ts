@@ -14,7 +14,7 @@ import * as assert from 'uvu/assert';
 import type { Test } from 'uvu';
 import { SimulatedClock, type Clock } from '../../engine/kernel/clock.ts';
 import { FleetError, type ErrorCode } from '../../engine/kernel/errors.ts';
-import type { FleetRegistry, PrincipalRegistry, Registry } from '../../engine/ports/registry.ts';
+import type { FleetRegistry, PrincipalRegistry, QuotaLimits, Registry } from '../../engine/ports/registry.ts';
 import { ID_PATTERN } from '../../schemas/registry.ts';
 
 export interface RegistryHarness {
@@ -25,7 +25,8 @@ export interface RegistryHarness {
   dispose(): Promise<void>;
 }
 
-export type RegistryFactory = (options: { clock: Clock }) => Promise<RegistryHarness>;
+/** `quotaDefaults`: the limits each new ground starts with (the configuration's `quotas`). */
+export type RegistryFactory = (options: { clock: Clock; quotaDefaults?: QuotaLimits }) => Promise<RegistryHarness>;
 
 /** What each test of a suite gets: the harness, the registry seen as the port(s) under test, the clock. */
 export interface RegistryContext<R> {

@@ -71,6 +71,7 @@ export function registryChangesContract(name: string, factory: () => Promise<Reg
       { kind: 'integration-deleted', integrationId: INTEGRATION, groundId: GROUND },
       { kind: 'rule-changed', ruleId: RULE, groundId: GROUND },
       { kind: 'rule-deleted', ruleId: RULE, groundId: GROUND },
+      { kind: 'quota-changed', groundId: GROUND },
     ];
     for (const change of sent) {
       const before = heard.length;
@@ -142,6 +143,7 @@ export function registryChangesContract(name: string, factory: () => Promise<Reg
       { kind: 'integration-deleted', integrationId: INTEGRATION, groundId: GROUND },
       { kind: 'rule-changed', ruleId: RULE, groundId: GROUND },
       { kind: 'rule-deleted', ruleId: RULE, groundId: GROUND },
+      { kind: 'quota-changed', groundId: GROUND },
     ];
     for (const change of sent) await a.publish(change);
     await waitFor(() => heardB.length >= sent.length, timeoutMs, 'the other instance to hear every kind');

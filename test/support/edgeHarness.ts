@@ -21,6 +21,7 @@ import type { RegistryChanges } from '../../engine/ports/registryChanges.ts';
 import type { StateStore } from '../../engine/ports/store.ts';
 import type { UplinkIngest } from '../../engine/uplink/UplinkIngest.ts';
 import { serveHttpEdge } from '../../app/buildEdges.ts';
+import { followGroundRates, type FollowedRates } from '../../app/groundRates.ts';
 import { buildIntake, type Intake } from '../../app/buildIntake.ts';
 import { openPorts, type Ports } from '../../app/openPorts.ts';
 import { defaultConfig, type Config } from '../../schemas/config.ts';
@@ -157,6 +158,8 @@ export class EdgeHarness {
   /** The same registry without publishing: a change made by a process that never announced it. */
   readonly unpublished: Registry;
   readonly log: Log;
+  /** The grounds' states per second, as an edge of the service keeps them (app/groundRates.ts). */
+  readonly rates: FollowedRates;
   readonly intake: Intake;
   readonly ingest: UplinkIngest;
   /** The store's rejections: what the edge recorded, and what a suite appends itself. */
@@ -202,9 +205,11 @@ export class EdgeHarness {
         return positions;
       },
     };
+    this.rates = followGroundRates(ports, clock);
     this.intake = buildIntake({
       log: counting, clock, rejections: this.rejections, topics: ports.names, logger: this.#logger(),
       ingest: { maxPending: options.maxPending, retryAfterSeconds: options.retryAfterSeconds },
+      quota: this.rates.rates,
     });
     this.ingest = this.intake.ingest;
   }
@@ -226,6 +231,7 @@ export class EdgeHarness {
     }
     const h = new EdgeHarness(options, ports, clock, tmp, rejections);
     try {
+      await h.rates.start();
       h.#server = await serveHttpEdge({
         config, registry: ports.registry, lookups: ports.lookups, registryChanges: ports.registryChanges, store: ports.store, clock,
         logger: h.#logger(), admission: h.intake.admission, lpwanApplications: ports.lpwanApplications,
@@ -244,6 +250,7 @@ export class EdgeHarness {
   }
 
   async #closePorts(): Promise<void> {
+    this.rates.stop();
     await this.intake.close();
     await this.ports.close();
     this.#tmp.remove();

@@ -18,6 +18,7 @@ import type { UplinkPipeline } from '../../engine/uplink/pipeline/UplinkPipeline
 import type { DeviceActors } from '../../engine/actors/DeviceActors.ts';
 import { actorsFollowing, buildEngine, type Engine } from '../../app/buildEngine.ts';
 import { serveHttpEdge } from '../../app/buildEdges.ts';
+import { followGroundRates, type FollowedRates } from '../../app/groundRates.ts';
 import { buildIntake, type Intake } from '../../app/buildIntake.ts';
 import { openPorts, type Ports } from '../../app/openPorts.ts';
 import { prepareDataDir } from '../../app/prepareDataDir.ts';
@@ -52,6 +53,8 @@ export class LpwanStack {
   readonly intake: Intake;
   base = '';
   #server!: ServedEdge;
+  /** The grounds' states per second, as an edge of the service keeps them (app/groundRates.ts). */
+  readonly rates: FollowedRates;
   readonly #ports: Ports;
   #tmp: { dir: string; remove(): void };
 
@@ -66,7 +69,8 @@ export class LpwanStack {
       log: ports.log, store: rows, rejections: ports.store.rejections, directory: registryDirectory(ports.registry), clock: systemClock,
       names: ports.names, settings: { commitIntervalMs: 20, batchDelayMs: 10 }, onDeadLetters,
     });
-    this.intake = buildIntake({ log: ports.log, clock: systemClock, rejections: ports.store.rejections, topics: ports.names, onDeadLetters });
+    this.rates = followGroundRates(ports, systemClock);
+    this.intake = buildIntake({ log: ports.log, clock: systemClock, rejections: ports.store.rejections, topics: ports.names, onDeadLetters, quota: this.rates.rates });
   }
 
   get pipeline(): UplinkPipeline<DeviceActors> {
@@ -84,6 +88,7 @@ export class LpwanStack {
     prepareDataDir(config.dataDir, silentLogger);
     const ports = await openPorts({ config, clock: systemClock, logger: silentLogger });
     const stack = new LpwanStack(ports, tmp, options.store ?? 'memory');
+    await stack.rates.start();
     await stack.engine.start();
     ports.registryChanges.add(actorsFollowing(stack.pipeline));
     stack.#server = await serveHttpEdge({
@@ -96,6 +101,7 @@ export class LpwanStack {
 
   async close(): Promise<void> {
     await this.#server.close();
+    this.rates.stop();
     await this.intake.close();
     await this.engine.stop();
     await this.#ports.close();

@@ -60,6 +60,13 @@ export function memoryServiceStore(parts: MemoryStoreParts = {}): SqlStateStore 
     aggregate: (query) => reads.aggregate(query),
     rejections: parts.rejections ?? new MemoryRejections(),
     commands,
+    retention: {
+      async expireStates(deviceIds, before) {
+        const expired = new Set(deviceIds);
+        const kept = rows.filter((row) => !(expired.has(row.deviceId) && row.ts < before));
+        rows.splice(0, rows.length, ...kept);
+      },
+    },
     query: async () => {
       throw new FleetError('UNAVAILABLE', 'a store kept in memory runs no SQL');
     },

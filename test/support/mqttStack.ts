@@ -21,6 +21,7 @@ import type { UplinkIngest } from '../../engine/uplink/UplinkIngest.ts';
 import type { UplinkPipeline } from '../../engine/uplink/pipeline/UplinkPipeline.ts';
 import { actorsFollowing, buildEngine, type Engine } from '../../app/buildEngine.ts';
 import { startEmbeddedMqttEdge } from '../../app/buildEdges.ts';
+import { followGroundRates, type FollowedRates } from '../../app/groundRates.ts';
 import { buildIntake, type Intake } from '../../app/buildIntake.ts';
 import { openPorts, type Ports } from '../../app/openPorts.ts';
 import type { DeadLetter, UplinkEnvelope } from '../../schemas/messages.ts';
@@ -51,6 +52,8 @@ export class MqttStack {
   log!: Log;
   ports!: Ports;
   intake!: Intake;
+  /** The grounds' states per second, as an edge of the service keeps them (app/groundRates.ts). */
+  rates!: FollowedRates;
   ingest!: UplinkIngest;
   engine: Engine | undefined;
   edge!: MqttEdge;
@@ -94,10 +97,14 @@ export class MqttStack {
     this.#closers.push(() => ports.close());
     this.registry = ports.registry;
     this.log = ports.log;
+    const rates = this.rates = followGroundRates(ports, clock);
+    await rates.start();
+    this.#closers.push(() => rates.stop());
     this.intake = buildIntake({
       clock, rejections: this.rejections, topics: ports.names, logger: silentLogger,
       onDeadLetters: (letters) => { this.deadLetters.push(...letters); },
       log: this.#counting(ports),
+      quota: rates.rates,
     });
     this.#closers.push(() => this.intake.close());
     this.ingest = this.intake.ingest;
@@ -168,6 +175,18 @@ export class MqttStack {
 }
 
 /** SUBACK return codes for the filters (mqtt.js rejects when any is a failure; the codes are still wanted). */
+/** The reason code a QoS 1 publish is answered with (mqtt.js rejects on ≥ 0x80; 0 when accepted). */
+export async function pubackCode(client: MqttClient, topic: string, payload: Buffer, properties?: mqtt.IClientPublishOptions['properties']): Promise<number> {
+  try {
+    await client.publishAsync(topic, payload, { qos: 1, properties });
+    return 0;
+  } catch (error) {
+    const code = (error as { code?: number }).code;
+    if (typeof code !== 'number') throw error;
+    return code;
+  }
+}
+
 export async function subackCodes(client: MqttClient, filters: string | string[], qos: 0 | 1): Promise<number[]> {
   try {
     return (await client.subscribeAsync(filters, { qos })).map((g) => g.qos);

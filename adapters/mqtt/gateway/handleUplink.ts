@@ -226,7 +226,8 @@ function refuseHere(conn: EdgeConnection, pending: PendingUplink, refusal: Refus
 function refused(conn: EdgeConnection, pending: PendingUplink, refusal: Refusal): void {
   const { ctx } = conn;
   ctx.stats.refused++;
-  conn.refusals++;
+  // Over the ground's rate is not the client's fault to punish with a disconnection: it waits and sends again.
+  if (refusal.code !== 'QUOTA_EXCEEDED') conn.refusals++;
   ctx.logger.warn('mqtt: refused', {
     clientId: conn.session?.clientId, scope: conn.principal?.scope, subject: conn.principal?.subjectId,
     what: `publish ${pending.publish.topic.slice(0, 120)}`, code: refusal.code, reason: refusal.reason,

@@ -82,6 +82,8 @@ export function pubackReason(code: ErrorCode): number {
     case 'DECODE_FAILED':
       return Reason.PAYLOAD_FORMAT_INVALID;
     case 'RATE_LIMITED':
+    case 'QUOTA_EXCEEDED':
+      // The ground's states per second (docs/grounds.md "Quotas").
       return Reason.QUOTA_EXCEEDED;
     default:
       // PAYLOAD_TOO_LARGE (the packet fit, the payload is above the uplink limit), PROCESSING_FAILED:

@@ -9,22 +9,11 @@ import { randomDoubles, row, storeContract } from '../../contracts/store.contrac
 import { newUplinkId } from '../../../engine/kernel/ids.ts';
 import type { JsonValue, StateRow } from '../../../schemas/messages.ts';
 import { rejectionsContract } from '../../contracts/rejections.contract.ts';
+import { chdbStoreFixture } from '../../support/chdbFixture.ts';
 import { checkMigrated, earlierStateTable } from '../../support/earlierStateTables.ts';
 import { checkRejectionsMigrated, earlierRejectionsTable } from '../../support/earlierRejectionsTable.ts';
 
-function fixture(legacyLayout: boolean, rollups = false) {
-  return async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'fleetstream-chdb-'));
-    const store = createChdbStore({ dir, legacyLayout, rollups });
-    return {
-      store,
-      async cleanup() {
-        await store.close();
-        rmSync(dir, { recursive: true, force: true });
-      },
-    };
-  };
-}
+const fixture = chdbStoreFixture;
 
 storeContract('chdb', fixture(false)).run();
 // The 18.16 layout on chDB: the same suite, the same answers, whatever the server's types.

@@ -9,7 +9,7 @@ import { encode as cborEncode } from 'cbor-x';
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
 import { connect as tcpConnect } from 'node:net';
 import mqttPacket from 'mqtt-packet';
-import { MqttStack, subackCodes, type SeededDevice } from '../../support/mqttStack.ts';
+import { MqttStack, pubackCode, subackCodes, type SeededDevice } from '../../support/mqttStack.ts';
 import { waitFor } from '../../support/tmp.ts';
 
 const json = (v: unknown) => Buffer.from(JSON.stringify(v));
@@ -27,18 +27,6 @@ async function connect(url: string, token: string, extra: IClientOptions = {}): 
 }
 
 const closed = (client: MqttClient) => new Promise<void>((resolve) => (client.connected ? client.once('close', () => resolve()) : resolve()));
-
-/** The reason code a publish is answered with (mqtt.js rejects on ≥ 0x80; 0 when accepted). */
-async function pubackCode(client: MqttClient, topic: string, payload: Buffer, properties?: mqtt.IClientPublishOptions['properties']): Promise<number> {
-  try {
-    await client.publishAsync(topic, payload, { qos: 1, properties });
-    return 0;
-  } catch (error) {
-    const code = (error as { code?: number }).code;
-    if (typeof code !== 'number') throw error;
-    return code;
-  }
-}
 
 // ---------------------------------------------------------------- MQTT 5
 const v5 = suite('mqtt 5 on the embedded edge');

@@ -17,14 +17,15 @@ import { deviceTypesContract } from '../../contracts/deviceTypes.contract.ts';
 import { fleetContract } from '../../contracts/fleet.contract.ts';
 import { groundKeysContract } from '../../contracts/groundKeys.contract.ts';
 import { groundsContract } from '../../contracts/grounds.contract.ts';
+import { quotasContract } from '../../contracts/quotas.contract.ts';
 import { integrationsContract } from '../../contracts/integrations.contract.ts';
 import { integrationDeliveriesContract } from '../../contracts/integrationDeliveries.contract.ts';
 import { principalsContract } from '../../contracts/principals.contract.ts';
 import { rulesContract } from '../../contracts/rules.contract.ts';
 import { registryContract, rejects, type RegistryFactory } from '../../contracts/registry.contract.ts';
 
-const inMemory: RegistryFactory = async ({ clock }) => {
-  const registry = await createPgliteRegistry({ clock });
+const inMemory: RegistryFactory = async ({ clock, quotaDefaults }) => {
+  const registry = await createPgliteRegistry({ clock, quotaDefaults });
   return {
     registry,
     sql: async (text, params) => (await registry.executor.query<Record<string, unknown>>(text, params)).rows,
@@ -37,6 +38,7 @@ principalsContract('pglite (in memory)', inMemory).run();
 fleetContract('pglite (in memory)', inMemory).run();
 groundsContract('pglite (in memory)', inMemory).run();
 groundKeysContract('pglite (in memory)', inMemory).run();
+quotasContract('pglite (in memory)', inMemory).run();
 integrationsContract('pglite (in memory)', inMemory).run();
 integrationDeliveriesContract('pglite (in memory)', inMemory).run();
 rulesContract('pglite (in memory)', inMemory).run();

@@ -15,6 +15,7 @@ import { deviceTypesContract } from '../../contracts/deviceTypes.contract.ts';
 import { fleetContract } from '../../contracts/fleet.contract.ts';
 import { groundKeysContract } from '../../contracts/groundKeys.contract.ts';
 import { groundsContract } from '../../contracts/grounds.contract.ts';
+import { quotasContract } from '../../contracts/quotas.contract.ts';
 import { integrationsContract } from '../../contracts/integrations.contract.ts';
 import { integrationDeliveriesContract } from '../../contracts/integrationDeliveries.contract.ts';
 import { principalsContract } from '../../contracts/principals.contract.ts';
@@ -30,9 +31,9 @@ function schemaName(): string {
 }
 
 withEnv('postgres registry', ['DATABASE_URL_TEST'], 'a PostgreSQL server, e.g. postgres://postgres@127.0.0.1:5432/postgres', ({ DATABASE_URL_TEST: url }) => {
-  const isolated: RegistryFactory = async ({ clock }) => {
+  const isolated: RegistryFactory = async ({ clock, quotaDefaults }) => {
     const schema = schemaName();
-    const registry = await createPostgresRegistry({ url, schema, clock, poolSize: 4 });
+    const registry = await createPostgresRegistry({ url, schema, clock, poolSize: 4, quotaDefaults });
     return {
       registry,
       sql: async (text, params) => (await registry.executor.query<Record<string, unknown>>(text, params)).rows,
@@ -47,6 +48,7 @@ withEnv('postgres registry', ['DATABASE_URL_TEST'], 'a PostgreSQL server, e.g. p
   fleetContract('postgres', isolated).run();
   groundsContract('postgres', isolated).run();
   groundKeysContract('postgres', isolated).run();
+  quotasContract('postgres', isolated).run();
   integrationsContract('postgres', isolated).run();
   integrationDeliveriesContract('postgres', isolated).run();
   rulesContract('postgres', isolated).run();

@@ -192,6 +192,35 @@ withEnv('postgres registry changes', ['DATABASE_URL_TEST'], 'a PostgreSQL server
     }
   });
 
+  specifics('a ground\'s quota set, changed and removed is announced by the transaction, also by an operator\'s SQL', async () => {
+    const schema = `announce_quota_${randomBytes(4).toString('hex')}`;
+    const registry = await createPostgresRegistry({ url, schema, poolSize: 2 });
+    const other = await PostgresRegistryChanges.open({ url, schema, clock: systemClock, announcedByDatabase: true });
+    try {
+      const heard: RegistryChange[] = [];
+      other.subscribe((c) => heard.push(c));
+      const user = await registry.createUser({ name: 'ann' });
+      const ground = await registry.createGround({ name: 'site', userId: user.entity.id });
+      await heardAtLeast(heard, 1);
+      heard.length = 0;
+      const started = Date.now();
+      await registry.setQuota(ground.id, { statesPerSecond: 10 });
+      await heardAtLeast(heard, 1);
+      assert.ok(Date.now() - started < 1000, 'heard within a second');
+      await registry.setQuota(ground.id, { devices: 3 });
+      await registry.removeQuota(ground.id);
+      await admin(async (c) => {
+        await c.query(`SET search_path = "${schema}"`);
+        await c.query('INSERT INTO ground_quotas (ground_id, retention_days, updated_at) VALUES ($1, 30, 0)', [ground.id]);
+      });
+      await heardAtLeast(heard, 4);
+      assert.equal(heard, Array.from({ length: 4 }, () => ({ kind: 'quota-changed', groundId: ground.id })));
+    } finally {
+      await Promise.all([other.close(), registry.close()]);
+      await admin((c) => c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
+    }
+  });
+
   specifics('recording when devices were last seen announces nothing; any other change of a device still does', async () => {
     const schema = `announce_seen_${randomBytes(4).toString('hex')}`;
     const registry = await createPostgresRegistry({ url, schema, poolSize: 2 });

@@ -5,6 +5,7 @@
  * admission step (engine/uplink/UplinkAdmission.ts), which decides once what it yields:
  *   refused  → 400 (MALFORMED_JSON/CBOR) or 422 (INVALID_STATE, PROFILE_VIOLATION, INVALID_AT, …),
  *              recorded under `GET /device/{id}/rejections` like a refusal from any channel;
+ *   over the ground's states per second → 429 QUOTA_EXCEEDED with Retry-After;
  *   accepted → `202 Accepted` once durable in the log, listing entries that were `rejected` on
  *              their own; the engine stores exactly the states admitted here.
  * The spec does not name the method of the asset state paths, so PUT and POST are both taken.
@@ -23,14 +24,18 @@ import { bodyFormat, incomingOf, readBody } from '../../request/readBody.ts';
 const JSON_TYPE = 'application/json';
 const CBOR_TYPE = 'application/cbor';
 const TAGS = ['states'];
-const UPLINK_ERRORS = [400, 404, 413, 415, 422, 503];
+const UPLINK_ERRORS = [400, 404, 413, 415, 422, 429, 503];
 const ACCEPTED_HEADERS: Readonly<Record<string, string>> = Object.freeze({ 'content-type': JSON_TYPE, 'cache-control': 'no-store' });
 
-/** A refused uplink as a problem: the first entry's code and status, every entry under `errors`. */
-function refusal(rejections: readonly RefusedEntry[], uplinkId: string): FleetError {
+/**
+ * A refused uplink as a problem: the first entry's code and status, every entry under `errors`. Over
+ * the ground's states per second: 429 QUOTA_EXCEEDED with Retry-After (docs/grounds.md "Quotas").
+ */
+function refusal(rejections: readonly RefusedEntry[], uplinkId: string, retryAfter: number | undefined): FleetError {
   const first = rejections[0];
   const errors = rejections.map((r) => ({ path: r.asset === undefined ? 'body' : `body.${r.asset}`, message: `${r.code}: ${r.reason}` }));
   const more = rejections.length > 1 ? ` (and ${rejections.length - 1} more)` : '';
+  if (retryAfter !== undefined) return new FleetError(first.code as ErrorCode, first.reason, { status: 429, detail: { errors, uplinkId, retryAfter } });
   return new FleetError(first.code as ErrorCode, `${first.reason}${more}`, { detail: { errors, uplinkId } });
 }
 
@@ -40,7 +45,7 @@ export function uplinkRoutes(edge: EdgeContext): void {
   const accept = async (device: DeviceWithAssets, submission: UplinkSubmission): Promise<Response> => {
     const outcome = await deps.admission.admit(device, submission);
     // A refusal's problem+json carries no-store too (problemResponse.ts).
-    if (outcome.status === 'refused') throw refusal(outcome.rejections, outcome.uplinkId);
+    if (outcome.status === 'refused') throw refusal(outcome.rejections, outcome.uplinkId, outcome.retryAfterSeconds);
     const body: Record<string, unknown> = { uplinkId: outcome.uplinkId, receivedAt: isoTime(outcome.receivedAt) };
     if (outcome.dropped.length > 0) body.rejected = outcome.dropped.map((r) => ({ asset: r.asset, item: r.item, code: r.code, reason: r.reason }));
     // The headers as a plain object, not through c.header()/c.json(): those make a Headers object that
