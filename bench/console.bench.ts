@@ -1,5 +1,5 @@
 /**
- * Console first load in headless Chromium (issue #13): bytes transferred and time to interactive,
+ * Console first load in headless Chromium: bytes transferred and time to interactive,
  * cold (a fresh browser context, nothing cached) and warm (the same context again: every file is
  * revalidated with its ETag and answered 304). Baseline measured in the same run and browser:
  * loading /health, one tiny same-origin document, so the ratio says what the console costs over

@@ -47,7 +47,7 @@ export function RulesPage({ groundId }) {
   const reload = () => setTick((t) => t + 1);
   return html`<p class="crumbs"><a href=${p`#/ground/${groundId}`}>Devices</a> · <a href=${p`#/ground/${groundId}/integrations`}>Integrations</a></p>
     <h1>Rules</h1>
-    <p class="hint">A rule watches one asset of the ground's devices for a condition. Rules are checked against the devices when saved; alarms are not raised yet.</p>
+    <p class="hint">A rule watches one asset of the ground's devices for a condition. Rules are checked against the devices when saved; while a rule's condition holds, its alarm is active on the alarms page.</p>
     <${ErrorBox} error=${error} />
     ${rules && rules.length === 0 ? html`<p>No rule yet.</p>` : ''}
     ${rules?.length ? html`<div class="table-wrap"><table data-testid="rules">

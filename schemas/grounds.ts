@@ -1,5 +1,5 @@
 /**
- * Grounds as teams (issue 36): the role each member holds, the ground's own changes, and the HTTP
+ * Grounds as teams: the role each member holds, the ground's own changes, and the HTTP
  * bodies of `/grounds`, `/ground/{groundId}` and `/ground/{groundId}/members`. Types of
  * engine/ports/groundRegistry.ts derive from these; the edge validates requests with the same ones.
  */

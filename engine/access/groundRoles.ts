@@ -1,5 +1,5 @@
 /**
- * What each role of a ground's members allows (issue 36), decided here and nowhere else: the HTTP
+ * What each role of a ground's members allows, decided here and nowhere else: the HTTP
  * edge (adapters/http/EdgeAccess.ts) asks `requireRole` with the role a route needs, the live
  * streams and the MQTT feeds need `viewer` (membership). Each role includes the ones below it:
  *   viewer  reads devices, assets, states, history, aggregates, rejections, commands, alarms, rules

@@ -1,6 +1,6 @@
 /**
  * Grounds port, a part of the registry (engine/ports/registry.ts): the roles of a ground's members
- * and the ground's own changes (issue 36). The fleet port (fleetRegistry.ts) keeps creating grounds
+ * and the ground's own changes. The fleet port (fleetRegistry.ts) keeps creating grounds
  * and the plain membership calls; this one knows roles. SQL in adapters/sql-registry/groundRoles.ts;
  * contract in test/contracts/grounds.contract.ts.
  *

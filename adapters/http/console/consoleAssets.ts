@@ -1,5 +1,5 @@
 /**
- * The web console's files (issue #13): the console/ folder of this package plus the few vendor
+ * The web console's files: the console/ folder of this package plus the few vendor
  * builds it imports, each named by exact URL. Nothing here maps a request path onto the file
  * system: a URL either is a key of the table or is answered 404, so `..`, encoded slashes and
  * other traversal tricks have nothing to reach. Files are read once and kept with their gzip form

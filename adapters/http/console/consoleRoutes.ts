@@ -1,5 +1,5 @@
 /**
- * `/console`: the web console served by the edge (issue #13). Static files only, from the table
+ * `/console`: the web console served by the edge. Static files only, from the table
  * of consoleAssets.ts; the console talks to the same API as every other client with
  * the token it keeps in sessionStorage, so these routes need no authentication and see no token.
  * Every answer carries a strict Content-Security-Policy (no inline script but the hashed import

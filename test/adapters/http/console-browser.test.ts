@@ -1,5 +1,5 @@
 /**
- * The web console in real headless Chromium (issue #13) against the whole service on its embedded
+ * The web console in real headless Chromium against the whole service on its embedded
  * defaults: signing in, the history chart, a command reaching an MQTT client, a command to a LoRa
  * actuator reaching (a local stand-in of) The Things Stack's downlink queue, a partner's
  * activation redeemed by a user, the API's problem+json messages shown for bad input, and a

@@ -1,5 +1,5 @@
 /**
- * The console's files over real HTTP (issue #13): served from an exact-path table with a strict
+ * The console's files over real HTTP: served from an exact-path table with a strict
  * Content-Security-Policy, gzip and ETags, and nothing else reachable (path traversal, encoded
  * variants, hidden files); plus the routes the console starts from: GET /me, GET /grounds and
  * GET /activate/{code} (a user choosing an option before redeeming, spec §4.6).

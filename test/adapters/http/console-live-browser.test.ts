@@ -1,5 +1,5 @@
 /**
- * Live values in the console (issue #13): with the device page and the ground page open in
+ * Live values in the console: with the device page and the ground page open in
  * headless Chromium, a state PUT over HTTP shows up without a reload, through the SSE stream the
  * console reads with fetch() (the token in the Authorization header). Needs the edge's live
  * stream (adapters/http/live/liveRoutes.ts); without it these tests are skipped, saying so.
@@ -29,7 +29,7 @@ async function put(w: World, value: number): Promise<number> {
 }
 
 withChromium('console live browser tests', (chromiumPath) => {
-  unless('console live browser tests', existsSync(liveRoutes) ? undefined : 'this edge has no live stream yet (adapters/http/live/liveRoutes.ts, issue #13 items 1 and 2)', () => {
+  unless('console live browser tests', existsSync(liveRoutes) ? undefined : 'this edge has no live stream yet (adapters/http/live/liveRoutes.ts)', () => {
     test.before(async (w) => {
       const t = tempDir('console-live');
       w.remove = t.remove;

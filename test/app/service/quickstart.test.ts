@@ -1,5 +1,5 @@
 /**
- * The first run (issue #13): `fleetstream start` writes JSON logs off a terminal and lines for a
+ * The first run: `fleetstream start` writes JSON logs off a terminal and lines for a
  * person with --log-format text (where the console, HTTP and MQTT listen, and the next command);
  * `admin quickstart` creates a user, a ground and a demo device through the running service and
  * prints the console link and the token apart; `--demo` keeps the device sending real states and

@@ -1,5 +1,5 @@
 /**
- * Grounds over HTTP (issue 36; spec-silent: spec §4.6 only names a ground as where a device is
+ * Grounds over HTTP (spec-silent: spec §4.6 only names a ground as where a device is
  * activated): any user creates one and becomes its owner; its members read it, its owners rename
  * and delete it. A ground that still has devices is deleted only with `?force=true`, which deletes
  * them with it as DELETE /device/{id} deletes one: assets gone, device tokens revoked, MQTT

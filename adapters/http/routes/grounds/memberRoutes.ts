@@ -1,5 +1,5 @@
 /**
- * The members of a ground and their roles (issue 36): its members list them, its owners add,
+ * The members of a ground and their roles: its members list them, its owners add,
  * change and remove them. A ground keeps an owner: removing or demoting its last one is 409
  * CONFLICT, decided by the registry in the transaction of the change (engine/ports/groundRegistry.ts),
  * so two owners demoting each other at once cannot both succeed. A change applies to the member's
