@@ -4,6 +4,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, p } from './api.js';
 import { follow } from './live.js';
 import { html, ErrorBox, ago, formatValue, useLoad, useNow } from './ui.js';
+import { canEdit, useRole } from './members.js';
 
 const REFRESH_MS = 5000;
 /** The active alarms of a ground are reloaded this often besides their live changes. */
@@ -50,6 +51,7 @@ export function AlarmsPage({ groundId }) {
   const [rules] = useLoad(() => api(p`/ground/${groundId}/rules` + '?limit=1000'), [groundId]);
   const [devices] = useLoad(() => api(p`/ground/${groundId}/devices` + '?limit=1000'), [groundId]);
   const now = useNow();
+  const editor = canEdit(useRole(groundId));
   useEffect(() => {
     const timer = setInterval(() => setTick((t) => t + 1), REFRESH_MS);
     return () => clearInterval(timer);
@@ -67,12 +69,12 @@ export function AlarmsPage({ groundId }) {
     ${page?.items.length ? html`<div class="table-wrap"><table data-testid="alarms">
       <caption class="sr-only">Alarms of this ground, newest first</caption>
       <thead><tr><th scope="col">Severity</th><th scope="col">Rule</th><th scope="col">Device</th><th scope="col">Asset</th><th scope="col">Status</th>
-        <th scope="col">Started</th><th scope="col">Value</th><th scope="col">Last value</th><th scope="col">Count</th><th scope="col">Acknowledged</th><th scope="col">Actions</th></tr></thead>
-      <tbody>${page.items.map((a) => html`<${AlarmRow} key=${a.id} alarm=${a} now=${now} rule=${ruleName(a.ruleId)} device=${deviceName(a.deviceId)} onChanged=${() => setTick((t) => t + 1)} />`)}</tbody>
+        <th scope="col">Started</th><th scope="col">Value</th><th scope="col">Last value</th><th scope="col">Count</th><th scope="col">Acknowledged</th>${editor ? html`<th scope="col">Actions</th>` : ''}</tr></thead>
+      <tbody>${page.items.map((a) => html`<${AlarmRow} key=${a.id} alarm=${a} now=${now} editor=${editor} rule=${ruleName(a.ruleId)} device=${deviceName(a.deviceId)} onChanged=${() => setTick((t) => t + 1)} />`)}</tbody>
     </table></div>` : ''}`;
 }
 
-function AlarmRow({ alarm, now, rule, device, onChanged }) {
+function AlarmRow({ alarm, now, editor, rule, device, onChanged }) {
   const [error, setError] = useState();
   const act = async (action) => {
     setError(undefined);
@@ -94,9 +96,9 @@ function AlarmRow({ alarm, now, rule, device, onChanged }) {
     <td>${formatValue(alarm.lastValue)}</td>
     <td data-testid="alarm-count">${alarm.count}</td>
     <td data-testid="alarm-acknowledged">${alarm.acknowledged ? `yes, ${ago(alarm.acknowledgedAt, now)}` : 'no'}</td>
-    <td><div class="row">
+    ${editor ? html`<td><div class="row">
       ${alarm.acknowledged ? '' : html`<button type="button" class="secondary" onClick=${() => act('acknowledge')}>Acknowledge</button>`}
       ${alarm.status === 'active' ? html`<button type="button" class="secondary" onClick=${() => act('clear')}>Clear</button>` : ''}
-    </div><${ErrorBox} error=${error} /></td>
+    </div><${ErrorBox} error=${error} /></td>` : ''}
   </tr>`;
 }

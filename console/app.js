@@ -10,6 +10,7 @@ import { AssetPage } from './asset.js';
 import { IntegrationsPage } from './integrations.js';
 import { RulesPage } from './rules.js';
 import { AlarmsPage } from './alarms.js';
+import { MembersPage } from './members.js';
 import { ActivatePage } from './activate.js';
 import { ActivationsPage, NetworksPage } from './partner.js';
 import { DeviceTypesPage } from './deviceTypes.js';
@@ -77,6 +78,7 @@ function Page({ me, route }) {
   if (head === 'ground' && a && b === 'integrations') return html`<${IntegrationsPage} groundId=${a} />`;
   if (head === 'ground' && a && b === 'rules') return html`<${RulesPage} groundId=${a} />`;
   if (head === 'ground' && a && b === 'alarms') return html`<${AlarmsPage} groundId=${a} />`;
+  if (head === 'ground' && a && b === 'members') return html`<${MembersPage} groundId=${a} />`;
   if (head === 'ground' && a) return html`<${GroundPage} groundId=${a} />`;
   if (head === 'device' && a && b === 'asset' && c) return html`<${AssetPage} key=${`${a}/${c}`} deviceId=${a} name=${c} />`;
   if (head === 'device' && a) return html`<${DevicePage} deviceId=${a} />`;

@@ -6,6 +6,7 @@ import { html, ErrorBox, LiveBadge, formatTime, formatValue, useLoad } from './u
 import { Chart } from './chart.js';
 import { CommandForm } from './command.js';
 import { useDeviceLive } from './device.js';
+import { canEdit, useRole } from './members.js';
 
 const HOUR = 3_600_000;
 const SPANS = [['1 h', HOUR], ['24 h', 24 * HOUR], ['7 d', 7 * 24 * HOUR], ['30 d', 30 * 24 * HOUR]];
@@ -73,6 +74,7 @@ export function AssetPage({ deviceId, name }) {
   const [range, setRange] = useState(() => windowOf(Date.now() - HOUR, Date.now(), true));
   const { history, historyError, status } = useHistory(deviceId, name, range);
   const asset = device?.assets.find((a) => a.name === name);
+  const role = useRole(device?.groundId);
   const numeric = asset && ['number', 'integer'].includes(asset.profile?.type);
   const series = useMemo(() => {
     if (!history || !numeric) return undefined;
@@ -108,7 +110,7 @@ export function AssetPage({ deviceId, name }) {
     <${ErrorBox} error=${historyError} />
     ${!history && !historyError ? html`<p class="muted" role="status">Loading this window…</p>` : ''}
     ${series && series.x.length > 0 ? html`<${Chart} series=${series} window=${drawn} label=${`History of ${asset.title || name}, ${formatTime(drawn.from)} to ${formatTime(drawn.to)}`} onZoom=${(from, to) => show(from, to)} />` : ''}
-    ${asset.is === 'actuator' ? html`<${CommandForm} deviceId=${deviceId} asset=${asset} />` : ''}
+    ${asset.is === 'actuator' && canEdit(role) ? html`<${CommandForm} deviceId=${deviceId} asset=${asset} />` : ''}
     <section aria-labelledby="history"><h2 id="history">History</h2>
       <div class="table-wrap"><table data-testid="history">
         <thead><tr><th scope="col">Time</th>${resolution ? html`<th scope="col">Count</th><th scope="col">Min</th><th scope="col">Avg</th><th scope="col">Max</th>` : html`<th scope="col">Value</th>`}</tr></thead>

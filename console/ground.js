@@ -5,6 +5,7 @@ import { api, p } from './api.js';
 import { follow } from './live.js';
 import { html, ErrorBox, LiveBadge, ShownOnce, ago, formatValue, useLoad, useNow } from './ui.js';
 import { useActiveAlarms } from './alarms.js';
+import { canEdit, useRole } from './members.js';
 
 export function GroundsPage() {
   const [grounds, error] = useLoad(() => api('/grounds'), []);
@@ -30,6 +31,7 @@ export function GroundPage({ groundId }) {
   const [status, setStatus] = useState('connecting');
   const now = useNow();
   const active = useActiveAlarms(groundId);
+  const role = useRole(groundId);
   const alarmsOf = (deviceId) => (active ?? []).filter((a) => a.deviceId === deviceId).length;
   useEffect(() => { if (page) loadLatest(page.items).then(setLatest); }, [page]);
   useEffect(() => {
@@ -49,7 +51,7 @@ export function GroundPage({ groundId }) {
     return () => abort.abort();
   }, [groundId]);
   return html`<h1>Devices <${LiveBadge} status=${status} /></h1>
-    <p class="crumbs"><a href=${p`#/ground/${groundId}/alarms`} data-testid="alarms-link">Alarms${active?.length ? ` (${active.length} active)` : ''}</a> · <a href=${p`#/ground/${groundId}/rules`}>Rules</a> · <a href=${p`#/ground/${groundId}/integrations`}>Integrations</a></p>
+    <p class="crumbs"><a href=${p`#/ground/${groundId}/alarms`} data-testid="alarms-link">Alarms${active?.length ? ` (${active.length} active)` : ''}</a> · <a href=${p`#/ground/${groundId}/rules`}>Rules</a> · <a href=${p`#/ground/${groundId}/integrations`}>Integrations</a> · <a href=${p`#/ground/${groundId}/members`} data-testid="members-link">Members</a></p>
     <${ErrorBox} error=${error} />
     <div class="table-wrap"><table>
       <caption class="sr-only">Devices of this ground with their latest values</caption>
@@ -61,7 +63,7 @@ export function GroundPage({ groundId }) {
       </tr>`)}</tbody>
     </table></div>
     ${page?.items.length === 0 ? html`<p>No device yet.</p>` : ''}
-    <${CreateDevice} groundId=${groundId} onCreated=${reload} />`;
+    ${canEdit(role) ? html`<${CreateDevice} groundId=${groundId} onCreated=${reload} />` : ''}`;
 }
 
 const KINDS = ['sensor', 'actuator', 'virtual'];

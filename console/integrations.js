@@ -5,6 +5,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, p } from './api.js';
 import { html, ErrorBox, ShownOnce, ago, useLoad, useNow } from './ui.js';
+import { canEdit, useRole } from './members.js';
 
 const EVENTS = ['state', 'rejection', 'command', 'alarm'];
 const REFRESH_MS = 5000;
@@ -31,6 +32,7 @@ export function IntegrationsPage({ groundId }) {
     return () => clearInterval(timer);
   }, [groundId]);
   const reload = () => setTick((t) => t + 1);
+  const editor = canEdit(useRole(groundId));
   return html`<p class="crumbs"><a href=${p`#/ground/${groundId}`}>Devices</a></p>
     <h1>Integrations</h1>
     <p class="hint">Each integration receives the ground's events as signed webhooks (Standard Webhooks), batched, retried and in order per device.</p>
@@ -41,9 +43,9 @@ export function IntegrationsPage({ groundId }) {
       <caption class="sr-only">Integrations of this ground and how their deliveries go</caption>
       <thead><tr><th scope="col">Integration</th><th scope="col">Status</th><th scope="col">Delivered</th><th scope="col">Pending</th>
         <th scope="col">Failed attempts</th><th scope="col">Dropped</th><th scope="col">Last success</th><th scope="col">Last error</th><th scope="col">Actions</th></tr></thead>
-      <tbody>${views.map((v) => html`<${IntegrationRow} key=${v.id} view=${v} now=${now} onChanged=${reload} onSecret=${setShown} />`)}</tbody>
+      <tbody>${views.map((v) => html`<${IntegrationRow} key=${v.id} view=${v} now=${now} editor=${editor} onChanged=${reload} onSecret=${setShown} />`)}</tbody>
     </table></div>` : ''}
-    <${CreateIntegration} groundId=${groundId} onCreated=${(created) => { setShown({ label: `Signing secret of ${created.name}`, secret: created.secret }); reload(); }} />`;
+    ${editor ? html`<${CreateIntegration} groundId=${groundId} onCreated=${(created) => { setShown({ label: `Signing secret of ${created.name}`, secret: created.secret }); reload(); }} />` : ''}`;
 }
 
 function statusText(view) {
@@ -51,7 +53,7 @@ function statusText(view) {
   return view.status;
 }
 
-function IntegrationRow({ view, now, onChanged, onSecret }) {
+function IntegrationRow({ view, now, editor, onChanged, onSecret }) {
   const [error, setError] = useState();
   const [result, setResult] = useState();
   const [busy, setBusy] = useState(false);
@@ -93,12 +95,12 @@ function IntegrationRow({ view, now, onChanged, onSecret }) {
     <td data-testid="dropped">${view.dropped}</td>
     <td>${view.lastSuccessAt === undefined ? 'never' : ago(view.lastSuccessAt, now)}</td>
     <td data-testid="last-error">${view.lastError ? html`${view.lastError.status !== undefined ? `HTTP ${view.lastError.status}: ` : ''}${view.lastError.message} <span class="muted">${ago(view.lastError.at, now)}</span>` : '—'}</td>
-    <td><div class="row">
+    <td>${editor ? html`<div class="row">
       <button type="button" class="secondary" disabled=${busy} onClick=${test}>Send a test</button>
       <button type="button" class="secondary" disabled=${busy} onClick=${rotate}>New secret</button>
       <button type="button" class="secondary" disabled=${busy} onClick=${toggle}>${view.status === 'disabled' ? 'Enable' : 'Disable'}</button>
       <button type="button" class="danger" disabled=${busy} onClick=${remove}>Delete</button>
-    </div>
+    </div>` : ''}
     ${result ? html`<p role="status" data-testid="test-result">${result}</p>` : ''}
     <${ErrorBox} error=${error} /></td>
   </tr>`;

@@ -4,6 +4,7 @@
 import { useState } from 'preact/hooks';
 import { api, p } from './api.js';
 import { html, ErrorBox, useLoad } from './ui.js';
+import { canEdit, useRole } from './members.js';
 
 const SEVERITIES = ['critical', 'major', 'minor', 'warning', 'info'];
 const KINDS = [
@@ -45,6 +46,7 @@ export function RulesPage({ groundId }) {
   const [tick, setTick] = useState(0);
   const [rules, error] = useLoad(() => loadRules(groundId), [groundId, tick]);
   const reload = () => setTick((t) => t + 1);
+  const editor = canEdit(useRole(groundId));
   return html`<p class="crumbs"><a href=${p`#/ground/${groundId}`}>Devices</a> · <a href=${p`#/ground/${groundId}/integrations`}>Integrations</a></p>
     <h1>Rules</h1>
     <p class="hint">A rule watches one asset of the ground's devices for a condition. Rules are checked against the devices when saved; while a rule's condition holds, its alarm is active on the alarms page.</p>
@@ -53,13 +55,13 @@ export function RulesPage({ groundId }) {
     ${rules?.length ? html`<div class="table-wrap"><table data-testid="rules">
       <caption class="sr-only">Rules of this ground</caption>
       <thead><tr><th scope="col">Rule</th><th scope="col">Asset</th><th scope="col">Condition</th><th scope="col">For</th><th scope="col">Clears</th>
-        <th scope="col">Severity</th><th scope="col">Devices</th><th scope="col">Actions</th><th scope="col"><span class="sr-only">Delete</span></th></tr></thead>
-      <tbody>${rules.map((r) => html`<${RuleRow} key=${r.id} rule=${r} onChanged=${reload} />`)}</tbody>
+        <th scope="col">Severity</th><th scope="col">Devices</th><th scope="col">Actions</th>${editor ? html`<th scope="col"><span class="sr-only">Delete</span></th>` : ''}</tr></thead>
+      <tbody>${rules.map((r) => html`<${RuleRow} key=${r.id} rule=${r} editor=${editor} onChanged=${reload} />`)}</tbody>
     </table></div>` : ''}
-    <${CreateRule} groundId=${groundId} onCreated=${reload} />`;
+    ${editor ? html`<${CreateRule} groundId=${groundId} onCreated=${reload} />` : ''}`;
 }
 
-function RuleRow({ rule, onChanged }) {
+function RuleRow({ rule, editor, onChanged }) {
   const [error, setError] = useState();
   const remove = async () => {
     if (!confirm(`Delete the rule ${rule.name}?`)) return;
@@ -79,7 +81,7 @@ function RuleRow({ rule, onChanged }) {
     <td><span class=${`severity ${rule.severity}`}>${rule.severity}</span></td>
     <td>${rule.devices ? `${rule.devices.length} listed` : 'every device with the asset'}</td>
     <td>${rule.actions.length === 0 ? '—' : rule.actions.map((a) => html`<div>${describeAction(a)}</div>`)}</td>
-    <td><button type="button" class="danger" onClick=${remove}>Delete</button><${ErrorBox} error=${error} /></td>
+    ${editor ? html`<td><button type="button" class="danger" onClick=${remove}>Delete</button><${ErrorBox} error=${error} /></td>` : ''}
   </tr>`;
 }
 
