@@ -68,11 +68,22 @@ function fieldErrors(schema: TSchema, value: unknown, prefix: string): FieldErro
   };
   const errors = validatorOf(schema).Errors(value);
   const unknownFields = errors.some((e) => e.keyword === 'boolean');
+  // A union of literals reports each literal as "must be equal to constant": named together instead.
+  const allowed = new Map<string, unknown[]>();
   for (const e of errors) {
     if (e.keyword === 'anyOf' && errors.some((o) => o !== e && o.instancePath === e.instancePath)) continue;
     if (e.keyword === 'additionalProperties' && unknownFields) continue;
+    if (e.keyword === 'const') {
+      const values = allowed.get(e.instancePath) ?? [];
+      values.push((e.params as { allowedValue?: unknown }).allowedValue);
+      allowed.set(e.instancePath, values);
+      continue;
+    }
     // `additionalProperties: false` reports each extra property as "schema is false".
     add(e.instancePath, e.keyword === 'boolean' ? 'unknown field' : e.message);
+  }
+  for (const [pointer, values] of allowed) {
+    add(pointer, values.length === 1 ? `must be ${JSON.stringify(values[0])}` : `must be one of ${values.map((v) => JSON.stringify(v)).join(', ')}`);
   }
   return [...byPath].map(([path, messages]) => ({ path: path || prefix, message: messages.join(' or ') }));
 }

@@ -224,6 +224,8 @@ function badInputSuite(factory: RegistryFactory) {
       problem(res, 422, 'VALIDATION_FAILED', query);
       assert.ok(res.json.errors.some((e: { path: string }) => e.path === field), `${query}: ${JSON.stringify(res.json.errors)}`);
     }
+    const week = await h.request('GET', `${base}?resolution=week`, { token: s.deviceToken });
+    assert.equal(week.json.errors, [{ path: 'query.resolution', message: 'must be one of "minute", "hour", "day"' }], 'a bad resolution names the allowed ones');
     const rejections = await h.request('GET', `/device/${s.deviceId}/rejections?limit=abc`, { token: s.deviceToken });
     problem(rejections, 422, 'VALIDATION_FAILED');
     assert.equal(calls, [], 'nothing reached the store');
