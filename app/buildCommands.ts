@@ -12,6 +12,8 @@ import { toFleetError } from '../engine/kernel/errors.ts';
 import type { Logger } from '../engine/kernel/logger.ts';
 import { CommandActors } from '../engine/actors/CommandActors.ts';
 import { CommandHistoryRecorder } from '../engine/commands/CommandHistoryRecorder.ts';
+import { UsageRecorder } from '../engine/usage/UsageRecorder.ts';
+import type { UsageRegistry } from '../engine/ports/usageRegistry.ts';
 import { CommandPipeline } from '../engine/commands/CommandPipeline.ts';
 import { encodeCommandRecord } from '../engine/commands/commandRecords.ts';
 import type { RelayedTransport } from '../engine/commands/RelayedTransport.ts';
@@ -55,6 +57,8 @@ export interface CommandOwnerOptions {
   applications: LpwanApplications;
   /** Every lifecycle change, as it happens (metrics). */
   onCommandChanged?(view: CommandView): void;
+  /** Where the grounds' usage goes: each command queued, by ground and day. Absent: not counted. */
+  usage?: { registry: Pick<UsageRegistry, 'recordUsage'>; flushIntervalMs?: number };
 }
 
 export interface CommandOwner extends Role {
@@ -82,11 +86,18 @@ export function buildCommandOwner(options: CommandOwnerOptions): CommandOwner {
     clock,
     onDropped: (count, error) => logger.warn('command history transitions dropped', { count, error }),
   });
+  const usage = options.usage === undefined ? undefined : new UsageRecorder({
+    registry: options.usage.registry,
+    clock,
+    flushIntervalMs: options.usage.flushIntervalMs,
+    onError: (error, retrying) => logger.warn(retrying ? 'grounds\' usage not written yet; retrying' : 'grounds\' usage lost', { error }),
+  });
   const actors = new CommandActors({
     clock,
     onChange: (view) => {
       options.onCommandChanged?.(view);
       history.record(view);
+      if (view.status === 'queued' && view.attempts === 0) usage?.commandQueued(view.deviceId, view.updatedAt);
     },
     transport: options.transport,
     downlink: new TtsDownlink({ devices: options.registry, applications: options.applications, clock }),
@@ -129,6 +140,7 @@ export function buildCommandOwner(options: CommandOwnerOptions): CommandOwner {
       devices.close();
       actors.stop();
       await history.close();
+      await usage?.stop();
     },
   };
 }
@@ -169,6 +181,7 @@ export function commandOwnerRole(w: Wiring, routes: Pick<CommandRoutes, 'transpo
     log: w.log, registry: ports.registry, lookups: ports.lookups, history: ports.store.commands, rejections: w.rejections,
     clock: w.clock, logger: w.logger, names: ports.names, settings: w.config.commands,
     transport: routes.transport, relayed: routes.relayed, applications: ports.lpwanApplications,
+    usage: { registry: ports.registry, flushIntervalMs: w.config.databaseUrl === undefined ? 5000 : 1000 },
     onCommandChanged: (view) => {
       w.metrics.commandChanged(view);
       w.live.command(view);

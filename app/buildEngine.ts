@@ -27,6 +27,8 @@ import { UplinkProgress } from '../engine/rules/UplinkProgress.ts';
 import { encodeCommandRecord } from '../engine/commands/commandRecords.ts';
 import type { EventWriter } from '../engine/events/EventWriter.ts';
 import { ActivityRecorder } from '../engine/connectivity/ActivityRecorder.ts';
+import { UsageRecorder } from '../engine/usage/UsageRecorder.ts';
+import type { UsageRegistry } from '../engine/ports/usageRegistry.ts';
 import type { ConnectivityRegistry } from '../engine/ports/connectivityRegistry.ts';
 import type { Logger } from '../engine/kernel/logger.ts';
 
@@ -58,6 +60,8 @@ export interface EngineOptions {
    * times of the states stored and of the refusals, once a second. Absent: not recorded.
    */
   activity?: { registry: Pick<ConnectivityRegistry, 'recordActivity'>; flushIntervalMs?: number; logger?: Logger };
+  /** Where the grounds' usage goes (engine/usage/UsageRecorder.ts): the states stored, by ground and day. Absent: not counted. */
+  usage?: { registry: Pick<UsageRegistry, 'recordUsage'>; flushIntervalMs?: number; logger?: Logger };
 }
 
 export interface Engine {
@@ -90,8 +94,15 @@ export function buildEngine(options: EngineOptions): Engine {
     flushIntervalMs: options.activity.flushIntervalMs,
     onError: (error, retrying) => options.activity?.logger?.warn(retrying ? 'devices\' last seen times not written yet; retrying' : 'devices\' last seen times lost', { error }),
   });
-  const onStored = activity === undefined ? options.onStored : (rows: readonly StateRow[]) => {
-    activity.stored(rows);
+  const usage = options.usage === undefined ? undefined : new UsageRecorder({
+    registry: options.usage.registry,
+    clock: options.clock,
+    flushIntervalMs: options.usage.flushIntervalMs,
+    onError: (error, retrying) => options.usage?.logger?.warn(retrying ? 'grounds\' usage not written yet; retrying' : 'grounds\' usage lost', { error }),
+  });
+  const onStored = activity === undefined && usage === undefined ? options.onStored : (rows: readonly StateRow[]) => {
+    activity?.stored(rows);
+    usage?.stored(rows);
     options.onStored?.(rows);
   };
   const pipeline = new UplinkPipeline({
@@ -129,6 +140,7 @@ export function buildEngine(options: EngineOptions): Engine {
       await pipeline.stop();
       await batcher.close();
       await activity?.stop();
+      await usage?.stop();
     },
   };
 }
@@ -185,6 +197,7 @@ export function engineRole(w: Wiring, options: EngineRoleOptions = {}): Role & {
     // The embedded registry (PGlite) runs in this process, where each write of 10 000 devices' times
     // takes a few hundred ms of the engine's thread: written every 5 s there, every second on PostgreSQL.
     activity: { registry: ports.registry, logger, flushIntervalMs: config.databaseUrl === undefined ? 5000 : 1000 },
+    usage: { registry: ports.registry, logger, flushIntervalMs: config.databaseUrl === undefined ? 5000 : 1000 },
     onError: (error) => {
       // Also called for a failing onStored listener, which does not stop the pipeline.
       if (engine.pipeline.failure === undefined) {

@@ -41,3 +41,28 @@ export const GroundQuota = Type.Object({
   updatedAt: EpochMs,
 });
 export type GroundQuota = Static<typeof GroundQuota>;
+
+const Quota = Type.Union([Type.Integer(), Type.Null()], { description: 'the ground\'s limit; null: none' });
+
+/** GET /ground/{id}/usage: what the ground uses, each against its quota (docs/grounds.md "Usage"). */
+export const GroundUsage = Type.Object({
+  groundId: Type.String(),
+  /** When this was read, ISO 8601; days and months are UTC. */
+  at: Type.String({ format: 'date-time' }),
+  devices: Type.Object({ count: Type.Integer(), quota: Quota }),
+  states: Type.Object({
+    today: Type.Integer(),
+    thisMonth: Type.Integer(),
+    /** The states-per-second quota. */
+    perSecondQuota: Quota,
+  }),
+  commands: Type.Object({ today: Type.Integer(), thisMonth: Type.Integer() }),
+  stored: Type.Object({
+    /** State rows stored now (a replayed uplink counts until merges fold it). */
+    rows: Type.Integer(),
+    /** An estimate: the rows times the states table's compressed bytes per row. */
+    compressedBytes: Type.Integer(),
+    retentionDays: Quota,
+  }),
+});
+export type GroundUsage = Static<typeof GroundUsage>;

@@ -60,6 +60,8 @@ export interface SqlStateStore extends StateStore {
   readonly commands: CommandHistory;
   /** States expired by ground (engine/ports/stateRetention.ts). */
   readonly retention: StateRetention;
+  /** retention.storedOf, as a method of the store itself (a proxied store, an edge worker's, has no nested objects). */
+  storedOf: StateRetention['storedOf'];
   /**
    * Runs an analyst's SELECT (written without FORMAT) on the store's engine and returns its rows:
    * the embedded store's door to the SQL of docs/analytics.md. Errors as FleetError.
@@ -95,6 +97,10 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
     rejections,
     commands,
     retention,
+    storedOf(deviceIds) {
+      open();
+      return retention.storedOf(deviceIds);
+    },
     query(sql: string) {
       open();
       return executor.select(sql);

@@ -20,13 +20,32 @@ export interface RetentionTables {
   rollups: boolean;
 }
 
+function requireDeviceIds(deviceIds: readonly string[]): void {
+  for (const id of deviceIds) {
+    if (typeof id !== 'string' || id.length === 0 || id.length > 64) throw new FleetError('VALIDATION_FAILED', 'deviceIds: not device ids', { detail: { field: 'deviceIds' } });
+  }
+}
+
 export function createSqlStateRetention(executor: SqlExecutor, names: StateTableNames, tables: () => RetentionTables): StateRetention {
   return {
+    async storedOf(deviceIds) {
+      requireDeviceIds(deviceIds);
+      let rows = 0;
+      for (let i = 0; i < deviceIds.length; i += DEVICES_PER_STATEMENT) {
+        const devices = deviceIds.slice(i, i + DEVICES_PER_STATEMENT).map(quoteString).join(', ');
+        const [counted] = await executor.select(`SELECT count() AS n FROM ${qualifiedTable(names)} WHERE device_id IN (${devices})`);
+        rows += Number(counted?.n ?? 0);
+      }
+      const [parts] = await executor.select(`SELECT sum(rows) AS r, sum(data_compressed_bytes) AS b FROM system.parts
+        WHERE database = ${quoteString(names.database)} AND table = ${quoteString(names.table)} AND active`);
+      const tableRows = Number(parts?.r ?? 0);
+      const perRow = tableRows > 0 ? Number(parts?.b ?? 0) / tableRows : 0;
+      return { rows, compressedBytes: Math.round(rows * perRow) };
+    },
+
     async expireStates(deviceIds, before) {
       if (!Number.isSafeInteger(before)) throw new FleetError('VALIDATION_FAILED', 'before: not a time', { detail: { field: 'before' } });
-      for (const id of deviceIds) {
-        if (typeof id !== 'string' || id.length === 0 || id.length > 64) throw new FleetError('VALIDATION_FAILED', 'deviceIds: not device ids', { detail: { field: 'deviceIds' } });
-      }
+      requireDeviceIds(deviceIds);
       const { kind, rollups } = tables();
       for (let i = 0; i < deviceIds.length; i += DEVICES_PER_STATEMENT) {
         const devices = deviceIds.slice(i, i + DEVICES_PER_STATEMENT).map(quoteString).join(', ');

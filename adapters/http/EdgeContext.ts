@@ -11,6 +11,7 @@ import type { Registry } from '../../engine/ports/registry.ts';
 import type { RegistryChanges } from '../../engine/ports/registryChanges.ts';
 import type { RejectionStore } from '../../engine/ports/rejections.ts';
 import type { StateStore } from '../../engine/ports/store.ts';
+import type { StateRetention } from '../../engine/ports/stateRetention.ts';
 import type { UplinkAdmissionPort } from '../../engine/ports/uplinkAdmission.ts';
 import type { EdgeAccess } from './EdgeAccess.ts';
 import type { EdgeRouter } from './EdgeRouter.ts';
@@ -35,7 +36,8 @@ export interface EdgeCoreDeps {
   /** The engine's admission step (engine/uplink/UplinkAdmission.ts): decides, records refusals, appends. */
   admission: UplinkAdmissionPort;
   /** State reads: latest, history, aggregates. */
-  store: Pick<StateStore, 'latest' | 'history' | 'aggregate'>;
+  /** storedOf: the service's store has it (GET /ground/{id}/usage); a test's may not. */
+  store: Pick<StateStore, 'latest' | 'history' | 'aggregate'> & Partial<Pick<StateRetention, 'storedOf'>>;
   rejections: Pick<RejectionStore, 'recent'>;
   clock: Clock;
   /**

@@ -17,6 +17,7 @@ import { activationEdge } from './routes/activation/activationEdge.ts';
 import { commandRoutes } from './routes/commands/commandRoutes.ts';
 import { groundRoutes } from './routes/grounds/groundRoutes.ts';
 import { keyRoutes } from './routes/grounds/keyRoutes.ts';
+import { usageRoutes } from './routes/grounds/usageRoutes.ts';
 import { memberRoutes } from './routes/grounds/memberRoutes.ts';
 import { assetRoutes } from './routes/devices/assetRoutes.ts';
 import { integrationRoutes } from './routes/integrations/integrationRoutes.ts';
@@ -94,6 +95,7 @@ function routeGroups(edge: EdgeContext, deps: EdgeDeps): void {
   groundRoutes(edge);
   memberRoutes(edge);
   keyRoutes(edge);
+  usageRoutes(edge);
 }
 
 /** Times every answered request under the template of the route that answered. */

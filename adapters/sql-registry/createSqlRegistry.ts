@@ -2,7 +2,7 @@
  * The registry port over a SqlExecutor: one implementation, one SQL dialect, shared by the PGlite
  * and PostgreSQL adapters. Each port of the registry has its SQL module (principals.ts, grounds.ts,
  * groundRoles.ts, groundKeys.ts, devices.ts, assets.ts, deviceTypes.ts, activations.ts, integrations.ts, deliveries.ts, rules.ts,
- * alarms.ts, connectivity.ts, quotas.ts) over one SqlContext. Inputs are validated before any query; every driver error leaves
+ * alarms.ts, connectivity.ts, quotas.ts, usage.ts) over one SqlContext. Inputs are validated before any query; every driver error leaves
  * through mapSqlError.
  */
 import { systemClock, type Clock } from '../../engine/kernel/clock.ts';
@@ -23,6 +23,7 @@ import { integrationOperations } from './integrations.ts';
 import { migrate } from './migrate.ts';
 import { principalOperations } from './principals.ts';
 import { quotaOperations } from './quotas.ts';
+import { usageOperations } from './usage.ts';
 import { ruleOperations } from './rules.ts';
 import { sqlContext } from './SqlContext.ts';
 import { mapSqlError } from './sqlErrors.ts';
@@ -65,6 +66,7 @@ export async function createSqlRegistry(executor: SqlExecutor, options: SqlRegis
     ...alarmOperations(ctx),
     ...connectivityOperations(ctx),
     ...quotaOperations(ctx),
+    ...usageOperations(ctx),
     async close() {
       if (closed) return;
       closed = true;

@@ -13,7 +13,8 @@
  * (engine/ports/groundRegistry.ts): the memberships made before it are owners; version 12 stops
  * announcing last seen times; version 13 applies a rule's evaluation in one statement
  * (apply_rule_evaluation); version 14 the grounds' API keys (engine/ports/groundKeyRegistry.ts); version
- * 15 the quotas of grounds (engine/ports/quotaRegistry.ts, SQL in quotaMigration.ts).
+ * 15 the quotas of grounds (engine/ports/quotaRegistry.ts, SQL in quotaMigration.ts); version 16
+ * the grounds' usage per day (engine/ports/usageRegistry.ts).
  *
  * Times are bigint epoch milliseconds (as everywhere in Fleetstream). Constraint names are stable:
  * sqlErrors.ts maps their violations to FleetError codes.
@@ -582,5 +583,20 @@ CREATE INDEX ground_keys_ground_idx ON ground_keys (ground_id, created_at, id);
     version: 15,
     name: 'quotas of grounds',
     sql: QUOTA_MIGRATION_SQL,
+  },
+  {
+    version: 16,
+    name: 'usage of grounds',
+    sql: `
+-- States stored and commands queued per ground and UTC day (days since the epoch), added to by the
+-- engines (engine/ports/usageRegistry.ts). A ground's rows go with it.
+CREATE TABLE ground_usage (
+  ground_id text NOT NULL CONSTRAINT ground_usage_ground_id_fkey REFERENCES grounds (id) ON DELETE CASCADE,
+  day       integer NOT NULL,
+  states    bigint NOT NULL DEFAULT 0,
+  commands  bigint NOT NULL DEFAULT 0,
+  PRIMARY KEY (ground_id, day)
+);
+`,
   },
 ];

@@ -6,7 +6,7 @@
  * deliveries (integrationDeliveries.ts), rules (ruleRegistry.ts) and their alarms
  * (alarmRegistry.ts), the devices' connectivity (connectivityRegistry.ts), the roles of grounds'
  * members and the grounds' own changes (groundRegistry.ts), the grounds' API keys
- * (groundKeyRegistry.ts), the grounds' quotas (quotaRegistry.ts). A new feature's methods
+ * (groundKeyRegistry.ts), the grounds' quotas (quotaRegistry.ts) and usage (usageRegistry.ts). A new feature's methods
  * go in a port of their own.
  * Implemented by adapters/pglite (embedded default) and adapters/postgres; both run the same SQL
  * (adapters/sql-registry, a module per port) and pass each port's contract suite.
@@ -29,6 +29,7 @@ import type { IntegrationDeliveries } from './integrationDeliveries.ts';
 import type { IntegrationRegistry } from './integrationRegistry.ts';
 import type { PrincipalRegistry } from './principalRegistry.ts';
 import type { QuotaRegistry } from './quotaRegistry.ts';
+import type { UsageRegistry } from './usageRegistry.ts';
 import type { RuleRegistry } from './ruleRegistry.ts';
 
 export type {
@@ -67,6 +68,7 @@ export type { CreatedGroundKey, GroundKey, GroundKeyRegistry, KeyQuery, NewGroun
 export type { DeletedGround, GroundPatch, GroundRegistry, GroundRole, Member, MemberQuery, SetMember } from './groundRegistry.ts';
 export type { PrincipalRegistry, WithToken } from './principalRegistry.ts';
 export type { GroundQuota, QuotaLimits, QuotaPatch, QuotaRegistry } from './quotaRegistry.ts';
+export type { DeviceUsage, GroundUsageCounts, UsageRegistry } from './usageRegistry.ts';
 export type { Integration, IntegrationPatch, IntegrationQuery, IntegrationRegistry, NewIntegration, WithSecret } from './integrationRegistry.ts';
 export type { DeliveryBatch, DeliveryError, DeliveryStats, IntegrationDeliveries } from './integrationDeliveries.ts';
 export type { AssetDeclaration, NewRule, Rule, RulePatch, RuleQuery, RuleRegistry } from './ruleRegistry.ts';
@@ -74,7 +76,7 @@ export type { ConnectivityRegistry, DeviceActivity, DeviceConnectivity, OpenedSe
 export type { Alarm, AlarmQuery, AlarmRegistry, AlarmStatus, EvaluationChange, EvaluationOutcome, EvaluationStanding, RuleEvaluation } from './alarmRegistry.ts';
 
 /** The whole registry, as one database holds it: what the composition root opens and closes. */
-export interface Registry extends PrincipalRegistry, FleetRegistry, GroundRegistry, GroundKeyRegistry, DeviceTypeRegistry, ActivationRegistry, IntegrationRegistry, IntegrationDeliveries, RuleRegistry, AlarmRegistry, ConnectivityRegistry, QuotaRegistry {
+export interface Registry extends PrincipalRegistry, FleetRegistry, GroundRegistry, GroundKeyRegistry, DeviceTypeRegistry, ActivationRegistry, IntegrationRegistry, IntegrationDeliveries, RuleRegistry, AlarmRegistry, ConnectivityRegistry, QuotaRegistry, UsageRegistry {
   close(): Promise<void>;
 }
 

@@ -15,4 +15,15 @@ export interface StateRetention {
    * servers: a lightweight DELETE) or queued (ClickHouse 18.16: a mutation, applied in the background).
    */
   expireStates(deviceIds: readonly string[], before: number): Promise<void>;
+  /**
+   * The state rows of `deviceIds` stored now (physical rows: a replayed uplink counts until merges
+   * fold it), and an estimate of their compressed bytes: those rows times the states table's
+   * compressed bytes per row (its active parts), as no part holds one ground alone.
+   */
+  storedOf(deviceIds: readonly string[]): Promise<StoredSize>;
+}
+
+export interface StoredSize {
+  rows: number;
+  compressedBytes: number;
 }

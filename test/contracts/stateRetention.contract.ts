@@ -60,5 +60,21 @@ export function stateRetentionContract(name: string, factory: () => Promise<Rete
     await rejectsWith(s.retention.expireStates([5 as unknown as string], NOW), 'VALIDATION_FAILED');
   });
 
+  test('stored size: the rows of the devices named, in chunks past a thousand devices; bytes by the table\'s bytes per row; hostile ids are data', async (ctx) => {
+    const s = ctx.fixture!.store;
+    assert.equal(await s.retention.storedOf(['d1']), { rows: 0, compressedBytes: 0 }, 'nothing stored yet');
+    await s.append([...[0, 1, 2].map((i) => row('d1', 't', NOW - i * 60_000, i)), row('d2', 't', NOW, 5), row("d'3", 't', NOW, 7)]);
+    const many = [...Array.from({ length: 1500 }, (_, i) => `other-${i}`), 'd1', "d'3"];
+    const stored = await s.retention.storedOf(many);
+    assert.is(stored.rows, 4);
+    assert.ok(stored.compressedBytes > 0, `an estimate of their bytes: ${stored.compressedBytes}`);
+    const all = await s.retention.storedOf(['d1', 'd2', "d'3"]);
+    assert.is(all.rows, 5);
+    assert.ok(all.compressedBytes >= stored.compressedBytes);
+    assert.equal(await s.retention.storedOf([]), { rows: 0, compressedBytes: 0 });
+    assert.is((await s.retention.storedOf(["x') OR 1=1 --"])).rows, 0);
+    await rejectsWith(s.retention.storedOf(['']), 'VALIDATION_FAILED');
+  });
+
   return test;
 }

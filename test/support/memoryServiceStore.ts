@@ -66,6 +66,14 @@ export function memoryServiceStore(parts: MemoryStoreParts = {}): SqlStateStore 
         const kept = rows.filter((row) => !(expired.has(row.deviceId) && row.ts < before));
         rows.splice(0, rows.length, ...kept);
       },
+      async storedOf(deviceIds) {
+        const of = new Set(deviceIds);
+        return { rows: rows.filter((row) => of.has(row.deviceId)).length, compressedBytes: 0 };
+      },
+    },
+    storedOf: async (deviceIds) => {
+      const of = new Set(deviceIds);
+      return { rows: rows.filter((row) => of.has(row.deviceId)).length, compressedBytes: 0 };
     },
     query: async () => {
       throw new FleetError('UNAVAILABLE', 'a store kept in memory runs no SQL');

@@ -162,6 +162,8 @@ const CASES: Record<string, Case> = {
   // API keys
   'POST /ground/{groundId}/keys': { need: 'owner', call: fixed('POST', () => `/ground/${g()}/keys`, () => ({ name: next('key'), role: 'viewer' })) },
   'GET /ground/{groundId}/keys': { need: 'owner', call: fixed('GET', () => `/ground/${g()}/keys`) },
+  // Usage
+  'GET /ground/{groundId}/usage': { need: 'owner', call: fixed('GET', () => `/ground/${g()}/usage`) },
   'DELETE /ground/{groundId}/keys/{keyId}': {
     need: 'owner',
     async call() {

@@ -16,6 +16,7 @@ import { fleetContract } from '../../contracts/fleet.contract.ts';
 import { groundKeysContract } from '../../contracts/groundKeys.contract.ts';
 import { groundsContract } from '../../contracts/grounds.contract.ts';
 import { quotasContract } from '../../contracts/quotas.contract.ts';
+import { usageContract } from '../../contracts/usage.contract.ts';
 import { integrationsContract } from '../../contracts/integrations.contract.ts';
 import { integrationDeliveriesContract } from '../../contracts/integrationDeliveries.contract.ts';
 import { principalsContract } from '../../contracts/principals.contract.ts';
@@ -49,6 +50,7 @@ withEnv('postgres registry', ['DATABASE_URL_TEST'], 'a PostgreSQL server, e.g. p
   groundsContract('postgres', isolated).run();
   groundKeysContract('postgres', isolated).run();
   quotasContract('postgres', isolated).run();
+  usageContract('postgres', isolated).run();
   integrationsContract('postgres', isolated).run();
   integrationDeliveriesContract('postgres', isolated).run();
   rulesContract('postgres', isolated).run();

@@ -69,7 +69,7 @@ test('the schedule: first sweep within an interval, then one per interval on the
       },
       listDevices: async () => [],
     },
-    retention: { expireStates: async () => undefined },
+    retention: { expireStates: async () => undefined, storedOf: async () => ({ rows: 0, compressedBytes: 0 }) },
     clock,
     intervalMs: 60_000,
     onError: (error) => errors.push(error),
