@@ -1,6 +1,7 @@
-// A ground's team (docs/grounds.md): its members with their roles and its API keys. Every member
-// sees the members; owners change roles, add and remove members, and make and revoke keys (a key's
-// token is shown once). What the caller's role cannot do is not offered.
+// A ground's team (docs/grounds.md): its members with their roles, its usage and its API keys.
+// Every member sees the members; owners see the usage against the quota, change roles, add and
+// remove members, and make and revoke keys (a key's token is shown once). What the caller's role
+// cannot do is not offered.
 import { useState } from 'preact/hooks';
 import { api, p } from './api.js';
 import { html, ErrorBox, ShownOnce, formatTime, useLoad } from './ui.js';
@@ -42,7 +43,30 @@ export function MembersPage({ groundId }) {
       <thead><tr><th scope="col">Member</th><th scope="col">Role</th><th scope="col">Joined</th>${owner ? html`<th scope="col"><span class="sr-only">Remove</span></th>` : ''}</tr></thead>
       <tbody>${members.map((m) => html`<${MemberRow} key=${m.userId} groundId=${groundId} member=${m} owner=${owner} onChanged=${reload} />`)}</tbody>
     </table></div>` : ''}
-    ${owner ? html`<${AddMember} groundId=${groundId} onAdded=${reload} /><${KeysSection} groundId=${groundId} />` : ''}`;
+    ${owner ? html`<${UsageSection} groundId=${groundId} /><${AddMember} groundId=${groundId} onAdded=${reload} /><${KeysSection} groundId=${groundId} />` : ''}`;
+}
+
+const limit = (quota) => (quota === null ? 'no limit' : quota.toLocaleString());
+const bytes = (n) => (n < 1024 ? `${n} B` : n < 1048576 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1048576).toFixed(1)} MiB`);
+
+/** The ground's usage against its quota (owners: GET /ground/{id}/usage). */
+function UsageSection({ groundId }) {
+  const [usage, error] = useLoad(() => api(p`/ground/${groundId}/usage`), [groundId]);
+  return html`<section aria-labelledby="usage-heading">
+    <h2 id="usage-heading">Usage</h2>
+    <${ErrorBox} error=${error} />
+    ${usage ? html`<div class="table-wrap"><table data-testid="usage">
+      <caption class="sr-only">What this ground uses, against its quota (days and months in UTC)</caption>
+      <thead><tr><th scope="col">What</th><th scope="col">Used</th><th scope="col">Quota</th></tr></thead>
+      <tbody>
+        <tr><th scope="row">Devices</th><td>${usage.devices.count.toLocaleString()}</td><td>${limit(usage.devices.quota)}</td></tr>
+        <tr><th scope="row">States today</th><td>${usage.states.today.toLocaleString()}</td><td>${usage.states.perSecondQuota === null ? 'no limit' : `${limit(usage.states.perSecondQuota)} per second`}</td></tr>
+        <tr><th scope="row">States this month</th><td>${usage.states.thisMonth.toLocaleString()}</td><td></td></tr>
+        <tr><th scope="row">Commands this month</th><td>${usage.commands.thisMonth.toLocaleString()}</td><td></td></tr>
+        <tr><th scope="row">States stored</th><td>${usage.stored.rows.toLocaleString()} (about ${bytes(usage.stored.compressedBytes)})</td><td>${usage.stored.retentionDays === null ? 'kept' : `kept ${usage.stored.retentionDays} days`}</td></tr>
+      </tbody>
+    </table></div>` : ''}
+  </section>`;
 }
 
 function MemberRow({ groundId, member, owner, onChanged }) {

@@ -1,5 +1,5 @@
 /**
- * The console's members and keys page, and what each role is offered, in real headless Chromium
+ * The console's members, usage and keys page, and what each role is offered, in real headless Chromium
  * against the whole service on its embedded defaults: an owner changes a member's role, adds and
  * removes a member, creates an API key (its token shown once, and working) and revokes it; a viewer
  * sees the members and the ground's data but is offered nothing it may not do (no device, rule or
@@ -51,6 +51,7 @@ withChromium('console members browser tests', (chromiumPath) => {
     w.editor = { id: editor.entity.id, token: editor.token };
     w.groundId = (await r.createGround({ name: 'Greenhouse', userId: owner.entity.id })).id;
     await r.setMemberRole(w.groundId, viewer.entity.id, 'viewer');
+    await r.setQuota(w.groundId, { devices: 5, retentionDays: 30 });
     w.deviceId = (await r.createDevice({ groundId: w.groundId, name: 'vent', assets: [{ name: 'open', is: 'actuator', profile: { type: 'boolean' } }, { name: 't', is: 'sensor', profile: { type: 'number' } }] })).device.id;
     w.browser = await launchChromium(chromiumPath);
   });
@@ -66,6 +67,10 @@ withChromium('console members browser tests', (chromiumPath) => {
     await page.goto(`${w.base}/console/#/ground/${w.groundId}`);
     await page.getByTestId('members-link').click();
     await page.getByTestId('my-role').filter({ hasText: 'You are an owner' }).waitFor();
+    const usage = page.getByTestId('usage');
+    await usage.waitFor();
+    assert.match(await usage.locator('tr', { hasText: 'Devices' }).innerText(), /Devices\s+1\s+5/, 'devices against the quota');
+    assert.match(await usage.locator('tr', { hasText: 'States stored' }).innerText(), /kept 30 days/);
     const rows = page.locator('[data-testid=members] tbody tr');
     await rows.nth(1).waitFor();
     assert.equal(await rows.locator('th').allInnerTexts(), ['Olga', 'Vik']);
@@ -123,6 +128,7 @@ withChromium('console members browser tests', (chromiumPath) => {
       assert.is(await page.getByRole('button', { name: 'Remove' }).count(), 0);
       assert.is(await page.getByTestId('add-member').count(), 0);
       assert.is(await page.getByRole('heading', { name: 'API keys' }).count(), 0);
+      assert.is(await page.getByTestId('usage').count(), 0, 'usage is for owners');
 
       await openRead(page, w, `/ground/${w.groundId}/rules`);
       await page.getByRole('heading', { name: 'Rules', exact: true }).waitFor();
