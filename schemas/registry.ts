@@ -316,6 +316,8 @@ export const ActivateRequest = Type.Object({
   code: Type.String({ maxLength: 64 }),
   option: Id,
   groundId: Id,
-  userId: Id,
+  /** Who redeems it: a member of the ground (userId), or one of its API keys (keyId); exactly one. */
+  userId: Type.Optional(Id),
+  keyId: Type.Optional(Id),
 });
 export type ActivateRequest = Static<typeof ActivateRequest>;

@@ -215,8 +215,11 @@ export function activationOperations(deps: ActivationDeps): ActivationOperations
  * activation becomes `used`.
  */
 async function redeem(tx: SqlQueryable, request: ActivateRequest, code: string, deps: ActivationDeps): Promise<Activated> {
-    const member = await tx.query<{ role: GroundRole }>('SELECT role FROM memberships WHERE ground_id = $1 AND user_id = $2', [request.groundId, request.userId]);
-    if (member.rows.length === 0) throw new FleetError('FORBIDDEN', 'the user is not a member of that ground', { detail: { field: 'groundId' } });
+    if ((request.userId === undefined) === (request.keyId === undefined)) throw new FleetError('VALIDATION_FAILED', 'name exactly one of userId and keyId', { detail: { field: 'userId' } });
+    const member = request.keyId === undefined
+      ? await tx.query<{ role: GroundRole }>('SELECT role FROM memberships WHERE ground_id = $1 AND user_id = $2', [request.groundId, request.userId])
+      : await tx.query<{ role: GroundRole }>('SELECT role FROM ground_keys WHERE ground_id = $1 AND id = $2 AND (expires_at IS NULL OR expires_at > $3)', [request.groundId, request.keyId, deps.clock.now()]);
+    if (member.rows.length === 0) throw new FleetError('FORBIDDEN', `the ${request.keyId === undefined ? 'user is not a member' : 'key is not a key'} of that ground`, { detail: { field: 'groundId' } });
     // Activating a device into a ground changes it: an editor's right (engine/access/groundRoles.ts).
     requireRole(member.rows[0].role, 'editor');
     // FOR UPDATE: of two concurrent redemptions the second waits, then sees `used`.

@@ -238,6 +238,11 @@ export function activationContract(name: string, factory: RegistryFactory) {
       for (const bad of ['', 'short', "' OR 1=1 --", null]) await rejects(r.activate({ ...req, [field]: bad } as never), 'VALIDATION_FAILED', field);
     }
     await rejects(r.activate({ ...req, code: 5 } as never), 'VALIDATION_FAILED', 'code');
+    // A member or one of the ground's keys redeems it: exactly one of them; a key unknown there is refused.
+    const { userId: _member, ...byNoOne } = req;
+    await rejects(r.activate(byNoOne), 'VALIDATION_FAILED', 'userId');
+    await rejects(r.activate({ ...req, keyId: 'A'.repeat(22) }), 'VALIDATION_FAILED', 'userId');
+    await rejects(r.activate({ ...byNoOne, keyId: 'A'.repeat(22) }), 'FORBIDDEN', 'groundId');
     await rejects(r.activate(undefined as never), 'VALIDATION_FAILED');
     // A device named like the hardware id already exists in the ground: CONFLICT, code stays unused.
     await r.createDevice({ groundId: ground.id, name: '00000000000000C1' });

@@ -262,14 +262,13 @@ const CASES: Record<string, Case> = {
   // activation: partners, and users redeeming a code into a ground (an editor's right there)
   'POST /activate': {
     need: 'editor',
-    noKey: true,
     async call() {
       const code = await freshActivation();
       const offer = await http('GET', `/activate/${code}`, w.tokens.owner);
       return { method: 'POST', path: '/activate', json: { code, option: offer.body.options[0].id, groundId: g() } };
     },
   },
-  'GET /activate/{code}': { need: 'user', call: fixed('GET', () => `/activate/${w.unusedCode}`) },
+  'GET /activate/{code}': { need: 'user', key: true, call: fixed('GET', () => `/activate/${w.unusedCode}`) },
   'PUT /partner/{partner}/device-types/{name}': { need: 'partner', call: fixed('PUT', () => `/partner/${p()}/device-types/tracker`, () => trackerDraft) },
   'GET /partner/{partner}/device-types/{name}': { need: 'partner', call: fixed('GET', () => `/partner/${p()}/device-types/tracker`) },
   'POST /partner/{partner}/device-types/{name}/versions': { need: 'partner', call: fixed('POST', () => `/partner/${p()}/device-types/tracker/versions`) },

@@ -41,9 +41,11 @@ function activate(edge: EdgeContext): void {
     responses: { 201: { description: 'the device, with its device token (shown once)', content: { [JSON_TYPE]: CreatedDevice } } },
     errors: [404, 409, 413, 415, 422],
   }, async (c, { principal }) => {
-    requireUser(principal);
+    // A user, or an API key of the ground (an editor key: the registry checks the role in its transaction).
+    if (principal.scope !== 'key') requireUser(principal);
     const body = check<ActivateBody>(ActivateBody, await readJsonBody(c.req.raw, edge.maxBodyBytes), 'body', { nameMissing: true });
-    const { device } = await namingFields(edge.deps.registry.activate({ ...body, userId: principal.subjectId }), (field) => (ACTIVATE_FIELDS.has(field) ? `body.${field}` : undefined));
+    const by = principal.scope === 'key' ? { keyId: principal.subjectId } : { userId: principal.subjectId };
+    const { device } = await namingFields(edge.deps.registry.activate({ ...body, ...by }), (field) => (ACTIVATE_FIELDS.has(field) ? `body.${field}` : undefined));
     edge.changed(device.device.id);
     c.header('location', `/device/${device.device.id}`);
     c.header('cache-control', 'no-store');
@@ -75,7 +77,7 @@ function activationOffer({ router, deps }: EdgeContext): void {
     responses: { 200: { description: 'the offer', content: { [JSON_TYPE]: ActivationOffer } } },
     errors: [404],
   }, async (c, { principal, params }) => {
-    requireUser(principal);
+    if (principal.scope !== 'key') requireUser(principal);
     const activation = await deps.registry.findUnusedActivation(params.code);
     if (activation === undefined) throw new FleetError('NOT_FOUND', 'no unused activation with that code');
     c.header('cache-control', 'no-store');
