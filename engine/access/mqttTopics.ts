@@ -134,7 +134,7 @@ export function parseFilter(filter: string): FilterSubject | undefined {
 /**
  * May `who` subscribe to `filter`? `device` is the device the filter names (for an asset-id filter:
  * the device owning that asset, undefined when unknown); `member` whether a user token belongs to
- * that device's ground.
+ * that device's ground, or a key token is one of that ground's.
  */
 export function authorizeSubscription(
   who: MqttPrincipal,
@@ -144,7 +144,7 @@ export function authorizeSubscription(
 ): Decision<FilterSubject> {
   const subject = parseFilter(filter);
   if (subject === undefined) return refuse('FORBIDDEN', `filter "${shorten(filter)}" is not a command, feed or alarm topic of one device`);
-  if (who.scope === 'partner' || who.scope === 'key') return refuse('FORBIDDEN', `a ${who.scope} token cannot subscribe`);
+  if (who.scope === 'partner') return refuse('FORBIDDEN', 'a partner token cannot subscribe');
   if (device === undefined) return refuse('FORBIDDEN', 'no such device or asset');
   if (subject.kind === 'device' && subject.deviceId !== device.id) return refuse('FORBIDDEN', 'no such device');
   if (subject.kind === 'asset' && !device.assets.some((a) => a.id === subject.assetId)) return refuse('FORBIDDEN', 'no such asset');
@@ -152,8 +152,8 @@ export function authorizeSubscription(
     if (who.subjectId !== device.id) return refuse('FORBIDDEN', 'a device subscribes only to its own topics');
     return { ok: true, value: subject };
   }
-  if (subject.channel === 'command') return refuse('FORBIDDEN', 'a user token subscribes to feeds and alarms only; commands go to the device');
-  if (!member) return refuse('FORBIDDEN', 'not a member of the ground of this device');
+  if (subject.channel === 'command') return refuse('FORBIDDEN', `a ${who.scope} token subscribes to feeds and alarms only; commands go to the device`);
+  if (!member) return refuse('FORBIDDEN', who.scope === 'key' ? 'not a device of the key\'s ground' : 'not a member of the ground of this device');
   return { ok: true, value: subject };
 }
 

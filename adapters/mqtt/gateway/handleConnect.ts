@@ -54,8 +54,8 @@ export function handleConnect(conn: EdgeConnection, body: Buffer): void {
   const token = packet.username;
   ctx.access.principal(token).then((principal) => {
     if (conn.phase !== 'authenticating') return;
-    // A ground's API key is for HTTP, REST and live streams (docs/grounds.md "API keys"), as a partner token is.
-    if (principal === undefined || principal.scope === 'partner' || principal.scope === 'key') {
+    // A ground's API key follows its ground's feeds and alarm topics, as a member of its role does (docs/grounds.md "API keys").
+    if (principal === undefined || principal.scope === 'partner') {
       ctx.logger.info('mqtt: connection refused', { clientId: packet.clientId, reason: principal === undefined ? 'unknown token' : `${principal.scope} token` });
       return refuse(conn, Reason.BAD_USER_NAME_OR_PASSWORD, ReturnCode311.BAD_USER_NAME_OR_PASSWORD);
     }
@@ -63,6 +63,7 @@ export function handleConnect(conn: EdgeConnection, body: Buffer): void {
     conn.tokenHash = hashToken(token!);
     conn.token = token!;
     accept(conn, packet);
+    if ((conn.phase as string) === 'open' && principal.key?.expiresAt !== undefined) disconnectAtExpiry(conn, principal.key.expiresAt);
   }, (error: unknown) => {
     ctx.logger.error('mqtt: authentication failed', { error: toFleetError(error) });
     if (conn.phase === 'authenticating') refuse(conn, Reason.SERVER_UNAVAILABLE, ReturnCode311.SERVER_UNAVAILABLE);
@@ -76,6 +77,18 @@ function refuse(conn: EdgeConnection, reason: number, returnCode: number): void 
     : mqttPacket.generate({ cmd: 'connack', returnCode, sessionPresent: false }, { protocolVersion: 4 });
   conn.write(connack);
   conn.end();
+}
+
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** A key's connection ends when the key expires (DISCONNECT 0x98 on MQTT 5), by this edge's clock. */
+function disconnectAtExpiry(conn: EdgeConnection, expiresAt: number): void {
+  const { clock } = conn.ctx;
+  const timer = clock.setTimeout(() => {
+    if (clock.now() < expiresAt) return disconnectAtExpiry(conn, expiresAt);
+    if (conn.phase === 'open') conn.disconnect(Reason.ADMINISTRATIVE_ACTION, 'the API key expired');
+  }, Math.min(Math.max(0, expiresAt - clock.now()), MAX_TIMER_MS));
+  conn.socket.once('close', () => timer.cancel());
 }
 
 function accept(conn: EdgeConnection, packet: mqttPacket.IConnectPacket): void {

@@ -80,7 +80,7 @@ async function resolve(conn: EdgeConnection, filter: string): Promise<{ ok: true
   if (subject !== undefined && principal.scope !== 'partner') {
     if (subject.kind === 'device') {
       // A device token never learns whether another device exists.
-      if (principal.scope === 'user' || subject.deviceId === principal.subjectId) device = await access.device(subject.deviceId);
+      if (principal.scope === 'user' || principal.scope === 'key' || subject.deviceId === principal.subjectId) device = await access.device(subject.deviceId);
     } else if (principal.scope === 'device') {
       device = await access.device(principal.subjectId);
       if (device !== undefined && !device.assets.some((a) => a.id === subject.assetId)) device = await access.device(principal.subjectId, true);
@@ -88,7 +88,10 @@ async function resolve(conn: EdgeConnection, filter: string): Promise<{ ok: true
       device = await access.deviceOfAsset(subject.assetId);
     }
   }
-  const member = principal.scope === 'user' && device !== undefined ? await access.isMember(device.groundId, principal.subjectId) : false;
+  // A user of the device's ground, or a key of it (a key's ground never changes).
+  const member = device === undefined ? false
+    : principal.scope === 'user' ? await access.isMember(device.groundId, principal.subjectId)
+      : principal.scope === 'key' && principal.key?.groundId === device.groundId;
   const decision = authorizeSubscription(principal, filter, device, member);
   if (!decision.ok) return decision;
   const s = decision.value;

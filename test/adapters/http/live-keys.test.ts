@@ -1,8 +1,8 @@
 /**
  * A ground's API keys on the live channels of the composed embedded service: a key follows the SSE
- * streams and WebSocket subscriptions of its ground (none of another ground), is refused at MQTT
- * CONNECT (keys are for HTTP), and loses what it opened within 1 s when it is revoked over HTTP or
- * when it expires (SSE ended, WebSocket closed with 1008), while another key's stream stays.
+ * streams and WebSocket subscriptions and the MQTT feeds of its ground (none of another ground, no
+ * command topic), and loses what it opened within 1 s when it is revoked over HTTP or when it
+ * expires (SSE ended, WebSocket closed with 1008, MQTT disconnected), while another key's stream stays.
  */
 import * as assert from 'uvu/assert';
 import mqtt from 'mqtt';
@@ -20,6 +20,7 @@ let ownerId = '';
 let ownerToken = '';
 let groundId = '';
 let deviceId = '';
+let deviceToken = '';
 let n = 0;
 
 test.before(async () => {
@@ -29,7 +30,9 @@ test.before(async () => {
   ownerId = owner.entity.id;
   ownerToken = owner.token;
   groundId = (await r.createGround({ name: 'team', userId: ownerId })).id;
-  deviceId = (await r.createDevice({ groundId, name: 'thermo', assets: [{ name: 'temperature', is: 'sensor', profile: { type: 'number' } }] })).device.id;
+  const created = await r.createDevice({ groundId, name: 'thermo', assets: [{ name: 'temperature', is: 'sensor', profile: { type: 'number' } }] });
+  deviceId = created.device.id;
+  deviceToken = created.token;
 });
 
 test.after(async () => {
@@ -62,7 +65,14 @@ const within = async (done: Promise<unknown>, since: number, ms: number, what: s
   assert.ok(at - since <= ms, `${what}: ended after ${(at - since).toFixed(0)} ms`);
 };
 
-test('a key follows its ground\'s streams, not another ground\'s; no MQTT connection', async () => {
+/** The granted QoS of one subscription, or the reason string of its refusal (MQTT.js rejects a refused SUBACK). */
+const suback = (client: mqtt.MqttClient, filter: string) => client.subscribeAsync(filter, { qos: 0 })
+  .then((granted) => granted[0].qos as number | string, (error: Error) => error.message.replace('Subscribe error: ', ''));
+
+/** A real MQTT 5 client of the service's edge with `token`. */
+const mqttClient = (token: string) => mqtt.connectAsync(`mqtt://127.0.0.1:${service.mqttPort}`, { username: token, password: token, reconnectPeriod: 0, protocolVersion: 5, connectTimeout: 3000, clientId: `key-${++n}` });
+
+test('a key follows its ground\'s streams and MQTT feeds, not another ground\'s, and no command topic', async () => {
   for (const role of ['viewer', 'editor'] as const) {
     const { token } = await key(role);
     for (const path of [`/device/${deviceId}/live`, `/ground/${groundId}/live`]) {
@@ -71,9 +81,14 @@ test('a key follows its ground\'s streams, not another ground\'s; no MQTT connec
       assert.is(sse.status, 200, `${role} key on ${path}`);
     }
     (await subscribedWs(token)).ws.close();
-    const refused = await mqtt.connectAsync(`mqtt://127.0.0.1:${service.mqttPort}`, { username: token, password: token, reconnectPeriod: 0, protocolVersion: 5, connectTimeout: 3000 })
-      .then(async (client) => { await client.endAsync(); return -1; }, (error: { code?: number }) => Number(error.code));
-    assert.is(refused, 0x86, 'CONNECT refused: bad user name or password');
+    const client = await mqttClient(token);
+    assert.equal(await suback(client, `device/${deviceId}/asset/temperature/command`), 'Not authorized', `${role} key: no command topic`);
+    assert.equal(await suback(client, `device/${deviceId}/asset/temperature/feed`), 0, `${role} key: the feed granted`);
+    const heard = new Promise<unknown>((resolve) => client.once('message', (_topic, payload) => resolve(JSON.parse(payload.toString()))));
+    const sent = await fetch(`${base}/device/${deviceId}/asset/temperature/state`, { method: 'PUT', headers: { authorization: `Bearer ${deviceToken}`, 'content-type': 'application/json' }, body: JSON.stringify({ value: 20 + n }) });
+    assert.is(sent.status, 202);
+    assert.is(((await heard) as { value: number }).value, 20 + n, `${role} key hears the feed`);
+    await client.endAsync();
   }
   const other = await service.registry.createGround({ name: 'other', userId: ownerId });
   const stranger = await key('editor', undefined, other.id);
@@ -85,6 +100,9 @@ test('a key follows its ground\'s streams, not another ground\'s; no MQTT connec
   ws.send({ type: 'subscribe', device: deviceId });
   assert.equal((await ws.next((f) => f.type === 'error')).code, 'FORBIDDEN');
   ws.ws.close();
+  const client = await mqttClient(stranger.token);
+  assert.equal(await suback(client, `device/${deviceId}/asset/temperature/feed`), 'Not authorized', 'another ground\'s key');
+  await client.endAsync();
 });
 
 test('a key revoked over HTTP loses its SSE streams and its WebSocket within 1 s; another key keeps its stream', async () => {
@@ -94,6 +112,8 @@ test('a key revoked over HTTP loses its SSE streams and its WebSocket within 1 s
   const onGround = await openSse(`${base}/ground/${groundId}/live`, leaving.token);
   assert.equal([onDevice.status, onGround.status], [200, 200]);
   const ws = await subscribedWs(leaving.token);
+  const client = await mqttClient(leaving.token);
+  const mqttClosed = new Promise<void>((resolve) => client.once('close', () => resolve()));
   const kept = await openSse(`${base}/ground/${groundId}/live`, staying.token);
   let keptEnded = false;
   void kept.ended.then(() => { keptEnded = true; });
@@ -104,6 +124,7 @@ test('a key revoked over HTTP loses its SSE streams and its WebSocket within 1 s
   await within(onDevice.ended, since, 1000, 'device SSE');
   await within(onGround.ended, since, 1000, 'ground SSE');
   await within(ws.closed, since, 1000, 'WebSocket');
+  await within(mqttClosed, since, 1000, 'MQTT connection');
   assert.is((await ws.closed).code, 1008);
   const again = await openSse(`${base}/ground/${groundId}/live`, leaving.token);
   assert.equal([again.status, again.problem?.code], [401, 'UNAUTHORIZED']);
@@ -134,6 +155,8 @@ test('a key that expires loses its SSE streams and its WebSocket within 1 s of i
   const onGround = await openSse(`${base}/ground/${groundId}/live`, expiring.token);
   assert.equal([onDevice.status, onGround.status], [200, 200]);
   const ws = await subscribedWs(expiring.token);
+  const client = await mqttClient(expiring.token);
+  const mqttClosed = new Promise<void>((resolve) => client.once('close', () => resolve()));
   const kept = await openSse(`${base}/ground/${groundId}/live`, lasting.token);
   let keptEnded = false;
   void kept.ended.then(() => { keptEnded = true; });
@@ -142,6 +165,7 @@ test('a key that expires loses its SSE streams and its WebSocket within 1 s of i
   await within(onDevice.ended, since, 1000, 'device SSE');
   await within(onGround.ended, since, 1000, 'ground SSE');
   await within(ws.closed, since, 1000, 'WebSocket');
+  await within(mqttClosed, since, 1000, 'MQTT connection');
   assert.is((await ws.closed).code, 1008);
   assert.ok(Date.now() >= expiresAt, 'not before its expiry');
   const again = await fetch(`${base}/device/${deviceId}`, { headers: { authorization: `Bearer ${expiring.token}` } });

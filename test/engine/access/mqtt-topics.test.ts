@@ -33,6 +33,13 @@ test('subscription decisions', () => {
   assert.ok(authorizeSubscription(user, 'device/D1/asset/+/feed', dev, true).ok);
   assert.not.ok(authorizeSubscription(user, 'device/D1/asset/+/feed', dev, false).ok);
   assert.not.ok(authorizeSubscription(user, 'device/D1/asset/+/command', dev, true).ok);
+  // A ground's API key: feeds and alarms of its ground's devices, never a command topic.
+  const key = { scope: 'key' as const, subjectId: 'K' };
+  assert.ok(authorizeSubscription(key, 'device/D1/asset/+/feed', dev, true).ok);
+  assert.ok(authorizeSubscription(key, 'asset/A1/alarm', dev, true).ok);
+  assert.not.ok(authorizeSubscription(key, 'device/D1/asset/+/feed', dev, false).ok, 'another ground\'s device');
+  assert.not.ok(authorizeSubscription(key, 'device/D1/asset/+/command', dev, true).ok);
+  assert.is((authorizeUplink(key, 'device/D1/state', dev) as { code: string }).code, 'FORBIDDEN', 'a key publishes no state');
 });
 
 test('alarm topics: members and the device itself follow them; nobody else; no other shape', () => {
