@@ -68,11 +68,21 @@ function fieldErrors(schema: TSchema, value: unknown, prefix: string): FieldErro
   };
   const errors = validatorOf(schema).Errors(value);
   const unknownFields = errors.some((e) => e.keyword === 'boolean');
+  // A union of literals (an enum) fails once per literal: name the values it allows instead.
+  const allowed = new Map<string, string[]>();
+  for (const e of errors) {
+    if (e.keyword !== 'const') continue;
+    const list = allowed.get(e.instancePath) ?? [];
+    list.push(JSON.stringify((e.params as { allowedValue?: unknown }).allowedValue));
+    allowed.set(e.instancePath, list);
+  }
   for (const e of errors) {
     if (e.keyword === 'anyOf' && errors.some((o) => o !== e && o.instancePath === e.instancePath)) continue;
     if (e.keyword === 'additionalProperties' && unknownFields) continue;
+    const values = allowed.get(e.instancePath);
+    if (e.keyword === 'const' && values !== undefined) add(e.instancePath, values.length === 1 ? `must be ${values[0]}` : `must be one of ${values.join(', ')}`);
     // `additionalProperties: false` reports each extra property as "schema is false".
-    add(e.instancePath, e.keyword === 'boolean' ? 'unknown field' : e.message);
+    else add(e.instancePath, e.keyword === 'boolean' ? 'unknown field' : e.message);
   }
   return [...byPath].map(([path, messages]) => ({ path: path || prefix, message: messages.join(' or ') }));
 }
