@@ -48,6 +48,7 @@ export const settings = {
   'database-schema': ['DATABASE_SCHEMA', 'databaseSchema', 'string'],
   'registry-cache-ttl-ms': ['REGISTRY_CACHE_TTL_MS', 'registryCacheTtlMs', 'integer'],
   'clickhouse-database': ['CLICKHOUSE_DATABASE', 'clickhouseDatabase', 'string'],
+  'state-rollups': ['STATE_ROLLUPS', 'stateRollups', 'string'],
   'topic-prefix': ['TOPIC_PREFIX', 'topicPrefix', 'string'],
   'lpwan-applications': ['LPWAN_APPLICATIONS_FILE', 'lpwanApplicationsFile', 'string'],
   partitions: ['PARTITIONS', 'engine.partitions', 'integer'],

@@ -139,6 +139,13 @@ export const Config = Type.Object({
    * notice. Unset: 600 000 (on PostgreSQL every committed change is announced by its transaction).
    */
   registryCacheTtlMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 3_600_000 })),
+  /**
+   * Per-minute, per-hour and per-day rollups of the states (docs/analytics.md), refreshed by every
+   * append and read by the aggregate API: `on` (the default) or `off`, which makes ingest cheaper
+   * (no refresh after each append) and aggregates scan raw states. Turned on again, they are
+   * rebuilt from every stored state at the next start.
+   */
+  stateRollups: Type.Optional(Type.Union([Type.Literal('on'), Type.Literal('off')])),
   /** ClickHouse database of the states and rejections tables (chDB or server). Unset: `fleetstream`. */
   clickhouseDatabase: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,62}$' })),
   /**
