@@ -21,6 +21,8 @@ export interface EmbeddedServiceOptions {
   integrationsAllowHosts?: string[];
   /** Integrations' batching and retry window over the defaults. */
   integrations?: Partial<Config['integrations']>;
+  /** The read-only SQL listener (`--sql-port`, `--sql-password`); none by default. */
+  sql?: Config['sql'];
 }
 
 /** `options` as a string: the directory, with no LPWAN applications. */
@@ -43,6 +45,7 @@ export async function startEmbeddedService(options: EmbeddedServiceOptions | str
       integrations: { ...defaultConfig.integrations, ...o.integrations },
       lpwanApplicationsFile,
       ...(o.integrationsAllowHosts === undefined ? {} : { integrationsAllowHosts: o.integrationsAllowHosts }),
+      ...(o.sql === undefined ? {} : { sql: o.sql }),
     },
     logger: createJsonLogger(o.log ?? { level: 'error', write: () => undefined }),
     // The suites run again with the edge in worker processes (test/app/service/edge-workers-suites.test.ts).
