@@ -10,14 +10,33 @@ import { getRequestListener } from '@hono/node-server';
 import { FleetError, toFleetError } from '../engine/kernel/errors.ts';
 import type { Registry } from '../engine/ports/registry.ts';
 import { checkAdminInput, type AdminContext } from './adminOperations.ts';
+import { SqlError, type ReadOnlySql } from '../adapters/clickhouse-http/ReadOnlySql.ts';
+import { errorBody, statusOfCode } from '../adapters/clickhouse-http/clickhouseHttpAnswers.ts';
+import { sqlRequestOf } from '../adapters/clickhouse-http/clickhouseHttpRequest.ts';
+
+/** The longest query `fleetstream sql` takes, bytes (the SQL listener's default, ClickHouse's max_query_size). */
+const ADMIN_MAX_QUERY_BYTES = 262_144;
 
 export interface AdminSocket {
   path: string;
   close(): Promise<void>;
 }
 
-export async function serveAdminSocket(options: { path: string; registry: Registry; context?: AdminContext }): Promise<AdminSocket> {
+export async function serveAdminSocket(options: { path: string; registry: Registry; context?: AdminContext; sql?: ReadOnlySql }): Promise<AdminSocket> {
   const app = new Hono();
+  // `fleetstream sql`: the query as the body, its output in the format asked for (ClickHouse's
+  // parameters, as the SQL listener reads them), read-only like it; errors as ClickHouse's text.
+  app.post('/sql', async (c) => {
+    try {
+      if (options.sql === undefined) throw new SqlError(1002, 'Code: 1002. DB::Exception: this service keeps its states on a ClickHouse server: query it there. (UNKNOWN_EXCEPTION)');
+      const body = await c.req.text();
+      const answer = await options.sql.run(sqlRequestOf(new URL(c.req.url).searchParams, body, ADMIN_MAX_QUERY_BYTES));
+      return c.body(answer.body as Uint8Array<ArrayBuffer>, 200, { 'content-type': 'application/octet-stream' });
+    } catch (error) {
+      const e = error instanceof SqlError ? error : new SqlError(1002, `Code: 1002. DB::Exception: ${(error as Error).message}. (UNKNOWN_EXCEPTION)`);
+      return c.text(errorBody(e.message), statusOfCode(e.clickhouseCode) as 400, { 'x-clickhouse-exception-code': String(e.clickhouseCode) });
+    }
+  });
   app.post('/admin/:operation', async (c) => {
     try {
       const body: unknown = await c.req.json().catch(() => {
@@ -68,6 +87,28 @@ export function callAdminSocket(path: string, operation: string, input: Record<s
           reject(error);
         }
       });
+    });
+    req.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT' || error.code === 'ECONNREFUSED') resolve(undefined);
+      else reject(error);
+    });
+    req.end(payload);
+  });
+}
+
+/**
+ * Runs `query` on the running service's store, read-only (`fleetstream sql`): its output, or the
+ * engine's refusal (status and ClickHouse's text). Resolves undefined when no service listens there.
+ */
+export function callAdminSql(path: string, query: string, format: string): Promise<{ status: number; body: Buffer } | undefined> {
+  return new Promise((resolve, reject) => {
+    const payload = Buffer.from(query, 'utf8');
+    const target = `/sql?${new URLSearchParams({ default_format: format })}`;
+    const req = request({ socketPath: path, path: target, method: 'POST', headers: { 'content-type': 'text/plain; charset=utf-8', 'content-length': payload.length } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 500, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
     });
     req.on('error', (error: NodeJS.ErrnoException) => {
       if (error.code === 'ENOENT' || error.code === 'ECONNREFUSED') resolve(undefined);

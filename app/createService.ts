@@ -26,7 +26,7 @@ import { prepareDataDir } from './prepareDataDir.ts';
 import { startEmbeddedWorkers, type EmbeddedWorkers } from './embeddedWorkers.ts';
 import { WorkersLiveDemand } from './liveDemand.ts';
 import type { Role } from './Role.ts';
-import { logStarted, startAdminSocket, startMetricsListener, startProbes } from './serviceParts.ts';
+import { embeddedSql, logStarted, startAdminSocket, startMetricsListener, startProbes, startSqlListener } from './serviceParts.ts';
 import { wire } from './wiring.ts';
 
 export { dataPaths, kafkaSettings, logNames, openRegistry } from './openPorts.ts';
@@ -72,6 +72,8 @@ export interface Service {
   readonly metrics: ServiceMetrics;
   /** The bound port of the metrics listener (GET /metrics on `config.metrics.host`); none with port -1. */
   readonly metricsPort: number | undefined;
+  /** The bound port of the read-only SQL listener (ClickHouse HTTP); none unless `config.sql.port` is given. */
+  readonly sqlPort: number | undefined;
   /** The port of /health and /ready of a process that runs no HTTP edge (role engine). */
   readonly probesPort: number | undefined;
   /** Adapters open and, when the role runs the engine, partitions assigned and no failure (GET /ready). */
@@ -136,15 +138,19 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     if (edge === undefined) metrics.watchLive({ publisher: w.live });
     const httpPort = edge?.httpPort ?? workers?.httpPort;
     const mqttPort = edge?.mqttPort ?? workers?.mqttPort;
-    const admin = await startAdminSocket(w, ports.registry, { httpPort, mqttPort });
+    // Analysts' SQL runs in the process holding chDB's directory (this one), read-only.
+    const sql = embeddedSql(config);
+    const sqlListener = await startSqlListener(config, sql);
+    if (sqlListener !== undefined) closers.add('SQL listener', () => sqlListener.close());
+    const admin = await startAdminSocket(w, ports.registry, { httpPort, mqttPort }, sql);
     if (admin !== undefined) closers.add('admin', () => admin.close());
     logStarted(logger, config, options.worker === true ? 'edge worker started' : 'fleetstream started', {
-      root: ports.paths.root, httpPort, probesPort: probes?.port, metricsPort: metricsListener?.port, mqttPort, metricsToken: w.metricsToken !== undefined,
+      root: ports.paths.root, httpPort, probesPort: probes?.port, metricsPort: metricsListener?.port, mqttPort, sqlPort: sqlListener?.port, metricsToken: w.metricsToken !== undefined,
     });
     started = true;
     let stopping: Promise<void> | undefined;
     return {
-      metrics, metricsPort: metricsListener?.port, probesPort: probes?.port, ready, config,
+      metrics, metricsPort: metricsListener?.port, probesPort: probes?.port, sqlPort: sqlListener?.port, ready, config,
       registry: ports.registry, changes: ports.changes, log: ports.log, store: ports.store,
       pipeline: engine?.pipeline, httpPort, mqttPort, commands: owner?.actors, live: edge?.hub,
       adminSocketPath: admin?.path,

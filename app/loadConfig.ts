@@ -31,6 +31,10 @@ export const settings = {
   'metrics-host': ['METRICS_HOST', 'metrics.host', 'string'],
   'metrics-port': ['METRICS_PORT', 'metrics.port', 'integer'],
   'metrics-token': ['METRICS_TOKEN', 'metrics.token', 'string'],
+  'sql-host': ['SQL_HOST', 'sql.host', 'string'],
+  'sql-port': ['SQL_PORT', 'sql.port', 'integer'],
+  'sql-user': ['SQL_USER', 'sql.user', 'string'],
+  'sql-password': ['SQL_PASSWORD', 'sql.password', 'string'],
   'command-expiry-ms': ['COMMAND_EXPIRY_MS', 'commands.expiryMs', 'integer'],
   'command-queue': ['COMMAND_QUEUE', 'commands.maxQueuePerDevice', 'integer'],
   'kafka-brokers': ['KAFKA_BROKERS', 'kafkaBrokers', 'list'],
@@ -48,6 +52,7 @@ export const settings = {
   'database-schema': ['DATABASE_SCHEMA', 'databaseSchema', 'string'],
   'registry-cache-ttl-ms': ['REGISTRY_CACHE_TTL_MS', 'registryCacheTtlMs', 'integer'],
   'clickhouse-database': ['CLICKHOUSE_DATABASE', 'clickhouseDatabase', 'string'],
+  'state-rollups': ['STATE_ROLLUPS', 'stateRollups', 'string'],
   'topic-prefix': ['TOPIC_PREFIX', 'topicPrefix', 'string'],
   'lpwan-applications': ['LPWAN_APPLICATIONS_FILE', 'lpwanApplicationsFile', 'string'],
   partitions: ['PARTITIONS', 'engine.partitions', 'integer'],
@@ -105,6 +110,15 @@ export function checkedConfig(config: unknown): Config {
   const mqtt = (config as unknown as Config).mqtt;
   if ((mqtt.tlsCertFile === undefined) !== (mqtt.tlsKeyFile === undefined)) {
     throw new FleetError('VALIDATION_FAILED', 'invalid configuration: --mqtt-tls-cert and --mqtt-tls-key go together', { detail: { field: 'mqtt.tlsCertFile' } });
+  }
+  const sql = (config as unknown as Config).sql;
+  if (sql !== undefined && sql.port >= 0) {
+    if (sql.password === undefined) {
+      throw new FleetError('VALIDATION_FAILED', 'invalid configuration: the SQL listener (--sql-port) needs --sql-password / SQL_PASSWORD (16+ characters)', { detail: { field: 'sql.password' } });
+    }
+    if ((config as unknown as Config).clickhouseUrl !== undefined) {
+      throw new FleetError('VALIDATION_FAILED', 'invalid configuration: --sql-port serves the embedded store (chDB); with --clickhouse-url query that ClickHouse server directly, as a read-only user (docs/analytics.md)', { detail: { field: 'sql.port' } });
+    }
   }
   return config as unknown as Config;
 }

@@ -161,9 +161,10 @@ export async function openLog(config: Config, clock: Clock): Promise<Log> {
 /** The state store (with its rejections and command history tables), initialised. */
 export async function openStore(config: Config) {
   const database = config.clickhouseDatabase;
+  const rollups = config.stateRollups === 'on';
   const store = config.clickhouseUrl
-    ? createClickHouseStore({ url: config.clickhouseUrl, database })
-    : createChdbStore({ dir: dataPaths(config.dataDir).chdb, database });
+    ? createClickHouseStore({ url: config.clickhouseUrl, database, rollups })
+    : createChdbStore({ dir: dataPaths(config.dataDir).chdb, database, rollups });
   try {
     await store.init();
   } catch (error) {

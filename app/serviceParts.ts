@@ -1,6 +1,6 @@
 /**
- * The small parts of a service process around its roles: the metrics listener, the probes of a
- * process without an HTTP edge, the admin socket, and the line that says what started.
+ * The small parts of a service process around its roles: the metrics listener, the SQL listener,
+ * the probes of a process without an HTTP edge, the admin socket, and the line that says what started.
  */
 import type { Config } from '../schemas/config.ts';
 import type { Logger } from '../engine/kernel/logger.ts';
@@ -12,6 +12,26 @@ import { serveMetrics, type ServedMetrics } from './serveMetrics.ts';
 import { serveProbes, type ServedProbes } from './serveProbes.ts';
 import { httpBaseOf, mqttUrlOf } from './startupLines.ts';
 import type { Wiring } from './wiring.ts';
+import { createChdbReadOnlySql } from '../adapters/chdb/createChdbReadOnlySql.ts';
+import type { ReadOnlySql } from '../adapters/clickhouse-http/ReadOnlySql.ts';
+import { serveClickHouseHttp, type ServedClickHouseHttp } from '../adapters/clickhouse-http/serveClickHouseHttp.ts';
+import { dataPaths } from './openPorts.ts';
+
+/** Read-only SQL on the embedded store, in the process holding its chDB directory; none on a ClickHouse server. */
+export function embeddedSql(config: Config): ReadOnlySql | undefined {
+  return config.clickhouseUrl ? undefined : createChdbReadOnlySql({ dir: dataPaths(config.dataDir).chdb });
+}
+
+/** The SQL listener, when a port is given (loadConfig has checked the password and the store). */
+export async function startSqlListener(config: Config, sql: ReadOnlySql | undefined): Promise<ServedClickHouseHttp | undefined> {
+  const settings = config.sql;
+  if (settings === undefined || settings.port < 0 || sql === undefined || settings.password === undefined) return undefined;
+  const { host, port, user, password } = settings;
+  return listening(
+    { name: 'SQL', setting: 'sql-port', host, port, hint: 'or leave --sql-port unset to run without the SQL listener' },
+    () => serveClickHouseHttp({ host, port, user, password, sql }),
+  );
+}
 
 /** The metrics listener, unless its port is -1. */
 export async function startMetricsListener(config: Config, metrics: Pick<ServiceMetrics, 'scrape'>): Promise<ServedMetrics | undefined> {
@@ -31,7 +51,7 @@ export function startProbes(w: Wiring, probes: { alive(): boolean; ready(): bool
 }
 
 /** The admin socket of a process on the embedded registry (one process per data dir); none on PostgreSQL. */
-export async function startAdminSocket(w: Wiring, registry: Registry, ports: { httpPort?: number; mqttPort?: number }): Promise<AdminSocket | undefined> {
+export async function startAdminSocket(w: Wiring, registry: Registry, ports: { httpPort?: number; mqttPort?: number }, sql?: ReadOnlySql): Promise<AdminSocket | undefined> {
   const { config } = w;
   if (config.databaseUrl) return undefined;
   const context = {
@@ -39,11 +59,11 @@ export async function startAdminSocket(w: Wiring, registry: Registry, ports: { h
     // The embedded MQTT edge only: an external broker's URL may carry its credentials.
     ...(ports.mqttPort === undefined || config.mqtt.url ? {} : { mqttUrl: mqttUrlOf(config.mqtt.host, ports.mqttPort, config.mqtt.tlsCertFile !== undefined) }),
   };
-  return serveAdminSocket({ path: w.ports.paths.adminSocket, registry, context });
+  return serveAdminSocket({ path: w.ports.paths.adminSocket, registry, context, sql });
 }
 
 export function logStarted(logger: Logger, config: Config, message: string, started: {
-  root: string; httpPort?: number; probesPort?: number; metricsPort?: number; mqttPort?: number; metricsToken: boolean;
+  root: string; httpPort?: number; probesPort?: number; metricsPort?: number; mqttPort?: number; sqlPort?: number; metricsToken: boolean;
 }): void {
   const runsEdge = config.role !== 'engine';
   logger.info(message, {
@@ -52,6 +72,7 @@ export function logStarted(logger: Logger, config: Config, message: string, star
     http: started.httpPort !== undefined ? `${config.http.host}:${started.httpPort}` : undefined,
     probes: started.probesPort !== undefined ? `${config.http.host}:${started.probesPort} (/health, /ready${started.metricsToken ? ', /metrics with the metrics token' : ''})` : undefined,
     metrics: started.metricsPort !== undefined ? `${config.metrics.host}:${started.metricsPort}` : undefined,
+    sql: started.sqlPort !== undefined ? `${config.sql?.host}:${started.sqlPort}` : undefined,
     mqtt: config.mqtt.url && runsEdge ? 'external broker' : started.mqttPort !== undefined ? `${config.mqtt.host}:${started.mqttPort}` : undefined,
     log: config.kafkaBrokers ? 'kafka' : 'local',
     store: config.clickhouseUrl ? 'clickhouse' : 'chdb',

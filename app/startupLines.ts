@@ -12,6 +12,8 @@ export interface StartupFacts {
   probesPort: number | undefined;
   /** The bound port of the metrics listener; none with --metrics-port -1. */
   metricsPort?: number;
+  /** The bound port of the SQL listener; none unless --sql-port is given. */
+  sqlPort?: number;
   /** The data directory, absolute. */
   dataDir: string;
 }
@@ -49,6 +51,7 @@ export function startupLines(facts: StartupFacts): string[] {
   else if (facts.mqttPort !== undefined) lines.push(`  MQTT      ${mqttUrlOf(config.mqtt.host, facts.mqttPort, config.mqtt.tlsCertFile !== undefined)}   (username: a device token)`);
   if (facts.probesPort !== undefined) lines.push(`  Probes    http://${reachable(config.http.host)}:${facts.probesPort}/ready   (engine only: no HTTP API here)`);
   if (facts.metricsPort !== undefined) lines.push(`  Metrics   http://${reachable(config.metrics.host)}:${facts.metricsPort}/metrics   (Prometheus; --metrics-host, --metrics-port)`);
+  if (facts.sqlPort !== undefined) lines.push(`  SQL       http://${reachable(config.sql?.host ?? '127.0.0.1')}:${facts.sqlPort}/   (ClickHouse HTTP, read-only, user ${config.sql?.user ?? 'default'}; docs/analytics.md)`);
   if (facts.httpPort !== undefined) {
     // `npm run quickstart` = `fleetstream admin quickstart --demo` (package.json).
     const dataDirFlag = config.dataDir === './data' ? '' : ` -- --data-dir ${facts.dataDir}`;

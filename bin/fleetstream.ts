@@ -3,6 +3,7 @@
  * fleetstream start [--role all|edge|engine] [--data-dir DIR] [--port N] …   run the service
  * fleetstream admin <command> [args] [--json] [--data-dir DIR] [--init]        registry administration
  * fleetstream admin quickstart [name] [--demo]                                   a first run in one step
+ * fleetstream sql "SELECT …" [--format F] [--data-dir DIR]                       read-only SQL on the embedded store
  * The entry point: the only place that reads process.env.
  *
  * Run with `--liftoff-only` (package.json's start script, the line above): the embedded registry is
@@ -25,6 +26,7 @@ import { runDemoDevice } from '../app/demoDevice.ts';
 import { DEMO_ASSETS } from '../engine/admin/adminActions.ts';
 import { adminOperations, checkAdminInput } from '../app/adminOperations.ts';
 import { callAdminSocket } from '../app/adminSocket.ts';
+import { runSqlCommand } from '../app/sqlCommand.ts';
 import { pgliteRegistryExists } from '../adapters/pglite/createPgliteRegistry.ts';
 import { createService, dataPaths, openRegistry, type Service } from '../app/createService.ts';
 import { checkedConfig, loadConfig, settings, type SettingName } from '../app/loadConfig.ts';
@@ -32,6 +34,8 @@ import { checkedConfig, loadConfig, settings, type SettingName } from '../app/lo
 const usage = `usage:
   fleetstream start [options]
   fleetstream admin <command> [arguments] [--json] [--init]
+  fleetstream sql "<SELECT …>" [--format <ClickHouse format>]   read-only, on the running service's store
+                 (PrettyCompact on a terminal, TabSeparated otherwise; docs/analytics.md)
 admin commands:
 ${Object.values(adminOperations).map((op) => `  ${op.usage}`).join('\n')}
 admin talks to the service running on --data-dir (its admin.sock); with none running it opens the
@@ -244,6 +248,17 @@ function describeDatabase(url: string, schema: string | undefined): string {
   return schema ? `${shown} (schema ${schema})` : shown;
 }
 
+async function runSql(positionals: string[], flags: Partial<Record<SettingName, string>> & { format?: string }): Promise<void> {
+  if (positionals.length !== 1) throw new FleetError('VALIDATION_FAILED', `sql takes one query, quoted as one argument\n${usage}`);
+  const { format, ...settingFlags } = flags;
+  const config = loadConfig(settingFlags, process.env);
+  const code = await runSqlCommand(config, positionals[0], format ?? (process.stdout.isTTY ? 'PrettyCompact' : 'TabSeparated'), {
+    out: (bytes) => process.stdout.write(bytes),
+    say: (line) => process.stderr.write(`fleetstream: ${line}\n`),
+  });
+  process.exitCode = code;
+}
+
 async function main(): Promise<void> {
   // Everything the service and the admin CLI create is this user's alone (files 0600, directories
   // 0700, the admin socket), whatever umask they were started under: the data dir holds tokens' hashes,
@@ -252,7 +267,7 @@ async function main(): Promise<void> {
   process.umask(0o077);
   const { positionals, values } = parseArgs({
     allowPositionals: true,
-    options: { ...settingOptions, ...adminOptions, json: { type: 'boolean' }, init: { type: 'boolean' }, demo: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    options: { ...settingOptions, ...adminOptions, user: { type: 'string' }, json: { type: 'boolean' }, init: { type: 'boolean' }, demo: { type: 'boolean' }, format: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
   });
   const [command, ...rest] = positionals;
   if (values.help || command === undefined) {
@@ -261,6 +276,7 @@ async function main(): Promise<void> {
   }
   if (command === 'start') return start(values as Partial<Record<SettingName, string>>);
   if (command === 'admin') return runAdmin(rest, values as AdminFlags);
+  if (command === 'sql') return runSql(rest, values as Partial<Record<SettingName, string>> & { format?: string });
   throw new FleetError('NOT_FOUND', `unknown command '${command}'\n${usage}`);
 }
 

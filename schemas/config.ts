@@ -70,6 +70,22 @@ export const Config = Type.Object({
      */
     token: Type.Optional(Type.String({ minLength: 16, maxLength: 1024, pattern: '^[A-Za-z0-9._~+/-]+=*$' })),
   }),
+  /**
+   * The read-only SQL endpoint of the embedded store (docs/analytics.md): ClickHouse's HTTP
+   * interface on a listener of its own, for analysts, Grafana and ClickHouse clients while the
+   * service holds chDB's data directory. Off unless a port is given; it then needs `password`.
+   * Not with `clickhouseUrl`: analysts query that server directly.
+   */
+  sql: Type.Optional(Type.Object({
+    /** Address of the SQL listener; loopback by default. */
+    host: Type.String(),
+    /** Port of the SQL listener; 0 picks a free port; -1 (the default) runs none. */
+    port: Type.Integer({ minimum: -1, maximum: 65535 }),
+    /** The user name clients present (Basic auth, X-ClickHouse-User, `user`). Default `default`, as ClickHouse clients assume. */
+    user: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_.@-]+$' }),
+    /** The operator's password for it (16+ characters, e.g. `openssl rand -hex 32`). */
+    password: Type.Optional(Type.String({ minLength: 16, maxLength: 1024 })),
+  })),
   commands: Type.Object({
     /** A command for a device that stays offline this long expires, ms. */
     expiryMs: Type.Integer({ minimum: 1 }),
@@ -140,6 +156,13 @@ export const Config = Type.Object({
    * notice. Unset: 600 000 (on PostgreSQL every committed change is announced by its transaction).
    */
   registryCacheTtlMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 3_600_000 })),
+  /**
+   * Per-minute, per-hour and per-day rollups of the states (docs/analytics.md), refreshed by every
+   * append and read by the aggregate API: `on` (the default) or `off`, which makes ingest cheaper
+   * (no refresh after each append) and aggregates scan raw states. Turned on again, they are
+   * rebuilt from every stored state at the next start.
+   */
+  stateRollups: Type.Optional(Type.Union([Type.Literal('on'), Type.Literal('off')])),
   /** ClickHouse database of the states and rejections tables (chDB or server). Unset: `fleetstream`. */
   clickhouseDatabase: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,62}$' })),
   /**
@@ -194,6 +217,7 @@ export const defaultConfig: Config = {
   mqtt: { host: '0.0.0.0', port: 1883 },
   // 9464: the port OpenTelemetry's Prometheus exporters listen on, free of the common services.
   metrics: { host: '127.0.0.1', port: 9464 },
+  sql: { host: '127.0.0.1', port: -1, user: 'default' },
   commands: { expiryMs: 3_600_000, maxQueuePerDevice: 100 },
   integrations: { batchEvents: 100, batchLingerMs: 1000, retryWindowMs: 86_400_000 },
   kafka: {},

@@ -20,7 +20,6 @@ import { insertGroups, LEGACY_LAYOUT, type StateLayout } from './stateLayout.ts'
 import type { ServerCapabilities } from './serverCapabilities.ts';
 import { retriableWhenReady } from './retriableWhenReady.ts';
 import { initStateTables, type StateTables } from './initStateTables.ts';
-import { createRollupRefresh } from './rollupRefresh.ts';
 import { rollupAggregateSql, rollupFor } from './stateRollups.ts';
 import type { SqlExecutor } from './SqlExecutor.ts';
 
@@ -43,11 +42,13 @@ export interface SqlStateStoreOptions {
   /** Create the 18.16 layout even where the server has the compact one (benchmarks, tests). */
   legacyLayout?: boolean;
   /**
-   * Keep per-minute and per-hour rollups (stateRollups.ts) where the table has the compact layout,
-   * refreshed by every append, and answer aggregates from them. Default false: the refresh is exact
-   * but reads the touched buckets back with FINAL after every append, which costs 2-5× the insert
-   * (bench/pipeline.bench.ts with BENCH_ROLLUPS=1). Rollups made when states already exist start
-   * from all of them; states appended while a store ran without rollups are not in them.
+   * Keep per-minute, per-hour and per-day rollups (stateRollups.ts), on both layouts, refreshed by
+   * every append, and answer aggregates from them. Default false: the refresh is exact but reads the
+   * touched buckets back with FINAL after every append, which costs far more than the insert
+   * (bench/pipeline.bench.ts with BENCH_ROLLUPS=1 against the default; the service's ingest fell
+   * about 20× with them in bench/rules.bench.ts). Rollups
+   * made when states already exist start from all of them, and so do rollups kept again after a
+   * store ran without them (initStateTables.ts).
    */
   rollups?: boolean;
   /** Send states as TabSeparated even where the executor offers RowBinary (to measure one against the other, and to compare what each stores). */
@@ -82,7 +83,6 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
   let closing: Promise<void> | undefined;
   // Until init() has looked at the table, rows are written and read as the 18.16 layout.
   let tables: Omit<StateTables, 'capabilities'> & { capabilities?: ServerCapabilities } = { layout: LEGACY_LAYOUT, rollups: false };
-  const refresh = createRollupRefresh(executor, names);
 
   function open(): void {
     if (closed) throw new FleetError('CLOSED', 'state store is closed');
@@ -111,7 +111,7 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
 
     async init() {
       open();
-      tables = await initStateTables(executor, names, options, refresh);
+      tables = await initStateTables(executor, names, options);
       await rejections.init();
       await commands.init();
       ready.markReady();
@@ -122,7 +122,7 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
       checkStateRows(rows);
       if (rows.length === 0) return;
       await insertStates(executor, insertTarget, tables.layout, rows, options.textInsert !== true && rows.length >= binaryFrom);
-      if (tables.rollups) await refresh.touched(rows);
+      if (tables.refresh !== undefined) await tables.refresh.touched(rows);
     },
 
     async latest(deviceId: string): Promise<StoredState[]> {

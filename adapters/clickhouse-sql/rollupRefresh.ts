@@ -5,7 +5,7 @@
  */
 import type { StateRow } from '../../schemas/messages.ts';
 import type { SqlExecutor } from './SqlExecutor.ts';
-import { refreshHoursSql, refreshMinutesSql, touchedBy } from './stateRollups.ts';
+import { refreshCoarserSql, refreshMinutesSql, ROLLUPS, touchedBy, type Touched } from './stateRollups.ts';
 import type { StateTableNames } from './stateTable.ts';
 
 export interface RollupRefresh {
@@ -15,25 +15,28 @@ export interface RollupRefresh {
   all(): Promise<void>;
 }
 
-export function createRollupRefresh(executor: Pick<SqlExecutor, 'command'>, names: StateTableNames): RollupRefresh {
+/** `compact`: whether the states table has the compact layout. */
+export function createRollupRefresh(executor: Pick<SqlExecutor, 'command'>, names: StateTableNames, compact: boolean): RollupRefresh {
   let refreshing: Promise<void> = Promise.resolve();
   let lastVersion = 0;
   const nextVersion = () => (lastVersion = Math.max(Date.now() * 1000, lastVersion + 1));
+  // In order: hours read minutes, days read hours.
+  async function refresh(touched: Touched | undefined): Promise<void> {
+    await executor.command(refreshMinutesSql(names, touched, nextVersion(), compact));
+    for (const rollup of ROLLUPS.slice(1)) await executor.command(refreshCoarserSql(names, rollup, touched, nextVersion()));
+  }
 
   return {
     touched(rows) {
       const touched = touchedBy(rows);
-      const run = refreshing.catch(() => {}).then(async () => {
-        await executor.command(refreshMinutesSql(names, touched, nextVersion()));
-        await executor.command(refreshHoursSql(names, touched, nextVersion()));
-      });
+      const run = refreshing.catch(() => {}).then(() => refresh(touched));
       refreshing = run;
       return run;
     },
-    // In order: hours read minutes.
-    async all() {
-      await executor.command(refreshMinutesSql(names, undefined, nextVersion()));
-      await executor.command(refreshHoursSql(names, undefined, nextVersion()));
+    all() {
+      const run = refreshing.catch(() => {}).then(() => refresh(undefined));
+      refreshing = run;
+      return run;
     },
   };
 }

@@ -1,17 +1,22 @@
 /**
- * Per-minute and per-hour rollups of the states table (compact layout only): per device, asset and
- * bucket the count of states and, over numbers, their count, min, max, sum, first and last.
+ * Per-minute, per-hour and per-day rollups of the states table, on both layouts: per device, asset
+ * and bucket the count of states and, over numbers, their count, min, max, sum, first and last.
  *
  * Why not a materialized view: a view aggregates each insert block as it comes, and a replayed
  * uplink re-inserts rows the raw table folds (ReplacingMergeTree + FINAL) but a view would count
- * again. So the store refreshes rollups itself after each append, from the raw table read with
+ * again. 18.16's AggregatingMergeTree behind a view has the same flaw (its states merge, they never
+ * replace). So the store refreshes rollups itself after each append, from the raw table read with
  * FINAL, for the minute ranges (of the devices, when few) the append touched: a replay recomputes the same buckets
- * to the same answer. Hours are refreshed from the minute rollup. The cost of a refresh is the rows
+ * to the same answer. Hours are refreshed from the minute rollup, days from the hour rollup. The cost of a refresh is the rows
  * already in the touched buckets: about the append itself for devices reading once a minute, up to
  * 60 minute rows per device and asset for the hour (pipeline bench: ~60-100 ms per 40 000 rows). Rollup rows are
  * ReplacingMergeTree on a version that grows with each refresh; a store serialises its refreshes,
  * so a later version was computed from a later (never smaller) set of raw rows. Two processes
  * refreshing the same bucket at once may leave the older answer until the next append touching it.
+ *
+ * The same SQL runs on 18.16 (ClickHouse server of the distributed deployment) and on the compact
+ * servers; only the DDL differs (no codecs, no LowCardinality on 18.16), and the refresh's SETTINGS,
+ * which 18.16 neither has nor needs (it has no partitions-per-insert limit).
  *
  * Sums of Float64 depend on the order of addition: a rollup's avg can differ from a raw scan's in
  * the last bits (as two raw scans can, aggregated on different threads); counts, min, max, first
@@ -25,6 +30,7 @@ import { STATE_ORDER } from './stateQueries.ts';
 export const ROLLUPS = [
   { suffix: 'minute', size: 60_000 },
   { suffix: 'hour', size: 3_600_000 },
+  { suffix: 'day', size: 86_400_000 },
 ] as const;
 export type Rollup = (typeof ROLLUPS)[number];
 
@@ -38,21 +44,30 @@ export function rollupTableName(names: StateTableNames, rollup: Rollup): string 
   return `${names.table}_${rollup.suffix}`;
 }
 
-/** Minutes are partitioned by day, as the states table, since the hour refresh reads them by time range. */
-export function createRollupSql(names: StateTableNames, rollup: Rollup): string {
+/**
+ * `compact`: the states table has the compact layout (a 19.6+ server or chDB). There minutes are
+ * partitioned by day, as the states table, since the coarser refreshes read them by time range. In
+ * plain types (18.16's layout) they are not, as the states table is not: 18.16 opens a writer per
+ * partition an insert touches, and a backfill or an append spread over 250 days of `at` then
+ * needs more than its 2 GB per query.
+ */
+export function createRollupSql(names: StateTableNames, rollup: Rollup, compact: boolean): string {
+  const codec = (c: string) => (compact ? ` CODEC(${c}, ZSTD(1))` : '');
+  const zstd = compact ? ' CODEC(ZSTD(1))' : '';
+  const key = compact ? 'LowCardinality(String)' : 'String';
   return `CREATE TABLE IF NOT EXISTS ${qualified(names, rollup)} (
-  device_id LowCardinality(String),
-  asset LowCardinality(String),
-  bucket Int64 CODEC(DoubleDelta, ZSTD(1)),
-  states UInt64 CODEC(T64, ZSTD(1)),
-  numbers UInt64 CODEC(T64, ZSTD(1)),
-  min Float64 CODEC(ZSTD(1)),
-  max Float64 CODEC(ZSTD(1)),
-  sum Float64 CODEC(ZSTD(1)),
-  first Float64 CODEC(ZSTD(1)),
-  last Float64 CODEC(ZSTD(1)),
-  version UInt64 CODEC(ZSTD(1))
-) ENGINE = ReplacingMergeTree(version)${rollup.suffix === 'minute' ? '\nPARTITION BY intDiv(bucket, 86400000)' : ''}
+  device_id ${key},
+  asset ${key},
+  bucket Int64${codec('DoubleDelta')},
+  states UInt64${codec('T64')},
+  numbers UInt64${codec('T64')},
+  min Float64${zstd},
+  max Float64${zstd},
+  sum Float64${zstd},
+  first Float64${zstd},
+  last Float64${zstd},
+  version UInt64${zstd}
+) ENGINE = ReplacingMergeTree(version)${compact && rollup.suffix === 'minute' ? '\nPARTITION BY intDiv(bucket, 86400000)' : ''}
 ORDER BY (device_id, asset, bucket)`;
 }
 
@@ -102,15 +117,15 @@ function where(column: string, touched: Touched | undefined, ranges = touched?.r
 }
 
 /**
- * Refreshes run on compact servers only (19.6+), which take SETTINGS in a query. A refresh writes
- * the minute partitions of every day it touched: a backfill or an append spread over years of `at`
- * passes the default limit of 100 partitions per insert, which guards against a bad partition key,
- * not against this.
+ * A refresh writes the minute partitions of every day it touched (compact layout): a backfill or an
+ * append spread over years of `at` passes the default limit of 100 partitions per insert, which
+ * guards against a bad partition key, not against this. The plain layout's rollups have no
+ * partitions (and 18.16 neither the limit nor the setting).
  */
-const ANY_PARTITIONS = 'SETTINGS max_partitions_per_insert_block = 0';
+const anyPartitions = (compact: boolean) => (compact ? '\nSETTINGS max_partitions_per_insert_block = 0' : '');
 
 /** Recomputes the touched minute buckets (every one when `touched` is undefined) from the raw table. */
-export function refreshMinutesSql(names: StateTableNames, touched: Touched | undefined, version: number): string {
+export function refreshMinutesSql(names: StateTableNames, touched: Touched | undefined, version: number, compact = true): string {
   const by = STATE_ORDER;
   const isNumber = "value_kind = 'number'";
   return `INSERT INTO ${qualified(names, ROLLUPS[0])} (device_id, asset, bucket, states, numbers, min, max, sum, first, last, version)
@@ -118,17 +133,21 @@ SELECT device_id, asset, ${bucketOf('ts', 60_000)} AS b, count(), countIf(${isNu
   maxIf(value_number, ${isNumber}), sumIf(value_number, ${isNumber}), argMinIf(value_number, ${by}, ${isNumber}),
   argMaxIf(value_number, ${by}, ${isNumber}), ${version}
 FROM \`${names.database}\`.\`${names.table}\` FINAL${where('ts', touched)}
-GROUP BY device_id, asset, b
-${ANY_PARTITIONS}`;
+GROUP BY device_id, asset, b${anyPartitions(compact)}`;
 }
 
-/** Recomputes the hours holding the touched minutes (every hour when undefined) from the minute rollup. */
-export function refreshHoursSql(names: StateTableNames, touched: Touched | undefined, version: number): string {
-  const hours = touched?.ranges.map(([from, to]): [number, number] => [floorTo(from, 3_600_000), floorTo(to - 1, 3_600_000) + 3_600_000]);
-  return `INSERT INTO ${qualified(names, ROLLUPS[1])} (device_id, asset, bucket, states, numbers, min, max, sum, first, last, version)
-SELECT device_id, asset, ${bucketOf('bucket', 3_600_000)} AS b, sum(states), sum(numbers), minIf(min, numbers > 0),
+/**
+ * Recomputes the buckets of `rollup` (hour, day) holding the touched minutes (every bucket when
+ * undefined) from the next finer rollup.
+ */
+export function refreshCoarserSql(names: StateTableNames, rollup: Rollup, touched: Touched | undefined, version: number): string {
+  const finer = ROLLUPS[ROLLUPS.indexOf(rollup) - 1];
+  const size = rollup.size;
+  const spans = touched?.ranges.map(([from, to]): [number, number] => [floorTo(from, size), floorTo(to - 1, size) + size]);
+  return `INSERT INTO ${qualified(names, rollup)} (device_id, asset, bucket, states, numbers, min, max, sum, first, last, version)
+SELECT device_id, asset, ${bucketOf('bucket', size)} AS b, sum(states), sum(numbers), minIf(min, numbers > 0),
   maxIf(max, numbers > 0), sum(sum), argMinIf(first, bucket, numbers > 0), argMaxIf(last, bucket, numbers > 0), ${version}
-FROM ${qualified(names, ROLLUPS[0])} FINAL${where('bucket', touched, hours)}
+FROM ${qualified(names, finer)} FINAL${where('bucket', touched, spans)}
 GROUP BY device_id, asset, b`;
 }
 

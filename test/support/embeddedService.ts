@@ -21,6 +21,10 @@ export interface EmbeddedServiceOptions {
   integrationsAllowHosts?: string[];
   /** Integrations' batching and retry window over the defaults. */
   integrations?: Partial<Config['integrations']>;
+  /** The read-only SQL listener (`--sql-port`, `--sql-password`); none by default. */
+  sql?: Config['sql'];
+  /** `--state-rollups`: off by default. */
+  stateRollups?: Config['stateRollups'];
 }
 
 /** `options` as a string: the directory, with no LPWAN applications. */
@@ -40,9 +44,11 @@ export async function startEmbeddedService(options: EmbeddedServiceOptions | str
       metrics: { host: '127.0.0.1', port: 0 },
       engine: { ...defaultConfig.engine, partitions: 2, batchDelayMs: 10 },
       commands: { ...defaultConfig.commands, ...o.commands },
+      ...(o.stateRollups === undefined ? {} : { stateRollups: o.stateRollups }),
       integrations: { ...defaultConfig.integrations, ...o.integrations },
       lpwanApplicationsFile,
       ...(o.integrationsAllowHosts === undefined ? {} : { integrationsAllowHosts: o.integrationsAllowHosts }),
+      ...(o.sql === undefined ? {} : { sql: o.sql }),
     },
     logger: createJsonLogger(o.log ?? { level: 'error', write: () => undefined }),
     // The suites run again with the edge in worker processes (test/app/service/edge-workers-suites.test.ts).

@@ -59,6 +59,7 @@ test('rollup aggregates equal raw aggregates, after replays and out-of-order app
       ['hour', T0, T0 + 2 * DAY],
       ['day', T0, T0 + 2 * DAY],
       ['day', T0 + 3_600_000, T0 + 2 * DAY], // hour-aligned: days from the hour rollup
+      ['day', T0 - DAY, T0 + 3 * DAY], // day-aligned: days from the day rollup
     ];
     for (const deviceId of ['d0', 'd1', 'd2']) {
       for (const asset of ['a', 'b']) {
@@ -88,31 +89,15 @@ test('rollup aggregates equal raw aggregates, after replays and out-of-order app
 });
 
 test('the coarsest rollup that tiles the range and the resolution is chosen, raw rows otherwise', () => {
-  const [minute, hour] = ROLLUPS;
-  assert.is(rollupFor(DAY, T0, T0 + DAY), hour);
+  const [minute, hour, day] = ROLLUPS;
+  assert.is(rollupFor(DAY, T0, T0 + DAY), day);
+  assert.is(rollupFor(DAY, T0 + 3_600_000, T0 + DAY), hour);
+  assert.is(rollupFor(3_600_000, T0, T0 + DAY), hour);
   assert.is(rollupFor(DAY, T0 + 60_000, T0 + DAY), minute);
   assert.is(rollupFor(3_600_000, -3_600_000, 0), hour);
   assert.is(rollupFor(60_000, T0, T0 + DAY), minute);
   assert.is(rollupFor(60_000, T0 + 1, T0 + DAY), undefined);
   assert.is(rollupFor(DAY, T0, T0 + DAY - 1), undefined);
-});
-
-test('rollups made beside states already stored start from them', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'fleetstream-rollups-'));
-  try {
-    const without = createChdbStore({ dir });
-    await without.init();
-    const rows = uplinks(200).flat();
-    await without.append(rows);
-    await without.close();
-    const store = createChdbStore({ dir, rollups: true });
-    await store.init();
-    const raw = await store.aggregate({ deviceId: 'd0', asset: 'a', from: T0 - 1, to: T0 + 2 * DAY, resolution: 'hour' });
-    assert.equal(await store.aggregate({ deviceId: 'd0', asset: 'a', from: T0, to: T0 + 2 * DAY, resolution: 'hour' }), raw);
-    await store.close();
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
 });
 
 test.run();

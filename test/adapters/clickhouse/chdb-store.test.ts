@@ -20,6 +20,7 @@ storeContract('chdb', fixture(false)).run();
 storeContract('chdb, 18.16 layout', fixture(true)).run();
 // Aggregates answered from rollups wherever the range allows.
 storeContract('chdb, rollups', fixture(false, true)).run();
+storeContract('chdb, 18.16 layout, rollups', fixture(true, true)).run();
 
 rejectionsContract('chdb', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'fleetstream-chdb-'));

@@ -31,6 +31,13 @@ test('flags and environment set the prefix, the ClickHouse database and the Post
   assert.is(flags.databaseSchema, 's1');
 });
 
+test('state rollups: off unless turned on by flag or environment; nothing else accepted', () => {
+  assert.is(loadConfig({}, {}).stateRollups, undefined, 'unset: off (openStore keeps them only when on)');
+  assert.is(loadConfig({}, { STATE_ROLLUPS: 'off' }).stateRollups, 'off');
+  assert.is(loadConfig({ 'state-rollups': 'on' }, { STATE_ROLLUPS: 'off' }).stateRollups, 'on', 'flags win');
+  for (const bad of ['false', '0', 'OFF', 'off ', 'no']) assert.throws(() => loadConfig({ 'state-rollups': bad }, {}), /invalid configuration/, bad);
+});
+
 test('names that Kafka, ClickHouse or PostgreSQL would refuse (or that need quoting) fail at start', () => {
   const bad: Array<[string, string]> = [
     ['topic-prefix', 'has space'],
