@@ -62,8 +62,7 @@ export function handleConnect(conn: EdgeConnection, body: Buffer): void {
     conn.principal = principal;
     conn.tokenHash = hashToken(token!);
     conn.token = token!;
-    accept(conn, packet);
-    if ((conn.phase as string) === 'open' && principal.key?.expiresAt !== undefined) disconnectAtExpiry(conn, principal.key.expiresAt);
+    if (accept(conn, packet) && principal.key?.expiresAt !== undefined) disconnectAtExpiry(conn, principal.key.expiresAt);
   }, (error: unknown) => {
     ctx.logger.error('mqtt: authentication failed', { error: toFleetError(error) });
     if (conn.phase === 'authenticating') refuse(conn, Reason.SERVER_UNAVAILABLE, ReturnCode311.SERVER_UNAVAILABLE);
@@ -91,7 +90,8 @@ function disconnectAtExpiry(conn: EdgeConnection, expiresAt: number): void {
   conn.socket.once('close', () => timer.cancel());
 }
 
-function accept(conn: EdgeConnection, packet: mqttPacket.IConnectPacket): void {
+/** Whether the connection was accepted (CONNACK 0) and is open. */
+function accept(conn: EdgeConnection, packet: mqttPacket.IConnectPacket): boolean {
   const { ctx } = conn;
   const { limits } = ctx;
   let clientId = packet.clientId;
@@ -99,13 +99,13 @@ function accept(conn: EdgeConnection, packet: mqttPacket.IConnectPacket): void {
   const clean = packet.clean !== false;
   if (clientId === '') {
     // [MQTT-3.1.3-8]: a 3.1.1 client without id must start clean; MQTT 5 gets one assigned.
-    if (!clean && !conn.v5) return refuse(conn, Reason.CLIENT_ID_NOT_VALID, ReturnCode311.IDENTIFIER_REJECTED);
+    if (!clean && !conn.v5) return refused(conn, Reason.CLIENT_ID_NOT_VALID, ReturnCode311.IDENTIFIER_REJECTED);
     clientId = assigned = `fs-${randomBytes(12).toString('base64url')}`;
   }
   const claim = ctx.sessions.claim(clientId, conn.owner, clean, conn);
   if (!claim.ok) {
     ctx.logger.warn('mqtt: client id held by another principal; refused', { clientId, scope: conn.principal!.scope, subject: conn.principal!.subjectId });
-    return refuse(conn, Reason.CLIENT_ID_NOT_VALID, ReturnCode311.IDENTIFIER_REJECTED);
+    return refused(conn, Reason.CLIENT_ID_NOT_VALID, ReturnCode311.IDENTIFIER_REJECTED);
   }
   const { session } = claim;
   conn.session = session;
@@ -139,4 +139,10 @@ function accept(conn: EdgeConnection, packet: mqttPacket.IConnectPacket): void {
   const deviceId = conn.deviceId;
   if (claim.present && deviceId !== undefined && [...session.subscriptions.values()].some((s) => s.channel === 'command')) ctx.reachable(deviceId);
   conn.replayBacklog();
+  return true;
+}
+
+function refused(conn: EdgeConnection, reason: number, returnCode: number): false {
+  refuse(conn, reason, returnCode);
+  return false;
 }
