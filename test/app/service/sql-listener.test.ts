@@ -152,6 +152,19 @@ test('writes are refused by the engine with ClickHouse\'s READONLY error, howeve
   assert.ok(Number(rows[0].c) >= 5);
 });
 
+test('a query runs no longer than max_execution_time: the client may shorten it (code 159, TIMEOUT_EXCEEDED), never lift it (0 or more)', async () => {
+  const endless = 'SELECT count() FROM numbers(100000000000)';
+  const shortened = await sql(endless, { params: { max_execution_time: '1' } });
+  assert.is(shortened.code, '159', shortened.text);
+  assert.match(shortened.text, /TIMEOUT_EXCEEDED/);
+  // Asking in the query itself for none (0) or for more does not lift it.
+  for (const asked of ['0', '100000']) {
+    const lifted = await sql(`${endless} SETTINGS max_execution_time = ${asked}`, { params: { max_execution_time: '1' } });
+    // Read-only refuses the query's own SETTINGS (164); were it let through, the deadline would stop it (159).
+    assert.ok(lifted.code === '164' || lifted.code === '159', `SETTINGS max_execution_time = ${asked} in the query: ${lifted.status} ${lifted.text.slice(0, 200)}`);
+  }
+});
+
 test('a wrong or missing credential is refused 401 (code 516), in every way ClickHouse reads one', async () => {
   const refusals: Array<Record<string, string>> = [
     {},
