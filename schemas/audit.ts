@@ -22,8 +22,8 @@ export const AuditActor = Type.Union([
 ]);
 export type AuditActor = Static<typeof AuditActor>;
 
-/** HTTP: the route's operationId (`putMember`); the admin CLI: its command (`add-member`). */
-export const AuditOperation = Type.String({ pattern: '^[A-Za-z][A-Za-z0-9-]{0,63}$' });
+/** HTTP: the operationId of /openapi.json (`putMember`, `putDeviceCommand_post`); the admin CLI: its command (`add-member`). */
+export const AuditOperation = Type.String({ pattern: '^[A-Za-z][A-Za-z0-9_-]{0,63}$' });
 
 /** `code`: the problem's stable code when the change was refused or failed. */
 export const AuditResult = Type.Object({

@@ -9,8 +9,9 @@
  * redeemed. Codes carry 80 random bits, and the per-token rate limit applies, so this is no
  * enumeration oracle.
  */
+import { noteGround } from '../../auditNote.ts';
 import { networks } from '../../../../engine/activation/networks.ts';
-import { FleetError } from '../../../../engine/kernel/errors.ts';
+import { FleetError, isFleetError } from '../../../../engine/kernel/errors.ts';
 import { ActivateBody, ActivationCodeParams, ActivationOffer, NetworkList } from '../../../../schemas/activationEdge.ts';
 import { CreatedDevice } from '../../../../schemas/edge.ts';
 import type { EdgeContext } from '../../EdgeContext.ts';
@@ -45,7 +46,13 @@ function activate(edge: EdgeContext): void {
     if (principal.scope !== 'key') requireUser(principal);
     const body = check<ActivateBody>(ActivateBody, await readJsonBody(c.req.raw, edge.maxBodyBytes), 'body', { nameMissing: true });
     const by = principal.scope === 'key' ? { keyId: principal.subjectId } : { userId: principal.subjectId };
-    const { device } = await namingFields(edge.deps.registry.activate({ ...body, ...by }), (field) => (ACTIVATE_FIELDS.has(field) ? `body.${field}` : undefined));
+    const { device } = await namingFields(edge.deps.registry.activate({ ...body, ...by }), (field) => (ACTIVATE_FIELDS.has(field) ? `body.${field}` : undefined))
+      .catch((error: unknown) => {
+        // Refused by role in the registry's transaction: a member of the ground, so its log records it.
+        if (isFleetError(error) && error.detail?.requiredRole !== undefined) noteGround(body.groundId);
+        throw error;
+      });
+    noteGround(device.device.groundId, device.device.id);
     edge.changed(device.device.id);
     c.header('location', `/device/${device.device.id}`);
     c.header('cache-control', 'no-store');
