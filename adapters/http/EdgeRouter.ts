@@ -149,9 +149,13 @@ export class EdgeRouter {
   }
 }
 
-/** The note of a change that reached a ground, as its audit entry; nothing for one that did not (401, a stranger, an unknown id). */
+/**
+ * The note of a change that reached a ground, as its audit entry; nothing for one that did not (401,
+ * a stranger, a malformed id) nor for a 404: an id that names nothing changes nothing, and a forged
+ * one is no event of the ground's.
+ */
 function record(audit: NonNullable<EdgeRouterOptions['audit']>, note: AuditNote, operation: string, status: number, code?: string): void {
-  if (note.actor === undefined || note.groundId === undefined) return;
+  if (note.actor === undefined || note.groundId === undefined || status === 404) return;
   audit.sink.record({
     groundId: note.groundId,
     at: audit.clock.now(),

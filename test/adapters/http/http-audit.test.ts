@@ -76,7 +76,7 @@ function auditSuite(factory: RegistryFactory) {
     ]);
   });
 
-  test('not recorded: reads, states sent, 401s, strangers\' refusals, unknown ids, device tokens', async ({ h }) => {
+  test('not recorded: reads, states sent, 401s, strangers\' refusals, 404s (unknown or forged ids), device tokens', async ({ h }) => {
     const w = await world(h);
     // A stranger of this ground (a member of its own): refused without requiredRole, and not written into this ground's log.
     const outsider = await h.registry.createUser({ name: 'outsider' });
@@ -86,6 +86,11 @@ function auditSuite(factory: RegistryFactory) {
     assert.is((await h.request('PATCH', `/device/${w.deviceId}`, { json: { title: 'x' } })).status, 401);
     assert.is((await h.request('PATCH', `/device/${w.deviceId}`, { token: `fsu_${'A'.repeat(43)}`, json: { title: 'x' } })).status, 401);
     assert.is((await h.request('DELETE', `/rule/${'A'.repeat(22)}`, { token: w.userToken })).status, 404);
+    // A member's forged or unknown id: 404, no change of the ground.
+    assert.is((await h.request('DELETE', `/ground/${w.groundId}/keys/${'A'.repeat(22)}`, { token: w.userToken })).status, 404);
+    assert.is((await h.request('DELETE', `/ground/${w.groundId}/members/${'A'.repeat(22)}`, { token: w.userToken })).status, 404);
+    assert.is((await h.request('DELETE', `/rules/${'A'.repeat(22)}`, { token: w.editor.token })).status, 404);
+    assert.is((await h.request('DELETE', `/device/${w.deviceId}/asset/nothing`, { token: w.editor.token })).status, 404);
     assert.is((await h.request('PUT', `/device/${w.deviceId}/asset/temperature/state`, { token: w.editor.token, json: { value: 1 } })).status, 202);
     assert.is((await h.request('PUT', `/device/${w.deviceId}/state`, { token: w.deviceToken, json: { temperature: { value: 2 } } })).status, 202);
     assert.is((await h.request('PUT', `/device/${w.deviceId}/asset/door`, { token: w.deviceToken, json: { is: 'sensor', profile: { type: 'boolean' } } })).status, 200);

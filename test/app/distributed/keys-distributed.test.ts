@@ -12,6 +12,7 @@ import { createPostgresRegistry } from '../../../adapters/postgres/createPostgre
 import { suite, withEnv } from '../../support/suite.ts';
 import { removeFleetData, startFleet, type FleetProcess } from '../../support/fleetCluster.ts';
 import { openSse, openWs, type WsClient } from '../../support/liveClients.ts';
+import { auditUntil, hasEntry } from '../../support/auditLog.ts';
 
 const RUN = `${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`;
 
@@ -86,6 +87,21 @@ withEnv('keys-distributed', ['KAFKA_BROKERS', 'CLICKHOUSE_URL', 'DATABASE_URL_TE
       await within(expiringOnB.ws.closed, at, 1000, 'WebSocket on edge B at expiry');
       const expired = await fetch(`${baseA}/device/${device.device.id}`, { headers: { authorization: `Bearer ${expiring.token}` } });
       assert.is(expired.status, 401);
+
+      // The ground's one audit log holds the changes made through each edge (both edges' recorders, one registry).
+      const renamed = await fetch(`${baseB}/ground/${ground.id}`, { method: 'PATCH', headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'renamed on b' }) });
+      assert.is(renamed.status, 200);
+      const get = async (path: string, token: string) => {
+        const res = await fetch(baseB + path, { headers: { authorization: `Bearer ${token}` } });
+        return { status: res.status, json: await res.json() };
+      };
+      const audit = await auditUntil({ get }, ground.id, user.token, (items) => hasEntry(items, { operation: 'updateGround' }));
+      assert.equal(audit.map((e) => [e.operation, e.actor.kind, e.actor.id, e.targetId, e.result.status]), [
+        ['updateGround', 'user', user.entity.id, ground.id, 200],
+        ['createKey', 'user', user.entity.id, expiring.id, 201],
+        ['deleteKey', 'user', user.entity.id, revoked.id, 204],
+        ['createKey', 'user', user.entity.id, revoked.id, 201],
+      ]);
     } finally {
       for (const c of clients) c.close();
       await Promise.all(processes.map((p) => p.stop(10_000)));

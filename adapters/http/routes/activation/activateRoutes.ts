@@ -11,7 +11,7 @@
  */
 import { noteGround } from '../../auditNote.ts';
 import { networks } from '../../../../engine/activation/networks.ts';
-import { FleetError, isFleetError } from '../../../../engine/kernel/errors.ts';
+import { FleetError } from '../../../../engine/kernel/errors.ts';
 import { ActivateBody, ActivationCodeParams, ActivationOffer, NetworkList } from '../../../../schemas/activationEdge.ts';
 import { CreatedDevice } from '../../../../schemas/edge.ts';
 import type { EdgeContext } from '../../EdgeContext.ts';
@@ -47,9 +47,10 @@ function activate(edge: EdgeContext): void {
     const body = check<ActivateBody>(ActivateBody, await readJsonBody(c.req.raw, edge.maxBodyBytes), 'body', { nameMissing: true });
     const by = principal.scope === 'key' ? { keyId: principal.subjectId } : { userId: principal.subjectId };
     const { device } = await namingFields(edge.deps.registry.activate({ ...body, ...by }), (field) => (ACTIVATE_FIELDS.has(field) ? `body.${field}` : undefined))
-      .catch((error: unknown) => {
-        // Refused by role in the registry's transaction: a member of the ground, so its log records it.
-        if (isFleetError(error) && error.detail?.requiredRole !== undefined) noteGround(body.groundId);
+      .catch(async (error: unknown) => {
+        // Refused in the registry's transaction (by role, by quota, a code used): the ground's log
+        // records it when the caller is a member of it (access notes the ground then), a stranger's not.
+        await edge.access.ground(principal, body.groundId).catch(() => undefined);
         throw error;
       });
     noteGround(device.device.groundId, device.device.id);
