@@ -36,6 +36,7 @@ withEnv('keys-distributed', ['KAFKA_BROKERS', 'CLICKHOUSE_URL', 'DATABASE_URL_TE
     try {
       const registry = await createPostgresRegistry({ url: env.DATABASE_URL_TEST, schema: id });
       const user = await registry.createUser({ name: 'owner' });
+      const member = await registry.createUser({ name: 'member' });
       const ground = await registry.createGround({ name: 'fleet', userId: user.entity.id });
       const device = await registry.createDevice({ groundId: ground.id, name: 'thermo', assets: [{ name: 't', is: 'sensor', profile: { type: 'number' } }] });
       await registry.close();
@@ -89,6 +90,11 @@ withEnv('keys-distributed', ['KAFKA_BROKERS', 'CLICKHOUSE_URL', 'DATABASE_URL_TE
       assert.is(expired.status, 401);
 
       // The ground's one audit log holds the changes made through each edge (both edges' recorders, one registry).
+      const putMember = async (base: string, role: string) => (await fetch(`${base}/ground/${ground.id}/members/${member.entity.id}`, {
+        method: 'PUT', headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ role }),
+      })).status;
+      assert.is(await putMember(baseA, 'viewer'), 201);
+      assert.is(await putMember(baseB, 'editor'), 200);
       const renamed = await fetch(`${baseB}/ground/${ground.id}`, { method: 'PATCH', headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'renamed on b' }) });
       assert.is(renamed.status, 200);
       const get = async (path: string, token: string) => {
@@ -98,6 +104,8 @@ withEnv('keys-distributed', ['KAFKA_BROKERS', 'CLICKHOUSE_URL', 'DATABASE_URL_TE
       const audit = await auditUntil({ get }, ground.id, user.token, (items) => hasEntry(items, { operation: 'updateGround' }));
       assert.equal(audit.map((e) => [e.operation, e.actor.kind, e.actor.id, e.targetId, e.result.status]), [
         ['updateGround', 'user', user.entity.id, ground.id, 200],
+        ['putMember', 'user', user.entity.id, member.entity.id, 200],
+        ['putMember', 'user', user.entity.id, member.entity.id, 201],
         ['createKey', 'user', user.entity.id, expiring.id, 201],
         ['deleteKey', 'user', user.entity.id, revoked.id, 204],
         ['createKey', 'user', user.entity.id, revoked.id, 201],
