@@ -112,13 +112,15 @@ export class EdgeRouter {
     this.#register(spec as RouteSpec, true, async (c) => {
       if (!CHANGES.has(c.req.method)) return run(c);
       const note: AuditNote = {};
+      const operation = operationIdOf(spec, c.req.method.toLowerCase() as HttpMethod);
       try {
         const response = await withAuditNote(note, () => run(c));
-        record(audit, note, operationIdOf(spec, c.req.method.toLowerCase() as HttpMethod), response.status);
+        record(audit, note, operation, response.status);
         return response;
       } catch (error) {
+        // The status and code problemResponse answers with (both from the one error table).
         const e = toFleetError(error);
-        record(audit, note, operationIdOf(spec, c.req.method.toLowerCase() as HttpMethod), e.status, e.code);
+        record(audit, note, operation, e.status, e.code);
         throw error;
       }
     });
