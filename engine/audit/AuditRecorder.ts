@@ -21,7 +21,7 @@ export interface AuditRecorderOptions {
   flushIntervalMs?: number;
   /** Entries buffered or being written at most. Default 100 000. */
   maxPending?: number;
-  /** Retries of a batch the registry could not take (retriable errors). Default 20 (about ten minutes). */
+  /** Retries of a batch the registry could not take (retriable errors). Default 20 (about eight minutes: 1, 2, 4, 8, 16, then 30 s apart). */
   maxRetries?: number;
   /** Entries not written: refused when full (`error` undefined), or their batch failed for good. */
   onDropped?(entries: number, error?: FleetError): void;
