@@ -5,8 +5,11 @@
  */
 import * as admin from '../engine/admin/adminActions.ts';
 import * as quotas from '../engine/admin/quotaActions.ts';
-import { FleetError } from '../engine/kernel/errors.ts';
+import { systemClock, type Clock } from '../engine/kernel/clock.ts';
+import { FleetError, toFleetError } from '../engine/kernel/errors.ts';
+import { isId } from '../engine/kernel/ids.ts';
 import type { GroundRole, Registry } from '../engine/ports/registry.ts';
+import { OPERATOR_PATTERN } from '../schemas/audit.ts';
 import { GROUND_ROLES } from '../schemas/registry.ts';
 
 /** What an operation may need besides the registry. */
@@ -15,6 +18,8 @@ export interface AdminContext {
   httpBase?: string;
   /** The embedded MQTT edge's URL (`mqtt://localhost:1883`): where the quickstart's demo device hears its commands. */
   mqttUrl?: string;
+  /** Stamps audit entries. Default: the system clock. */
+  clock?: Clock;
 }
 
 export interface AdminOperation {
@@ -27,6 +32,11 @@ export interface AdminOperation {
   optional?: readonly string[];
   usage: string;
   run(registry: Registry, input: Record<string, string>, context: AdminContext): Promise<Record<string, unknown>>;
+  /**
+   * A change of a ground, for its audit log (docs/grounds.md "Audit log"): the ground and the target,
+   * from the input and, once it succeeded, the result. Absent: the operation changes no ground.
+   */
+  audit?(input: Record<string, string>, result?: Record<string, unknown>): { groundId: string; targetId?: string } | undefined;
 }
 
 export const adminOperations: Record<string, AdminOperation> = {
@@ -46,6 +56,7 @@ export const adminOperations: Record<string, AdminOperation> = {
     defaults: { role: 'owner' },
     usage: 'create-ground <name> --user <userId> [--role owner|editor|viewer]   the user\'s role, owner by default',
     run: (registry, input) => admin.createGround(registry, input.name, input.user, groundRole(input.role)),
+    audit: (_input, result) => (result === undefined ? undefined : { groundId: String(result.id), targetId: String(result.id) }),
   },
   'add-member': {
     args: ['groundId', 'userId'],
@@ -53,6 +64,7 @@ export const adminOperations: Record<string, AdminOperation> = {
     defaults: { role: 'editor' },
     usage: 'add-member <groundId> <userId> [--role owner|editor|viewer]   adds, or changes the role; editor by default',
     run: (registry, input) => admin.addMember(registry, input.groundId, input.userId, groundRole(input.role)),
+    audit: (input) => ({ groundId: input.groundId, targetId: input.userId }),
   },
   quickstart: {
     args: ['name'],
@@ -63,6 +75,7 @@ export const adminOperations: Record<string, AdminOperation> = {
       // The token is printed apart from the link, never in it (URLs end up in histories and logs).
       return { ...created, ...(context.httpBase ? { console: `${context.httpBase}/console/` } : {}), ...(context.mqttUrl ? { mqtt: context.mqttUrl } : {}) };
     },
+    audit: (_input, result) => (result === undefined ? undefined : { groundId: String(result.groundId), targetId: String(result.groundId) }),
   },
   'set-quota': {
     args: ['groundId'],
@@ -72,11 +85,13 @@ export const adminOperations: Record<string, AdminOperation> = {
     run: async (registry, input) => ({ ...await quotas.setQuota(registry, input.groundId, {
       devices: input.devices, statesPerSecond: input['states-per-second'], retentionDays: input['retention-days'],
     }) }),
+    audit: (input) => ({ groundId: input.groundId, targetId: input.groundId }),
   },
   'remove-quota': {
     args: ['groundId'],
     usage: 'remove-quota <groundId>   removes every limit of the ground',
     run: (registry, input) => quotas.removeQuota(registry, input.groundId),
+    audit: (input) => ({ groundId: input.groundId, targetId: input.groundId }),
   },
   'show-quota': {
     args: ['groundId'],
@@ -116,4 +131,44 @@ export function checkAdminInput(name: string, input: unknown): { operation: Admi
     checked[key] = value;
   }
   return { operation, input: checked };
+}
+
+/** `name` as an operator id of the audit log: an OS login name, else `unknown` (the CLI's user is told, not trusted). */
+export function operatorName(name: string | undefined): string {
+  return name !== undefined && new RegExp(OPERATOR_PATTERN).test(name) ? name : 'unknown';
+}
+
+/**
+ * Runs a checked operation as `operator` (the OS user who ran the CLI) and records a change of a
+ * ground in its audit log, refused ones included (a ground that exists only: a mistyped id writes
+ * nothing). A failure to record is told to `onAuditError`; the change stands.
+ */
+export async function runAdminOperation(
+  registry: Registry, name: string, checked: { operation: AdminOperation; input: Record<string, string> }, context: AdminContext,
+  operator: string, onAuditError: (error: FleetError) => void = () => undefined,
+): Promise<Record<string, unknown>> {
+  const { operation, input } = checked;
+  const record = async (result: { status: number; code?: string }, output?: Record<string, unknown>) => {
+    const target = operation.audit?.(input, output);
+    if (target === undefined || !isId(target.groundId)) return;
+    if (result.status >= 400 && (await registry.getGround(target.groundId)) === undefined) return;
+    await registry.recordAudit([{
+      groundId: target.groundId,
+      at: (context.clock ?? systemClock).now(),
+      actor: { kind: 'operator', id: operatorName(operator) },
+      operation: name,
+      ...(target.targetId !== undefined && isId(target.targetId) ? { targetId: target.targetId } : {}),
+      result,
+    }]).catch((error: unknown) => onAuditError(toFleetError(error)));
+  };
+  let output: Record<string, unknown>;
+  try {
+    output = await operation.run(registry, input, context);
+  } catch (error) {
+    const e = toFleetError(error);
+    await record({ status: e.status, code: e.code }).catch(() => undefined);
+    throw error;
+  }
+  await record({ status: 200 }, output);
+  return output;
 }

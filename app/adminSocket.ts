@@ -9,7 +9,8 @@ import { Hono } from 'hono';
 import { getRequestListener } from '@hono/node-server';
 import { FleetError, toFleetError } from '../engine/kernel/errors.ts';
 import type { Registry } from '../engine/ports/registry.ts';
-import { checkAdminInput, type AdminContext } from './adminOperations.ts';
+import { checkAdminInput, runAdminOperation, type AdminContext } from './adminOperations.ts';
+import type { Logger } from '../engine/kernel/logger.ts';
 import { SqlError, type ReadOnlySql } from '../adapters/clickhouse-http/ReadOnlySql.ts';
 import { errorBody, statusOfCode } from '../adapters/clickhouse-http/clickhouseHttpAnswers.ts';
 import { sqlRequestOf } from '../adapters/clickhouse-http/clickhouseHttpRequest.ts';
@@ -22,7 +23,10 @@ export interface AdminSocket {
   close(): Promise<void>;
 }
 
-export async function serveAdminSocket(options: { path: string; registry: Registry; context?: AdminContext; sql?: ReadOnlySql }): Promise<AdminSocket> {
+/** The header the CLI names its OS user in, for the audit log (the socket is the service user's alone: told, not proven). */
+export const OPERATOR_HEADER = 'x-fleetstream-operator';
+
+export async function serveAdminSocket(options: { path: string; registry: Registry; context?: AdminContext; sql?: ReadOnlySql; logger?: Logger }): Promise<AdminSocket> {
   const app = new Hono();
   // `fleetstream sql`: the query as the body, its output in the format asked for (ClickHouse's
   // parameters, as the SQL listener reads them), read-only like it; errors as ClickHouse's text.
@@ -42,8 +46,10 @@ export async function serveAdminSocket(options: { path: string; registry: Regist
       const body: unknown = await c.req.json().catch(() => {
         throw new FleetError('BAD_REQUEST', 'admin request body must be JSON');
       });
-      const { operation, input } = checkAdminInput(c.req.param('operation'), body);
-      return c.json(await operation.run(options.registry, input, options.context ?? {}));
+      const name = c.req.param('operation');
+      const checked = checkAdminInput(name, body);
+      return c.json(await runAdminOperation(options.registry, name, checked, options.context ?? {}, c.req.header(OPERATOR_HEADER) ?? 'unknown',
+        (error) => options.logger?.warn('an admin command\'s audit entry was not recorded', { operation: name, error })));
     } catch (error) {
       const fleetError = toFleetError(error);
       return c.json({ code: fleetError.code, detail: fleetError.message }, fleetError.status as 400);
@@ -70,13 +76,15 @@ export async function serveAdminSocket(options: { path: string; registry: Regist
 }
 
 /**
- * Calls the admin socket. Resolves undefined when no service listens there (the caller then opens
- * the registry itself).
+ * Calls the admin socket as `operator` (the OS user, for the audit log). Resolves undefined when no
+ * service listens there (the caller then opens the registry itself).
  */
-export function callAdminSocket(path: string, operation: string, input: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> } | undefined> {
+export function callAdminSocket(path: string, operation: string, input: Record<string, string>, operator?: string): Promise<{ status: number; body: Record<string, unknown> } | undefined> {
   return new Promise((resolve, reject) => {
     const payload = JSON.stringify(input);
-    const req = request({ socketPath: path, path: `/admin/${encodeURIComponent(operation)}`, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } }, (res) => {
+    const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) };
+    if (operator !== undefined) headers[OPERATOR_HEADER] = operator;
+    const req = request({ socketPath: path, path: `/admin/${encodeURIComponent(operation)}`, method: 'POST', headers }, (res) => {
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (chunk) => { text += chunk; });

@@ -14,6 +14,7 @@ import type { RegistryLookups } from '../engine/access/RegistryLookups.ts';
 import type { RegistryChangeFanOut } from './RegistryChangeFanOut.ts';
 import type { UplinkAdmissionPort } from '../engine/ports/uplinkAdmission.ts';
 import type { EdgeCommands } from '../adapters/http/routes/commands/commandRoutes.ts';
+import { AuditRecorder } from '../engine/audit/AuditRecorder.ts';
 import { createEdgeApp, type EdgeObserver } from '../adapters/http/createEdgeApp.ts';
 import { serveEdge, type ServedEdge } from '../adapters/http/serveEdge.ts';
 import { EdgeAccess } from '../adapters/http/EdgeAccess.ts';
@@ -106,9 +107,16 @@ export async function serveHttpEdge(options: {
     clock,
     connections,
   });
+  // The changes made through this edge, written to the registry every 200 ms (docs/grounds.md "Audit log").
+  const audit = new AuditRecorder({
+    log: registry,
+    clock,
+    onDropped: (entries, error) => logger.warn('audit entries not recorded', { entries, ...(error === undefined ? { reason: 'the buffer is full' } : { error }) }),
+  });
   const app = createEdgeApp({
     registry,
     admission,
+    audit,
     store,
     rejections: store.rejections,
     clock,
@@ -135,6 +143,7 @@ export async function serveHttpEdge(options: {
       // Live connections first: the server waits for open responses, and a stream never ends by itself.
       await liveSocket?.close();
       await served.close();
+      await audit.stop();
       stopLpwanChanges();
       sender.close();
     },

@@ -4,6 +4,7 @@
  * test stacks, so what the tests run is what the service runs.
  */
 import { RetentionSweep } from '../engine/quotas/RetentionSweep.ts';
+import { AuditPruner } from '../engine/audit/AuditPruner.ts';
 import type { Clock } from '../engine/kernel/clock.ts';
 import type { FleetError } from '../engine/kernel/errors.ts';
 import type { DeviceDirectory } from '../engine/ports/directory.ts';
@@ -216,6 +217,10 @@ export function engineRole(w: Wiring, options: EngineRoleOptions = {}): Role & {
     registry: ports.registry, retention: ports.store.retention, clock: w.clock, intervalMs: config.retentionSweepMs,
     onError: (error) => logger.warn('expiring the states of grounds with a retention failed; the next sweep tries again', { error }),
   });
+  const auditPruner = new AuditPruner({
+    log: ports.registry, clock: w.clock, retentionDays: config.auditRetentionDays, intervalMs: config.retentionSweepMs,
+    onError: (error) => logger.warn('pruning the grounds\' audit logs failed; the next run tries again', { error }),
+  });
   return {
     pipeline,
     async start() {
@@ -227,6 +232,7 @@ export function engineRole(w: Wiring, options: EngineRoleOptions = {}): Role & {
       await engine.start();
       rules.start();
       retention.start();
+      auditPruner.start();
     },
     async stop() {
       const accepted = options.accepted?.();
@@ -235,6 +241,7 @@ export function engineRole(w: Wiring, options: EngineRoleOptions = {}): Role & {
       }
       stopListening();
       await retention.stop();
+      await auditPruner.stop();
       await engine.stop();
       await rules.stop();
     },

@@ -67,6 +67,7 @@ export const settings = {
   'quota-states-per-second': ['QUOTA_STATES_PER_SECOND', 'quotas.statesPerSecond', 'integer'],
   'quota-retention-days': ['QUOTA_RETENTION_DAYS', 'quotas.retentionDays', 'integer'],
   'retention-sweep-ms': ['RETENTION_SWEEP_MS', 'retentionSweepMs', 'integer'],
+  'audit-retention-days': ['AUDIT_RETENTION_DAYS', 'auditRetentionDays', 'integer'],
   'log-level': ['LOG_LEVEL', 'log.level', 'string'],
   'log-format': ['LOG_FORMAT', 'log.format', 'string'],
 } as const satisfies Record<string, readonly [string, string, 'string' | 'integer' | 'number' | 'list' | 'workers']>;

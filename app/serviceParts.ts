@@ -58,8 +58,9 @@ export async function startAdminSocket(w: Wiring, registry: Registry, ports: { h
     ...(ports.httpPort === undefined ? {} : { httpBase: httpBaseOf(config.http.host, ports.httpPort) }),
     // The embedded MQTT edge only: an external broker's URL may carry its credentials.
     ...(ports.mqttPort === undefined || config.mqtt.url ? {} : { mqttUrl: mqttUrlOf(config.mqtt.host, ports.mqttPort, config.mqtt.tlsCertFile !== undefined) }),
+    clock: w.clock,
   };
-  return serveAdminSocket({ path: w.ports.paths.adminSocket, registry, context, sql });
+  return serveAdminSocket({ path: w.ports.paths.adminSocket, registry, context, sql, logger: w.logger });
 }
 
 export function logStarted(logger: Logger, config: Config, message: string, started: {

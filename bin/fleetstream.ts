@@ -14,6 +14,7 @@
  * (collectStartupGarbage below). And with two garbage-collector flags (docs/operations.md, "The
  * embedded deployment"): `--no-allocation-site-pretenuring`, and `--external-memory-accounted-in-global-limit`.
  */
+import { userInfo } from 'node:os';
 import { parseArgs } from 'node:util';
 import { FleetError, toFleetError } from '../engine/kernel/errors.ts';
 import { createJsonLogger, createTextLogger, type Logger } from '../engine/kernel/logger.ts';
@@ -24,7 +25,7 @@ import { EMBEDDED_WORKER_CONFIG } from '../app/embeddedWorkers.ts';
 import { runEmbeddedWorker } from '../app/embeddedWorker.ts';
 import { runDemoDevice } from '../app/demoDevice.ts';
 import { DEMO_ASSETS } from '../engine/admin/adminActions.ts';
-import { adminOperations, checkAdminInput } from '../app/adminOperations.ts';
+import { adminOperations, checkAdminInput, operatorName, runAdminOperation } from '../app/adminOperations.ts';
 import { callAdminSocket } from '../app/adminSocket.ts';
 import { runSqlCommand } from '../app/sqlCommand.ts';
 import { pgliteRegistryExists } from '../adapters/pglite/createPgliteRegistry.ts';
@@ -163,7 +164,9 @@ async function runAdmin(positionals: string[], flags: AdminFlags): Promise<void>
   // stderr, so that --json output on stdout stays parseable.
   const say = (line: string) => process.stderr.write(`fleetstream: ${line}\n`);
   let result: Record<string, unknown>;
-  const viaSocket = config.databaseUrl ? undefined : await callAdminSocket(paths.adminSocket, name, checked.input);
+  // Who ran the command, for the grounds' audit logs: the OS user (docs/grounds.md "Audit log").
+  const operator = operatorName(osUserName());
+  const viaSocket = config.databaseUrl ? undefined : await callAdminSocket(paths.adminSocket, name, checked.input, operator);
   if (viaSocket !== undefined) {
     say(`running service found on ${paths.adminSocket} (data dir ${paths.root})`);
     if (viaSocket.status >= 400) throw new FleetError((viaSocket.body.code as 'INTERNAL') ?? 'INTERNAL', String(viaSocket.body.detail ?? 'admin command failed'));
@@ -185,7 +188,8 @@ async function runAdmin(positionals: string[], flags: AdminFlags): Promise<void>
     if (!config.databaseUrl) say(`no service running there; registry ${existed ? 'opened' : 'created (--init)'} in data dir ${paths.root}`);
     try {
       const mqttUrl = config.mqtt.url || config.mqtt.port <= 0 ? undefined : mqttUrlOf(config.mqtt.host, config.mqtt.port, config.mqtt.tlsCertFile !== undefined);
-      result = await checked.operation.run(opened.registry, checked.input, { httpBase: httpBaseOf(config.http.host, config.http.port), mqttUrl });
+      result = await runAdminOperation(opened.registry, name, checked, { httpBase: httpBaseOf(config.http.host, config.http.port), mqttUrl }, operator,
+        (error) => say(`the change is made, but its audit entry was not recorded: ${error.message}`));
     } finally {
       await opened.close();
     }
@@ -285,3 +289,12 @@ main().catch((error: unknown) => {
   process.stderr.write(`fleetstream: ${fleetError.code}: ${fleetError.message}\n`);
   process.exit(2);
 });
+
+/** The OS user running the CLI; undefined where the system has no name for it. */
+function osUserName(): string | undefined {
+  try {
+    return userInfo().username;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,7 +1,7 @@
-// A ground's team (docs/grounds.md): its members with their roles, its usage and its API keys.
-// Every member sees the members; owners see the usage against the quota, change roles, add and
-// remove members, and make and revoke keys (a key's token is shown once). What the caller's role
-// cannot do is not offered.
+// A ground's team (docs/grounds.md): its members with their roles, its usage, its API keys and its
+// audit log. Every member sees the members; owners see the usage against the quota, change roles,
+// add and remove members, make and revoke keys (a key's token is shown once) and read the audit log.
+// What the caller's role cannot do is not offered.
 import { useState } from 'preact/hooks';
 import { api, p } from './api.js';
 import { html, ErrorBox, ShownOnce, formatTime, useLoad } from './ui.js';
@@ -43,7 +43,47 @@ export function MembersPage({ groundId }) {
       <thead><tr><th scope="col">Member</th><th scope="col">Role</th><th scope="col">Joined</th>${owner ? html`<th scope="col"><span class="sr-only">Remove</span></th>` : ''}</tr></thead>
       <tbody>${members.map((m) => html`<${MemberRow} key=${m.userId} groundId=${groundId} member=${m} owner=${owner} onChanged=${reload} />`)}</tbody>
     </table></div>` : ''}
-    ${owner ? html`<${UsageSection} groundId=${groundId} /><${AddMember} groundId=${groundId} onAdded=${reload} /><${KeysSection} groundId=${groundId} />` : ''}`;
+    ${owner ? html`<${UsageSection} groundId=${groundId} /><${AddMember} groundId=${groundId} onAdded=${reload} /><${KeysSection} groundId=${groundId} />
+      <${AuditSection} groundId=${groundId} members=${members ?? []} tick=${tick} />` : ''}`;
+}
+
+const AUDIT_PAGE = 20;
+
+/** The ground's audit log, newest first, a page at a time (owners: GET /ground/{id}/audit). */
+function AuditSection({ groundId, members, tick }) {
+  // The first page reloads with the page (and on Refresh); older pages are added below it.
+  const [older, setOlder] = useState({ items: [], next: undefined, loaded: false, error: undefined });
+  const [first, error, refresh] = useLoad(async () => {
+    setOlder({ items: [], next: undefined, loaded: false, error: undefined });
+    return api(p`/ground/${groundId}/audit` + `?limit=${AUDIT_PAGE}`);
+  }, [groundId, tick]);
+  const next = older.loaded ? older.next : first?.next;
+  const more = async () => {
+    try {
+      const page = await api(p`/ground/${groundId}/audit` + `?limit=${AUDIT_PAGE}&before=${encodeURIComponent(next)}`);
+      setOlder((o) => ({ items: [...o.items, ...page.items], next: page.next, loaded: true, error: undefined }));
+    } catch (e) {
+      setOlder((o) => ({ ...o, error: e }));
+    }
+  };
+  const names = new Map(members.map((m) => [m.userId, m.name]));
+  const who = (actor) => (actor.kind === 'user' ? names.get(actor.id) ?? `user ${actor.id}` : `${actor.kind} ${actor.id}`);
+  const entries = [...(first?.items ?? []), ...older.items];
+  return html`<section aria-labelledby="audit-heading">
+    <h2 id="audit-heading">Audit log</h2>
+    <p class="hint">Changes made to this ground, newest first (kept 90 days unless the operator set otherwise).</p>
+    <${ErrorBox} error=${error ?? older.error} />
+    <button type="button" onClick=${refresh}>Refresh</button>
+    ${first && entries.length === 0 ? html`<p>No change recorded.</p>` : ''}
+    ${entries.length ? html`<div class="table-wrap"><table data-testid="audit">
+      <caption class="sr-only">Changes made to this ground, newest first</caption>
+      <thead><tr><th scope="col">When</th><th scope="col">Who</th><th scope="col">Operation</th><th scope="col">Target</th><th scope="col">Result</th></tr></thead>
+      <tbody>${entries.map((e, i) => html`<tr key=${i} data-operation=${e.operation}>
+        <td>${formatTime(e.at)}</td><td>${who(e.actor)}</td><td>${e.operation}</td><td>${e.targetId ? names.get(e.targetId) ?? e.targetId : ''}</td>
+        <td>${e.result.status}${e.result.code ? ` ${e.result.code}` : ''}</td></tr>`)}</tbody>
+    </table></div>` : ''}
+    ${next ? html`<button type="button" onClick=${more}>Older</button>` : ''}
+  </section>`;
 }
 
 const limit = (quota) => (quota === null ? 'no limit' : quota.toLocaleString());

@@ -194,6 +194,8 @@ export const Config = Type.Object({
   quotas: QuotaLimits,
   /** How often each engine expires the states of grounds with a retention quota, ms. Unset: 3 600 000 (an hour). */
   retentionSweepMs: Type.Optional(Type.Integer({ minimum: 1000, maximum: 86_400_000 })),
+  /** How long the grounds' audit logs keep an entry, days (docs/grounds.md "Audit log"); pruned by the engines at each retention sweep. Unset: 90. */
+  auditRetentionDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 36_500 })),
   /** What admission accepts of an uplink (the same on every channel). */
   uplinks: Type.Object({
     /** How far a state's `at` (or an LPWAN network's receive time) may lie ahead of its receive time, ms. */

@@ -17,6 +17,8 @@
  * The lookups themselves (a member's role too) are cached by engine/access/RegistryLookups.ts (shared
  * with the MQTT edges), and dropped by registry changes (apply()): a role changed or a member removed
  * applies to the next request at once.
+ * A change request's audit note (auditNote.ts) learns here who asks and, once the caller is known to
+ * be a member, the ground and what was checked (the ground, the device, the asset).
  */
 import type { Clock } from '../../engine/kernel/clock.ts';
 import { FleetError } from '../../engine/kernel/errors.ts';
@@ -25,6 +27,7 @@ import { tokenScope } from '../../engine/access/tokens.ts';
 import type { Asset, DeviceWithAssets, Ground, GroundRole, Principal, Registry } from '../../engine/ports/registry.ts';
 import type { RegistryChange } from '../../engine/ports/registryChanges.ts';
 import { RegistryLookups } from '../../engine/access/RegistryLookups.ts';
+import { noteActor, noteGround, noteTarget } from './auditNote.ts';
 
 /** read: GETs; write: states, commands and asset create/update; manage: device rename/delete, asset delete. */
 export type DeviceNeed = 'read' | 'write' | 'manage';
@@ -82,6 +85,7 @@ export class EdgeAccess {
     if (tokenScope(token) === undefined) throw new FleetError('UNAUTHORIZED', 'invalid token');
     const principal = this.#lookups.cachedPrincipal(token) ?? await this.#lookups.principal(token);
     if (principal === undefined) throw new FleetError('UNAUTHORIZED', 'invalid or revoked token');
+    noteActor(principal);
     return { principal, token };
   }
 
@@ -92,6 +96,7 @@ export class EdgeAccess {
     if (ground === undefined) throw new FleetError('NOT_FOUND', `ground ${groundId} not found`);
     const role = await this.#lookups.roleIn(principal, groundId);
     if (role === undefined) throw new FleetError('FORBIDDEN', 'not a member of this ground');
+    noteGround(groundId, groundId);
     requireRole(role, needed);
     return { ...ground, role };
   }
@@ -123,6 +128,7 @@ export class EdgeAccess {
     if (principal.scope !== 'device') {
       const role = await this.#lookups.roleIn(principal, device.groundId);
       if (role === undefined) throw new FleetError('FORBIDDEN', 'not a member of the ground of this device');
+      noteGround(device.groundId, device.id);
       requireRole(role, DEVICE_NEED_ROLE[need]);
     }
     return device;
@@ -137,6 +143,7 @@ export class EdgeAccess {
       if (principal.scope === 'device') throw new FleetError('FORBIDDEN', 'not an asset of this device');
       throw new FleetError('UNKNOWN_ASSET', `asset ${assetId} not found`);
     }
+    noteTarget(assetId);
     const device = await this.device(principal, deviceId, need);
     const current = device.assets.find((a) => a.id === assetId);
     // Deleted between the two reads.

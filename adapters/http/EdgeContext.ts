@@ -4,6 +4,7 @@
  * access. Route modules import this file, never EdgeDeps.ts, so the options may name their deps
  * types without an import running back.
  */
+import type { AuditSink } from '../../engine/audit/AuditRecorder.ts';
 import type { Clock } from '../../engine/kernel/clock.ts';
 import type { Alarm } from '../../engine/ports/alarmRegistry.ts';
 import type { RegistryLookups } from '../../engine/access/RegistryLookups.ts';
@@ -71,6 +72,11 @@ export interface EdgeCoreDeps {
    * integrations. Absent: nobody is told.
    */
   alarmChanged?(change: 'acknowledged' | 'cleared', alarm: Alarm, by: string): void;
+  /**
+   * Where the changes made through this edge are recorded (engine/audit/AuditRecorder.ts, docs/grounds.md
+   * "Audit log"). Absent: not recorded.
+   */
+  audit?: AuditSink;
 }
 
 export interface EdgeContext {

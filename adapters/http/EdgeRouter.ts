@@ -7,7 +7,11 @@
  */
 import type { Context, Hono } from 'hono';
 import type { Static, TSchema } from 'typebox';
-import { FleetError } from '../../engine/kernel/errors.ts';
+import type { AuditSink } from '../../engine/audit/AuditRecorder.ts';
+import type { Clock } from '../../engine/kernel/clock.ts';
+import { FleetError, toFleetError } from '../../engine/kernel/errors.ts';
+import { isId } from '../../engine/kernel/ids.ts';
+import { withAuditNote, type AuditNote } from './auditNote.ts';
 import type { Authenticated, EdgeAccess } from './EdgeAccess.ts';
 import { problemResponse } from './problemResponse.ts';
 import type { TokenBuckets } from './TokenBuckets.ts';
@@ -41,6 +45,8 @@ export interface RouteSpec<P extends TSchema = TSchema, Q extends TSchema = TSch
   responses: Record<number, ResponseSpec>;
   /** Statuses answered with application/problem+json besides the common ones. */
   errors?: number[];
+  /** false: a write the audit log leaves out (states sent: data, not a change of the ground). */
+  audit?: false;
 }
 
 export interface RouteInput<P, Q> {
@@ -61,6 +67,19 @@ export interface EdgeRouterOptions {
   /** Per-token limit; absent: none. */
   limiter?: TokenBuckets;
   onInternal?(error: unknown, context: { method: string; path: string }): void;
+  /**
+   * Where changes are recorded (docs/grounds.md "Audit log"): every POST, PUT, PATCH and DELETE of
+   * an authenticated route by a user or a key that reached a ground it is a member of, allowed or
+   * refused. Absent: nothing is recorded.
+   */
+  audit?: { sink: AuditSink; clock: Clock };
+}
+
+const CHANGES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** The operation's id in /openapi.json and in the audit log: a route's later methods are suffixed (`putDeviceCommand_post`). */
+export function operationIdOf(spec: Pick<RouteSpec, 'operationId' | 'methods'>, method: HttpMethod): string {
+  return method === spec.methods[0] ? spec.operationId : `${spec.operationId}_${method}`;
 }
 
 export class EdgeRouter {
@@ -76,7 +95,7 @@ export class EdgeRouter {
     spec: RouteSpec<P, Q>,
     handler: (c: Context, input: AuthedInput<Static<P>, Static<Q>>) => Promise<Response>,
   ): void {
-    this.#register(spec as RouteSpec, true, async (c) => {
+    const run = async (c: Context): Promise<Response> => {
       const auth = await this.#options.access.authenticate(c.req.header('authorization'));
       const wait = this.#options.limiter?.take(auth.token) ?? 0;
       if (wait > 0) {
@@ -84,6 +103,26 @@ export class EdgeRouter {
       }
       const input = this.#input(c, spec as RouteSpec);
       return handler(c, { ...auth, params: input.params as Static<P>, query: input.query as Static<Q> });
+    };
+    const audit = this.#options.audit;
+    if (audit === undefined || spec.audit === false || !spec.methods.some((m) => m !== 'get')) {
+      this.#register(spec as RouteSpec, true, run);
+      return;
+    }
+    this.#register(spec as RouteSpec, true, async (c) => {
+      if (!CHANGES.has(c.req.method)) return run(c);
+      const note: AuditNote = {};
+      const operation = operationIdOf(spec, c.req.method.toLowerCase() as HttpMethod);
+      try {
+        const response = await withAuditNote(note, () => run(c));
+        record(audit, note, operation, response.status);
+        return response;
+      } catch (error) {
+        // The status and code problemResponse answers with (both from the one error table).
+        const e = toFleetError(error);
+        record(audit, note, operation, e.status, e.code);
+        throw error;
+      }
     });
   }
 
@@ -110,4 +149,21 @@ export class EdgeRouter {
       }
     });
   }
+}
+
+/**
+ * The note of a change that reached a ground, as its audit entry; nothing for one that did not (401,
+ * a stranger, a malformed id) nor for a 404: an id that names nothing changes nothing, and a forged
+ * one is no event of the ground's.
+ */
+function record(audit: NonNullable<EdgeRouterOptions['audit']>, note: AuditNote, operation: string, status: number, code?: string): void {
+  if (note.actor === undefined || note.groundId === undefined || status === 404) return;
+  audit.sink.record({
+    groundId: note.groundId,
+    at: audit.clock.now(),
+    actor: note.actor,
+    operation,
+    ...(note.targetId !== undefined && isId(note.targetId) ? { targetId: note.targetId } : {}),
+    result: code === undefined ? { status } : { status, code },
+  });
 }

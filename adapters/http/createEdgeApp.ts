@@ -18,6 +18,7 @@ import { commandRoutes } from './routes/commands/commandRoutes.ts';
 import { groundRoutes } from './routes/grounds/groundRoutes.ts';
 import { keyRoutes } from './routes/grounds/keyRoutes.ts';
 import { usageRoutes } from './routes/grounds/usageRoutes.ts';
+import { auditRoutes } from './routes/grounds/auditRoutes.ts';
 import { memberRoutes } from './routes/grounds/memberRoutes.ts';
 import { assetRoutes } from './routes/devices/assetRoutes.ts';
 import { integrationRoutes } from './routes/integrations/integrationRoutes.ts';
@@ -50,7 +51,10 @@ export function createEdgeApp(deps: EdgeDeps): Hono {
     deps.logger?.error('http edge internal error', { ...where, error: error instanceof Error ? error : String(error) });
   };
   const access = new EdgeAccess({ registry: deps.registry, clock: deps.clock, cacheTtlMs: deps.cacheTtlMs ?? 2000, lookups: deps.lookups });
-  const router = new EdgeRouter({ app, access, limiter, onInternal: (error, where) => logInternal(error, where) });
+  const router = new EdgeRouter({
+    app, access, limiter, onInternal: (error, where) => logInternal(error, where),
+    audit: deps.audit === undefined ? undefined : { sink: deps.audit, clock: deps.clock },
+  });
   const edge: EdgeContext = {
     deps,
     router,
@@ -96,6 +100,7 @@ function routeGroups(edge: EdgeContext, deps: EdgeDeps): void {
   memberRoutes(edge);
   keyRoutes(edge);
   usageRoutes(edge);
+  auditRoutes(edge);
 }
 
 /** Times every answered request under the template of the route that answered. */

@@ -6,7 +6,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { TSchema } from 'typebox';
 import { Problem } from '../../schemas/edge.ts';
-import type { RegisteredRoute } from './EdgeRouter.ts';
+import { operationIdOf, type RegisteredRoute } from './EdgeRouter.ts';
 import { PROBLEM_CONTENT_TYPE } from './problemResponse.ts';
 
 export interface OpenApiInfo {
@@ -70,7 +70,7 @@ export function openApiDocument(routes: readonly RegisteredRoute[], info: OpenAp
     for (const status of [...statuses].sort()) responses[String(status)] ??= problemResponse(status);
     for (const method of spec.methods) {
       const operation: Json = {
-        operationId: spec.methods.length > 1 ? `${spec.operationId}${method === spec.methods[0] ? '' : `_${method}`}` : spec.operationId,
+        operationId: operationIdOf(spec, method),
         summary: spec.summary,
         tags: spec.tags,
         parameters: [...parameters('path', spec.params), ...parameters('query', spec.query), ...parameters('header', spec.headers)],

@@ -2,7 +2,7 @@
  * The registry port over a SqlExecutor: one implementation, one SQL dialect, shared by the PGlite
  * and PostgreSQL adapters. Each port of the registry has its SQL module (principals.ts, grounds.ts,
  * groundRoles.ts, groundKeys.ts, devices.ts, assets.ts, deviceTypes.ts, activations.ts, integrations.ts, deliveries.ts, rules.ts,
- * alarms.ts, connectivity.ts, quotas.ts, usage.ts) over one SqlContext. Inputs are validated before any query; every driver error leaves
+ * alarms.ts, connectivity.ts, quotas.ts, usage.ts, audit.ts) over one SqlContext. Inputs are validated before any query; every driver error leaves
  * through mapSqlError.
  */
 import { systemClock, type Clock } from '../../engine/kernel/clock.ts';
@@ -11,6 +11,7 @@ import type { Registry } from '../../engine/ports/registry.ts';
 import { activationOperations } from './activations.ts';
 import { alarmOperations } from './alarms.ts';
 import { assetOperations } from './assets.ts';
+import { auditOperations } from './audit.ts';
 import { connectivityOperations } from './connectivity.ts';
 import { deliveryOperations } from './deliveries.ts';
 import { deviceOperations } from './devices.ts';
@@ -67,6 +68,7 @@ export async function createSqlRegistry(executor: SqlExecutor, options: SqlRegis
     ...connectivityOperations(ctx),
     ...quotaOperations(ctx),
     ...usageOperations(ctx),
+    ...auditOperations(ctx),
     async close() {
       if (closed) return;
       closed = true;

@@ -599,4 +599,28 @@ CREATE TABLE ground_usage (
 );
 `,
   },
+  {
+    version: 17,
+    name: 'audit log of grounds',
+    sql: `
+-- The changes made to each ground (engine/ports/auditLog.ts). No foreign key: an entry outlives the
+-- ground, member or key it names, until the retention prunes it. seq orders the entries of one
+-- millisecond and is the keyset page's tie-breaker.
+CREATE TABLE ground_audit (
+  seq        bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  ground_id  text NOT NULL,
+  at         bigint NOT NULL,
+  actor_kind text NOT NULL CONSTRAINT ground_audit_actor_kind_check CHECK (actor_kind IN ('user', 'key', 'operator')),
+  actor_id   text NOT NULL,
+  operation  text NOT NULL,
+  target_id  text,
+  status     integer NOT NULL,
+  code       text
+);
+-- GET /ground/{groundId}/audit: newest first, by pages.
+CREATE INDEX ground_audit_ground_idx ON ground_audit (ground_id, at DESC, seq DESC);
+-- The pruner: everything before a time.
+CREATE INDEX ground_audit_at_idx ON ground_audit (at);
+`,
+  },
 ];

@@ -1,12 +1,12 @@
 /**
- * Registry: the relational, transactional store behind the HTTP edge (DESIGN.md §2, §5), as eleven
+ * Registry: the relational, transactional store behind the HTTP edge (DESIGN.md §2, §5), as
  * ports that a feature depends on one at a time: principals and tokens (principalRegistry.ts),
  * grounds, devices and assets (fleetRegistry.ts), device types (deviceTypeRegistry.ts),
  * activations (activationRegistry.ts), integrations (integrationRegistry.ts) and their
  * deliveries (integrationDeliveries.ts), rules (ruleRegistry.ts) and their alarms
  * (alarmRegistry.ts), the devices' connectivity (connectivityRegistry.ts), the roles of grounds'
  * members and the grounds' own changes (groundRegistry.ts), the grounds' API keys
- * (groundKeyRegistry.ts), the grounds' quotas (quotaRegistry.ts) and usage (usageRegistry.ts). A new feature's methods
+ * (groundKeyRegistry.ts), the grounds' quotas (quotaRegistry.ts), usage (usageRegistry.ts) and audit log (auditLog.ts). A new feature's methods
  * go in a port of their own.
  * Implemented by adapters/pglite (embedded default) and adapters/postgres; both run the same SQL
  * (adapters/sql-registry, a module per port) and pass each port's contract suite.
@@ -19,6 +19,7 @@
  */
 import type { DeviceDirectory, DeviceInfo } from './directory.ts';
 import type { ActivationRegistry } from './activationRegistry.ts';
+import type { AuditLog } from './auditLog.ts';
 import type { AlarmRegistry } from './alarmRegistry.ts';
 import type { ConnectivityRegistry } from './connectivityRegistry.ts';
 import type { DeviceTypeRegistry } from './deviceTypeRegistry.ts';
@@ -69,6 +70,7 @@ export type { DeletedGround, GroundPatch, GroundRegistry, GroundRole, Member, Me
 export type { PrincipalRegistry, WithToken } from './principalRegistry.ts';
 export type { GroundQuota, QuotaLimits, QuotaPatch, QuotaRegistry } from './quotaRegistry.ts';
 export type { DeviceUsage, GroundUsageCounts, UsageRegistry } from './usageRegistry.ts';
+export type { AuditActor, AuditEntry, AuditLog, AuditQuery, AuditResult, ListedAuditEntry } from './auditLog.ts';
 export type { Integration, IntegrationPatch, IntegrationQuery, IntegrationRegistry, NewIntegration, WithSecret } from './integrationRegistry.ts';
 export type { DeliveryBatch, DeliveryError, DeliveryStats, IntegrationDeliveries } from './integrationDeliveries.ts';
 export type { AssetDeclaration, NewRule, Rule, RulePatch, RuleQuery, RuleRegistry } from './ruleRegistry.ts';
@@ -76,7 +78,7 @@ export type { ConnectivityRegistry, DeviceActivity, DeviceConnectivity, OpenedSe
 export type { Alarm, AlarmQuery, AlarmRegistry, AlarmStatus, EvaluationChange, EvaluationOutcome, EvaluationStanding, RuleEvaluation } from './alarmRegistry.ts';
 
 /** The whole registry, as one database holds it: what the composition root opens and closes. */
-export interface Registry extends PrincipalRegistry, FleetRegistry, GroundRegistry, GroundKeyRegistry, DeviceTypeRegistry, ActivationRegistry, IntegrationRegistry, IntegrationDeliveries, RuleRegistry, AlarmRegistry, ConnectivityRegistry, QuotaRegistry, UsageRegistry {
+export interface Registry extends PrincipalRegistry, FleetRegistry, GroundRegistry, GroundKeyRegistry, DeviceTypeRegistry, ActivationRegistry, IntegrationRegistry, IntegrationDeliveries, RuleRegistry, AlarmRegistry, ConnectivityRegistry, QuotaRegistry, UsageRegistry, AuditLog {
   close(): Promise<void>;
 }
 

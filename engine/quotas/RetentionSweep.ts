@@ -10,8 +10,9 @@
  *
  * Memory: one page of device ids (1000) at a time.
  */
-import type { Clock, TimerHandle } from '../kernel/clock.ts';
-import { toFleetError, type FleetError } from '../kernel/errors.ts';
+import type { Clock } from '../kernel/clock.ts';
+import type { FleetError } from '../kernel/errors.ts';
+import { Periodic } from '../kernel/Periodic.ts';
 import type { FleetRegistry } from '../ports/fleetRegistry.ts';
 import type { QuotaRegistry } from '../ports/quotaRegistry.ts';
 import type { StateRetention } from '../ports/stateRetention.ts';
@@ -36,24 +37,19 @@ export interface SweepReport {
 
 export class RetentionSweep {
   readonly #o: RetentionSweepOptions;
-  readonly #intervalMs: number;
-  #timer: TimerHandle | undefined;
-  #running: Promise<unknown> | undefined;
-  #stopped = false;
+  readonly #periodic: Periodic;
 
   constructor(options: RetentionSweepOptions) {
     this.#o = options;
-    this.#intervalMs = options.intervalMs ?? 3_600_000;
+    this.#periodic = new Periodic({ clock: options.clock, intervalMs: options.intervalMs ?? 3_600_000, run: () => this.sweep(), onError: options.onError });
   }
 
   start(): void {
-    this.#schedule(Math.floor(Math.random() * this.#intervalMs));
+    this.#periodic.start();
   }
 
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    this.#timer?.cancel();
-    await this.#running?.catch(() => undefined);
+  stop(): Promise<void> {
+    return this.#periodic.stop();
   }
 
   /** One sweep: every ground with a retention, its devices' states before its cutoff. */
@@ -61,7 +57,7 @@ export class RetentionSweep {
     const report: SweepReport = { grounds: 0, devices: 0 };
     const now = this.#o.clock.now();
     for (const quota of await this.#o.registry.listQuotas()) {
-      if (quota.retentionDays === undefined || this.#stopped) continue;
+      if (quota.retentionDays === undefined || this.#periodic.stopped) continue;
       report.grounds++;
       const before = now - quota.retentionDays * DAY_MS;
       let after: { createdAt: number; id: string } | undefined;
@@ -76,13 +72,5 @@ export class RetentionSweep {
       }
     }
     return report;
-  }
-
-  #schedule(delayMs: number): void {
-    if (this.#stopped) return;
-    this.#timer = this.#o.clock.setTimeout(() => {
-      const running = this.#running = this.sweep().catch((error: unknown) => this.#o.onError?.(toFleetError(error)));
-      void running.then(() => this.#schedule(this.#intervalMs));
-    }, delayMs);
   }
 }

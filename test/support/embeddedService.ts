@@ -25,6 +25,8 @@ export interface EmbeddedServiceOptions {
   sql?: Config['sql'];
   /** `--state-rollups`: off by default. */
   stateRollups?: Config['stateRollups'];
+  /** `--retention-sweep-ms` and `--audit-retention-days`: the defaults (an hour, 90 days) unless given. */
+  retention?: { sweepMs?: number; auditDays?: number };
 }
 
 /** `options` as a string: the directory, with no LPWAN applications. */
@@ -49,6 +51,8 @@ export async function startEmbeddedService(options: EmbeddedServiceOptions | str
       lpwanApplicationsFile,
       ...(o.integrationsAllowHosts === undefined ? {} : { integrationsAllowHosts: o.integrationsAllowHosts }),
       ...(o.sql === undefined ? {} : { sql: o.sql }),
+      ...(o.retention?.sweepMs === undefined ? {} : { retentionSweepMs: o.retention.sweepMs }),
+      ...(o.retention?.auditDays === undefined ? {} : { auditRetentionDays: o.retention.auditDays }),
     },
     logger: createJsonLogger(o.log ?? { level: 'error', write: () => undefined }),
     // The suites run again with the edge in worker processes (test/app/service/edge-workers-suites.test.ts).

@@ -17,14 +17,14 @@ export interface ListPage<T> {
 
 /** Cursors whose key matches `keyPattern` (a regular expression source without anchors). */
 export function listCursors(keyPattern: string): {
-  decode(cursor: string): ListCursor;
+  decode(cursor: string, field?: string): ListCursor;
   page<T extends { createdAt: number }>(rows: T[], limit: number, keyOf: (row: T) => string): ListPage<T>;
 } {
   const shape = new RegExp(`^([0-9]{1,16})\\.(${keyPattern})$`);
   return {
-    decode(cursor) {
+    decode(cursor, field = 'query.cursor') {
       const match = shape.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
-      if (match === null || !Number.isSafeInteger(Number(match[1]))) throw invalidField('query.cursor', 'not a cursor of this list');
+      if (match === null || !Number.isSafeInteger(Number(match[1]))) throw invalidField(field, 'not a cursor of this list');
       return { createdAt: Number(match[1]), key: match[2] };
     },
     page(rows, limit, keyOf) {

@@ -1,5 +1,5 @@
 /**
- * The console's members, usage and keys page, and what each role is offered, in real headless Chromium
+ * The console's members, usage, keys and audit log page, and what each role is offered, in real headless Chromium
  * against the whole service on its embedded defaults: an owner changes a member's role, adds and
  * removes a member, creates an API key (its token shown once, and working) and revokes it; a viewer
  * sees the members and the ground's data but is offered nothing it may not do (no device, rule or
@@ -107,6 +107,17 @@ withChromium('console members browser tests', (chromiumPath) => {
     await page.getByText('No key.').waitFor();
     const revoked = await fetch(`${w.base}/ground/${w.groundId}/devices`, { headers: { authorization: `Bearer ${token}` } });
     assert.is(revoked.status, 401, 'the revoked key is refused');
+    // The audit log, newest first: the key revoked, made, the member removed, added, the role changed, all by Olga.
+    const audit = page.locator('[data-testid=audit] tbody tr');
+    for (let i = 0; i < 50 && await audit.filter({ hasText: 'deleteKey' }).count() === 0; i++) {
+      await page.getByRole('button', { name: 'Refresh' }).click();
+      await page.waitForTimeout(100);
+    }
+    const operations = (await audit.evaluateAll((rows) => rows.map((row) => row.getAttribute('data-operation')))).slice(0, 5);
+    assert.equal(operations, ['deleteKey', 'createKey', 'deleteMember', 'putMember', 'putMember']);
+    assert.match(await audit.filter({ hasText: 'deleteMember' }).innerText(), /Olga\s+deleteMember\s+\S+\s+204/);
+    assert.match(await audit.filter({ hasText: 'Vik' }).innerText(), /Olga\s+putMember\s+Vik\s+200/, 'a member named');
+    assert.equal(await accessibilityProblems(page), [], 'members page with the audit log: labels, names and contrast');
     await w.service.registry.setMemberRole(w.groundId, w.viewer.id, 'viewer');
     assert.equal(errors, []);
     await close();
@@ -129,6 +140,7 @@ withChromium('console members browser tests', (chromiumPath) => {
       assert.is(await page.getByTestId('add-member').count(), 0);
       assert.is(await page.getByRole('heading', { name: 'API keys' }).count(), 0);
       assert.is(await page.getByTestId('usage').count(), 0, 'usage is for owners');
+      assert.is(await page.getByRole('heading', { name: 'Audit log' }).count(), 0, 'the audit log is for owners');
 
       await openRead(page, w, `/ground/${w.groundId}/rules`);
       await page.getByRole('heading', { name: 'Rules', exact: true }).waitFor();

@@ -3,11 +3,12 @@
  * PostgreSQL: created by an owner with the token shown once, listed by pages without tokens,
  * revoked; a key's token works in its ground with its role and is 401 UNAUTHORIZED (the code of
  * any bad token) once revoked or expired, also while its principal is cached; hostile input
- * answered as the rest of the API answers it.
+ * answered as the rest of the API answers it; the keys' changes are in the ground's audit log.
  */
 import * as assert from 'uvu/assert';
 import { suitePerRegistry, type RegistryFactory } from '../../support/edgeHarness.ts';
 import { harnessSuite } from '../../support/harnessSuite.ts';
+import { auditUntil, hasEntry } from '../../support/auditLog.ts';
 
 const KEY_TOKEN = /^fsk_[0-9A-Za-z]{43}$/;
 
@@ -45,6 +46,15 @@ function keysSuite(factory: RegistryFactory) {
     const again = await h.request('DELETE', `${keys}/${created.json.id}`, { token: s.userToken });
     assert.equal([again.status, again.json.code], [404, 'NOT_FOUND']);
     assert.equal((await h.request('GET', keys, { token: s.userToken })).json, { items: [] });
+
+    // The ground's audit log: the owner's key made and revoked, the key's change (its state sent is data, the 404 no change).
+    const audit = await auditUntil({ get: (path, t) => h.request('GET', path, { token: t }), tick: () => h.clock.advance(250) }, s.groundId, s.userToken,
+      (items) => hasEntry(items, { operation: 'deleteKey' }));
+    assert.equal(audit.map((e) => [e.operation, `${e.actor.kind}:${e.actor.id}`, e.targetId, e.result.status]), [
+      ['deleteKey', `user:${s.userId}`, created.json.id, 204],
+      ['updateDevice', `key:${created.json.id}`, s.deviceId, 200],
+      ['createKey', `user:${s.userId}`, created.json.id, 201],
+    ]);
   });
 
   test('an expired key is 401 everywhere, also while its principal is cached', async ({ h }) => {

@@ -4,13 +4,17 @@
  * (`POST /activate`) — is `403 QUOTA_EXCEEDED` problem+json, decided in the registry's transaction
  * (concurrent creations at the limit: exactly as many pass as there are places); uplinks above the
  * ground's states per second are `429 QUOTA_EXCEEDED` with Retry-After, recorded as rejections,
- * while another ground's uplinks go on.
+ * while another ground's uplinks go on. Device creations and activations, refused or not, are in the
+ * ground's audit log (states sent are data, not changes: they are not).
  */
 import * as assert from 'uvu/assert';
 import { activationBody, activationWorld, assertProblem } from '../../support/activationWorld.ts';
 import { EdgeHarness, suitePerRegistry, type RegistryFactory } from '../../support/edgeHarness.ts';
 import { waitFor } from '../../support/tmp.ts';
 import { harnessSuite } from '../../support/harnessSuite.ts';
+import { auditUntil, type AuditReader } from '../../support/auditLog.ts';
+
+const reader = (h: EdgeHarness): AuditReader => ({ get: (path, token) => h.request('GET', path, { token }), tick: () => h.clock.advance(250) });
 
 function quotasSuite(factory: RegistryFactory) {
   const test = harnessSuite('http quotas', factory);
@@ -30,6 +34,12 @@ function quotasSuite(factory: RegistryFactory) {
     assertProblem(refused, 403, 'QUOTA_EXCEEDED');
     assert.match(refused.json.detail, /quota/);
     assert.is((await h.registry.listDevices(g.id)).length, 4);
+    // Each creation in the ground's audit log, the refused ones with their code.
+    const audit = await auditUntil(reader(h), g.id, user.token, (items) => items.length >= 9);
+    assert.equal(audit.map((e) => `${e.operation} ${e.actor.id} ${e.result.status} ${e.result.code ?? ''}`).sort(), [
+      ...Array.from({ length: 4 }, () => `createDevice ${user.entity.id} 201 `),
+      ...Array.from({ length: 5 }, () => `createDevice ${user.entity.id} 403 QUOTA_EXCEEDED`),
+    ]);
   });
 
   test('devices: activating a code into a ground at its quota is 403 QUOTA_EXCEEDED and leaves the code unused; with room it is 201', async ({ h }) => {
@@ -41,7 +51,13 @@ function quotasSuite(factory: RegistryFactory) {
     assertProblem(await h.request('POST', '/activate', { token: w.user.token, json: body }), 403, 'QUOTA_EXCEEDED');
     assert.is((await h.request('GET', `/partner/${w.partner.id}/activations/${a.code}`, { token: w.partner.token })).json.status, 'unused');
     await h.registry.setQuota(w.groundId, { devices: 2 });
-    assert.is((await h.request('POST', '/activate', { token: w.user.token, json: body })).status, 201);
+    const activated = await h.request('POST', '/activate', { token: w.user.token, json: body });
+    assert.is(activated.status, 201);
+    const audit = await auditUntil(reader(h), w.groundId, w.user.token, (items) => items.length >= 2);
+    assert.equal(audit.map((e) => [e.operation, e.actor.id, e.targetId, e.result.status, e.result.code]), [
+      ['activate', w.user.id, activated.json.id, 201, undefined],
+      ['activate', w.user.id, w.groundId, 403, 'QUOTA_EXCEEDED'],
+    ]);
   });
 
   test('states per second: a burst of twice the rate passes, then 429 QUOTA_EXCEEDED with Retry-After, recorded once a second per device; the rate refills; another ground goes on; a changed quota applies at once', async ({ h }) => {

@@ -7,7 +7,8 @@
  * must carry its status and code: 401 UNAUTHORIZED, 403 FORBIDDEN (naming `requiredRole` when the
  * member's role is too low), 404 NOT_FOUND for a ground's resource looked up by id by a stranger.
  * Mutating routes get a fresh target for each call, so one credential's success never changes what
- * the next one meets.
+ * the next one meets. Every change a member or a key of the ground made, allowed or refused by role,
+ * is then found in the ground's audit log, and nothing else is (docs/grounds.md "Audit log").
  */
 import * as assert from 'uvu/assert';
 import type { Service } from '../../../app/createService.ts';
@@ -49,6 +50,7 @@ interface Case {
 
 interface World {
   tokens: Record<Exclude<Cred, 'none' | 'device'>, string>;
+  keyIds: Record<KeyCred, string>;
   ids: Record<'owner' | 'editor' | 'viewer' | 'outsider', string>;
   groundId: string;
   device: { id: string; token: string; assetIds: Record<string, string> };
@@ -164,6 +166,7 @@ const CASES: Record<string, Case> = {
   'GET /ground/{groundId}/keys': { need: 'owner', call: fixed('GET', () => `/ground/${g()}/keys`) },
   // Usage
   'GET /ground/{groundId}/usage': { need: 'owner', call: fixed('GET', () => `/ground/${g()}/usage`) },
+  'GET /ground/{groundId}/audit': { need: 'owner', call: fixed('GET', () => `/ground/${g()}/audit`) },
   'DELETE /ground/{groundId}/keys/{keyId}': {
     need: 'owner',
     async call() {
@@ -340,6 +343,7 @@ test.before(async () => {
       owner: users.owner.token, editor: users.editor.token, viewer: users.viewer.token, outsider: users.outsider.token, partner: partner.token,
       ...Object.fromEntries(Object.entries(keys).map(([cred, created]) => [cred, created.token])) as Record<KeyCred, string>,
     },
+    keyIds: Object.fromEntries(Object.entries(keys).map(([cred, created]) => [cred, created.key.id])) as Record<KeyCred, string>,
     ids: { owner: users.owner.entity.id, editor: users.editor.entity.id, viewer: users.viewer.entity.id, outsider: users.outsider.entity.id },
     groundId: ground.id,
     device: { id: created.device.id, token: created.token, assetIds: Object.fromEntries(created.device.assets.map((a) => [a.name, a.id])) },
@@ -373,13 +377,42 @@ test('the matrix covers every route of /openapi.json, and nothing else', async (
   assert.equal(Object.keys(CASES).sort(), served, 'every route has a line in CASES');
 });
 
-test('no call is allowed wrongly, every allowed call succeeds, every refusal has its status and code', async () => {
+/** States sent are data, not changes: the audit log leaves them out. */
+const UNAUDITED = new Set(['putDeviceState', 'putDeviceAssetState', 'putAssetState', 'postGatewayStates']);
+const MEMBERS: Cred[] = ['owner', 'editor', 'viewer', 'keyViewer', 'keyEditor'];
+
+/** The audit entry `cred`'s call is recorded as (`ground operation actor status code`), or undefined when it is none of a ground's. */
+function auditLine(c: Case, cred: Cred, req: Req, operation: string, reply: { status: number; body: any }): string | undefined {
+  if (req.method === 'GET' || !MEMBERS.includes(cred) || !(c.need in RANK) || UNAUDITED.has(operation.replace(/_(put|post)$/, ''))) return undefined;
+  const groundId = /^\/ground\/([0-9A-Za-z]{22})/.exec(req.path)?.[1] ?? w.groundId;
+  const actor = isKey(cred) ? `key:${w.keyIds[cred]}` : `user:${w.ids[cred as 'owner' | 'editor' | 'viewer']}`;
+  return `${groundId} ${operation} ${actor} ${reply.status} ${reply.status >= 400 ? reply.body?.code : '-'}`;
+}
+
+async function auditLines(groundId: string): Promise<string[]> {
+  const lines: string[] = [];
+  let before: { at: number; seq: number } | undefined;
+  for (;;) {
+    const page = await service.registry.listAudit(groundId, { limit: 1000, ...(before === undefined ? {} : { before }) });
+    lines.push(...page.map((e) => `${e.groundId} ${e.operation} ${e.actor.kind}:${e.actor.id} ${e.result.status} ${e.result.code ?? '-'}`));
+    if (page.length < 1000) return lines;
+    before = { at: page[999].at, seq: page[999].seq };
+  }
+}
+
+test('no call is allowed wrongly, every allowed call succeeds, every refusal has its status and code; the changes are in the audit log', async () => {
+  const doc = (await http('GET', '/openapi.json')).body as { paths: Record<string, Record<string, { operationId: string }>> };
+  const expectedAudit: string[] = [];
   const failures: string[] = [];
   for (const [route, c] of Object.entries(CASES)) {
+    const [method, template] = route.split(' ');
+    const operation = doc.paths[template][method.toLowerCase()].operationId;
     for (const cred of CREDS) {
       const req = await c.call(cred);
       const token = cred === 'none' ? undefined : cred === 'device' ? req.deviceToken ?? w.device.token : w.tokens[cred];
       const reply = await http(req.method, req.path, token, req.json);
+      const line = auditLine(c, cred, req, operation, reply);
+      if (line !== undefined) expectedAudit.push(line);
       const expected = refusal(c, cred);
       const where = `${route} as ${cred}: ${reply.status} ${JSON.stringify(reply.body)?.slice(0, 200)}`;
       if (expected === undefined) {
@@ -396,6 +429,17 @@ test('no call is allowed wrongly, every allowed call succeeds, every refusal has
     }
   }
   assert.equal(failures, []);
+
+  // Every member's and key's change, each once; no stranger's, device's, partner's or bad token's.
+  assert.ok(expectedAudit.length > 100, `${expectedAudit.length} changes`);
+  const grounds = [...new Set(expectedAudit.map((line) => line.split(' ')[0]))];
+  let found: string[] = [];
+  await waitFor(async () => {
+    found = (await Promise.all(grounds.map(auditLines))).flat();
+    return found.length >= expectedAudit.length;
+  }, 10_000, 'the audit entries').catch(() => undefined); // the comparison below shows what is missing
+  assert.equal(found.sort(), expectedAudit.sort());
+  assert.ok(expectedAudit.some((line) => line.endsWith(' 403 FORBIDDEN')), 'refusals by role among them');
 });
 
 test.run();

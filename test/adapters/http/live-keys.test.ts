@@ -8,6 +8,7 @@ import * as assert from 'uvu/assert';
 import mqtt from 'mqtt';
 import type { Service } from '../../../app/createService.ts';
 import { suite } from '../../support/suite.ts';
+import { auditUntil, hasEntry, type AuditReader } from '../../support/auditLog.ts';
 import { startEmbeddedService } from '../../support/embeddedService.ts';
 import { openSse, openWs, type WsClient } from '../../support/liveClients.ts';
 import { tempDir } from '../../support/tmp.ts';
@@ -72,6 +73,15 @@ const suback = (client: mqtt.MqttClient, filter: string) => client.subscribeAsyn
 /** A real MQTT 5 client of the service's edge with `token`. */
 const mqttClient = (token: string) => mqtt.connectAsync(`mqtt://127.0.0.1:${service.mqttPort}`, { username: token, password: token, reconnectPeriod: 0, protocolVersion: 5, connectTimeout: 3000, clientId: `key-${++n}` });
 
+
+/** The ground's audit log, read as its owner over HTTP. */
+const auditReader: AuditReader = {
+  async get(path, token) {
+    const res = await fetch(base + path, { headers: { authorization: `Bearer ${token}` } });
+    return { status: res.status, json: await res.json() };
+  },
+};
+
 test('a key follows its ground\'s streams and MQTT feeds, not another ground\'s, and no command topic', async () => {
   for (const role of ['viewer', 'editor'] as const) {
     const { token } = await key(role);
@@ -131,6 +141,9 @@ test('a key revoked over HTTP loses its SSE streams and its WebSocket within 1 s
   await new Promise((r) => setTimeout(r, 100));
   assert.not.ok(keptEnded, 'another key\'s stream stays');
   kept.close();
+  const audit = await auditUntil(auditReader, groundId, ownerToken, (items) => hasEntry(items, { operation: 'deleteKey', targetId: leaving.id }));
+  assert.ok(hasEntry(audit, { operation: 'deleteKey', targetId: leaving.id, actor: { kind: 'user' }, result: { status: 204 } }));
+  assert.not.ok(hasEntry(audit, { operation: 'deleteKey', targetId: staying.id }), 'the other key stays, unrevoked');
 });
 
 test('a WebSocket that followed nothing when its key was revoked is closed by its next subscribe', async () => {

@@ -10,6 +10,7 @@
 import * as assert from 'uvu/assert';
 import mqtt, { type MqttClient } from 'mqtt';
 import type { Service } from '../../../app/createService.ts';
+import { auditUntil, hasEntry, type AuditReader } from '../../support/auditLog.ts';
 import { suite } from '../../support/suite.ts';
 import { startEmbeddedService } from '../../support/embeddedService.ts';
 import { openSse, openWs } from '../../support/liveClients.ts';
@@ -83,6 +84,15 @@ async function mqttConnect(token: string): Promise<{ client: MqttClient; reasons
 const within = async (done: Promise<unknown>, since: number, ms: number, what: string) => {
   const at = await Promise.race([done.then(() => performance.now()), new Promise<number>((resolve) => setTimeout(() => resolve(Number.POSITIVE_INFINITY), ms + 500))]);
   assert.ok(at - since <= ms, `${what}: ended after ${(at - since).toFixed(0)} ms`);
+};
+
+
+/** The ground's audit log, read as its owner over HTTP. */
+const auditReader: AuditReader = {
+  async get(path, token) {
+    const res = await fetch(base + path, { headers: { authorization: `Bearer ${token}` } });
+    return { status: res.status, json: await res.json() };
+  },
 };
 
 test('SSE of a device and of a ground: who may follow them, and each refusal\'s status and code', async () => {
@@ -167,6 +177,8 @@ test('a member removed over HTTP loses its SSE stream, its WebSocket and its MQT
   await new Promise((r) => setTimeout(r, 100));
   assert.not.ok(stayingEnded, 'another member\'s stream stays');
   staying.close();
+  const audit = await auditUntil(auditReader, groundId, tokens.owner, (items) => hasEntry(items, { operation: 'deleteMember', targetId: leaving.id }));
+  assert.ok(hasEntry(audit, { operation: 'deleteMember', targetId: leaving.id, actor: { kind: 'user', id: ids.owner }, result: { status: 204 } }));
 });
 
 test('a member demoted to viewer keeps its MQTT feed and its streams\' access, and is refused a change at its next request', async () => {
@@ -190,6 +202,14 @@ test('a member demoted to viewer keeps its MQTT feed and its streams\' access, a
   assert.is(sse.status, 200, 'a viewer follows streams');
   sse.close();
   await conn.client.endAsync();
+  // In the audit log: the editor's change, the owner's demotion, the change then refused by role.
+  const audit = await auditUntil(auditReader, groundId, tokens.owner, (items) => hasEntry(items, { operation: 'updateDevice', actor: { id: demoted.id }, result: { status: 403 } }));
+  const mine = audit.filter((e) => e.actor.id === demoted.id || e.targetId === demoted.id).map((e) => [e.operation, e.actor.id, e.targetId, e.result.status, e.result.code]);
+  assert.equal(mine.slice(0, 3), [
+    ['updateDevice', demoted.id, deviceId, 403, 'FORBIDDEN'],
+    ['putMember', ids.owner, demoted.id, 200, undefined],
+    ['updateDevice', demoted.id, deviceId, 200, undefined],
+  ]);
 });
 
 test.run();

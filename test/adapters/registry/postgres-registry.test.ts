@@ -17,6 +17,7 @@ import { groundKeysContract } from '../../contracts/groundKeys.contract.ts';
 import { groundsContract } from '../../contracts/grounds.contract.ts';
 import { quotasContract } from '../../contracts/quotas.contract.ts';
 import { usageContract } from '../../contracts/usage.contract.ts';
+import { auditContract } from '../../contracts/audit.contract.ts';
 import { integrationsContract } from '../../contracts/integrations.contract.ts';
 import { integrationDeliveriesContract } from '../../contracts/integrationDeliveries.contract.ts';
 import { principalsContract } from '../../contracts/principals.contract.ts';
@@ -51,6 +52,7 @@ withEnv('postgres registry', ['DATABASE_URL_TEST'], 'a PostgreSQL server, e.g. p
   groundKeysContract('postgres', isolated).run();
   quotasContract('postgres', isolated).run();
   usageContract('postgres', isolated).run();
+  auditContract('postgres', isolated).run();
   integrationsContract('postgres', isolated).run();
   integrationDeliveriesContract('postgres', isolated).run();
   rulesContract('postgres', isolated).run();

@@ -12,6 +12,7 @@ import { createPostgresRegistry } from '../../../adapters/postgres/createPostgre
 import { suite, withEnv } from '../../support/suite.ts';
 import { removeFleetData, startFleet, type FleetProcess } from '../../support/fleetCluster.ts';
 import { openSse, openWs, type WsClient } from '../../support/liveClients.ts';
+import { auditUntil, hasEntry } from '../../support/auditLog.ts';
 
 const RUN = `${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`;
 
@@ -35,6 +36,7 @@ withEnv('keys-distributed', ['KAFKA_BROKERS', 'CLICKHOUSE_URL', 'DATABASE_URL_TE
     try {
       const registry = await createPostgresRegistry({ url: env.DATABASE_URL_TEST, schema: id });
       const user = await registry.createUser({ name: 'owner' });
+      const member = await registry.createUser({ name: 'member' });
       const ground = await registry.createGround({ name: 'fleet', userId: user.entity.id });
       const device = await registry.createDevice({ groundId: ground.id, name: 'thermo', assets: [{ name: 't', is: 'sensor', profile: { type: 'number' } }] });
       await registry.close();
@@ -86,6 +88,28 @@ withEnv('keys-distributed', ['KAFKA_BROKERS', 'CLICKHOUSE_URL', 'DATABASE_URL_TE
       await within(expiringOnB.ws.closed, at, 1000, 'WebSocket on edge B at expiry');
       const expired = await fetch(`${baseA}/device/${device.device.id}`, { headers: { authorization: `Bearer ${expiring.token}` } });
       assert.is(expired.status, 401);
+
+      // The ground's one audit log holds the changes made through each edge (both edges' recorders, one registry).
+      const putMember = async (base: string, role: string) => (await fetch(`${base}/ground/${ground.id}/members/${member.entity.id}`, {
+        method: 'PUT', headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ role }),
+      })).status;
+      assert.is(await putMember(baseA, 'viewer'), 201);
+      assert.is(await putMember(baseB, 'editor'), 200);
+      const renamed = await fetch(`${baseB}/ground/${ground.id}`, { method: 'PATCH', headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'renamed on b' }) });
+      assert.is(renamed.status, 200);
+      const get = async (path: string, token: string) => {
+        const res = await fetch(baseB + path, { headers: { authorization: `Bearer ${token}` } });
+        return { status: res.status, json: await res.json() };
+      };
+      const audit = await auditUntil({ get }, ground.id, user.token, (items) => hasEntry(items, { operation: 'updateGround' }));
+      assert.equal(audit.map((e) => [e.operation, e.actor.kind, e.actor.id, e.targetId, e.result.status]), [
+        ['updateGround', 'user', user.entity.id, ground.id, 200],
+        ['putMember', 'user', user.entity.id, member.entity.id, 200],
+        ['putMember', 'user', user.entity.id, member.entity.id, 201],
+        ['createKey', 'user', user.entity.id, expiring.id, 201],
+        ['deleteKey', 'user', user.entity.id, revoked.id, 204],
+        ['createKey', 'user', user.entity.id, revoked.id, 201],
+      ]);
     } finally {
       for (const c of clients) c.close();
       await Promise.all(processes.map((p) => p.stop(10_000)));

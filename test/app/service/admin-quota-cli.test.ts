@@ -3,7 +3,8 @@
  * real CLI, against a service's admin socket and against a registry opened directly: limits set,
  * cleared with `none`, shown and removed; hostile limits (zero, negative, a fraction, an exponent,
  * huge, non-numeric, other digits, empty) and an unknown or malformed ground refused with a clear
- * error and nothing changed; the configuration's defaults (QUOTA_*) given to a new ground.
+ * error and nothing changed; the configuration's defaults (QUOTA_*) given to a new ground. The
+ * changes are in the ground's audit log (test/app/service/admin-audit.test.ts has the rest).
  */
 import * as assert from 'uvu/assert';
 import { execFile } from 'node:child_process';
@@ -57,6 +58,10 @@ test('set-quota, show-quota, remove-quota through a running service: limits set,
     assert.equal((await run('remove-quota', g.id)).body, { groundId: g.id, removed: true });
     assert.equal((await run('remove-quota', g.id)).body, { groundId: g.id, removed: false });
     assert.is(await registry.getQuota(g.id), undefined);
+    // Each change in the ground's audit log, as the operator; show-quota changes nothing.
+    assert.equal((await registry.listAudit(g.id, {})).map((e) => [e.operation, e.actor.kind, e.targetId, e.result.status]), [
+      ['remove-quota', 'operator', g.id, 200], ['remove-quota', 'operator', g.id, 200], ['set-quota', 'operator', g.id, 200], ['set-quota', 'operator', g.id, 200],
+    ]);
   } finally {
     await socket.close();
     await registry.close();

@@ -9,6 +9,7 @@
  * redeemed. Codes carry 80 random bits, and the per-token rate limit applies, so this is no
  * enumeration oracle.
  */
+import { noteGround } from '../../auditNote.ts';
 import { networks } from '../../../../engine/activation/networks.ts';
 import { FleetError } from '../../../../engine/kernel/errors.ts';
 import { ActivateBody, ActivationCodeParams, ActivationOffer, NetworkList } from '../../../../schemas/activationEdge.ts';
@@ -45,7 +46,14 @@ function activate(edge: EdgeContext): void {
     if (principal.scope !== 'key') requireUser(principal);
     const body = check<ActivateBody>(ActivateBody, await readJsonBody(c.req.raw, edge.maxBodyBytes), 'body', { nameMissing: true });
     const by = principal.scope === 'key' ? { keyId: principal.subjectId } : { userId: principal.subjectId };
-    const { device } = await namingFields(edge.deps.registry.activate({ ...body, ...by }), (field) => (ACTIVATE_FIELDS.has(field) ? `body.${field}` : undefined));
+    const { device } = await namingFields(edge.deps.registry.activate({ ...body, ...by }), (field) => (ACTIVATE_FIELDS.has(field) ? `body.${field}` : undefined))
+      .catch(async (error: unknown) => {
+        // Refused in the registry's transaction (by role, by quota, a code used): the ground's log
+        // records it when the caller is a member of it (access notes the ground then), a stranger's not.
+        await edge.access.ground(principal, body.groundId).catch(() => undefined);
+        throw error;
+      });
+    noteGround(device.device.groundId, device.device.id);
     edge.changed(device.device.id);
     c.header('location', `/device/${device.device.id}`);
     c.header('cache-control', 'no-store');

@@ -4,6 +4,7 @@
  * SDKs put to `/device/{id}/asset/{name}`, each with its own spelling of the body (assetBody.ts).
  * All of these are accepted as sent.
  */
+import { noteTarget } from '../../auditNote.ts';
 import { FleetError } from '../../../../engine/kernel/errors.ts';
 import { AssetCreateBody, AssetList, AssetPutBody, DeviceAssetParams, DeviceParams } from '../../../../schemas/edge.ts';
 import { Asset } from '../../../../schemas/registry.ts';
@@ -65,6 +66,7 @@ function createAsset(edge: EdgeContext): void {
     // guarantees it), to which this request's fields were applied as an update; report the conflict.
     if (!created) throw new FleetError('CONFLICT', `asset "${name}" was created concurrently`);
     c.header('location', `/device/${device.id}/asset/${asset.name}`);
+    noteTarget(asset.id);
     return c.json(asset, 201);
   });
 }
@@ -117,6 +119,7 @@ function putAsset(edge: EdgeContext): void {
     const { asset, created } = await edge.deps.registry.upsertAsset(device.id, params.name, fields);
     edge.changed(device.id);
     if (created) c.header('location', `/device/${device.id}/asset/${asset.name}`);
+    noteTarget(asset.id);
     return c.json(asset, created ? 201 : 200);
   });
 }

@@ -5,6 +5,7 @@
  * from the registry each time (the cached device does not hold it); `?silentFor=` lists the ground's
  * silent devices.
  */
+import { noteTarget } from '../../auditNote.ts';
 import { withCanonicalField } from '../../../../engine/kernel/canonicalText.ts';
 import type { Device, DeviceQuery } from '../../../../engine/ports/registry.ts';
 import { parseDuration } from '../../../../engine/rules/duration.ts';
@@ -61,6 +62,7 @@ function createDevice(edge: EdgeContext): void {
     edge.changed(created.device.id);
     c.header('location', `/device/${created.device.id}`);
     c.header('cache-control', 'no-store');
+    noteTarget(created.device.id);
     return c.json({ ...created.device, token: created.token }, 201);
   });
 }

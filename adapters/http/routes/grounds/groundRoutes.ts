@@ -7,6 +7,7 @@
  * command history stay in the store, as for any deleted device, readable through no route. Its
  * memberships, integrations, rules and alarms go with it. The members routes are memberRoutes.ts.
  */
+import { noteGround } from '../../auditNote.ts';
 import { withCanonicalField } from '../../../../engine/kernel/canonicalText.ts';
 import { FleetError, isFleetError } from '../../../../engine/kernel/errors.ts';
 import { GroundParams } from '../../../../schemas/edge.ts';
@@ -39,6 +40,7 @@ function createGround(edge: EdgeContext): void {
     if (principal.scope !== 'user') throw new FleetError('FORBIDDEN', `a ${principal.scope} token cannot create grounds; use a user token`);
     const body = check<GroundCreateBody>(GroundCreateBody, withCanonicalField(await readJsonBody(c.req.raw, edge.maxBodyBytes), 'name'), 'body');
     const ground = await edge.deps.registry.createGround({ name: body.name, userId: principal.subjectId, role: 'owner' });
+    noteGround(ground.id, ground.id);
     c.header('location', `/ground/${ground.id}`);
     return c.json({ ...ground, role: 'owner' }, 201);
   });

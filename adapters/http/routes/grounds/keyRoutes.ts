@@ -5,6 +5,7 @@
  * token's revocation (engine/access/publishingRegistry.ts), which ends the key's live streams on
  * every edge; an expiry ends them on each edge by its own clock (LiveFanOut).
  */
+import { noteTarget } from '../../auditNote.ts';
 import { FleetError, isFleetError } from '../../../../engine/kernel/errors.ts';
 import { withCanonicalField } from '../../../../engine/kernel/canonicalText.ts';
 import type { KeyQuery } from '../../../../engine/ports/registry.ts';
@@ -50,6 +51,7 @@ function createKey(edge: EdgeContext): void {
     const body = check<KeyCreateBody>(KeyCreateBody, withCanonicalField(await readJsonBody(c.req.raw, edge.maxBodyBytes), 'name'), 'body');
     const created = await edge.deps.registry.createKey(ground.id, body, principal.subjectId).catch((error: unknown) => Promise.reject(inBody(error)));
     c.header('cache-control', 'no-store');
+    noteTarget(created.key.id);
     return c.json({ ...created.key, token: created.token }, 201);
   });
 }
@@ -90,6 +92,7 @@ function deleteKey(edge: EdgeContext): void {
     responses: { 204: { description: 'revoked' } },
     errors: [403, 404],
   }, async (c, { principal, params }) => {
+    noteTarget(params.keyId);
     const ground = await edge.access.ground(principal, params.groundId, 'owner');
     const revoked = await edge.deps.registry.revokeKey(ground.id, params.keyId);
     if (revoked === undefined) throw new FleetError('NOT_FOUND', `key ${params.keyId} not found in ground ${ground.id}`);

@@ -15,6 +15,7 @@ import type { EdgeContext } from '../../EdgeContext.ts';
 import { check } from '../../request/check.ts';
 import { readJsonBody } from '../../request/readBody.ts';
 import { listCursors } from '../listCursor.ts';
+import { noteTarget } from '../../auditNote.ts';
 
 const JSON_TYPE = 'application/json';
 const TAGS = ['grounds'];
@@ -67,6 +68,7 @@ function putMember(edge: EdgeContext): void {
     },
     errors: [403, 404, 409, 413, 415, 422],
   }, async (c, { principal, params }) => {
+    noteTarget(params.userId);
     const ground = await edge.access.ground(principal, params.groundId, 'owner');
     const body = check<MemberPutBody>(MemberPutBody, await readJsonBody(c.req.raw, edge.maxBodyBytes), 'body');
     const set = await edge.deps.registry.setMemberRole(ground.id, params.userId, body.role);
@@ -86,6 +88,7 @@ function deleteMember(edge: EdgeContext): void {
     responses: { 204: { description: 'removed' } },
     errors: [403, 404, 409],
   }, async (c, { principal, params }) => {
+    noteTarget(params.userId);
     const ground = await edge.access.ground(principal, params.groundId, 'owner');
     if (!(await edge.deps.registry.removeMember(ground.id, params.userId))) {
       throw new FleetError('NOT_FOUND', `user ${params.userId} is not a member of ground ${ground.id}`);

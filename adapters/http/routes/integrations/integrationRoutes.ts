@@ -14,6 +14,7 @@
  * - The test event goes through the same sender as deliveries, with the secrets that sign now. Its
  *   outcome is reported, not acted on: a 410 to a test does not disable the integration.
  */
+import { noteTarget } from '../../auditNote.ts';
 import { FleetError, isFleetError } from '../../../../engine/kernel/errors.ts';
 import { newId } from '../../../../engine/kernel/ids.ts';
 import { withCanonicalField } from '../../../../engine/kernel/canonicalText.ts';
@@ -105,6 +106,7 @@ function createIntegration(edge: EdgeContext, integrations: EdgeIntegrations): v
     const created = await edge.deps.registry.createIntegration({ ...body, groundId: ground.id }).catch((error: unknown) => Promise.reject(inBody(error)));
     c.header('location', `/integrations/${created.integration.id}`);
     c.header('cache-control', 'no-store');
+    noteTarget(created.integration.id);
     return c.json({ ...created.integration, secret: created.secret }, 201);
   });
 }

@@ -5,6 +5,7 @@
  * its actions' command and integration. Like integrations, a rule is found only by members of its
  * ground: for anyone else it does not exist (404, as an unknown id).
  */
+import { noteTarget } from '../../auditNote.ts';
 import { FleetError, isFleetError } from '../../../../engine/kernel/errors.ts';
 import { requireMemberToken } from '../../../../engine/access/groundRoles.ts';
 import { withCanonicalField } from '../../../../engine/kernel/canonicalText.ts';
@@ -75,6 +76,7 @@ function createRule(edge: EdgeContext): void {
     await checkAgainstGround(edge, ground.id, body);
     const created = await edge.deps.registry.createRule({ ...body, groundId: ground.id }).catch((error: unknown) => Promise.reject(inBody(error)));
     c.header('location', `/rules/${created.id}`);
+    noteTarget(created.id);
     return c.json(created, 201);
   });
 }

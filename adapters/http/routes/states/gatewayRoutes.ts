@@ -27,6 +27,7 @@ export function gatewayRoutes(edge: EdgeContext): void {
     methods: ['post'],
     path: '/ground/{groundId}/states',
     operationId: 'postGatewayStates',
+    audit: false,
     summary: 'States of several devices of a ground in one request (a gateway), each admitted on its own',
     tags: ['states'],
     params: GroundParams,
