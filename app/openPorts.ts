@@ -161,7 +161,7 @@ export async function openLog(config: Config, clock: Clock): Promise<Log> {
 /** The state store (with its rejections and command history tables), initialised. */
 export async function openStore(config: Config) {
   const database = config.clickhouseDatabase;
-  const rollups = config.stateRollups === 'on';
+  const rollups = config.stateRollups !== 'off';
   const store = config.clickhouseUrl
     ? createClickHouseStore({ url: config.clickhouseUrl, database, rollups })
     : createChdbStore({ dir: dataPaths(config.dataDir).chdb, database, rollups });

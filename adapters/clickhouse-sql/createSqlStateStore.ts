@@ -42,15 +42,19 @@ export interface SqlStateStoreOptions {
   /** Create the 18.16 layout even where the server has the compact one (benchmarks, tests). */
   legacyLayout?: boolean;
   /**
-   * Keep per-minute, per-hour and per-day rollups (stateRollups.ts), on both layouts, refreshed by
-   * every append, and answer aggregates from them. Default false: the refresh is exact but reads the
-   * touched buckets back with FINAL after every append, which costs far more than the insert
-   * (bench/pipeline.bench.ts with BENCH_ROLLUPS=1 against the default; the service's ingest fell
-   * about 20× with them in bench/rules.bench.ts). Rollups
-   * made when states already exist start from all of them, and so do rollups kept again after a
-   * store ran without them (initStateTables.ts).
+   * Keep per-minute, per-hour and per-day rollups (stateRollups.ts), on both layouts, and answer
+   * aggregates from them. Default true. Appends note the buckets they touch and a refresh every
+   * `rollupRefreshMs` recomputes them from the folded raw states (rollupRefresh.ts): a rollup lags
+   * its states by about that much, more after a burst, but an aggregate never reads a lagging
+   * rollup (it reads the raw states of a range this store has yet to refresh). Rollups made when
+   * states already exist start from all of them, and so do rollups kept again after a store ran
+   * without them (initStateTables.ts).
    */
   rollups?: boolean;
+  /** Time between refreshes of the rollups, ms. Default 2000 (rollupRefresh.ts ROLLUP_REFRESH_MS). */
+  rollupRefreshMs?: number;
+  /** Called with a failed refresh's error (its buckets are tried again at the next refresh). Default: none. */
+  onRollupError?: (error: unknown) => void;
   /** Send states as TabSeparated even where the executor offers RowBinary (to measure one against the other, and to compare what each stores). */
   textInsert?: boolean;
 }
@@ -68,6 +72,11 @@ export interface SqlStateStore extends StateStore {
    * the embedded store's door to the SQL of docs/analytics.md. Errors as FleetError.
    */
   query(sql: string): Promise<Record<string, unknown>[]>;
+  /**
+   * Resolves once the rollups hold every state appended before the call (at once without rollups):
+   * for readers of the rollup tables that must see what they just stored.
+   */
+  rollupsCaughtUp(): Promise<void>;
   /** What init() found: the server's capabilities and the layout of the states table. */
   readonly layout: { readonly capabilities?: ServerCapabilities; readonly kind: StateLayout['kind'] };
 }
@@ -82,7 +91,7 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
   let closed = false;
   let closing: Promise<void> | undefined;
   // Until init() has looked at the table, rows are written and read as the 18.16 layout.
-  let tables: Omit<StateTables, 'capabilities'> & { capabilities?: ServerCapabilities } = { layout: LEGACY_LAYOUT, rollups: false };
+  let tables: Omit<StateTables, 'capabilities'> & { capabilities?: ServerCapabilities } = { layout: LEGACY_LAYOUT, rollups: false, close: async () => {} };
 
   function open(): void {
     if (closed) throw new FleetError('CLOSED', 'state store is closed');
@@ -91,7 +100,7 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
   const rejections = createSqlRejectionStore(executor, { database: names.database });
   const commands = createSqlCommandHistory(executor, { database: names.database });
 
-  const retention = createSqlStateRetention(executor, names, () => ({ kind: tables.layout.kind, rollups: tables.rollups }));
+  const retention = createSqlStateRetention(executor, names, () => ({ kind: tables.layout.kind, rollups: tables.refresh }));
 
   return {
     rejections,
@@ -104,6 +113,10 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
     query(sql: string) {
       open();
       return executor.select(sql);
+    },
+    async rollupsCaughtUp() {
+      open();
+      await tables.refresh?.caughtUp();
     },
     get layout() {
       return { capabilities: tables.capabilities, kind: tables.layout.kind };
@@ -122,7 +135,7 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
       checkStateRows(rows);
       if (rows.length === 0) return;
       await insertStates(executor, insertTarget, tables.layout, rows, options.textInsert !== true && rows.length >= binaryFrom);
-      if (tables.refresh !== undefined) await tables.refresh.touched(rows);
+      tables.refresh?.touched(rows);
     },
 
     async latest(deviceId: string): Promise<StoredState[]> {
@@ -142,14 +155,19 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
       open();
       const q = checkAggregateQuery(query, limits);
       if (q === undefined) return [];
-      const rollup = tables.rollups ? rollupFor(q.resolutionMs, q.from, q.to) : undefined;
+      const current = tables.refresh !== undefined && !tables.refresh.lagging(q.deviceId, q.from, q.to);
+      const rollup = current ? rollupFor(q.resolutionMs, q.from, q.to) : undefined;
       const sql = rollup ? rollupAggregateSql(names, rollup, q) : aggregateSql(names, q);
       return (await executor.select(sql)).map(decodeBucket);
     },
 
     close() {
       closed = true;
-      closing ??= engine.close();
+      // What the rollups lack is refreshed first; if that fails, the pending marker stays and the next init rebuilds them.
+      closing ??= tables.close().then(
+        () => engine.close(),
+        (error: unknown) => engine.close().then(() => Promise.reject(error)),
+      );
       return closing;
     },
   };
