@@ -43,15 +43,15 @@ export interface SqlStateStoreOptions {
   legacyLayout?: boolean;
   /**
    * Keep per-minute, per-hour and per-day rollups (stateRollups.ts), on both layouts, and answer
-   * aggregates from them. Default true. Appends note the buckets they touch and a refresh every
-   * `rollupRefreshMs` recomputes them from the folded raw states (rollupRefresh.ts): a rollup lags
-   * its states by about that much, more after a burst, but an aggregate never reads a lagging
-   * rollup (it reads the raw states of a range this store has yet to refresh). Rollups made when
+   * aggregates from them. Default true. Appends note the buckets they touch and refreshes beside
+   * them recompute those from the folded raw states (rollupRefresh.ts): a rollup lags its states
+   * by seconds, up to a minute for the minute being written (docs/analytics.md), but an aggregate
+   * never reads a lagging rollup (it reads the raw states of a range this store has yet to refresh). Rollups made when
    * states already exist start from all of them, and so do rollups kept again after a store ran
    * without them (initStateTables.ts).
    */
   rollups?: boolean;
-  /** Time between refreshes of the rollups, ms. Default 2000 (rollupRefresh.ts ROLLUP_REFRESH_MS). */
+  /** Time between refreshes of the rollups, and how long a minute stays untouched before it is refreshed, ms. Default 2000 (rollupRefresh.ts). */
   rollupRefreshMs?: number;
   /** Called with a failed refresh's error (its buckets are tried again at the next refresh). Default: none. */
   onRollupError?: (error: unknown) => void;

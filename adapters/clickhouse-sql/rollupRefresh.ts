@@ -1,14 +1,20 @@
 /**
  * A store's refreshes of its rollups (stateRollups.ts), off the append path. An append only notes
- * the minute buckets it touched (and, per minute, its devices while few); a refresh every
- * `intervalMs` recomputes the oldest noted minutes, at most MINUTES_PER_REFRESH of them, from the
- * raw table read with FINAL, then the hours and days holding them. An append never waits for a
- * refresh; a burst is caught up over as many refreshes as its minutes need.
+ * the minute buckets it touched (and, per minute, its devices while few); a refresh `intervalMs`
+ * after the last one ended recomputes the noted minutes that are settled, at most
+ * MINUTES_PER_REFRESH of them, oldest first, from the raw table read with FINAL, then the hours and
+ * days holding them. An append never waits for a refresh; a burst is caught up over as many
+ * refreshes as its minutes need.
+ *
+ * A refresh reads every raw row of the minutes it recomputes, so a minute that appends keep
+ * touching (the current one) is left until it has been quiet for `intervalMs` or was first noted
+ * `maxLagMs` ago: each raw row is then read about once or twice, where refreshing the current
+ * minute every `intervalMs` would read it up to 60 / `intervalMs` times.
  *
  * Rollup rows are ReplacingMergeTree on a version: each refresh writes a greater one than the last,
  * and refreshes run one after another, so the row kept was computed from the latest (never
  * smaller) set of raw rows. A minute noted while its refresh runs is noted again and refreshed by
- * the next one: the refresh read the raw table after the note was taken, but maybe before the rows
+ * a later one: the refresh read the raw table after the note was taken, but maybe before the rows
  * that noted it again were inserted.
  */
 import type { StateRow } from '../../schemas/messages.ts';
@@ -22,8 +28,11 @@ import { quoteString, type StateTableNames } from './stateTable.ts';
  */
 export const MINUTES_PER_REFRESH = 1440;
 
-/** Default time between refreshes, ms: the lag of a rollup behind the states it sums, at rest. */
+/** Default time between refreshes, ms, and how long a minute stays untouched before it is refreshed. */
 export const ROLLUP_REFRESH_MS = 2000;
+
+/** Default longest a noted minute waits for a refresh while appends keep touching it, ms. */
+export const ROLLUP_MAX_LAG_MS = 60_000;
 
 export interface RollupRefresh {
   /** Notes the buckets these appended rows touched, for the next refresh; never waits. */
@@ -40,23 +49,29 @@ export interface RollupRefresh {
   close(): Promise<void>;
 }
 
-/** A noted minute: its devices (undefined: every device) and the note that first marked it. */
+/** A noted minute: its devices (undefined: every device), the note that first marked it, and when it was first and last noted (ms). */
 interface Noted {
   devices: Set<string> | undefined;
   note: number;
+  firstAt: number;
+  lastAt: number;
 }
 
 export interface RollupRefreshOptions {
   /** Whether the states table has the compact layout. */
   compact: boolean;
-  /** Time between refreshes, ms. Default ROLLUP_REFRESH_MS. */
+  /** Time between refreshes, ms, and how long a minute stays untouched before it is refreshed. Default ROLLUP_REFRESH_MS. */
   intervalMs?: number;
+  /** Longest a noted minute waits while appends keep touching it, ms. Default ROLLUP_MAX_LAG_MS. */
+  maxLagMs?: number;
   /** Called with a refresh's error; its minutes stay noted and are tried again at the next one. */
   onError?: (error: unknown) => void;
 }
 
 export function createRollupRefresh(executor: Pick<SqlExecutor, 'command'>, names: StateTableNames, options: RollupRefreshOptions): RollupRefresh {
   const { compact } = options;
+  const intervalMs = options.intervalMs ?? ROLLUP_REFRESH_MS;
+  const maxLagMs = options.maxLagMs ?? ROLLUP_MAX_LAG_MS;
   const pending = new Map<number, Noted>();
   let inFlight = new Map<number, Noted>();
   let notes = 0;
@@ -76,11 +91,13 @@ export function createRollupRefresh(executor: Pick<SqlExecutor, 'command'>, name
     for (const rollup of ROLLUPS.slice(1)) await executor.command(refreshCoarserSql(names, rollup, touched, nextVersion()));
   }
 
-  /** One refresh of the oldest noted minutes. */
-  async function refreshSome(): Promise<void> {
+  /** One refresh of the oldest noted minutes: the settled ones, or every one (`all`). */
+  async function refreshSome(all: boolean): Promise<void> {
     if (pending.size === 0) return;
+    const now = Date.now();
     inFlight = new Map();
     for (const [minute, noted] of pending) {
+      if (!all && now - noted.lastAt < intervalMs && now - noted.firstAt < maxLagMs) continue;
       inFlight.set(minute, noted);
       pending.delete(minute);
       if (inFlight.size === MINUTES_PER_REFRESH) break;
@@ -88,23 +105,25 @@ export function createRollupRefresh(executor: Pick<SqlExecutor, 'command'>, name
     try {
       for (const touched of touchedOf(inFlight)) await recompute(touched);
     } catch (error) {
-      for (const [minute, noted] of inFlight) note(minute, noted.devices, noted.note);
+      for (const [minute, noted] of inFlight) renote(minute, noted);
       throw error;
     } finally {
       inFlight = new Map();
     }
   }
 
-  function note(minute: number, devices: Set<string> | undefined, at: number): void {
+  /** Notes again a minute whose refresh failed, merged with what was noted meanwhile. */
+  function renote(minute: number, failed: Noted): void {
     const noted = pending.get(minute);
     if (noted === undefined) {
-      pending.set(minute, { devices: devices === undefined ? undefined : new Set(devices), note: at });
+      pending.set(minute, failed);
       return;
     }
-    noted.note = Math.min(noted.note, at);
+    noted.note = Math.min(noted.note, failed.note);
+    noted.firstAt = Math.min(noted.firstAt, failed.firstAt);
     if (noted.devices === undefined) return;
-    if (devices === undefined) noted.devices = undefined;
-    else for (const d of devices) noted.devices.add(d);
+    if (failed.devices === undefined) noted.devices = undefined;
+    else for (const d of failed.devices) noted.devices.add(d);
     if (noted.devices !== undefined && noted.devices.size > MAX_LISTED_DEVICES) noted.devices = undefined;
   }
 
@@ -114,15 +133,26 @@ export function createRollupRefresh(executor: Pick<SqlExecutor, 'command'>, name
     return earliest;
   };
 
-  const timer = setInterval(() => {
-    if (pending.size > 0) serially(refreshSome).catch((error: unknown) => options.onError?.(error));
-  }, options.intervalMs ?? ROLLUP_REFRESH_MS);
-  // The refreshes serve a store its process keeps open; they do not keep the process alive.
-  timer.unref();
+  // The next refresh is due `intervalMs` after the last one ended, so that refreshes take at most
+  // their share of the engine however long one takes (a slower one means more minutes per refresh).
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let stopped = false;
+  function schedule(): void {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      serially(() => refreshSome(false))
+        .catch((error: unknown) => options.onError?.(error))
+        .finally(schedule);
+    }, intervalMs);
+    // The refreshes serve a store its process keeps open; they do not keep the process alive.
+    timer.unref();
+  }
+  schedule();
 
   return {
     touched(rows) {
       const at = ++notes;
+      const now = Date.now();
       let minute = NaN;
       let noted: Noted | undefined;
       for (const row of rows) {
@@ -130,7 +160,8 @@ export function createRollupRefresh(executor: Pick<SqlExecutor, 'command'>, name
         if (m !== minute) {
           minute = m;
           noted = pending.get(m);
-          if (noted === undefined) pending.set(m, (noted = { devices: new Set(), note: at }));
+          if (noted === undefined) pending.set(m, (noted = { devices: new Set(), note: at, firstAt: now, lastAt: now }));
+          else noted.lastAt = now;
         }
         if (noted!.devices === undefined) continue;
         noted!.devices.add(row.deviceId);
@@ -147,7 +178,7 @@ export function createRollupRefresh(executor: Pick<SqlExecutor, 'command'>, name
     },
     async caughtUp() {
       const upTo = notes;
-      while (earliestNote() <= upTo) await serially(refreshSome);
+      while (earliestNote() <= upTo) await serially(() => refreshSome(true));
     },
     all() {
       return serially(() => recompute(undefined));
@@ -156,8 +187,9 @@ export function createRollupRefresh(executor: Pick<SqlExecutor, 'command'>, name
       return serially(work);
     },
     async close() {
-      clearInterval(timer);
-      while (pending.size > 0) await serially(refreshSome);
+      stopped = true;
+      clearTimeout(timer);
+      while (pending.size > 0) await serially(() => refreshSome(true));
     },
   };
 }
