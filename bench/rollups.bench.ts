@@ -41,8 +41,10 @@ interface Run {
   cpu: number;
   /** ms from the last state stored to the rollups holding every state; undefined with rollups off. */
   lagMs?: number;
-  /** Data points/s from the first append to the rollups holding every state (to the last stored with rollups off). */
+  /** Data points/s from the first append to the rollups holding every state. */
   throughRollups?: number;
+  /** CPU time per data point (µs) until the rollups held every state. */
+  cpuThroughRollups?: number;
 }
 
 /** One service, one ground of DEVICES devices: a warm-up, then the timed ingest. */
@@ -88,6 +90,8 @@ async function child(rollups: 'on' | 'off'): Promise<Run> {
       }
       run.lagMs = performance.now() - stored;
       run.throughRollups = points / ((performance.now() - started) / 1000);
+      const all = process.cpuUsage(cpu0);
+      run.cpuThroughRollups = (all.user + all.system) / points;
     }
     return run;
   } finally {
@@ -118,7 +122,8 @@ async function main(): Promise<void> {
       });
       const run = JSON.parse(stdout.trim().split('\n').at(-1)!) as Run;
       runs[m].push(run);
-      console.log(`round ${round + 1}, rollups ${m.padEnd(3)}: ${fmt(run.rate)} data points/s, ${run.cpu.toFixed(2)} µs CPU per data point${run.lagMs === undefined ? '' : `, rollups caught up ${fmt(run.lagMs)} ms after the last state`}`);
+      const lag = run.lagMs === undefined ? '' : `, rollups caught up ${fmt(run.lagMs)} ms after the last state (${run.cpuThroughRollups!.toFixed(2)} µs CPU per data point until then)`;
+      console.log(`round ${round + 1}, rollups ${m.padEnd(3)}: ${fmt(run.rate)} data points/s, ${run.cpu.toFixed(2)} µs CPU per data point${lag}`);
     }
   }
   const rate = (m: 'on' | 'off') => median(runs[m].map((r) => r.rate));
@@ -128,7 +133,9 @@ async function main(): Promise<void> {
   console.log(`rollups on:  ${fmt(rate('on'))} data points/s, ${cpu('on').toFixed(2)} µs CPU per data point; caught up after ${runs.on.map((r) => fmt(r.lagMs!)).join(', ')} ms`);
   console.log(`ratio on/off: ${(rate('on') / rate('off')).toFixed(2)} × by throughput, ${(cpu('off') / cpu('on')).toFixed(2)} × by CPU per data point (target ≥ 0.9)`);
   const through = median(runs.on.map((r) => r.throughRollups!));
-  console.log(`until the rollups held every state: ${fmt(through)} data points/s, ${(through / rate('off')).toFixed(2)} × rollups off until stored`);
+  const cpuThrough = median(runs.on.map((r) => r.cpuThroughRollups!));
+  console.log(`rollups on, counted until the rollups held every state: ${fmt(through)} data points/s, ${cpuThrough.toFixed(2)} µs CPU per data point;`
+    + ` ${(through / rate('off')).toFixed(2)} × by throughput, ${(cpu('off') / cpuThrough).toFixed(2)} × by CPU against rollups off until stored`);
 }
 
 await main();

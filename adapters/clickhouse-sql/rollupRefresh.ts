@@ -28,6 +28,13 @@ import { quoteString, type StateTableNames } from './stateTable.ts';
  */
 export const MINUTES_PER_REFRESH = 1440;
 
+/**
+ * Device ids listed over all noted minutes at most; past it the minutes are noted for every
+ * device (read whole, as a large append's are), so that a backlog over many minutes of a few
+ * devices each stays small in memory.
+ */
+const MAX_LISTED_TOTAL = 100_000;
+
 /** Default time between refreshes, ms, and how long a minute stays untouched before it is refreshed. */
 export const ROLLUP_REFRESH_MS = 2000;
 
@@ -75,6 +82,8 @@ export function createRollupRefresh(executor: Pick<SqlExecutor, 'command'>, name
   const pending = new Map<number, Noted>();
   let inFlight = new Map<number, Noted>();
   let notes = 0;
+  /** Device ids in the sets of `pending`, about (those noted again after a failed refresh are not counted). */
+  let listed = 0;
   let queue: Promise<unknown> = Promise.resolve();
   let lastVersion = 0;
   const nextVersion = () => (lastVersion = Math.max(Date.now() * 1000, lastVersion + 1));
@@ -91,6 +100,11 @@ export function createRollupRefresh(executor: Pick<SqlExecutor, 'command'>, name
     for (const rollup of ROLLUPS.slice(1)) await executor.command(refreshCoarserSql(names, rollup, touched, nextVersion()));
   }
 
+  function unlistAll(): void {
+    for (const noted of pending.values()) noted.devices = undefined;
+    listed = 0;
+  }
+
   /** One refresh of the oldest noted minutes: the settled ones, or every one (`all`). */
   async function refreshSome(all: boolean): Promise<void> {
     if (pending.size === 0) return;
@@ -100,6 +114,7 @@ export function createRollupRefresh(executor: Pick<SqlExecutor, 'command'>, name
       if (!all && now - noted.lastAt < intervalMs && now - noted.firstAt < maxLagMs) continue;
       inFlight.set(minute, noted);
       pending.delete(minute);
+      listed = Math.max(0, listed - (noted.devices?.size ?? 0));
       if (inFlight.size === MINUTES_PER_REFRESH) break;
     }
     try {
@@ -163,9 +178,10 @@ export function createRollupRefresh(executor: Pick<SqlExecutor, 'command'>, name
           if (noted === undefined) pending.set(m, (noted = { devices: new Set(), note: at, firstAt: now, lastAt: now }));
           else noted.lastAt = now;
         }
-        if (noted!.devices === undefined) continue;
+        if (noted!.devices === undefined || noted!.devices.has(row.deviceId)) continue;
         noted!.devices.add(row.deviceId);
         if (noted!.devices.size > MAX_LISTED_DEVICES) noted!.devices = undefined;
+        if (++listed > MAX_LISTED_TOTAL) unlistAll();
       }
     },
     lagging(deviceId, from, to) {

@@ -117,7 +117,7 @@ withEnv('rollup refresh on a server', ['CLICKHOUSE_URL'], 'scripts/clickhouse.sh
     }
   });
 
-  test('ClickHouse server: a store that has yet to refresh what it appended leaves a marker, and the next store rebuilds the rollups', async () => {
+  test('ClickHouse server: a store that has yet to refresh what it appended leaves a marker, and the next store rebuilds the rollups; two stores, one replaying the other, count once', async () => {
     const database = `fleetstream_pending_${process.pid}`;
     // Never refreshes while the test runs: as if it died after these appends.
     const first = createClickHouseStore({ url, database, rollupRefreshMs: 3_600_000 });
@@ -132,6 +132,15 @@ withEnv('rollup refresh on a server', ['CLICKHOUSE_URL'], 'scripts/clickhouse.sh
       const after = await totals(second, database);
       assert.is(after.raw[0], 360);
       assert.equal(after.rollups, [after.raw, after.raw, after.raw]);
+      // Two engines appending to one database, the second replaying the first's states: counted once.
+      const more = burst(T0 + 180 * MINUTE, 120, 2);
+      await first.append(more[0]);
+      await second.append([...more[0], ...more[1]]);
+      await first.rollupsCaughtUp();
+      await second.rollupsCaughtUp();
+      const both = await totals(second, database);
+      assert.is(both.raw[0], 360 + 240);
+      assert.equal(both.rollups, [both.raw, both.raw, both.raw]);
     } finally {
       await first.close();
       await second.close();
