@@ -164,10 +164,7 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
     close() {
       closed = true;
       // What the rollups lack is refreshed first; if that fails, the pending marker stays and the next init rebuilds them.
-      closing ??= tables.close().then(
-        () => engine.close(),
-        (error: unknown) => engine.close().then(() => Promise.reject(error)),
-      );
+      closing ??= tables.close().then(() => engine.close());
       return closing;
     },
   };

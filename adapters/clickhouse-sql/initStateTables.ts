@@ -40,7 +40,7 @@ export interface StateTables {
   rollups: boolean;
   /** The refreshes of the rollups, beside the appends (undefined when they are not kept). */
   refresh?: RollupRefresh;
-  /** Stops the refreshes once what is noted is refreshed, and drops the pending marker. */
+  /** Stops the refreshes once what is noted is refreshed, and drops the pending marker; never rejects (a failed refresh goes to onRollupError and leaves the marker). */
   close(): Promise<void>;
 }
 
@@ -70,8 +70,13 @@ export async function initStateTables(
   }
   async function close(): Promise<void> {
     if (refresh === undefined) return;
-    await refresh.close();
-    await executor.command(`DROP TABLE IF EXISTS ${marker(names, pendingMarkerName(names))}`);
+    try {
+      await refresh.close();
+      await executor.command(`DROP TABLE IF EXISTS ${marker(names, pendingMarkerName(names))}`);
+    } catch (error) {
+      // The marker stays (if the database does): the next init rebuilds what was not refreshed.
+      options.onRollupError?.(error);
+    }
   }
   return { capabilities, layout, rollups, refresh, close };
 }

@@ -147,6 +147,18 @@ withEnv('rollup refresh on a server', ['CLICKHOUSE_URL'], 'scripts/clickhouse.sh
       await clickhouseQuery(url, `DROP DATABASE IF EXISTS ${database}`);
     }
   });
+
+  test('ClickHouse server: a store whose refresh fails at close still closes, and says why', async () => {
+    const database = `fleetstream_gone_${process.pid}`;
+    const errors: unknown[] = [];
+    const store = createClickHouseStore({ url, database, rollupRefreshMs: 3_600_000, onRollupError: (error) => errors.push(error) });
+    await store.init();
+    await store.append(burst(T0, 2, 1).flat());
+    await clickhouseQuery(url, `DROP DATABASE IF EXISTS ${database}`);
+    await store.close();
+    assert.is(errors.length, 1);
+    assert.match(String((errors[0] as Error).message), /doesn't exist|does not exist|UNKNOWN_DATABASE/);
+  });
 });
 
 test.run();
