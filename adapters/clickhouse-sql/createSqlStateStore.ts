@@ -20,7 +20,7 @@ import { insertGroups, LEGACY_LAYOUT, type StateLayout } from './stateLayout.ts'
 import type { ServerCapabilities } from './serverCapabilities.ts';
 import { retriableWhenReady } from './retriableWhenReady.ts';
 import { initStateTables, type StateTables } from './initStateTables.ts';
-import { rollupAggregateSql, rollupFor } from './stateRollups.ts';
+import { floorTo, rollupAggregateSql, rollupFor } from './stateRollups.ts';
 import type { SqlExecutor } from './SqlExecutor.ts';
 
 export interface SqlStateStoreOptions {
@@ -82,6 +82,13 @@ export interface SqlStateStore extends StateStore {
 }
 
 const BINARY_INSERT_ROWS = 5_000;
+
+/**
+ * Aggregates read raw states for buckets that end less than this long ago (by `ts`): a minute
+ * still being written is refreshed up to about a minute and a refresh later (rollupRefresh.ts), by
+ * whichever process appended it. Late readings of older minutes are refreshed within seconds.
+ */
+const RECENT_FROM_RAW_MS = 5 * 60_000;
 
 export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreOptions = {}): SqlStateStore {
   const ready = retriableWhenReady(engine);
@@ -157,8 +164,13 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
       if (q === undefined) return [];
       const current = tables.refresh !== undefined && !tables.refresh.lagging(q.deviceId, q.from, q.to);
       const rollup = current ? rollupFor(q.resolutionMs, q.from, q.to) : undefined;
-      const sql = rollup ? rollupAggregateSql(names, rollup, q) : aggregateSql(names, q);
-      return (await executor.select(sql)).map(decodeBucket);
+      if (rollup === undefined) return (await executor.select(aggregateSql(names, q))).map(decodeBucket);
+      // Buckets from the recent past on come from raw states: another process (the engine, where
+      // this one serves the API) may not have refreshed them yet. `cut` is a bucket boundary.
+      const cut = Math.min(q.to, Math.max(q.from, floorTo(Date.now() - RECENT_FROM_RAW_MS, q.resolutionMs)));
+      const rolled = cut > q.from ? await executor.select(rollupAggregateSql(names, rollup, { ...q, to: cut })) : [];
+      const raw = cut < q.to ? await executor.select(aggregateSql(names, { ...q, from: cut })) : [];
+      return [...rolled, ...raw].map(decodeBucket);
     },
 
     close() {

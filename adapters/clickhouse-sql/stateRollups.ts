@@ -37,7 +37,7 @@ const qualified = (names: StateTableNames, rollup: Rollup) => `\`${names.databas
 
 /** Epoch-aligned bucket start (floor, also for negative ts); the divisor is Int64 (see stateQueries.ts). */
 const bucketOf = (column: string, size: number) => `${column} - ((${column} % ${int64Literal(size)}) + ${int64Literal(size)}) % ${int64Literal(size)}`;
-const floorTo = (t: number, size: number) => t - ((t % size) + size) % size;
+export const floorTo = (t: number, size: number) => t - ((t % size) + size) % size;
 
 export function rollupTableName(names: StateTableNames, rollup: Rollup): string {
   return `${names.table}_${rollup.suffix}`;

@@ -148,6 +148,28 @@ withEnv('rollup refresh on a server', ['CLICKHOUSE_URL'], 'scripts/clickhouse.sh
     }
   });
 
+  test('ClickHouse server: the API of one process reads recent states another has appended and not yet refreshed', async () => {
+    const database = `fleetstream_recent_${process.pid}`;
+    const engine = createClickHouseStore({ url, database, rollupRefreshMs: 3_600_000 });
+    const api = createClickHouseStore({ url, database, rollupRefreshMs: 3_600_000 });
+    try {
+      await engine.init();
+      await api.init();
+      const hour = 3_600_000;
+      const now = Date.now();
+      await engine.append(burst(now - 10 * MINUTE, 10, 1).flat());
+      const query = { deviceId: 'd0', asset: 'temperature', from: Math.floor(now / hour) * hour - hour, to: Math.floor(now / hour) * hour + hour, resolution: 'hour' as const };
+      assert.equal((await totals(api, database)).rollups[0], [0, 0], 'not refreshed');
+      const fromRaw = await api.aggregate({ ...query, from: query.from - 1 });
+      assert.is(fromRaw.reduce((n, b) => n + b.count, 0), 10);
+      assert.equal(await api.aggregate(query), fromRaw);
+    } finally {
+      await engine.close();
+      await api.close();
+      await clickhouseQuery(url, `DROP DATABASE IF EXISTS ${database}`);
+    }
+  });
+
   test('ClickHouse server: a store whose refresh fails at close still closes, and says why', async () => {
     const database = `fleetstream_gone_${process.pid}`;
     const errors: unknown[] = [];
