@@ -162,11 +162,13 @@ export async function openLog(config: Config, clock: Clock): Promise<Log> {
 export async function openStore(config: Config, logger?: Logger) {
   const database = config.clickhouseDatabase;
   const rollups = config.stateRollups !== 'off';
+  // Edges append no states: they read the rollups that the engines keep.
+  const keepRollups = config.role !== 'edge';
   // A failed refresh is tried again at the next one; said, so that rollups stuck behind are seen.
   const onRollupError = (error: unknown) => logger?.warn('state rollups: refresh failed, retried at the next one', { error: String(error) });
   const store = config.clickhouseUrl
-    ? createClickHouseStore({ url: config.clickhouseUrl, database, rollups, onRollupError })
-    : createChdbStore({ dir: dataPaths(config.dataDir).chdb, database, rollups, onRollupError });
+    ? createClickHouseStore({ url: config.clickhouseUrl, database, rollups, keepRollups, onRollupError })
+    : createChdbStore({ dir: dataPaths(config.dataDir).chdb, database, rollups, keepRollups, onRollupError });
   try {
     await store.init();
   } catch (error) {

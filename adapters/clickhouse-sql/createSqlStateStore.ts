@@ -51,6 +51,14 @@ export interface SqlStateStoreOptions {
    * without them (initStateTables.ts).
    */
   rollups?: boolean;
+  /**
+   * Whether this store keeps the rollups (refreshes what its appends touch, and rebuilds them at
+   * init when a store died with notes) or only reads them. Default true. A process that serves the
+   * API and appends nothing (role edge) reads them: it makes no table and no marker, rebuilds
+   * nothing, and answers aggregates from the rollups that the keeping processes made (the last 5
+   * minutes from raw states, as always), or from raw states where they are missing or stale.
+   */
+  keepRollups?: boolean;
   /** Time between refreshes of the rollups, and how long a minute stays untouched before it is refreshed, ms. Default 2000 (rollupRefresh.ts). */
   rollupRefreshMs?: number;
   /** Called with a failed refresh's error (its buckets are tried again at the next refresh). Default: none. */
@@ -162,7 +170,7 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
       open();
       const q = checkAggregateQuery(query, limits);
       if (q === undefined) return [];
-      const current = tables.refresh !== undefined && !tables.refresh.lagging(q.deviceId, q.from, q.to);
+      const current = tables.refresh !== undefined ? !tables.refresh.lagging(q.deviceId, q.from, q.to) : tables.rollups;
       const rollup = current ? rollupFor(q.resolutionMs, q.from, q.to) : undefined;
       if (rollup === undefined) return (await executor.select(aggregateSql(names, q))).map(decodeBucket);
       // Buckets from the recent past on come from raw states: another process (the engine, where

@@ -15,6 +15,10 @@
  * `<table>_rollups_pending` exists; close() drops it once every note is refreshed, and an init that
  * finds it (a store died with notes, or another keeping the same rollups is open) recomputes the
  * rollups from all states as after a run without them.
+ *
+ * A store that only reads the rollups (keepRollups false: a process serving the API that appends
+ * nothing) makes none of this: it looks whether the rollups exist and are not stale, and reads them
+ * if so.
  */
 import type { SqlExecutor } from './SqlExecutor.ts';
 import { detectCapabilities, type ServerCapabilities } from './serverCapabilities.ts';
@@ -29,6 +33,7 @@ export interface StateTablesOptions {
   retentionDays?: number;
   legacyLayout?: boolean;
   rollups?: boolean;
+  keepRollups?: boolean;
   rollupRefreshMs?: number;
   onRollupError?: (error: unknown) => void;
 }
@@ -36,7 +41,7 @@ export interface StateTablesOptions {
 export interface StateTables {
   capabilities: ServerCapabilities;
   layout: StateLayout;
-  /** The rollups exist and are kept (unless turned off, on both layouts). */
+  /** The rollups exist and are kept (unless turned off, on both layouts); for a store that only reads them, that they exist and are not stale. */
   rollups: boolean;
   /** The refreshes of the rollups, beside the appends (undefined when they are not kept). */
   refresh?: RollupRefresh;
@@ -58,6 +63,12 @@ export async function initStateTables(
   const layout = columns.includes('uplink_text') ? compactLayout(!capabilities.exactFloatText) : LEGACY_LAYOUT;
   if (!columns.includes('seq')) await addReadingNumber(executor, names, layout.kind === 'compact');
   await createStateViews(executor, names);
+  if (options.rollups !== false && options.keepRollups === false) {
+    // Reads only: whatever rollups the keeping processes made, unless one ran without them since.
+    const existing = await tableNames(executor, names);
+    const readable = ROLLUPS.every((rollup) => existing.has(rollupTableName(names, rollup))) && !existing.has(staleMarkerName(names));
+    return { capabilities, layout, rollups: readable, close: async () => {} };
+  }
   const rollups = options.rollups !== false;
   const refresh = rollups
     ? createRollupRefresh(executor, names, { compact: layout.kind === 'compact', intervalMs: options.rollupRefreshMs, onError: options.onRollupError })
@@ -94,7 +105,7 @@ const marker = (names: StateTableNames, name: string) => `\`${names.database}\`.
 const createMarkerSql = (names: StateTableNames, name: string) => `CREATE TABLE IF NOT EXISTS ${marker(names, name)} (since Int64) ENGINE = TinyLog`;
 
 async function initRollups(executor: SqlExecutor, names: StateTableNames, compact: boolean, refresh: RollupRefresh | undefined): Promise<void> {
-  const existing = new Set((await executor.select(`SELECT name FROM system.tables WHERE database = '${names.database}'`)).map((t) => String(t.name)));
+  const existing = await tableNames(executor, names);
   const present = ROLLUPS.filter((rollup) => existing.has(rollupTableName(names, rollup)));
   if (refresh === undefined) {
     if (present.length > 0) await executor.command(createMarkerSql(names, staleMarkerName(names)));
@@ -107,4 +118,8 @@ async function initRollups(executor: SqlExecutor, names: StateTableNames, compac
   await executor.command(createMarkerSql(names, pendingMarkerName(names)));
   if (present.length < ROLLUPS.length || stale || pending) await refresh.all();
   if (stale) await executor.command(`DROP TABLE IF EXISTS ${marker(names, staleMarkerName(names))}`);
+}
+
+async function tableNames(executor: SqlExecutor, names: StateTableNames): Promise<Set<string>> {
+  return new Set((await executor.select(`SELECT name FROM system.tables WHERE database = '${names.database}'`)).map((t) => String(t.name)));
 }

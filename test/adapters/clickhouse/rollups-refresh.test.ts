@@ -157,15 +157,53 @@ withEnv('rollup refresh on a server', ['CLICKHOUSE_URL'], 'scripts/clickhouse.sh
       await api.init();
       const hour = 3_600_000;
       const now = Date.now();
-      await engine.append(burst(now - 10 * MINUTE, 10, 1).flat());
+      // Within the last 5 minutes, which aggregates always read from raw states (whatever the hour's boundary).
+      await engine.append(burst(now - 4 * MINUTE, 4, 1).flat());
       const query = { deviceId: 'd0', asset: 'temperature', from: Math.floor(now / hour) * hour - hour, to: Math.floor(now / hour) * hour + hour, resolution: 'hour' as const };
       assert.equal((await totals(api, database)).rollups[0], [0, 0], 'not refreshed');
       const fromRaw = await api.aggregate({ ...query, from: query.from - 1 });
-      assert.is(fromRaw.reduce((n, b) => n + b.count, 0), 10);
+      assert.is(fromRaw.reduce((n, b) => n + b.count, 0), 4);
       assert.equal(await api.aggregate(query), fromRaw);
     } finally {
       await engine.close();
       await api.close();
+      await clickhouseQuery(url, `DROP DATABASE IF EXISTS ${database}`);
+    }
+  });
+
+  test('ClickHouse server: a store that only reads the rollups (an edge) makes no table or marker, leaves the keeper\'s marker, and reads what the keeper refreshed', async () => {
+    const database = `fleetstream_reader_${process.pid}`;
+    const early = createClickHouseStore({ url, database, keepRollups: false });
+    const keeper = createClickHouseStore({ url, database, rollupRefreshMs: 3_600_000 });
+    const reader = createClickHouseStore({ url, database, keepRollups: false });
+    const hour = { deviceId: 'd0', asset: 'temperature', from: T0, to: T0 + 3 * 3_600_000, resolution: 'hour' as const };
+    try {
+      // Started before any engine: no rollups yet, so raw states; nothing made but the states tables.
+      await early.init();
+      assert.not.ok((await tables(early, database)).some((t) => t.startsWith('states_')), 'no rollup table, no marker');
+      assert.equal(await early.aggregate(hour), []);
+      await keeper.init();
+      for (const batch of burst(T0, 180, 2)) await keeper.append(batch);
+      await keeper.rollupsCaughtUp();
+      await reader.init();
+      await reader.close();
+      assert.ok((await tables(keeper, database)).includes('states_rollups_pending'), 'the keeper\'s marker stays while it is open');
+      const fresh = createClickHouseStore({ url, database, keepRollups: false });
+      await fresh.init();
+      try {
+        // A state the keeper has appended and not refreshed, in an hour long past: the raw answer has it, the rollups not yet.
+        await keeper.append([{ deviceId: 'd0', asset: 'temperature', ts: T0 + 5, receivedAt: T0 + 6, value: 100, uplinkId: newUplinkId(T0 + 6) }]);
+        const fromRollups = await fresh.aggregate(hour);
+        const fromRaw = await fresh.aggregate({ ...hour, from: hour.from - 1 });
+        assert.equal(fromRollups.map((b) => b.count), [60, 60, 60], 'read from the rollups the keeper refreshed');
+        assert.equal(fromRaw.map((b) => b.count), [61, 60, 60]);
+        assert.equal(await early.aggregate({ ...hour, from: hour.from - 1 }), fromRaw, 'the store that found no rollups reads raw states');
+      } finally {
+        await fresh.close();
+      }
+    } finally {
+      await early.close();
+      await keeper.close();
       await clickhouseQuery(url, `DROP DATABASE IF EXISTS ${database}`);
     }
   });
