@@ -159,12 +159,16 @@ export async function openLog(config: Config, clock: Clock): Promise<Log> {
 }
 
 /** The state store (with its rejections and command history tables), initialised. */
-export async function openStore(config: Config) {
+export async function openStore(config: Config, logger?: Logger) {
   const database = config.clickhouseDatabase;
-  const rollups = config.stateRollups === 'on';
+  const rollups = config.stateRollups !== 'off';
+  // Edges append no states: they read the rollups that the engines keep.
+  const keepRollups = config.role !== 'edge';
+  // A failed refresh is tried again at the next one; said, so that rollups stuck behind are seen.
+  const onRollupError = (error: unknown) => logger?.warn('state rollups: refresh failed, retried at the next one', { error: String(error) });
   const store = config.clickhouseUrl
-    ? createClickHouseStore({ url: config.clickhouseUrl, database, rollups })
-    : createChdbStore({ dir: dataPaths(config.dataDir).chdb, database, rollups });
+    ? createClickHouseStore({ url: config.clickhouseUrl, database, rollups, keepRollups, onRollupError })
+    : createChdbStore({ dir: dataPaths(config.dataDir).chdb, database, rollups, keepRollups, onRollupError });
   try {
     await store.init();
   } catch (error) {
@@ -246,7 +250,7 @@ export async function openPorts(options: OpenPortsOptions): Promise<Ports> {
     log = await openLog(config, clock);
     closers.add('log', () => log.close());
     if (given.store === undefined) {
-      const opened = store = await openStore(config);
+      const opened = store = await openStore(config, logger);
       closers.add('store', () => opened.close());
     } else {
       store = given.store;

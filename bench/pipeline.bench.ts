@@ -8,8 +8,8 @@
  *   BENCH_MAX_ROWS=20000 BENCH_PENDING_ROWS=80000 BENCH_IN_FLIGHT=40000 BENCH_FETCH=4000 …   tuning
  *   BENCH_CONCURRENCY=2 npx node bench/pipeline.bench.ts          two store inserts in flight (StateBatcher)
  *   BENCH_RAW=0 npx node --cpu-prof bench/pipeline.bench.ts      profile the engine without the baseline
- *   BENCH_ROLLUPS=1 npx node bench/pipeline.bench.ts              the store refreshing rollups on every append (the service's default;
- *                                                                 the bench's store runs without them unless asked)
+ *   BENCH_ROLLUPS=1 npx node bench/pipeline.bench.ts              the store keeping rollups, refreshed beside the appends (the service's
+ *                                                                 default; the bench's store runs without them unless asked)
  *   BENCH_LEGACY=1 npx node bench/pipeline.bench.ts               the 18.16 table layout
  *
  * Reports the append rate (uplinks/s, encode measured apart), data points (states) stored per

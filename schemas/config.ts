@@ -157,10 +157,10 @@ export const Config = Type.Object({
    */
   registryCacheTtlMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 3_600_000 })),
   /**
-   * Per-minute, per-hour and per-day rollups of the states (docs/analytics.md), refreshed by every
-   * append and read by the aggregate API: `on` (the default) or `off`, which makes ingest cheaper
-   * (no refresh after each append) and aggregates scan raw states. Turned on again, they are
-   * rebuilt from every stored state at the next start.
+   * Per-minute, per-hour and per-day rollups of the states (docs/analytics.md), refreshed every
+   * few seconds beside ingest and read by the aggregate API: `on` (the default) or `off`, where
+   * aggregates scan raw states. Turned on again, they are rebuilt from every stored state at the
+   * next start.
    */
   stateRollups: Type.Optional(Type.Union([Type.Literal('on'), Type.Literal('off')])),
   /** ClickHouse database of the states and rejections tables (chDB or server). Unset: `fleetstream`. */
@@ -227,4 +227,5 @@ export const defaultConfig: Config = {
   uplinks: { atMaxAheadMs: 86_400_000, atMinMs: 0 },
   quotas: {},
   log: { level: 'info' },
+  stateRollups: 'on',
 };

@@ -20,7 +20,7 @@ import { insertGroups, LEGACY_LAYOUT, type StateLayout } from './stateLayout.ts'
 import type { ServerCapabilities } from './serverCapabilities.ts';
 import { retriableWhenReady } from './retriableWhenReady.ts';
 import { initStateTables, type StateTables } from './initStateTables.ts';
-import { rollupAggregateSql, rollupFor } from './stateRollups.ts';
+import { floorTo, rollupAggregateSql, rollupFor } from './stateRollups.ts';
 import type { SqlExecutor } from './SqlExecutor.ts';
 
 export interface SqlStateStoreOptions {
@@ -42,15 +42,27 @@ export interface SqlStateStoreOptions {
   /** Create the 18.16 layout even where the server has the compact one (benchmarks, tests). */
   legacyLayout?: boolean;
   /**
-   * Keep per-minute, per-hour and per-day rollups (stateRollups.ts), on both layouts, refreshed by
-   * every append, and answer aggregates from them. Default false: the refresh is exact but reads the
-   * touched buckets back with FINAL after every append, which costs far more than the insert
-   * (bench/pipeline.bench.ts with BENCH_ROLLUPS=1 against the default; the service's ingest fell
-   * about 20× with them in bench/rules.bench.ts). Rollups
-   * made when states already exist start from all of them, and so do rollups kept again after a
-   * store ran without them (initStateTables.ts).
+   * Keep per-minute, per-hour and per-day rollups (stateRollups.ts), on both layouts, and answer
+   * aggregates from them. Default true. Appends note the buckets they touch and refreshes beside
+   * them recompute those from the folded raw states (rollupRefresh.ts): a rollup lags its states
+   * by seconds, up to a minute for the minute being written (docs/analytics.md), but an aggregate
+   * never reads a lagging rollup (it reads the raw states of a range this store has yet to refresh). Rollups made when
+   * states already exist start from all of them, and so do rollups kept again after a store ran
+   * without them (initStateTables.ts).
    */
   rollups?: boolean;
+  /**
+   * Whether this store keeps the rollups (refreshes what its appends touch, and rebuilds them at
+   * init when a store died with notes) or only reads them. Default true. A process that serves the
+   * API and appends nothing (role edge) reads them: it makes no table and no marker, rebuilds
+   * nothing, and answers aggregates from the rollups that the keeping processes made (the last 5
+   * minutes from raw states, as always), or from raw states where they are missing or stale.
+   */
+  keepRollups?: boolean;
+  /** Time between refreshes of the rollups, and how long a minute stays untouched before it is refreshed, ms. Default 2000 (rollupRefresh.ts). */
+  rollupRefreshMs?: number;
+  /** Called with a failed refresh's error (its buckets are tried again at the next refresh). Default: none. */
+  onRollupError?: (error: unknown) => void;
   /** Send states as TabSeparated even where the executor offers RowBinary (to measure one against the other, and to compare what each stores). */
   textInsert?: boolean;
 }
@@ -68,11 +80,23 @@ export interface SqlStateStore extends StateStore {
    * the embedded store's door to the SQL of docs/analytics.md. Errors as FleetError.
    */
   query(sql: string): Promise<Record<string, unknown>[]>;
+  /**
+   * Resolves once the rollups hold every state appended before the call (at once without rollups):
+   * for readers of the rollup tables that must see what they just stored.
+   */
+  rollupsCaughtUp(): Promise<void>;
   /** What init() found: the server's capabilities and the layout of the states table. */
   readonly layout: { readonly capabilities?: ServerCapabilities; readonly kind: StateLayout['kind'] };
 }
 
 const BINARY_INSERT_ROWS = 5_000;
+
+/**
+ * Aggregates read raw states for buckets that end less than this long ago (by `ts`): a minute
+ * still being written is refreshed up to about a minute and a refresh later (rollupRefresh.ts), by
+ * whichever process appended it. Late readings of older minutes are refreshed within seconds.
+ */
+const RECENT_FROM_RAW_MS = 5 * 60_000;
 
 export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreOptions = {}): SqlStateStore {
   const ready = retriableWhenReady(engine);
@@ -82,7 +106,7 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
   let closed = false;
   let closing: Promise<void> | undefined;
   // Until init() has looked at the table, rows are written and read as the 18.16 layout.
-  let tables: Omit<StateTables, 'capabilities'> & { capabilities?: ServerCapabilities } = { layout: LEGACY_LAYOUT, rollups: false };
+  let tables: Omit<StateTables, 'capabilities'> & { capabilities?: ServerCapabilities } = { layout: LEGACY_LAYOUT, rollups: false, close: async () => {} };
 
   function open(): void {
     if (closed) throw new FleetError('CLOSED', 'state store is closed');
@@ -91,7 +115,7 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
   const rejections = createSqlRejectionStore(executor, { database: names.database });
   const commands = createSqlCommandHistory(executor, { database: names.database });
 
-  const retention = createSqlStateRetention(executor, names, () => ({ kind: tables.layout.kind, rollups: tables.rollups }));
+  const retention = createSqlStateRetention(executor, names, () => ({ kind: tables.layout.kind, rollups: tables.refresh }));
 
   return {
     rejections,
@@ -104,6 +128,10 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
     query(sql: string) {
       open();
       return executor.select(sql);
+    },
+    async rollupsCaughtUp() {
+      open();
+      await tables.refresh?.caughtUp();
     },
     get layout() {
       return { capabilities: tables.capabilities, kind: tables.layout.kind };
@@ -122,7 +150,7 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
       checkStateRows(rows);
       if (rows.length === 0) return;
       await insertStates(executor, insertTarget, tables.layout, rows, options.textInsert !== true && rows.length >= binaryFrom);
-      if (tables.refresh !== undefined) await tables.refresh.touched(rows);
+      tables.refresh?.touched(rows);
     },
 
     async latest(deviceId: string): Promise<StoredState[]> {
@@ -142,14 +170,21 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
       open();
       const q = checkAggregateQuery(query, limits);
       if (q === undefined) return [];
-      const rollup = tables.rollups ? rollupFor(q.resolutionMs, q.from, q.to) : undefined;
-      const sql = rollup ? rollupAggregateSql(names, rollup, q) : aggregateSql(names, q);
-      return (await executor.select(sql)).map(decodeBucket);
+      const current = tables.refresh !== undefined ? !tables.refresh.lagging(q.deviceId, q.from, q.to) : tables.rollups;
+      const rollup = current ? rollupFor(q.resolutionMs, q.from, q.to) : undefined;
+      if (rollup === undefined) return (await executor.select(aggregateSql(names, q))).map(decodeBucket);
+      // Buckets from the recent past on come from raw states: another process (the engine, where
+      // this one serves the API) may not have refreshed them yet. `cut` is a bucket boundary.
+      const cut = Math.min(q.to, Math.max(q.from, floorTo(Date.now() - RECENT_FROM_RAW_MS, q.resolutionMs)));
+      const rolled = cut > q.from ? await executor.select(rollupAggregateSql(names, rollup, { ...q, to: cut })) : [];
+      const raw = cut < q.to ? await executor.select(aggregateSql(names, { ...q, from: cut })) : [];
+      return [...rolled, ...raw].map(decodeBucket);
     },
 
     close() {
       closed = true;
-      closing ??= engine.close();
+      // What the rollups lack is refreshed first; if that fails, the pending marker stays and the next init rebuilds them.
+      closing ??= tables.close().then(() => engine.close());
       return closing;
     },
   };

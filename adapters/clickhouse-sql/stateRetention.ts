@@ -9,6 +9,7 @@
 import { FleetError } from '../../engine/kernel/errors.ts';
 import type { StateRetention } from '../../engine/ports/stateRetention.ts';
 import { ROLLUPS, rollupTableName } from './stateRollups.ts';
+import type { RollupRefresh } from './rollupRefresh.ts';
 import type { SqlExecutor } from './SqlExecutor.ts';
 import { int64Literal, qualifiedTable, quoteString, type StateTableNames } from './stateTable.ts';
 
@@ -17,7 +18,8 @@ const DEVICES_PER_STATEMENT = 1000;
 export interface RetentionTables {
   /** The states table's layout, as init() found it. */
   kind: 'legacy' | 'compact';
-  rollups: boolean;
+  /** The rollups' refreshes, when kept: deletions run between two, lest one that read the rows before undo them. */
+  rollups: Pick<RollupRefresh, 'exclusive'> | undefined;
 }
 
 function requireDeviceIds(deviceIds: readonly string[]): void {
@@ -54,12 +56,17 @@ export function createSqlStateRetention(executor: SqlExecutor, names: StateTable
           await executor.command(`ALTER TABLE ${qualifiedTable(names)} DELETE WHERE ${where}`);
           continue;
         }
-        await executor.command(`DELETE FROM ${qualifiedTable(names)} WHERE ${where}`);
-        if (!rollups) continue;
-        for (const rollup of ROLLUPS) {
-          const table = `\`${names.database}\`.\`${rollupTableName(names, rollup)}\``;
-          await executor.command(`DELETE FROM ${table} WHERE device_id IN (${devices}) AND bucket + ${int64Literal(rollup.size)} <= ${int64Literal(before)}`);
+        if (rollups === undefined) {
+          await executor.command(`DELETE FROM ${qualifiedTable(names)} WHERE ${where}`);
+          continue;
         }
+        await rollups.exclusive(async () => {
+          await executor.command(`DELETE FROM ${qualifiedTable(names)} WHERE ${where}`);
+          for (const rollup of ROLLUPS) {
+            const table = `\`${names.database}\`.\`${rollupTableName(names, rollup)}\``;
+            await executor.command(`DELETE FROM ${table} WHERE device_id IN (${devices}) AND bucket + ${int64Literal(rollup.size)} <= ${int64Literal(before)}`);
+          }
+        });
       }
     },
   };

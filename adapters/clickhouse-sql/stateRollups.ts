@@ -5,14 +5,14 @@
  * Why not a materialized view: a view aggregates each insert block as it comes, and a replayed
  * uplink re-inserts rows the raw table folds (ReplacingMergeTree + FINAL) but a view would count
  * again. 18.16's AggregatingMergeTree behind a view has the same flaw (its states merge, they never
- * replace). So the store refreshes rollups itself after each append, from the raw table read with
- * FINAL, for the minute ranges (of the devices, when few) the append touched: a replay recomputes the same buckets
- * to the same answer. Hours are refreshed from the minute rollup, days from the hour rollup. The cost of a refresh is the rows
- * already in the touched buckets: about the append itself for devices reading once a minute, up to
- * 60 minute rows per device and asset for the hour (pipeline bench: ~60-100 ms per 40 000 rows). Rollup rows are
- * ReplacingMergeTree on a version that grows with each refresh; a store serialises its refreshes,
- * so a later version was computed from a later (never smaller) set of raw rows. Two processes
- * refreshing the same bucket at once may leave the older answer until the next append touching it.
+ * replace). So the store refreshes rollups itself, from the raw table read with FINAL, for the
+ * minute ranges (of the devices, when few) appends touched: a replay recomputes the same buckets to
+ * the same answer. The refresh runs beside the appends, every few seconds (rollupRefresh.ts), so its
+ * cost is paid once per bucket per refresh rather than once per append. Hours are refreshed from the
+ * minute rollup, days from the hour rollup. Rollup rows are ReplacingMergeTree on a version that
+ * grows with each refresh; a store serialises its refreshes, so a later version was computed from a
+ * later (never smaller) set of raw rows. Two processes refreshing the same bucket at once may leave
+ * the older answer until the next append touching it.
  *
  * The same SQL runs on 18.16 (ClickHouse server of the distributed deployment) and on the compact
  * servers; only the DDL differs (no codecs, no LowCardinality on 18.16), and the refresh's SETTINGS,
@@ -23,7 +23,6 @@
  * and last are exact.
  */
 import type { Resolution } from '../../engine/ports/store.ts';
-import type { StateRow } from '../../schemas/messages.ts';
 import { int64Literal, quoteString, type StateTableNames } from './stateTable.ts';
 import { STATE_ORDER } from './stateQueries.ts';
 
@@ -38,7 +37,7 @@ const qualified = (names: StateTableNames, rollup: Rollup) => `\`${names.databas
 
 /** Epoch-aligned bucket start (floor, also for negative ts); the divisor is Int64 (see stateQueries.ts). */
 const bucketOf = (column: string, size: number) => `${column} - ((${column} % ${int64Literal(size)}) + ${int64Literal(size)}) % ${int64Literal(size)}`;
-const floorTo = (t: number, size: number) => t - ((t % size) + size) % size;
+export const floorTo = (t: number, size: number) => t - ((t % size) + size) % size;
 
 export function rollupTableName(names: StateTableNames, rollup: Rollup): string {
   return `${names.table}_${rollup.suffix}`;
@@ -71,7 +70,7 @@ export function createRollupSql(names: StateTableNames, rollup: Rollup, compact:
 ORDER BY (device_id, asset, bucket)`;
 }
 
-/** What one append touched: its devices (a quoted list, or undefined for all) and its minute buckets as ranges. */
+/** What a refresh recomputes: devices (a quoted list, or undefined for all) and minute buckets as ranges. */
 export interface Touched {
   devices: string | undefined;
   /** [from, to) ranges of ts, minute-aligned, disjoint, ascending. */
@@ -79,25 +78,16 @@ export interface Touched {
 }
 
 /**
- * An append of a few devices names them, so the refresh reads only their granules (the sorting key
- * starts with device_id). A large one (the usual engine batch spans the fleet) reads every device in
+ * A refresh of a few devices' minutes names them, so it reads only their granules (the sorting key
+ * starts with device_id). One of more (the usual engine batch spans the fleet) reads every device in
  * the touched minutes instead: parsing a list of 10 000 ids costs more than reading the minutes,
- * and a list that size would pass the server's max_query_size (256 KiB).
+ * and a list that size would pass the server's max_query_size (256 KiB; 500 ids of at most 64
+ * characters stay under 40 KiB).
  */
-const MAX_LISTED_DEVICES = 500;
+export const MAX_LISTED_DEVICES = 500;
 
-export function touchedBy(rows: readonly StateRow[]): Touched {
-  const devices = new Set<string>();
-  const minutes = new Set<number>();
-  for (const row of rows) {
-    if (devices.size <= MAX_LISTED_DEVICES) devices.add(row.deviceId);
-    minutes.add(floorTo(row.ts, 60_000));
-  }
-  const listed = devices.size <= MAX_LISTED_DEVICES ? [...devices].map(quoteString).join(', ') : undefined;
-  return { devices: listed !== undefined && listed.length < 100_000 ? listed : undefined, ranges: ranges(minutes) };
-}
-
-function ranges(minutes: Set<number>): Array<[number, number]> {
+/** Minute starts as [from, to) ranges, disjoint and ascending. */
+export function minuteRanges(minutes: Iterable<number>): Array<[number, number]> {
   const sorted = [...minutes].sort((a, b) => a - b);
   const ranges: Array<[number, number]> = [];
   for (const m of sorted) {

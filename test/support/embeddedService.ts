@@ -23,7 +23,7 @@ export interface EmbeddedServiceOptions {
   integrations?: Partial<Config['integrations']>;
   /** The read-only SQL listener (`--sql-port`, `--sql-password`); none by default. */
   sql?: Config['sql'];
-  /** `--state-rollups`: off by default. */
+  /** `--state-rollups`: on by default. */
   stateRollups?: Config['stateRollups'];
   /** `--retention-sweep-ms` and `--audit-retention-days`: the defaults (an hour, 90 days) unless given. */
   retention?: { sweepMs?: number; auditDays?: number };

@@ -52,6 +52,7 @@ export function memoryServiceStore(parts: MemoryStoreParts = {}): SqlStateStore 
   return {
     init: async () => undefined,
     close: async () => undefined,
+    rollupsCaughtUp: async () => undefined,
     append: async (appended) => {
       rows.push(...appended);
     },

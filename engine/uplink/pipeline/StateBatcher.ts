@@ -28,8 +28,8 @@ export interface StateBatcherOptions {
   /**
    * Batches written at once. Default 1. Two let the next batch be encoded while one is in the
    * store; store.append must then be safe to call concurrently (rows of one uplink have one key, so
-   * the order two inserts land in does not change what a read folds them to). The SQL store's
-   * rollup refresh is not: with `rollups: true`, keep 1. The service uses 1; the benches measure 2.
+   * the order two inserts land in does not change what a read folds them to; the SQL store's
+   * rollups are refreshed apart from appends). The service uses 1; the benches measure 2.
    */
   concurrency?: number;
   /** First retry delay after a retriable store error, ms; doubles per attempt. Default 100. */

@@ -72,6 +72,7 @@ async function answers(store: SqlStateStore, database: string): Promise<Map<stri
   ];
   await store.rejections.append(rejections);
   await store.rejections.append(rejections); // a replay must not show
+  await store.rollupsCaughtUp();
   const out = new Map<string, unknown[]>();
   for (const block of blocks) {
     const sql = block.replaceAll('fleetstream.', `${database}.`).replaceAll("'fleetstream'", `'${database}'`);

@@ -95,6 +95,7 @@ async function backfillScenario(open: Open, database: string): Promise<void> {
     assert.not.ok((await tables(store, database)).includes('states_rollups_stale'));
     // Appends refresh them from here on, a replay counted once.
     await store.append([...later.slice(0, 10), ...states(T0 + 5 * DAY, 1)]);
+    await store.rollupsCaughtUp();
     const after = await totals(store, database);
     for (const [table, [, count, sum]] of Object.entries(after.rollups)) assert.equal([count, sum], after.raw, table);
   });

@@ -31,10 +31,12 @@ test('flags and environment set the prefix, the ClickHouse database and the Post
   assert.is(flags.databaseSchema, 's1');
 });
 
-test('state rollups: off unless turned on by flag or environment; nothing else accepted', () => {
-  assert.is(loadConfig({}, {}).stateRollups, undefined, 'unset: off (openStore keeps them only when on)');
+test('state rollups: on unless turned off by flag or environment; nothing else accepted', () => {
+  assert.is(loadConfig({}, {}).stateRollups, 'on', 'unset: on');
   assert.is(loadConfig({}, { STATE_ROLLUPS: 'off' }).stateRollups, 'off');
+  assert.is(loadConfig({ 'state-rollups': 'off' }, {}).stateRollups, 'off');
   assert.is(loadConfig({ 'state-rollups': 'on' }, { STATE_ROLLUPS: 'off' }).stateRollups, 'on', 'flags win');
+  assert.is(loadConfig({ 'state-rollups': 'off' }, { STATE_ROLLUPS: 'on' }).stateRollups, 'off', 'flags win');
   for (const bad of ['false', '0', 'OFF', 'off ', 'no']) assert.throws(() => loadConfig({ 'state-rollups': bad }, {}), /invalid configuration/, bad);
 });
 
