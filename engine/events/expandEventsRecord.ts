@@ -1,6 +1,6 @@
 /**
  * The events of a record of topic `events` (schemas/events.ts EventsRecord), expanded from its
- * compact form as integrations deliver them (less `groundId`, which is the integration's): the
+ * compact form as integrations deliver them (with `groundId`, the integration's, when given): the
  * shared fields of the record copied into each event, times as ISO 8601, ids derived from the
  * source (engine/events/eventRecords.ts). Records of the earlier form, `{"events":[…]}` with the
  * events written out, are read as they are: the topic keeps 7 days of them across an upgrade.
@@ -21,22 +21,32 @@ export interface ExpandedRecord {
   source?: EventSource;
 }
 
-/** `parsed`: the record's value, parsed JSON; `deviceId`: its key. */
-export function expandEventsRecord(deviceId: string, parsed: unknown): ExpandedRecord | undefined {
+/**
+ * `parsed`: the record's value, parsed JSON; `deviceId`: its key. With `groundId`, each event carries
+ * it third (after `type` and `id`), as an integration delivers it: a `groundId` written into the
+ * record does not count.
+ */
+export function expandEventsRecord(deviceId: string, parsed: unknown, groundId?: string): ExpandedRecord | undefined {
   if (!isObject(parsed)) return undefined;
   const source = parsed.source;
   if (source !== undefined && !isSource(source)) return undefined;
-  const events = Array.isArray(parsed.events) ? writtenOut(deviceId, parsed.events) : compact(deviceId, parsed);
+  const events = Array.isArray(parsed.events) ? writtenOut(deviceId, parsed.events, groundId) : compact(deviceId, parsed, groundId);
   if (events === undefined || events.length === 0) return undefined;
   return source === undefined ? { events } : { events, source };
 }
 
-function writtenOut(deviceId: string, list: unknown[]): ExpandedEvent[] | undefined {
+function writtenOut(deviceId: string, list: unknown[], groundId: string | undefined): ExpandedEvent[] | undefined {
   for (const item of list) if (!isEvent(item, deviceId)) return undefined;
-  return list as ExpandedEvent[];
+  return groundId === undefined ? list as ExpandedEvent[] : (list as ExpandedEvent[]).map((event) => grounded(event, groundId));
 }
 
-function compact(deviceId: string, record: Record<string, unknown>): ExpandedEvent[] | undefined {
+/** `event` with `groundId` third, in place of one it was written with. */
+function grounded(event: ExpandedEvent, groundId: string): ExpandedEvent {
+  const { type, id, groundId: _written, ...rest } = event;
+  return { type, id, groundId, ...rest };
+}
+
+function compact(deviceId: string, record: Record<string, unknown>, groundId: string | undefined): ExpandedEvent[] | undefined {
   if (record.deviceId !== deviceId) return undefined;
   const { uplinkId, receivedAt, states, rejections, alarms, commands } = record;
   for (const list of [states, rejections, alarms, commands]) if (list !== undefined && !Array.isArray(list)) return undefined;
@@ -48,25 +58,27 @@ function compact(deviceId: string, record: Record<string, unknown>): ExpandedEve
       if (!Array.isArray(state) || state.length < 3 || state.length > 4) return undefined;
       const [asset, at, value, seq = 0] = state as [unknown, unknown, unknown, unknown];
       if (typeof asset !== 'string' || !isTime(at) || !(Number.isSafeInteger(seq) && (seq as number) >= 0)) return undefined;
-      events.push({
-        type: 'state', id: `${uplinkId}/${asset}/${at}/${seq}`, deviceId, asset, value,
-        at: at === receivedAt ? received : isoTime(at), receivedAt: received, uplinkId,
-      });
+      const id = `${uplinkId}/${asset}/${at}/${seq}`;
+      const iso = at === receivedAt ? received : isoTime(at);
+      // Built whole rather than through grounded(): this runs for every state and integration.
+      events.push(groundId === undefined
+        ? { type: 'state', id, deviceId, asset, value, at: iso, receivedAt: received, uplinkId }
+        : { type: 'state', id, groundId, deviceId, asset, value, at: iso, receivedAt: received, uplinkId });
     }
     for (const item of (rejections ?? []) as unknown[]) {
       const rejection = refusal(item, deviceId, uplinkId, received);
       if (rejection === undefined) return undefined;
-      events.push(rejection);
+      events.push(groundId === undefined ? rejection : grounded(rejection, groundId));
     }
   }
   for (const item of (alarms ?? []) as unknown[]) {
     if (!isEvent(item, deviceId) || item.type !== 'alarm') return undefined;
-    events.push(item);
+    events.push(groundId === undefined ? item : grounded(item, groundId));
   }
   for (const item of (commands ?? []) as unknown[]) {
     const change = commandChange(item, deviceId);
     if (change === undefined) return undefined;
-    events.push(change);
+    events.push(groundId === undefined ? change : grounded(change, groundId));
   }
   return events;
 }

@@ -43,21 +43,27 @@ export function selectEvents(filter: EventFilter, deviceId: string, value: Uint8
   } catch {
     return MALFORMED;
   }
-  const record = expandEventsRecord(deviceId, parsed);
+  // The ground is the integration's: a groundId written into the record does not count.
+  const record = expandEventsRecord(deviceId, parsed, filter.groundId);
   if (record === undefined) return MALFORMED;
   const events: Record<string, unknown>[] = [];
-  for (const item of record.events) {
-    if (!TYPES.has(item.type)) continue;
+  for (const event of record.events) {
+    const type = event.type;
+    if (!TYPES.has(type)) continue;
     // An alarm goes where its rule's actions send it, whatever events the integration takes, and
     // which integrations those are is nobody else's business.
-    const { type, id, groundId: _written, integrations, ...rest } = item;
+    const integrations = event.integrations;
     const named = type === 'alarm' && filter.id !== undefined && Array.isArray(integrations) && integrations.includes(filter.id);
     if (!named) {
       if (!filter.events.includes(type as Integration['events'][number])) continue;
-      if (filter.assets !== undefined && typeof item.asset === 'string' && !filter.assets.includes(item.asset)) continue;
+      if (filter.assets !== undefined && typeof event.asset === 'string' && !filter.assets.includes(event.asset)) continue;
     }
-    // The ground is the integration's: a groundId written into the record does not count.
-    events.push({ type, id, groundId: filter.groundId, ...rest });
+    if (integrations === undefined) {
+      events.push(event);
+      continue;
+    }
+    const { integrations: _names, ...delivered } = event;
+    events.push(delivered);
   }
   return record.source === undefined ? { events, malformed: false } : { events, malformed: false, source: record.source };
 }
