@@ -4,12 +4,17 @@
  * device, in order: the states one uplink stored followed by its refusals and the alarms its
  * states raised, repeated or cleared, or one command change.
  *
- *     {"events":[{"type":"state","id":"…","deviceId":"…","asset":"t","value":21.5,"at":"…","receivedAt":"…"}, …]}
+ * A record is compact (EventsRecord): what its events share (the device, the uplink, its receipt)
+ * once, each state a tuple `[asset, at, value]`, times in epoch ms; the events themselves (the
+ * shapes below, as integrations deliver them) are expanded from it by the reader
+ * (engine/events/eventRecords.ts expandEventsRecord):
+ *
+ *     {"source":{"partition":3,"offset":1841},"deviceId":"…","uplinkId":"…","receivedAt":1764324000120,"states":[["t",1764324000000,21.5]]}
  *
  * An event's `id` is derived from its source (the uplink's id, the asset, the time and reading; the
  * command's id, status and attempt), so a source replayed after a crash yields the same ids:
  * readers de-duplicate on it. Readers ignore fields they do not know; a new kind of event is a new
- * `type`, which readers skip.
+ * field (or `type`, in `alarms`), which readers skip.
  */
 import Type, { type Static } from 'typebox';
 
@@ -96,6 +101,57 @@ export type FleetEvent = Static<typeof FleetEvent>;
 export const EventSource = Type.Object({ partition: Type.Integer({ minimum: 0 }), offset: Type.Integer({ minimum: 0 }) });
 export type EventSource = Static<typeof EventSource>;
 
-/** The value of one record of topic `events`; `source` for an uplink's events (not a command change). */
-export const EventsRecord = Type.Object({ source: Type.Optional(EventSource), events: Type.Array(FleetEvent, { minItems: 1 }) });
+/**
+ * A stored state in a record: `[asset, measurement time (epoch ms), value]`, and the reading's
+ * index among the uplink's readings of that asset and time when it is not 0 (schemas/messages.ts
+ * StateRow `seq`). Its event: `{"type":"state","id":"<uplinkId>/<asset>/<at>/<seq>", …}`.
+ */
+export const RecordedState = Type.Union([
+  Type.Tuple([Type.String(), Type.Integer(), Type.Unknown()]),
+  Type.Tuple([Type.String(), Type.Integer(), Type.Unknown(), Type.Integer({ minimum: 1 })]),
+]);
+export type RecordedState = Static<typeof RecordedState>;
+
+/** A refusal in a record; its event's id: `<uplinkId>/rejection/<item or ->/<asset or ->/<code>`. */
+export const RecordedRejection = Type.Object({
+  code: Type.String(),
+  reason: Type.String(),
+  /** Epoch ms. */
+  rejectedAt: Type.Integer(),
+  /** An empty one counts in the id only (the event has no asset). */
+  asset: Type.Optional(Type.String()),
+  item: Type.Optional(Type.Integer({ minimum: 0 })),
+});
+export type RecordedRejection = Static<typeof RecordedRejection>;
+
+/** A command change in a record; its event's id: `<commandId>/<status>/<attempts>`. */
+export const RecordedCommand = Type.Object({
+  commandId: Type.String(),
+  status: Type.String(),
+  attempts: Type.Integer({ minimum: 0 }),
+  /** Epoch ms. */
+  changedAt: Type.Integer(),
+  asset: Type.Optional(Type.String()),
+  code: Type.Optional(Type.String()),
+  reason: Type.Optional(Type.String()),
+});
+export type RecordedCommand = Static<typeof RecordedCommand>;
+
+/**
+ * The value of one record of topic `events`. An uplink's record: `source` (none for an uplink an
+ * edge refused whole), `uplinkId` and `receivedAt` (epoch ms), then its `states`, `rejections` and
+ * `alarms` (each absent when empty), whose events come in that order. A command change:
+ * `commands`. Alarm changes no uplink made: `alarms` alone. Alarms are written as they are
+ * delivered (AlarmEvent), less `groundId`.
+ */
+export const EventsRecord = Type.Object({
+  source: Type.Optional(EventSource),
+  deviceId: Type.String(),
+  uplinkId: Type.Optional(Type.String({ minLength: 1 })),
+  receivedAt: Type.Optional(Type.Integer()),
+  states: Type.Optional(Type.Array(RecordedState)),
+  rejections: Type.Optional(Type.Array(RecordedRejection)),
+  alarms: Type.Optional(Type.Array(AlarmEvent)),
+  commands: Type.Optional(Type.Array(RecordedCommand)),
+});
 export type EventsRecord = Static<typeof EventsRecord>;

@@ -5,10 +5,11 @@
  * the integration's ground, as receivers get it.
  *
  * The topic is written by the engine, but on Kafka anyone allowed to append may write it: a record
- * that is not JSON, or not `{"events":[…]}`, or an event whose device is not the record's key, is
- * skipped (`malformed`), never delivered and never a reason to stop.
+ * that is not JSON, or not a record of events of its key's device (expandEventsRecord), is skipped
+ * (`malformed`), never delivered and never a reason to stop.
  */
 import type { Integration } from '../ports/integrationRegistry.ts';
+import { expandEventsRecord } from '../events/expandEventsRecord.ts';
 import type { EventSource } from '../../schemas/events.ts';
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
@@ -42,37 +43,27 @@ export function selectEvents(filter: EventFilter, deviceId: string, value: Uint8
   } catch {
     return MALFORMED;
   }
-  const list = (parsed as { events?: unknown } | null)?.events;
-  if (!Array.isArray(list) || list.length === 0) return MALFORMED;
-  const source = (parsed as { source?: unknown }).source;
-  if (source !== undefined && !isSource(source)) return MALFORMED;
+  // The ground is the integration's: a groundId written into the record does not count.
+  const record = expandEventsRecord(deviceId, parsed, filter.groundId);
+  if (record === undefined) return MALFORMED;
   const events: Record<string, unknown>[] = [];
-  for (const item of list) {
-    if (!isEvent(item, deviceId)) return MALFORMED;
-    if (!TYPES.has(item.type)) continue;
+  for (const event of record.events) {
+    const type = event.type;
+    if (!TYPES.has(type)) continue;
     // An alarm goes where its rule's actions send it, whatever events the integration takes, and
     // which integrations those are is nobody else's business.
-    const { type, id, groundId: _written, integrations, ...rest } = item;
+    const integrations = event.integrations;
     const named = type === 'alarm' && filter.id !== undefined && Array.isArray(integrations) && integrations.includes(filter.id);
     if (!named) {
       if (!filter.events.includes(type as Integration['events'][number])) continue;
-      if (filter.assets !== undefined && typeof item.asset === 'string' && !filter.assets.includes(item.asset)) continue;
+      if (filter.assets !== undefined && typeof event.asset === 'string' && !filter.assets.includes(event.asset)) continue;
     }
-    // The ground is the integration's: a groundId written into the record does not count.
-    events.push({ type, id, groundId: filter.groundId, ...rest });
+    if (integrations === undefined) {
+      events.push(event);
+      continue;
+    }
+    const { integrations: _names, ...delivered } = event;
+    events.push(delivered);
   }
-  return source === undefined ? { events, malformed: false } : { events, malformed: false, source };
-}
-
-function isSource(value: unknown): value is EventSource {
-  const source = value as Partial<EventSource> | null;
-  return typeof source === 'object' && source !== null && Number.isSafeInteger(source.partition) && source.partition! >= 0
-    && Number.isSafeInteger(source.offset) && source.offset! >= 0;
-}
-
-function isEvent(item: unknown, deviceId: string): item is Record<string, unknown> & { type: string; id: string } {
-  if (typeof item !== 'object' || item === null || Array.isArray(item)) return false;
-  const event = item as Record<string, unknown>;
-  return typeof event.type === 'string' && typeof event.id === 'string' && event.id !== '' && event.deviceId === deviceId
-    && (event.asset === undefined || typeof event.asset === 'string');
+  return record.source === undefined ? { events, malformed: false } : { events, malformed: false, source: record.source };
 }

@@ -16,6 +16,8 @@ import * as assert from 'uvu/assert';
 import kafkajs from 'kafkajs';
 import { Webhook } from 'standardwebhooks';
 import { createPostgresRegistry } from '../../../adapters/postgres/createPostgresRegistry.ts';
+import { expandEventsRecord } from '../../../engine/events/expandEventsRecord.ts';
+import type { EventsRecord } from '../../../schemas/events.ts';
 import { suite, withEnv } from '../../support/suite.ts';
 import { removeFleetData, startFleet, type FleetProcess, devicesOnEveryPartition } from '../../support/fleetCluster.ts';
 import { sendJson } from '../../support/sendJson.ts';
@@ -111,8 +113,10 @@ withEnv('integrations-distributed', ['KAFKA_BROKERS', 'CLICKHOUSE_URL', 'DATABAS
       }, 10_000, 'GET through the other edge shows every delivery');
 
       await waitFor(() => onTopic.length >= total, 30_000, 'an application reads the states from topic events');
-      const fromTopic = onTopic.flatMap((value) => (JSON.parse(value) as { events: { type: string }[] }).events);
-      assert.ok(fromTopic.filter((e) => e.type === 'state').length >= total);
+      // Compact records (schemas/events.ts): an application expands them as the service does.
+      const fromTopic = onTopic.map((value) => JSON.parse(value) as EventsRecord);
+      assert.ok(fromTopic.reduce((sum, record) => sum + (record.states?.length ?? 0), 0) >= total);
+      assert.ok(fromTopic.every((record) => expandEventsRecord(record.deviceId, record) !== undefined), 'every record expands');
     } finally {
       await consumer.disconnect().catch(() => undefined);
       await Promise.all(processes.map((p) => p.stop()));

@@ -13,7 +13,8 @@ import { deviceActors } from '../../../engine/actors/DeviceActors.ts';
 import { EventWriter } from '../../../engine/events/EventWriter.ts';
 import type { Log, LogRecord } from '../../../engine/ports/log.ts';
 import { Topics } from '../../../schemas/messages.ts';
-import type { EventsRecord } from '../../../schemas/events.ts';
+import { expandEventsRecord } from '../../../engine/events/expandEventsRecord.ts';
+import type { FleetEvent } from '../../../schemas/events.ts';
 import { jsonBytes, ListSink, logWith, uplinkPipelineWorld } from '../../support/uplinkPipelineWorld.ts';
 import { waitFor } from '../../support/tmp.ts';
 
@@ -29,7 +30,7 @@ async function readAll(log: Log, group: string, count: number): Promise<LogRecor
   return records;
 }
 
-const eventsOf = (records: LogRecord[]) => records.flatMap((r) => (JSON.parse(new TextDecoder().decode(r.value)) as EventsRecord).events.map((e) => ({ ...e, key: r.key })));
+const eventsOf = (records: LogRecord[]) => records.flatMap((r) => expandEventsRecord(String(r.key), JSON.parse(new TextDecoder().decode(r.value)))!.events.map((e) => ({ ...(e as FleetEvent), key: r.key })));
 
 test('stored states and refusals are on events before the offset is committed; a replay writes the same ids', async () => {
   const world = await uplinkPipelineWorld({ name: 'pipeline-events', partitions: 2, devices: 2 });

@@ -2,6 +2,8 @@
  * Which events of a record of topic `events` an integration receives (engine/integrations/selectEvents.ts):
  * its types, devices and assets; a refusal or command without an asset passes an asset filter; the
  * ground is the integration's, whatever the record says; hostile records are skipped as malformed.
+ * Records of both forms are read: compact (as the engine writes them) and with events written out
+ * (as it wrote them before; the topic keeps them 7 days).
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -62,6 +64,25 @@ test('alarms: to integrations taking alarm events (assets filter them), and to t
   assert.equal(selectEvents({ ...all, id: 'i3', events: ['rejection'] }, 'd1', value).events, [], 'not named, not taking alarms');
   const forged = record([{ ...state('t'), integrations: ['i3'] }]);
   assert.equal(selectEvents({ ...all, id: 'i3', events: ['rejection'] }, 'd1', forged).events, [], 'a name on a state routes nothing');
+});
+
+test('compact records (as the engine writes them): each event expanded, then filtered as written-out ones', () => {
+  const compact = encoder.encode(JSON.stringify({
+    source: { partition: 1, offset: 4 }, deviceId: 'd1', uplinkId: 'u1', receivedAt: 1000,
+    states: [['t', 1000, 21.5], ['h', 900, 40, 1]], rejections: [{ code: 'PROFILE_VIOLATION', reason: 'x', rejectedAt: 1001, asset: 'h', item: 0 }],
+  }));
+  const selected = selectEvents(all, 'd1', compact);
+  assert.equal(selected.source, { partition: 1, offset: 4 });
+  assert.is(JSON.stringify(selected.events), JSON.stringify([
+    { type: 'state', id: 'u1/t/1000/0', groundId: 'g1', deviceId: 'd1', asset: 't', value: 21.5, at: '1970-01-01T00:00:01.000Z', receivedAt: '1970-01-01T00:00:01.000Z', uplinkId: 'u1' },
+    { type: 'state', id: 'u1/h/900/1', groundId: 'g1', deviceId: 'd1', asset: 'h', value: 40, at: '1970-01-01T00:00:00.900Z', receivedAt: '1970-01-01T00:00:01.000Z', uplinkId: 'u1' },
+    { type: 'rejection', id: 'u1/rejection/0/h/PROFILE_VIOLATION', groundId: 'g1', deviceId: 'd1', code: 'PROFILE_VIOLATION', reason: 'x', rejectedAt: '1970-01-01T00:00:01.001Z', receivedAt: '1970-01-01T00:00:01.000Z', uplinkId: 'u1', asset: 'h', item: 0 },
+  ]), 'the bytes receivers got when events were written out');
+  assert.equal(selectEvents({ ...all, assets: ['h'], events: ['state'] }, 'd1', compact).events.map((e) => e.id), ['u1/h/900/1']);
+  assert.equal(selectEvents(all, 'd2', compact), { events: [], malformed: true }, 'another device than its key');
+  const command = encoder.encode(JSON.stringify({ deviceId: 'd1', commands: [{ commandId: 'k', status: 'sent', attempts: 1, changedAt: 5 }] }));
+  assert.equal(selectEvents({ ...all, assets: ['h'] }, 'd1', command).events, [{ type: 'command', id: 'k/sent/1', groundId: 'g1', deviceId: 'd1', commandId: 'k', status: 'sent', attempts: 1, changedAt: '1970-01-01T00:00:00.005Z' }]);
+  assert.equal(selectEvents(all, 'd1', encoder.encode(JSON.stringify({ deviceId: 'd1', states: [['t', 1, 1]] }))), { events: [], malformed: true }, 'states without their uplink');
 });
 
 test('an unknown event type is skipped, the known ones of the record still go', () => {
