@@ -33,6 +33,8 @@ export const ErrorCodes = {
   UNAUTHORIZED: { status: 401, retriable: false },
   FORBIDDEN: { status: 403, retriable: false },
   NOT_FOUND: { status: 404, retriable: false },
+  /** No representation the request accepts (`Accept`, `?format=`): the problem lists `allowed`. */
+  NOT_ACCEPTABLE: { status: 406, retriable: false },
   CONFLICT: { status: 409, retriable: false },
   PAYLOAD_TOO_LARGE: { status: 413, retriable: false },
   /** The request head is larger than the server reads (Node's --max-http-header-size, 16 KiB). */
