@@ -7,19 +7,22 @@ import { html, ErrorBox } from './ui.js';
 
 const LABELS = { csv: 'CSV', ndjson: 'NDJSON', parquet: 'Parquet' };
 
-/** `path` and `query` (a URLSearchParams string) name the export; Parquet is offered where the service writes it. */
-export function DownloadButtons({ path, query = '', label }) {
+/**
+ * `path` and `query` (a URLSearchParams string) name the export; Parquet is offered where the
+ * service writes it, which an empty export of the ground (`groundId`) tells: 200 where it does,
+ * 406 where not.
+ */
+export function DownloadButtons({ path, query = '', label, groundId }) {
   const [formats, setFormats] = useState(['csv', 'ndjson']);
   const [busy, setBusy] = useState();
   const [error, setError] = useState();
   useEffect(() => {
-    // An empty window costs the store nothing: 200 where Parquet is written, 406 where not.
     const abort = new AbortController();
-    fetch(`${path}?format=parquet&from=0&to=1`, { headers: authHeaders(), signal: abort.signal, cache: 'no-store' })
+    fetch(`/ground/${encodeURIComponent(groundId)}/export?format=parquet&from=0&to=1`, { headers: authHeaders(), signal: abort.signal, cache: 'no-store' })
       .then(async (r) => { await r.arrayBuffer(); if (r.ok) setFormats(['csv', 'ndjson', 'parquet']); })
       .catch(() => undefined);
     return () => abort.abort();
-  }, [path]);
+  }, [groundId]);
   const download = async (format) => {
     setBusy(format);
     setError(undefined);

@@ -66,7 +66,7 @@ export function GroundPage({ groundId }) {
     ${page?.items.length === 0 ? html`<p>No device yet.</p>` : ''}
     ${page?.items.length > 0 ? html`<section aria-labelledby="export"><h2 id="export">Export</h2>
       <p class="muted">Every state of this ground's devices (up to 500 devices), as a file.</p>
-      <${DownloadButtons} path=${p`/ground/${groundId}/export`} label="Download the ground's states" />
+      <${DownloadButtons} path=${p`/ground/${groundId}/export`} label="Download the ground's states" groundId=${groundId} />
     </section>` : ''}
     ${canEdit(role) ? html`<${CreateDevice} groundId=${groundId} onCreated=${reload} />` : ''}`;
 }

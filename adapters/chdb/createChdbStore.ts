@@ -15,7 +15,7 @@
  * rows/s of TabSeparated for 40 000-row inserts (bench/pipeline.bench.ts). The file is only the
  * insert's input: the insert has returned, so the rows are in the table, before it is removed.
  */
-import { createReadStream, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createReadStream, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Session, type StreamChunk } from 'chdb';
@@ -65,6 +65,12 @@ export function createChdbStore(options: ChdbStoreOptions): SqlStateStore {
     signal.addEventListener('abort', kill, { once: true });
     try {
       await writer.queryBindAsync(insert, params ?? {}, {});
+      // No row, no file: the engine writes none. The same columns, no rows, as a Parquet file.
+      if (!existsSync(file)) {
+        const empty = await writer.queryBindAsync(`${sql}\nLIMIT 0`, params ?? {}, { format: 'Parquet' });
+        const bytes = Buffer.from(empty.bytes());
+        return (async function* () { yield bytes; })();
+      }
     } catch (error) {
       await unlink(file).catch(() => {});
       throw chdbError(error);
@@ -219,6 +225,9 @@ function streamChunks(reader: Session, chunks: AsyncIterator<StreamChunk>, first
 /** A file's bytes, the file removed once they are read or the reader leaves. */
 function removedAfter(file: string): AsyncIterable<Uint8Array> {
   const stream = createReadStream(file, { highWaterMark: 256 * 1024 });
+  // Errors reach the reader through the iterator; one after the reader left (a file removed while
+  // opening) must not become an uncaught 'error' event.
+  stream.on('error', () => undefined);
   const chunks = stream[Symbol.asyncIterator]();
   const remove = async (): Promise<void> => {
     stream.destroy();

@@ -150,6 +150,11 @@ export function stateExportContract(name: string, factory: () => Promise<ExportF
     const text = rows.find((r) => r.asset === 'text')!;
     assert.is(text.value, VALUES.text, 'Parquet carries strings as they are');
     assert.is(text.number, null);
+    const none = await readAll(await s.exportStates({ devices: ['nobody'], format: 'parquet' }));
+    assert.is(none.subarray(0, 4).toString('latin1'), 'PAR1', 'no rows: still a Parquet file');
+    assert.equal(await ctx.fixture!.parquetRows!(none), []);
+    // Left before reading a byte, with rows and without: the file goes, nothing fails later.
+    for (const devices of [['d1'], ['nobody']]) await (await s.exportStates({ devices, format: 'parquet' }))[Symbol.asyncIterator]().return?.();
   });
 
   test('hostile selections are refused before the engine sees them', async (ctx) => {
