@@ -239,7 +239,56 @@ function exportSuite(name: string, clickhouseUrl: string | undefined) {
   return test;
 }
 
+/**
+ * Embedded edge workers reach the primary's store over the cluster channel, which carries calls,
+ * not streams: their exports are refused 503 EXPORT_UNAVAILABLE, plainly, while JSON history works.
+ */
+function edgeWorkerSuite() {
+  const test = suite<{ service?: Service; base?: string }>('HTTP export: embedded edge workers');
+  const tmp = tempDir('http-export-workers');
+  test.before(async (ctx) => {
+    ctx.service = await createService({
+      config: {
+        ...defaultConfig,
+        dataDir: `${tmp.dir}/data`,
+        http: { ...defaultConfig.http, host: '127.0.0.1', port: 0 },
+        mqtt: { host: '127.0.0.1', port: 0 },
+        metrics: { host: '127.0.0.1', port: 0 },
+        engine: { ...defaultConfig.engine, partitions: 2, batchDelayMs: 10 },
+      },
+      logger: createJsonLogger({ level: 'error', write: () => undefined }),
+      edgeWorkers: 2,
+    });
+    ctx.base = `http://127.0.0.1:${ctx.service.httpPort}`;
+  });
+  test.after(async (ctx) => {
+    await ctx.service?.stop();
+    tmp.remove();
+  });
+  test('an export is answered 503 EXPORT_UNAVAILABLE with Retry-After; the JSON history as always', async (ctx) => {
+    const r = ctx.service!.registry;
+    const user = await r.createUser({ name: 'u' });
+    const ground = await r.createGround({ name: 'g', userId: user.entity.id });
+    const device = await r.createDevice({ groundId: ground.id, name: 'd', assets: ASSETS } as never);
+    await ctx.service!.store.append([{ deviceId: device.device.id, asset: 'temperature', ts: T0, receivedAt: T0, uplinkId: 'u', value: 1 }]);
+    const headers = { authorization: `Bearer ${user.token}` };
+    for (const path of [`/ground/${ground.id}/export`, `/device/${device.device.id}/asset/temperature/states?format=csv`]) {
+      // Each request may land on either worker: ask a few times.
+      for (let i = 0; i < 4; i++) {
+        const res = await fetch(ctx.base + path, { headers });
+        assert.is(res.status, 503, path);
+        assert.ok(Number(res.headers.get('retry-after')) >= 1);
+        assert.is(((await res.json()) as { code: string }).code, 'EXPORT_UNAVAILABLE');
+      }
+    }
+    const json = await fetch(`${ctx.base}/device/${device.device.id}/asset/temperature/states`, { headers });
+    assert.equal(((await json.json()) as { items: { value: number }[] }).items.map((i) => i.value), [1]);
+  });
+  return test;
+}
+
 exportSuite('chdb (embedded)', undefined).run();
+edgeWorkerSuite().run();
 const url = process.env.CLICKHOUSE_URL;
 unless('HTTP export on a ClickHouse server', url === undefined ? 'CLICKHOUSE_URL is not set (scripts/clickhouse.sh start; export CLICKHOUSE_URL=$(scripts/clickhouse.sh url))' : undefined, () => {
   exportSuite(`clickhouse server ${url}`, url).run();
