@@ -83,7 +83,7 @@ export function startEmbeddedMqttEdge(options: MqttEdgeStart): Promise<MqttEdge>
 
 export async function serveHttpEdge(options: {
   config: Config; registry: Registry; lookups: RegistryLookups; registryChanges: RegistryChangeFanOut; store: ServiceStore; clock: Clock; logger: Logger; admission: UplinkAdmissionPort;
-  /** State exports; absent: answered 503 EXPORT_UNAVAILABLE (an embedded edge worker). */
+  /** State exports; absent: answered 503 EXPORT_UNAVAILABLE. */
   exports?: EdgeCoreDeps['exports'];
   /** Absent: no command routes. */
   commands?: EdgeCommands;

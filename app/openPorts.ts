@@ -195,9 +195,9 @@ export interface Ports {
   readonly log: Log;
   readonly store: ServiceStore;
   /**
-   * State exports (engine/ports/stateExport.ts): the store's, where this process holds it; absent in
-   * an embedded edge worker, whose store is the primary's over the cluster channel, which carries
-   * calls, not streams (its HTTP edge answers exports 503 EXPORT_UNAVAILABLE).
+   * State exports (engine/ports/stateExport.ts): the store's where this process holds it; in an
+   * embedded edge worker the primary's, streamed from its loopback relay (app/exportRelay.ts), as
+   * the cluster channel carries calls, not streams. Absent: exports are answered 503 EXPORT_UNAVAILABLE.
    */
   readonly exports?: StateExport;
   /** Publishes every change it makes on `changes`. */

@@ -42,8 +42,8 @@ export interface EdgeCoreDeps {
   store: Pick<StateStore, 'latest' | 'history' | 'aggregate'> & Partial<Pick<StateRetention, 'storedOf'>>;
   rejections: Pick<RejectionStore, 'recent'>;
   /**
-   * State exports (routes/states/exportRoutes.ts). Absent where this process does not hold the
-   * store (an embedded edge worker): exports are answered 503 EXPORT_UNAVAILABLE.
+   * State exports (routes/states/exportRoutes.ts): the store's, or in an embedded edge worker the
+   * primary's through its relay (app/exportRelay.ts). Absent: exports are answered 503 EXPORT_UNAVAILABLE.
    */
   exports?: StateExport;
   clock: Clock;

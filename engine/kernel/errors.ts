@@ -56,7 +56,7 @@ export const ErrorCodes = {
   TIMEOUT: { status: 503, retriable: true },
   CORRUPT_LOG: { status: 500, retriable: false },
   CLOSED: { status: 503, retriable: false },
-  /** This process cannot export states (an embedded edge worker, which does not hold the store): ask the service's main process. */
+  /** This HTTP edge was built without the state export port (engine/ports/stateExport.ts). */
   EXPORT_UNAVAILABLE: { status: 503, retriable: false },
   /** A listener's port is held by another socket: the process does not start (app/portInUse.ts). */
   PORT_IN_USE: { status: 503, retriable: false },

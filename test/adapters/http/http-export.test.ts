@@ -241,7 +241,8 @@ function exportSuite(name: string, clickhouseUrl: string | undefined) {
 
 /**
  * Embedded edge workers reach the primary's store over the cluster channel, which carries calls,
- * not streams: their exports are refused 503 EXPORT_UNAVAILABLE, plainly, while JSON history works.
+ * not streams: their exports stream from the primary's loopback relay (app/exportRelay.ts), the
+ * primary's 4-at-once limit shared by every worker, a client that leaves stopping the query.
  */
 function edgeWorkerSuite() {
   const test = suite<{ service?: Service; base?: string }>('HTTP export: embedded edge workers');
@@ -265,24 +266,42 @@ function edgeWorkerSuite() {
     await ctx.service?.stop();
     tmp.remove();
   });
-  test('an export is answered 503 EXPORT_UNAVAILABLE with Retry-After; the JSON history as always', async (ctx) => {
-    const r = ctx.service!.registry;
+  test('exports through either worker: the files as in one process, Parquet too; 4 at once across workers; a client that leaves stops the query', async (ctx) => {
+    const service = ctx.service!;
+    const r = service.registry;
     const user = await r.createUser({ name: 'u' });
     const ground = await r.createGround({ name: 'g', userId: user.entity.id });
     const device = await r.createDevice({ groundId: ground.id, name: 'd', assets: ASSETS } as never);
-    await ctx.service!.store.append([{ deviceId: device.device.id, asset: 'temperature', ts: T0, receivedAt: T0, uplinkId: 'u', value: 1 }]);
+    const id = device.device.id;
+    await service.store.append(Array.from({ length: 400_000 }, (_, k) => ({ deviceId: id, asset: 'temperature', ts: T0 + k, receivedAt: T0 + k, uplinkId: `u${k}`, value: k })));
     const headers = { authorization: `Bearer ${user.token}` };
-    for (const path of [`/ground/${ground.id}/export`, `/device/${device.device.id}/asset/temperature/states?format=csv`]) {
-      // Each request may land on either worker: ask a few times.
-      for (let i = 0; i < 4; i++) {
-        const res = await fetch(ctx.base + path, { headers });
-        assert.is(res.status, 503, path);
-        assert.ok(Number(res.headers.get('retry-after')) >= 1);
-        assert.is(((await res.json()) as { code: string }).code, 'EXPORT_UNAVAILABLE');
-      }
+    const running = async () => Number((await service.store.query("SELECT count() AS n FROM system.processes WHERE query LIKE '%FINAL%' AND position(query, 'system.processes') = 0"))[0]?.n);
+    // Requests land on either worker: several of each.
+    for (let i = 0; i < 4; i++) {
+      const csv = await fetch(`${ctx.base}/device/${id}/asset/temperature/states?format=csv&to=${T0 + 3}`, { headers });
+      assert.is(csv.status, 200);
+      assert.equal(parseCsv(await csv.text()).slice(1).map((row) => row[5]), ['0', '1', '2']);
+      const parquet = await fetch(`${ctx.base}/ground/${ground.id}/export?format=parquet&to=${T0 + 3}`, { headers });
+      assert.is(parquet.status, 200);
+      assert.is(Buffer.from(await parquet.arrayBuffer()).subarray(0, 4).toString('latin1'), 'PAR1');
     }
-    const json = await fetch(`${ctx.base}/device/${device.device.id}/asset/temperature/states`, { headers });
-    assert.equal(((await json.json()) as { items: { value: number }[] }).items.map((i) => i.value), [1]);
+    const aborts = Array.from({ length: 4 }, () => new AbortController());
+    const open = await Promise.all(aborts.map((a) => fetch(`${ctx.base}/ground/${ground.id}/export?format=ndjson`, { headers, signal: a.signal })));
+    for (const res of open) {
+      assert.is(res.status, 200);
+      await res.body!.getReader().read();
+    }
+    const busy = await fetch(`${ctx.base}/ground/${ground.id}/export`, { headers });
+    assert.is(busy.status, 503);
+    assert.is(((await busy.json()) as { code: string }).code, 'BACKPRESSURE');
+    assert.ok(Number(busy.headers.get('retry-after')) >= 1);
+    for (const a of aborts) a.abort();
+    await waitFor(async () => (await running()) === 0, 20_000, 'the queries stopped once their clients left');
+    await waitFor(async () => {
+      const res = await fetch(`${ctx.base}/ground/${ground.id}/export?to=${T0 + 1}`, { headers });
+      await res.arrayBuffer();
+      return res.status === 200;
+    }, 10_000, 'the slots are free again');
   });
   return test;
 }

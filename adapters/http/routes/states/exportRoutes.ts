@@ -24,7 +24,7 @@ const ASSET = new RegExp(ASSET_NAME_PATTERN);
 export async function exportResponse(edge: EdgeContext, request: Request, selection: Omit<ExportSelection, 'signal'>, stem: string): Promise<Response> {
   const exports = edge.deps.exports;
   if (exports === undefined) {
-    throw new FleetError('EXPORT_UNAVAILABLE', 'this process does not hold the state store (an edge worker): exports are served by the main process', { detail: { retryAfter: 1 } });
+    throw new FleetError('EXPORT_UNAVAILABLE', 'this edge has no state export', { detail: { retryAfter: 1 } });
   }
   const allowed = await exports.exportFormats();
   if (!allowed.includes(selection.format)) throw notAcceptable(`this service does not write ${selection.format}`, allowed);
