@@ -6,9 +6,8 @@
  * history read; at most 4 at once (503 Retry-After); a client that leaves stops the query.
  */
 import * as assert from 'uvu/assert';
-import { createService, type Service } from '../../../app/createService.ts';
-import { createJsonLogger } from '../../../engine/kernel/logger.ts';
-import { defaultConfig } from '../../../schemas/config.ts';
+import type { Service } from '../../../app/createService.ts';
+import { startEmbeddedService } from '../../support/embeddedService.ts';
 import type { StateRow } from '../../../schemas/messages.ts';
 import { parseCsv } from '../../contracts/stateExport.contract.ts';
 import { clickhouseQuery } from '../../support/clickhouseServer.ts';
@@ -42,19 +41,8 @@ function exportSuite(name: string, clickhouseUrl: string | undefined) {
   let w!: World;
 
   test.before(async () => {
-    const service = await createService({
-      config: {
-        ...defaultConfig,
-        dataDir: `${tmp.dir}/data`,
-        http: { ...defaultConfig.http, host: '127.0.0.1', port: 0 },
-        mqtt: { host: '127.0.0.1', port: 0 },
-        metrics: { host: '127.0.0.1', port: 0 },
-        engine: { ...defaultConfig.engine, partitions: 2, batchDelayMs: 10 },
-        ...(clickhouseUrl === undefined ? {} : { clickhouseUrl, clickhouseDatabase: database }),
-      },
-      logger: createJsonLogger({ level: 'error', write: () => undefined }),
-      edgeWorkers: 1,
-    });
+    // One process: the export limit and the cancellation are measured in the process holding the store.
+    const { service, base } = await startEmbeddedService({ dir: tmp.dir, edgeWorkers: 1, ...(clickhouseUrl === undefined ? {} : { clickhouse: { url: clickhouseUrl, database } }) });
     const r = service.registry;
     const [owner, viewer, outsider] = await Promise.all(['owner', 'viewer', 'outsider'].map((n) => r.createUser({ name: n })));
     const ground = await r.createGround({ name: 'g', userId: owner.entity.id });
@@ -74,7 +62,7 @@ function exportSuite(name: string, clickhouseUrl: string | undefined) {
     rows.push({ deviceId: foreign.device.id, asset: 'temperature', ts: T0, receivedAt: T0, uplinkId: 'f', value: -1 });
     await service.store.append(rows);
     w = {
-      service, base: `http://127.0.0.1:${service.httpPort}`, groundId: ground.id, otherGroundId: other.id, devices,
+      service, base, groundId: ground.id, otherGroundId: other.id, devices,
       owner: owner.token, viewer: viewer.token, outsider: outsider.token,
       parquet: clickhouseUrl === undefined,
       running: clickhouseUrl === undefined
@@ -248,19 +236,7 @@ function edgeWorkerSuite() {
   const test = suite<{ service?: Service; base?: string }>('HTTP export: embedded edge workers');
   const tmp = tempDir('http-export-workers');
   test.before(async (ctx) => {
-    ctx.service = await createService({
-      config: {
-        ...defaultConfig,
-        dataDir: `${tmp.dir}/data`,
-        http: { ...defaultConfig.http, host: '127.0.0.1', port: 0 },
-        mqtt: { host: '127.0.0.1', port: 0 },
-        metrics: { host: '127.0.0.1', port: 0 },
-        engine: { ...defaultConfig.engine, partitions: 2, batchDelayMs: 10 },
-      },
-      logger: createJsonLogger({ level: 'error', write: () => undefined }),
-      edgeWorkers: 2,
-    });
-    ctx.base = `http://127.0.0.1:${ctx.service.httpPort}`;
+    ({ service: ctx.service, base: ctx.base } = await startEmbeddedService({ dir: tmp.dir, edgeWorkers: 2 }));
   });
   test.after(async (ctx) => {
     await ctx.service?.stop();
