@@ -56,7 +56,10 @@ export function createChdbStore(options: ChdbStoreOptions): SqlStateStore {
     const n = payloadCount++;
     const file = join(payloads, `${n}.parquet`);
     const marker = `fleetstream_export_${process.pid}_${n}`;
-    const insert = `/* ${marker} */ INSERT INTO FUNCTION file(${quoteString(file)}, 'Parquet') ${sql}`;
+    // Row groups of 64 Ki rows encoded one at a time: the writer holds one group, not 1 Mi rows
+    // per thread (bench/export.bench.ts, BENCH_FORMAT=parquet).
+    const insert = `/* ${marker} */ INSERT INTO FUNCTION file(${quoteString(file)}, 'Parquet') ${sql}
+SETTINGS output_format_parquet_row_group_size = 65536, output_format_parquet_parallel_encoding = 0`;
     const writer = new Session(options.dir);
     const kill = (): void => {
       const killer = new Session(options.dir);
