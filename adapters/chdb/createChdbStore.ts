@@ -56,10 +56,11 @@ export function createChdbStore(options: ChdbStoreOptions): SqlStateStore {
     const n = payloadCount++;
     const file = join(payloads, `${n}.parquet`);
     const marker = `fleetstream_export_${process.pid}_${n}`;
-    // Row groups of 64 Ki rows encoded one at a time: the writer holds one group, not 1 Mi rows
-    // per thread (bench/export.bench.ts, BENCH_FORMAT=parquet).
+    // Row groups of 64 Ki rows encoded one at a time, by one thread: the writer holds one group, not
+    // 1 Mi rows per thread; one thread also wrote 10 M states 3× as fast here as the default
+    // (bench/export.bench.ts, BENCH_FORMAT=parquet: peak RSS growth 264 MB by default, ~180 MB so).
     const insert = `/* ${marker} */ INSERT INTO FUNCTION file(${quoteString(file)}, 'Parquet') ${sql}
-SETTINGS output_format_parquet_row_group_size = 65536, output_format_parquet_parallel_encoding = 0`;
+SETTINGS output_format_parquet_row_group_size = 65536, output_format_parquet_parallel_encoding = 0, max_threads = 1`;
     const writer = new Session(options.dir);
     const kill = (): void => {
       const killer = new Session(options.dir);
