@@ -83,6 +83,8 @@ export function startEmbeddedMqttEdge(options: MqttEdgeStart): Promise<MqttEdge>
 
 export async function serveHttpEdge(options: {
   config: Config; registry: Registry; lookups: RegistryLookups; registryChanges: RegistryChangeFanOut; store: ServiceStore; clock: Clock; logger: Logger; admission: UplinkAdmissionPort;
+  /** State exports; absent: answered 503 EXPORT_UNAVAILABLE. */
+  exports?: EdgeCoreDeps['exports'];
   /** Absent: no command routes. */
   commands?: EdgeCommands;
   lpwanApplications: StaticLpwanApplications;
@@ -118,6 +120,7 @@ export async function serveHttpEdge(options: {
     admission,
     audit,
     store,
+    exports: options.exports,
     rejections: store.rejections,
     clock,
     lookups,

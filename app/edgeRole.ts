@@ -144,7 +144,7 @@ async function startGateway(w: Wiring, admission: UplinkAdmissionPort, edgePrese
 async function startHttp(w: Wiring, edge: { admission: UplinkAdmissionPort; commands: EdgeCommands; ready(): boolean }, closers: Closers): Promise<number> {
   const { config, ports, metrics } = w;
   const served = await listening({ name: 'HTTP', setting: 'port', host: config.http.host, port: config.http.port }, () => serveHttpEdge({
-    config, registry: ports.registry, lookups: ports.lookups, registryChanges: ports.registryChanges, store: ports.store, clock: w.clock, logger: w.logger,
+    config, registry: ports.registry, lookups: ports.lookups, registryChanges: ports.registryChanges, store: ports.store, exports: ports.exports, clock: w.clock, logger: w.logger,
     admission: edge.admission, commands: edge.commands, lpwanApplications: ports.lpwanApplications,
     observe: { ready: edge.ready, metrics: w.metricsToken, onRequest: (method, route, status, seconds) => metrics.httpRequest(method, route, status, seconds) },
     live: w.hub,

@@ -19,6 +19,7 @@ import { startMqttHandoff, type MqttHandoff } from './mqttHandoff.ts';
 import { WorkerChannel } from './workerChannel.ts';
 import { LIVE_WANTED, type WorkersLiveDemand } from './liveDemand.ts';
 import { servePorts } from './workerPorts.ts';
+import { serveExportRelay } from './exportRelay.ts';
 import { listening } from './portInUse.ts';
 import { drainWorkers } from './edgeWorkers.ts';
 
@@ -83,7 +84,7 @@ export async function startEmbeddedWorkers(options: EmbeddedWorkersOptions): Pro
   const fork = (index: number): Promise<void> => new Promise((resolve, reject) => {
     const worker = cluster.fork({ [WORKER_INDEX]: String(index), [EMBEDDED_WORKER_CONFIG]: JSON.stringify(config) });
     const channel = new WorkerChannel(worker);
-    const closePorts = servePorts(channel, options.ports, options.reservations);
+    const closePorts = servePorts(channel, options.ports, options.reservations, relay?.address);
     channel.onNote(LIVE_WANTED, (wanted) => options.liveDemand.report(index, wanted === true));
     const entry: Running = { worker, started: false, channel, closePorts };
     running.set(index, entry);
@@ -112,18 +113,22 @@ export async function startEmbeddedWorkers(options: EmbeddedWorkersOptions): Pro
     await drainWorkers([...running.values()].map(({ worker }) => worker), timeoutMs);
   };
   let handoff: MqttHandoff | undefined;
+  let relay: Awaited<ReturnType<typeof serveExportRelay>> | undefined;
   try {
+    if (options.ports.exports !== undefined) relay = await serveExportRelay(options.ports.exports);
     handoff = await startHandoff(config, count, running);
     // One at a time: the first worker's port is the one the others share.
     for (let i = 0; i < count; i++) await fork(i);
   } catch (error) {
     await handoff?.close();
     await stop(1000);
+    await relay?.close();
     throw error;
   }
   const stopAll = async (timeoutMs?: number) => {
     await handoff?.close();
     await stop(timeoutMs);
+    await relay?.close();
   };
   return {
     get httpPort() { return ports.httpPort; },

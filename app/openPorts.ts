@@ -25,6 +25,7 @@ import { createPostgresRegistry } from '../adapters/postgres/createPostgresRegis
 import { RegistryLookups } from '../engine/access/RegistryLookups.ts';
 import type { StaticLpwanApplications } from '../engine/lpwan/StaticLpwanApplications.ts';
 import { Topics } from '../schemas/messages.ts';
+import type { StateExport } from '../engine/ports/stateExport.ts';
 import type { Config } from '../schemas/config.ts';
 import { Closers } from './Closers.ts';
 import { loadLpwanApplications } from './loadLpwanApplications.ts';
@@ -197,6 +198,12 @@ const DEFAULT_EVENTS_RETENTION_HOURS = 168;
 export interface Ports {
   readonly log: Log;
   readonly store: ServiceStore;
+  /**
+   * State exports (engine/ports/stateExport.ts): the store's where this process holds it; in an
+   * embedded edge worker the primary's, streamed from its loopback relay (app/exportRelay.ts), as
+   * the cluster channel carries calls, not streams. Absent: exports are answered 503 EXPORT_UNAVAILABLE.
+   */
+  readonly exports?: StateExport;
   /** Publishes every change it makes on `changes`. */
   readonly registry: Registry;
   /** This process's registry changes (its own, and every other process's on PostgreSQL). */
@@ -268,7 +275,7 @@ export async function openPorts(options: OpenPortsOptions): Promise<Ports> {
     const registryChanges = new RegistryChangeFanOut({ changes: opened.changes, lookups, logger });
     closers.add('registry changes', () => registryChanges.close());
     return {
-      log, store, registry: opened.registry, changes: opened.changes, link: opened.link, lookups, registryChanges, cacheTtlMs,
+      log, store, exports: store, registry: opened.registry, changes: opened.changes, link: opened.link, lookups, registryChanges, cacheTtlMs,
       lpwanApplications, names: logNames(config), paths: dataPaths(config.dataDir),
       close: () => closers.closeAll(),
     };

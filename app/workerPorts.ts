@@ -25,12 +25,16 @@ import { loadLpwanApplications } from './loadLpwanApplications.ts';
 import { dataPaths, logNames, registryCacheTtlMs, type Ports, type ServiceStore } from './openPorts.ts';
 import { RegistryChangeFanOut } from './RegistryChangeFanOut.ts';
 import type { WorkerChannel } from './workerChannel.ts';
+import { remoteExports, type ExportRelayAddress } from './exportRelay.ts';
+import { FleetError } from '../engine/kernel/errors.ts';
 
 type Reservations = Pick<CommandActors, 'reserve' | 'release'>;
 
 /** In the primary: serves `ports` (and the command actors' reservations) to one worker. Returns its closer. */
-export function servePorts(channel: WorkerChannel, ports: Ports, reservations: Reservations | undefined): () => Promise<void> {
+export function servePorts(channel: WorkerChannel, ports: Ports, reservations: Reservations | undefined, exportRelay?: ExportRelayAddress): () => Promise<void> {
   channel.serve('registry', ports.registry);
+  // Exports stream through the primary's loopback listener (app/exportRelay.ts): only its address crosses here.
+  channel.serve('exportRelay', { address: () => exportRelay ?? Promise.reject(new FleetError('EXPORT_UNAVAILABLE', 'the main process serves no exports')) });
   channel.serve('store', ports.store);
   channel.serve('commands', reservations ?? { reserve: () => undefined, release: () => false });
   const consumers = new Map<number, Consumer>();
@@ -124,6 +128,7 @@ export function remotePorts(options: { channel: WorkerChannel; config: Config; c
   return {
     log: remoteLog(channel),
     store: channel.proxy<ServiceStore>('store'),
+    exports: remoteExports(() => channel.proxy<{ address(): Promise<ExportRelayAddress> }>('exportRelay').address()),
     registry, changes, link: undefined, lookups, registryChanges, cacheTtlMs,
     lpwanApplications: loadLpwanApplications(config.lpwanApplicationsFile),
     names: logNames(config),

@@ -7,6 +7,7 @@ import { Chart } from './chart.js';
 import { CommandForm } from './command.js';
 import { useDeviceLive } from './device.js';
 import { canEdit, useRole } from './members.js';
+import { DownloadButtons } from './download.js';
 
 const HOUR = 3_600_000;
 const SPANS = [['1 h', HOUR], ['24 h', 24 * HOUR], ['7 d', 7 * 24 * HOUR], ['30 d', 30 * 24 * HOUR]];
@@ -112,6 +113,7 @@ export function AssetPage({ deviceId, name }) {
     ${series && series.x.length > 0 ? html`<${Chart} series=${series} window=${drawn} label=${`History of ${asset.title || name}, ${formatTime(drawn.from)} to ${formatTime(drawn.to)}`} onZoom=${(from, to) => show(from, to)} />` : ''}
     ${asset.is === 'actuator' && canEdit(role) ? html`<${CommandForm} deviceId=${deviceId} asset=${asset} />` : ''}
     <section aria-labelledby="history"><h2 id="history">History</h2>
+      <${DownloadButtons} path=${p`/device/${deviceId}/asset/${name}/states`} query=${`from=${Math.floor(range.from)}&to=${Math.ceil(range.to)}`} label="Download the states of this window" groundId=${device.groundId} />
       <div class="table-wrap"><table data-testid="history">
         <thead><tr><th scope="col">Time</th>${resolution ? html`<th scope="col">Count</th><th scope="col">Min</th><th scope="col">Avg</th><th scope="col">Max</th>` : html`<th scope="col">Value</th>`}</tr></thead>
         <tbody>${rows.map((r) => html`<tr><td>${formatTime(Date.parse(r.at))}</td>${history.resolution

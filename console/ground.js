@@ -6,6 +6,7 @@ import { follow } from './live.js';
 import { html, ErrorBox, LiveBadge, ShownOnce, ago, formatValue, useLoad, useNow } from './ui.js';
 import { useActiveAlarms } from './alarms.js';
 import { canEdit, useRole } from './members.js';
+import { DownloadButtons } from './download.js';
 
 export function GroundsPage() {
   const [grounds, error] = useLoad(() => api('/grounds'), []);
@@ -63,6 +64,10 @@ export function GroundPage({ groundId }) {
       </tr>`)}</tbody>
     </table></div>
     ${page?.items.length === 0 ? html`<p>No device yet.</p>` : ''}
+    ${page?.items.length > 0 ? html`<section aria-labelledby="export"><h2 id="export">Export</h2>
+      <p class="muted">Every state of this ground's devices (up to 500 devices), as a file.</p>
+      <${DownloadButtons} path=${p`/ground/${groundId}/export`} label="Download the ground's states" groundId=${groundId} />
+    </section>` : ''}
     ${canEdit(role) ? html`<${CreateDevice} groundId=${groundId} onCreated=${reload} />` : ''}`;
 }
 

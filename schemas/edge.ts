@@ -21,6 +21,7 @@ export const Problem = Type.Object({
   errors: Type.Optional(Type.Array(Type.Object({ path: Type.String(), message: Type.String() }))),
   uplinkId: Type.Optional(Type.String({ description: 'a refused uplink: the id its rejections are listed under (GET /device/{id}/rejections)' })),
   requiredRole: Type.Optional(Type.String({ description: '403 FORBIDDEN by role: the role in the ground the request needs (viewer, editor or owner)' })),
+  allowed: Type.Optional(Type.Array(Type.String(), { description: '406 NOT_ACCEPTABLE: the formats (or media types) the resource has' })),
 });
 export type Problem = Static<typeof Problem>;
 
@@ -48,8 +49,19 @@ export const HistoryQuery = Type.Object({
   cursor: pageCursor(256),
   order: Type.Optional(Type.Union([Type.Literal('asc'), Type.Literal('desc')], { description: 'by measurement time, default desc' })),
   resolution: Type.Optional(Resolution),
+  format: Type.Optional(Type.String({ maxLength: 64, description: 'csv, ndjson or parquet: the states of [from, to) as a file (docs/analytics.md "Export"); default: this JSON page. Or by `Accept`' })),
 }, { additionalProperties: false });
 export type HistoryQuery = Static<typeof HistoryQuery>;
+
+/** GET /ground/{groundId}/export (docs/analytics.md "Export"). */
+export const ExportQuery = Type.Object({
+  from: Type.Optional(TimeParam),
+  to: Type.Optional(TimeParam),
+  devices: Type.Optional(Type.String({ maxLength: 16_384, description: 'comma-separated device ids of the ground, at most 500; default: every device of the ground (at most 500)' })),
+  assets: Type.Optional(Type.String({ maxLength: 8_192, description: 'comma-separated asset names, at most 100; default: every asset' })),
+  format: Type.Optional(Type.String({ maxLength: 64, description: 'csv, ndjson or parquet; default: by `Accept`, else csv' })),
+}, { additionalProperties: false });
+export type ExportQuery = Static<typeof ExportQuery>;
 
 /** Where a rejection came from: an uplink channel, or `command` for a refused command record. */
 export const RejectionChannel = Type.Union([...Channel.anyOf, Type.Literal('command')]);

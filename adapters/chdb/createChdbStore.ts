@@ -15,10 +15,10 @@
  * rows/s of TabSeparated for 40 000-row inserts (bench/pipeline.bench.ts). The file is only the
  * insert's input: the insert has returned, so the rows are in the table, before it is removed.
  */
-import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createReadStream, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Session } from 'chdb';
+import { Session, type StreamChunk } from 'chdb';
 import { FleetError } from '../../engine/kernel/errors.ts';
 import type { StateStore } from '../../engine/ports/store.ts';
 import { fleetErrorFromClickHouseCode } from '../clickhouse-sql/clickhouseErrors.ts';
@@ -46,6 +46,45 @@ export function createChdbStore(options: ChdbStoreOptions): SqlStateStore {
   // sessions of one process share a data directory), removed on close.
   let payloads!: string;
   let payloadCount = 0;
+  /**
+   * Parquet: chDB's streaming output writes a whole Parquet file per chunk, so the engine writes one
+   * file (its Parquet writer holds a row group at a time) into the payload directory, which is then
+   * read out and removed. chDB cannot interrupt a single-shot query, so an abort KILLs it by the
+   * marker its text carries.
+   */
+  async function parquetFile(sql: string, params: Record<string, unknown> | undefined, signal: AbortSignal): Promise<AsyncIterable<Uint8Array>> {
+    const n = payloadCount++;
+    const file = join(payloads, `${n}.parquet`);
+    const marker = `fleetstream_export_${process.pid}_${n}`;
+    // Row groups of 64 Ki rows encoded one at a time, by one thread: the writer holds one group, not
+    // 1 Mi rows per thread; one thread also wrote 10 M states 3× as fast here as the default
+    // (bench/export.bench.ts, BENCH_FORMAT=parquet: peak RSS growth 264 MB by default, ~180 MB so).
+    const insert = `/* ${marker} */ INSERT INTO FUNCTION file(${quoteString(file)}, 'Parquet') ${sql}
+SETTINGS output_format_parquet_row_group_size = 65536, output_format_parquet_parallel_encoding = 0, max_threads = 1`;
+    const writer = new Session(options.dir);
+    const kill = (): void => {
+      const killer = new Session(options.dir);
+      void killer.queryAsync(`KILL QUERY WHERE query LIKE ${quoteString(`%${marker}%`)} AND query NOT LIKE '%KILL QUERY%' SYNC`).catch(() => undefined).finally(() => killer.close());
+    };
+    signal.addEventListener('abort', kill, { once: true });
+    try {
+      await writer.queryBindAsync(insert, params ?? {}, {});
+      // No row, no file: the engine writes none. The same columns, no rows, as a Parquet file.
+      if (!existsSync(file)) {
+        const empty = await writer.queryBindAsync(`${sql}\nLIMIT 0`, params ?? {}, { format: 'Parquet' });
+        const bytes = Buffer.from(empty.bytes());
+        return (async function* () { yield bytes; })();
+      }
+    } catch (error) {
+      await unlink(file).catch(() => {});
+      throw chdbError(error);
+    } finally {
+      signal.removeEventListener('abort', kill);
+      writer.close();
+    }
+    return removedAfter(file);
+  }
+
   const executor: SqlExecutor = {
     async command(sql) {
       try {
@@ -88,6 +127,29 @@ export function createChdbStore(options: ChdbStoreOptions): SqlStateStore {
         await unlink(file).catch(() => {});
       }
     },
+    // Each export reads in a Session of its own on the store's directory (a Session streams one
+    // query at a time), closed when its stream ends; chDB hands the output over chunk by chunk.
+    bindsParameters: true,
+    async stream(sql, format, params, signal) {
+      if (format === 'Parquet') return parquetFile(sql, params, signal);
+      let reader: Session;
+      try {
+        reader = new Session(options.dir);
+      } catch (error) {
+        throw chdbError(error);
+      }
+      let chunks: AsyncIterator<StreamChunk>;
+      let first: IteratorResult<StreamChunk>;
+      try {
+        const query = params === undefined ? reader.queryStream(sql, { format, signal }) : reader.queryStreamBind(sql, params, { format, signal });
+        chunks = query[Symbol.asyncIterator]();
+        first = await chunks.next();
+      } catch (error) {
+        reader.close();
+        throw chdbError(error);
+      }
+      return streamChunks(reader, chunks, first);
+    },
     async close() {
       session.close();
       rmSync(payloads, { recursive: true, force: true });
@@ -123,6 +185,76 @@ function payloadDirectory(dir: string): string {
   return mkdtempSync(join(root, `${process.pid}-`));
 }
 
+/**
+ * A chDB stream's chunks as bytes (copied: a chunk's memory is chDB's). Its Session is closed when
+ * the chunks end, fail, or the reader returns — also before reading any (so not a generator, whose
+ * `finally` only runs once started).
+ */
+function streamChunks(reader: Session, chunks: AsyncIterator<StreamChunk>, first: IteratorResult<StreamChunk>): AsyncIterable<Uint8Array> {
+  let pending: IteratorResult<StreamChunk> | undefined = first;
+  let open = true;
+  const close = async (): Promise<void> => {
+    if (!open) return;
+    open = false;
+    try {
+      await chunks.return?.();
+    } finally {
+      reader.close();
+    }
+  };
+  const iterator: AsyncIterator<Uint8Array> = {
+    async next() {
+      try {
+        while (open) {
+          const result = pending ?? await chunks.next();
+          pending = undefined;
+          if (result.done) break;
+          if (result.value.numBytes > 0) return { done: false, value: Buffer.from(result.value.raw()) };
+        }
+      } catch (error) {
+        await close().catch(() => undefined);
+        throw chdbError(error);
+      }
+      await close();
+      return { done: true, value: undefined };
+    },
+    async return() {
+      await close();
+      return { done: true, value: undefined };
+    },
+  };
+  return { [Symbol.asyncIterator]: () => iterator };
+}
+
+/** A file's bytes, the file removed once they are read or the reader leaves. */
+function removedAfter(file: string): AsyncIterable<Uint8Array> {
+  const stream = createReadStream(file, { highWaterMark: 256 * 1024 });
+  // Errors reach the reader through the iterator; one after the reader left (a file removed while
+  // opening) must not become an uncaught 'error' event.
+  stream.on('error', () => undefined);
+  const chunks = stream[Symbol.asyncIterator]();
+  const remove = async (): Promise<void> => {
+    stream.destroy();
+    await unlink(file).catch(() => {});
+  };
+  const iterator: AsyncIterator<Uint8Array> = {
+    async next() {
+      try {
+        const result = (await chunks.next()) as IteratorResult<Uint8Array>;
+        if (result.done) await remove();
+        return result;
+      } catch (error) {
+        await remove();
+        throw new FleetError('INTERNAL', `chDB: the export file could not be read: ${(error as Error).message}`, { cause: error });
+      }
+    },
+    async return() {
+      await remove();
+      return { done: true, value: undefined };
+    },
+  };
+  return { [Symbol.asyncIterator]: () => iterator };
+}
 
 export function parseJsonEachRow(text: string): Record<string, unknown>[] {
   const rows: Record<string, unknown>[] = [];

@@ -20,5 +20,13 @@ export interface SqlExecutor {
    * TabSeparated. Default 5 000 (what a binary insert costs beyond a text one differs per engine).
    */
   readonly rowBinaryFromRows?: number;
+  /**
+   * Streams a SELECT (written without FORMAT) in the engine's output `format`, as the engine writes
+   * it; resolves once the engine has accepted the query. `params` fill `{name:Type}` placeholders,
+   * given only where `bindsParameters`. Aborting `signal` stops the query. Where absent: no export.
+   */
+  stream?(sql: string, format: string, params: Record<string, unknown> | undefined, signal: AbortSignal): Promise<AsyncIterable<Uint8Array>>;
+  /** The engine takes query parameters (`{name:Type}`): chDB; ClickHouse 18.16 has none. */
+  readonly bindsParameters?: boolean;
   close(): Promise<void>;
 }

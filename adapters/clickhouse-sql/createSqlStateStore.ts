@@ -22,6 +22,8 @@ import { retriableWhenReady } from './retriableWhenReady.ts';
 import { initStateTables, type StateTables } from './initStateTables.ts';
 import { floorTo, rollupAggregateSql, rollupFor } from './stateRollups.ts';
 import type { SqlExecutor } from './SqlExecutor.ts';
+import type { StateExport } from '../../engine/ports/stateExport.ts';
+import { createSqlStateExport } from './createSqlStateExport.ts';
 
 export interface SqlStateStoreOptions {
   /** Database holding the states table; created by init(). Default 'fleetstream'. */
@@ -63,12 +65,14 @@ export interface SqlStateStoreOptions {
   rollupRefreshMs?: number;
   /** Called with a failed refresh's error (its buckets are tried again at the next refresh). Default: none. */
   onRollupError?: (error: unknown) => void;
+  /** Exports running at once (engine/ports/stateExport.ts); one more fails BACKPRESSURE. Default 4. */
+  maxConcurrentExports?: number;
   /** Send states as TabSeparated even where the executor offers RowBinary (to measure one against the other, and to compare what each stores). */
   textInsert?: boolean;
 }
 
 /** The state store, with the device rejections and command history kept in the same database (created by init()). */
-export interface SqlStateStore extends StateStore {
+export interface SqlStateStore extends StateStore, StateExport {
   readonly rejections: RejectionStore;
   readonly commands: CommandHistory;
   /** States expired by ground (engine/ports/stateRetention.ts). */
@@ -117,10 +121,26 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
 
   const retention = createSqlStateRetention(executor, names, () => ({ kind: tables.layout.kind, rollups: tables.refresh }));
 
+  const exports = createSqlStateExport(executor, names, {
+    maxConcurrent: options.maxConcurrentExports,
+    async parquet() {
+      const [row] = await executor.select("SELECT count() AS n FROM system.formats WHERE name = 'Parquet'");
+      return Number(row?.n) > 0;
+    },
+  });
+
   return {
     rejections,
     commands,
     retention,
+    exportFormats() {
+      open();
+      return exports.exportFormats();
+    },
+    exportStates(selection) {
+      open();
+      return exports.exportStates(selection);
+    },
     storedOf(deviceIds) {
       open();
       return retention.storedOf(deviceIds);

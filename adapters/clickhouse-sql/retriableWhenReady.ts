@@ -21,11 +21,16 @@ export function retriableWhenReady(engine: SqlExecutor): { executor: SqlExecutor
     select: (sql) => engine.select(sql).catch((error) => Promise.reject(mapped(error))),
     insertTsv: (table, columns, payload) => engine.insertTsv(table, columns, payload).catch((error) => Promise.reject(mapped(error))),
     rowBinaryFromRows: engine.rowBinaryFromRows,
+    bindsParameters: engine.bindsParameters,
     close: () => engine.close(),
   };
   if (engine.insertRowBinary) {
     const insert = engine.insertRowBinary.bind(engine);
     executor.insertRowBinary = (table, columns, types, payload) => insert(table, columns, types, payload).catch((error) => Promise.reject(mapped(error)));
+  }
+  if (engine.stream) {
+    const stream = engine.stream.bind(engine);
+    executor.stream = (sql, format, params, signal) => stream(sql, format, params, signal).catch((error) => Promise.reject(mapped(error)));
   }
   return {
     executor,

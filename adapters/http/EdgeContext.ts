@@ -12,6 +12,7 @@ import type { Registry } from '../../engine/ports/registry.ts';
 import type { RegistryChanges } from '../../engine/ports/registryChanges.ts';
 import type { RejectionStore } from '../../engine/ports/rejections.ts';
 import type { StateStore } from '../../engine/ports/store.ts';
+import type { StateExport } from '../../engine/ports/stateExport.ts';
 import type { StateRetention } from '../../engine/ports/stateRetention.ts';
 import type { UplinkAdmissionPort } from '../../engine/ports/uplinkAdmission.ts';
 import type { EdgeAccess } from './EdgeAccess.ts';
@@ -40,6 +41,11 @@ export interface EdgeCoreDeps {
   /** storedOf: the service's store has it (GET /ground/{id}/usage); a test's may not. */
   store: Pick<StateStore, 'latest' | 'history' | 'aggregate'> & Partial<Pick<StateRetention, 'storedOf'>>;
   rejections: Pick<RejectionStore, 'recent'>;
+  /**
+   * State exports (routes/states/exportRoutes.ts): the store's, or in an embedded edge worker the
+   * primary's through its relay (app/exportRelay.ts). Absent: exports are answered 503 EXPORT_UNAVAILABLE.
+   */
+  exports?: StateExport;
   clock: Clock;
   /**
    * The process's registry changes (engine/ports/registryChanges.ts): what they touch is dropped from

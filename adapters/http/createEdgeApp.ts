@@ -31,6 +31,7 @@ import { probeRoutes } from './routes/meta/probeRoutes.ts';
 import { principalRoutes } from './routes/principals/principalRoutes.ts';
 import { gatewayRoutes } from './routes/states/gatewayRoutes.ts';
 import { historyRoutes } from './routes/states/historyRoutes.ts';
+import { exportRoutes } from './routes/states/exportRoutes.ts';
 import { rejectionRoutes } from './routes/states/rejectionRoutes.ts';
 import { stateRoutes } from './routes/states/stateRoutes.ts';
 import { uplinkRoutes } from './routes/states/uplinkRoutes.ts';
@@ -87,6 +88,7 @@ function routeGroups(edge: EdgeContext, deps: EdgeDeps): void {
   gatewayRoutes(edge);
   stateRoutes(edge);
   historyRoutes(edge);
+  exportRoutes(edge);
   rejectionRoutes(edge);
   if (deps.lpwan) lpwanRoutes(edge, deps.lpwan);
   if (deps.commands) commandRoutes(edge, deps.commands);

@@ -21,6 +21,8 @@ export interface ProblemDetail {
   uplinkId?: string;
   /** 403: the role in the ground the request needs (engine/access/groundRoles.ts). */
   requiredRole?: string;
+  /** 406: the formats or media types the resource has. */
+  allowed?: string[];
 }
 
 export function problemType(code: string): string {
@@ -42,6 +44,8 @@ export function toProblem(error: FleetError, instance?: string): Problem {
   if (typeof uplinkId === 'string') problem.uplinkId = uplinkId;
   const requiredRole = (error.detail as ProblemDetail | undefined)?.requiredRole;
   if (typeof requiredRole === 'string') problem.requiredRole = requiredRole;
+  const allowed = (error.detail as ProblemDetail | undefined)?.allowed;
+  if (Array.isArray(allowed)) problem.allowed = allowed;
   return problem;
 }
 

@@ -33,6 +33,8 @@ export const ErrorCodes = {
   UNAUTHORIZED: { status: 401, retriable: false },
   FORBIDDEN: { status: 403, retriable: false },
   NOT_FOUND: { status: 404, retriable: false },
+  /** No representation the request accepts (`Accept`, `?format=`): the problem lists `allowed`. */
+  NOT_ACCEPTABLE: { status: 406, retriable: false },
   CONFLICT: { status: 409, retriable: false },
   PAYLOAD_TOO_LARGE: { status: 413, retriable: false },
   /** The request head is larger than the server reads (Node's --max-http-header-size, 16 KiB). */
@@ -54,6 +56,8 @@ export const ErrorCodes = {
   TIMEOUT: { status: 503, retriable: true },
   CORRUPT_LOG: { status: 500, retriable: false },
   CLOSED: { status: 503, retriable: false },
+  /** This HTTP edge was built without the state export port (engine/ports/stateExport.ts). */
+  EXPORT_UNAVAILABLE: { status: 503, retriable: false },
   /** A listener's port is held by another socket: the process does not start (app/portInUse.ts). */
   PORT_IN_USE: { status: 503, retriable: false },
   INTERNAL: { status: 500, retriable: false },

@@ -27,6 +27,10 @@ export interface EmbeddedServiceOptions {
   stateRollups?: Config['stateRollups'];
   /** `--retention-sweep-ms` and `--audit-retention-days`: the defaults (an hour, 90 days) unless given. */
   retention?: { sweepMs?: number; auditDays?: number };
+  /** The states on a ClickHouse server (`--clickhouse-url`) in `database`, instead of chDB. */
+  clickhouse?: { url: string; database: string };
+  /** `--edge-workers`; default EDGE_WORKERS_TEST, else 1. */
+  edgeWorkers?: number;
 }
 
 /** `options` as a string: the directory, with no LPWAN applications. */
@@ -53,10 +57,11 @@ export async function startEmbeddedService(options: EmbeddedServiceOptions | str
       ...(o.sql === undefined ? {} : { sql: o.sql }),
       ...(o.retention?.sweepMs === undefined ? {} : { retentionSweepMs: o.retention.sweepMs }),
       ...(o.retention?.auditDays === undefined ? {} : { auditRetentionDays: o.retention.auditDays }),
+      ...(o.clickhouse === undefined ? {} : { clickhouseUrl: o.clickhouse.url, clickhouseDatabase: o.clickhouse.database }),
     },
     logger: createJsonLogger(o.log ?? { level: 'error', write: () => undefined }),
     // The suites run again with the edge in worker processes (test/app/service/edge-workers-suites.test.ts).
-    edgeWorkers: Number(process.env.EDGE_WORKERS_TEST ?? 1),
+    edgeWorkers: o.edgeWorkers ?? Number(process.env.EDGE_WORKERS_TEST ?? 1),
   });
   return { service, base: `http://127.0.0.1:${service.httpPort}` };
 }

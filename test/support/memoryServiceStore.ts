@@ -79,6 +79,10 @@ export function memoryServiceStore(parts: MemoryStoreParts = {}): SqlStateStore 
     query: async () => {
       throw new FleetError('UNAVAILABLE', 'a store kept in memory runs no SQL');
     },
+    exportFormats: async () => [],
+    exportStates: async () => {
+      throw new FleetError('NOT_ACCEPTABLE', 'a store kept in memory writes no export', { detail: { allowed: [] } });
+    },
     layout: { kind: 'compact' },
   };
 }

@@ -53,7 +53,10 @@ function edgeSuite(factory: RegistryFactory) {
     assert.ok(put.responses['202'] && put.responses['415'] && put.responses['503'].headers['Retry-After']);
     assert.is(put.responses['401'].content['application/problem+json'].schema.$ref, '#/components/schemas/Problem');
     const history = doc.paths['/device/{id}/asset/{name}/states'].get;
-    assert.equal(history.parameters.map((p: { name: string }) => p.name), ['id', 'name', 'from', 'to', 'limit', 'cursor', 'order', 'resolution']);
+    assert.equal(history.parameters.map((p: { name: string }) => p.name), ['id', 'name', 'from', 'to', 'limit', 'cursor', 'order', 'resolution', 'format']);
+    assert.equal(Object.keys(history.responses['200'].content), ['application/json', 'text/csv', 'application/x-ndjson', 'application/vnd.apache.parquet']);
+    assert.ok(history.responses['406'], 'an unknown format is documented');
+    assert.equal(doc.paths['/ground/{groundId}/export'].get.parameters.map((p: { name: string }) => p.name), ['groundId', 'from', 'to', 'devices', 'assets', 'format']);
     assert.equal(history.parameters.find((p: { name: string }) => p.name === 'limit').schema, { type: 'integer', minimum: 1, maximum: 1000, description: 'page size, default 100' });
     const ids = new Set<string>();
     for (const item of Object.values(doc.paths) as Record<string, { operationId: string }>[]) {

@@ -213,6 +213,7 @@ const CASES: Record<string, Case> = {
   'POST /ground/{groundId}/states': { need: 'editor', device: true, call: fixed('POST', () => `/ground/${g()}/states`, () => ({ [d().id]: { temperature: { value: 20 } } })) },
   'GET /device/{id}/asset/{name}/states': { need: 'viewer', device: true, call: fixed('GET', () => `/device/${d().id}/asset/temperature/states`) },
   'GET /asset/{assetId}/states': { need: 'viewer', device: true, call: fixed('GET', () => `/asset/${d().assetIds.temperature}/states`) },
+  'GET /ground/{groundId}/export': { need: 'viewer', call: fixed('GET', () => `/ground/${g()}/export?format=ndjson`) },
   'GET /device/{id}/rejections': { need: 'viewer', device: true, call: fixed('GET', () => `/device/${d().id}/rejections`) },
 
   // commands

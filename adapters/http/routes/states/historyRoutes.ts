@@ -1,6 +1,8 @@
 /**
  * State history (AllThingsTalk habits, DESIGN.md §5): the states of one asset with keyset paging
  * (historyPage.ts), or with `resolution` their aggregates per minute, hour or day over [from, to).
+ * With `format` (csv, ndjson, parquet) or an `Accept` naming one of those, the states of [from, to)
+ * as a file instead (exportRoutes.ts); without, the JSON answers stay exactly as they were.
  */
 import type { Context } from 'hono';
 import Type from 'typebox';
@@ -12,6 +14,8 @@ import type { EdgeContext } from '../../EdgeContext.ts';
 import { invalidField, queryTime } from '../../request/check.ts';
 import { historyPage } from './historyPage.ts';
 import { stateValue } from './stateRoutes.ts';
+import { chooseFormat, EXPORT_MEDIA_TYPES } from './exportFormat.ts';
+import { exportResponse } from './exportRoutes.ts';
 
 const JSON_TYPE = 'application/json';
 const TAGS = ['states'];
@@ -25,11 +29,18 @@ const DEFAULT_LIMIT = 100;
 const HISTORY_RESPONSES = {
   200: {
     description: 'a page of states; with `resolution`, buckets (count, and min/max/avg over numeric values)',
-    content: { [JSON_TYPE]: Type.Union([HistoryPage, AggregatePage]) },
+    content: {
+      [JSON_TYPE]: Type.Union([HistoryPage, AggregatePage]),
+      [EXPORT_MEDIA_TYPES.csv]: Type.String(),
+      [EXPORT_MEDIA_TYPES.ndjson]: Type.String(),
+      [EXPORT_MEDIA_TYPES.parquet]: Type.String({ format: 'binary' }),
+    },
   },
 };
 const HISTORY_DESCRIPTION = 'Newest first by default; `next` is the cursor of the following page. With `resolution` '
-  + '(minute, hour or day) the answer is aggregates over [from, to) instead (default window: 1 hour, 7 days, 90 days).';
+  + '(minute, hour or day) the answer is aggregates over [from, to) instead (default window: 1 hour, 7 days, 90 days). '
+  + 'With `format` csv, ndjson or parquet (or `Accept: text/csv`, `application/x-ndjson`, `application/vnd.apache.parquet`) '
+  + 'every state of [from, to) as a file, in no promised order (docs/analytics.md "Export").';
 
 export function historyRoutes(edge: EdgeContext): void {
   historyByName(edge);
@@ -47,7 +58,7 @@ function historyByName(edge: EdgeContext): void {
     params: DeviceAssetParams,
     query: HistoryQuery,
     responses: HISTORY_RESPONSES,
-    errors: [404],
+    errors: [404, 406, 503],
   }, async (c, { principal, params, query }) => {
     const device = await edge.access.device(principal, params.id, 'read');
     return history(edge, c, device.id, assetOf(device, params.name).name, query);
@@ -65,7 +76,7 @@ function historyById(edge: EdgeContext): void {
     params: AssetIdParams,
     query: HistoryQuery,
     responses: HISTORY_RESPONSES,
-    errors: [404],
+    errors: [404, 406, 503],
   }, async (c, { principal, params, query }) => {
     const { device, asset } = await edge.access.asset(principal, params.assetId, 'read');
     return history(edge, c, device.id, asset.name, query);
@@ -76,6 +87,13 @@ async function history(edge: EdgeContext, c: Context, deviceId: string, asset: s
   const from = queryTime(q.from, 'from');
   const to = queryTime(q.to, 'to');
   if (from !== undefined && to !== undefined && from >= to) throw invalidField('query.from', 'must be before `to`');
+  const format = chooseFormat(q.format, c.req.header('accept'), 'json', false);
+  if (format !== 'json') {
+    for (const field of ['cursor', 'limit', 'order', 'resolution'] as const) {
+      if (q[field] !== undefined) throw invalidField(`query.${field}`, 'applies to the JSON history, not to an export (`format`)');
+    }
+    return exportResponse(edge, c.req.raw, { devices: [deviceId], assets: [asset], from, to, format }, `${deviceId}-${asset}`);
+  }
   if (q.resolution !== undefined) return aggregates(edge, c, { deviceId, asset, from, to, resolution: q.resolution }, q);
   const page = await historyPage(edge.deps.store, {
     deviceId, asset, from, to, limit: q.limit ?? DEFAULT_LIMIT, order: q.order ?? 'desc', cursor: q.cursor,
