@@ -86,7 +86,7 @@ export function buildEngine(options: EngineOptions): Engine {
     maxDelayMs: s.batchDelayMs ?? defaultConfig.engine.batchDelayMs,
     // Low load: a few rows with no insert in flight go at once (docs/live.md "Latency"), at most one
     // such insert per 20 ms; rows that pile up while an insert runs wait for batchDelayMs as before.
-    immediateRows: 1000,
+    immediateRows: 100,
     immediateSpacingMs: 20,
     maxPendingRows: batchRows * 4,
     // A store outage is waited out: consumption pauses (bounded in-flight work) until it is back.
