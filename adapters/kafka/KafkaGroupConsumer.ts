@@ -25,6 +25,7 @@ import type { Batch, Consumer as KafkaJSConsumer, EachBatchPayload, Kafka, Kafka
 import type { Clock, TimerHandle } from '../../engine/kernel/clock.ts';
 import { FleetError } from '../../engine/kernel/errors.ts';
 import type { CommitRequest, Consumer, ConsumerOptions, LogRecord, TopicPartition } from '../../engine/ports/log.ts';
+import { FetchPacer } from './FetchPacer.ts';
 import { kafkaErrorToFleetError } from './kafkaErrors.ts';
 import { validateCommits, validateConsumerOptions, validatePartitions } from './validateInput.ts';
 
@@ -94,27 +95,27 @@ export class KafkaGroupConsumer implements Consumer {
   #removeListeners: (() => void)[] = [];
   #stopWaiters: (() => void)[] = [];
   #crash: Error | undefined;
-  /** prefer 'throughput': when the next fetch may leave (the batches of one fetch share it). */
-  #paceUntil = 0;
+  /** prefer 'throughput': spaces the fetches. */
+  readonly #pacer: FetchPacer | undefined;
 
   constructor(settings: KafkaGroupConsumerSettings, options: ConsumerOptions) {
     validateConsumerOptions(options);
     this.#settings = settings;
     this.#options = options;
     this.#maxBatchRecords = options.maxBatchRecords ?? settings.defaultMaxBatchRecords;
+    this.#pacer = options.prefer === 'throughput' ? new FetchPacer(settings.clock, settings.throughputWaitMs, settings.fullFetchBytes) : undefined;
   }
 
   async start(): Promise<void> {
     if (this.#state !== 'new') throw new FleetError('CONFLICT', `the consumer was already started (${this.#state})`);
     this.#state = 'starting';
-    const throughput = this.#options.prefer === 'throughput';
     const consumer = this.#settings.kafka.consumer({
       groupId: this.#options.group,
       sessionTimeout: this.#settings.sessionTimeoutMs,
       heartbeatInterval: this.#settings.heartbeatIntervalMs,
       rebalanceTimeout: this.#settings.rebalanceTimeoutMs,
-      // A fetch returns as soon as a record is there (low load: no wait). A reader preferring
-      // throughput spaces its fetches instead (#pace): fewer, fuller ones while records stream in.
+      // A fetch returns on its first record; a reader preferring throughput spaces its fetches
+      // instead (FetchPacer): fewer, fuller ones while records stream in, no wait for a trickle.
       minBytes: 1,
       maxWaitTimeInMs: this.#settings.maxWaitMs,
       allowAutoTopicCreation: false,
@@ -236,7 +237,7 @@ export class KafkaGroupConsumer implements Consumer {
     const k = key(batch.topic, batch.partition);
     if (!this.#deliverable(k)) return; // unresolved: kafkajs fetches it again once deliverable
     const records = toLogRecords(batch);
-    const pace = this.#pace(batch);
+    const pace = this.#pacer?.delayAfter(batch) ?? 0;
     for (let start = 0; start < records.length; start += this.#maxBatchRecords) {
       if (!this.#deliverable(k) || !isRunning() || isStale()) return;
       const chunk = records.slice(start, start + this.#maxBatchRecords);
@@ -266,25 +267,6 @@ export class KafkaGroupConsumer implements Consumer {
       }
     }
     if (pace > 0 && isRunning() && !isStale()) await new Promise<void>((resolve) => this.#settings.clock.setTimeout(resolve, pace));
-  }
-
-  /**
-   * prefer 'throughput': how long to hold back the next fetch after this batch, ms. kafkajs fetches
-   * again once every batch of a fetch is handled. A fetch that waited for 64 KiB (minBytes) delayed
-   * every record of a trickle by up to `throughputWaitMs`; instead each fetch returns on its first
-   * record and, when it brought less than `fullFetchBytes`, the next leaves `throughputWaitMs` after
-   * it: a record after a quiet spell is delivered at once, records streaming in are read in fetches
-   * that far apart (as many fetches as before), and full fetches follow each other without a pause.
-   */
-  #pace(batch: Batch): number {
-    if (this.#options.prefer !== 'throughput') return 0;
-    let bytes = 0;
-    for (const message of batch.messages) bytes += (message.value?.length ?? 0) + (message.key?.length ?? 0);
-    if (bytes >= this.#settings.fullFetchBytes) return 0;
-    const now = this.#settings.clock.now();
-    // The first batch of a fetch starts the wait; the fetch's other batches end with it.
-    if (now >= this.#paceUntil) this.#paceUntil = now + this.#settings.throughputWaitMs;
-    return this.#paceUntil - now;
   }
 
   async #whileHeartbeating(heartbeat: () => Promise<void>, work: Promise<void>): Promise<void> {
