@@ -22,14 +22,21 @@ export class FetchPacer {
     this.#fullBytes = fullBytes;
   }
 
-  /** How long to hold back the next fetch once `batch` is handled, ms; asked when it is handed out. */
-  delayAfter(batch: Pick<Batch, 'messages'>): number {
+  /**
+   * How long to hold back the next fetch once `batch` is handled, ms; asked when it is handed out.
+   * `sameFetch`: other batches are being handled (kafkajs fetches again only once all of a fetch's
+   * are), so this one came with them, after the wait when they were more than run at once.
+   */
+  delayAfter(batch: Pick<Batch, 'messages'>, sameFetch = false): number {
     let bytes = 0;
     for (const message of batch.messages) bytes += (message.value?.length ?? 0) + (message.key?.length ?? 0);
     if (bytes >= this.#fullBytes) return 0;
     const now = this.#clock.now();
     // The first batch of a fetch starts the wait; the fetch's other batches end with it.
-    if (now >= this.#until) this.#until = now + this.#waitMs;
+    if (now >= this.#until) {
+      if (sameFetch) return 0;
+      this.#until = now + this.#waitMs;
+    }
     return this.#until - now;
   }
 }

@@ -97,6 +97,8 @@ export class KafkaGroupConsumer implements Consumer {
   #crash: Error | undefined;
   /** prefer 'throughput': spaces the fetches. */
   readonly #pacer: FetchPacer | undefined;
+  /** eachBatch calls under way. */
+  #handling = 0;
 
   constructor(settings: KafkaGroupConsumerSettings, options: ConsumerOptions) {
     validateConsumerOptions(options);
@@ -232,12 +234,21 @@ export class KafkaGroupConsumer implements Consumer {
     return (this.#state === 'running' || this.#state === 'starting') && !this.#revoked && this.#assigned.has(k) && !this.#userPaused.has(k) && !this.#backoff.has(k);
   }
 
-  async #eachBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
+  async #eachBatch(payload: EachBatchPayload): Promise<void> {
     await this.#lifecycle; // a pending revoke/assign completes before anything is delivered
+    if (!this.#deliverable(key(payload.batch.topic, payload.batch.partition))) return; // unresolved: kafkajs fetches it again once deliverable
+    this.#handling++;
+    try {
+      await this.#deliver(payload, this.#pacer?.delayAfter(payload.batch, this.#handling > 1) ?? 0);
+    } finally {
+      this.#handling--;
+    }
+  }
+
+  /** Hands `batch` over in chunks, then holds back the next fetch `pace` ms. */
+  async #deliver({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload, pace: number): Promise<void> {
     const k = key(batch.topic, batch.partition);
-    if (!this.#deliverable(k)) return; // unresolved: kafkajs fetches it again once deliverable
     const records = toLogRecords(batch);
-    const pace = this.#pacer?.delayAfter(batch) ?? 0;
     for (let start = 0; start < records.length; start += this.#maxBatchRecords) {
       if (!this.#deliverable(k) || !isRunning() || isStale()) return;
       const chunk = records.slice(start, start + this.#maxBatchRecords);

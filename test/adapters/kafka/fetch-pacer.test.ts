@@ -1,6 +1,7 @@
 /**
  * FetchPacer on a simulated clock: a fetch that brought less than a full fetch holds the next one
- * back until the wait after it has passed, the batches of one fetch share that wait, a full fetch
+ * back until the wait after it has passed, the batches of one fetch share that wait (those handed
+ * out after it, when a fetch has more batches than are handled at once, add none), a full fetch
  * holds nothing back, and a record after a quiet spell is fetched at once.
  */
 import { test } from 'uvu';
@@ -16,6 +17,15 @@ test('a small fetch holds the next back by the wait; its other batches end with 
   assert.is(pacer.delayAfter(batch(10)), 20);
   clock.advance(5);
   assert.is(pacer.delayAfter(batch(10, 10)), 15, 'another partition of the same fetch');
+});
+
+test('batches of the fetch handled after the wait (more than run at once) hold nothing back', () => {
+  const clock = new SimulatedClock(1_000);
+  const pacer = new FetchPacer(clock, 20, 1_000);
+  assert.is(pacer.delayAfter(batch(10)), 20);
+  clock.advance(20);
+  assert.is(pacer.delayAfter(batch(10), true), 0, 'handed out while the first batches end their wait');
+  assert.is(pacer.delayAfter(batch(10), false), 20, 'the next fetch starts a wait again');
 });
 
 test('a full fetch holds nothing back', () => {
