@@ -10,16 +10,33 @@ import type { Batch } from 'kafkajs';
 import type { Clock } from '../../engine/kernel/clock.ts';
 
 export class FetchPacer {
-  readonly #clock: Pick<Clock, 'now'>;
+  readonly #clock: Pick<Clock, 'now' | 'setTimeout'>;
   readonly #waitMs: number;
   readonly #fullBytes: number;
   /** When the next fetch may leave; the batches of one fetch share it. */
   #until = 0;
+  /** Batches being handled. */
+  #handling = 0;
 
-  constructor(clock: Pick<Clock, 'now'>, waitMs: number, fullBytes: number) {
+  constructor(clock: Pick<Clock, 'now' | 'setTimeout'>, waitMs: number, fullBytes: number) {
     this.#clock = clock;
     this.#waitMs = waitMs;
     this.#fullBytes = fullBytes;
+  }
+
+  /**
+   * Runs `deliver` (kafkajs's eachBatch for `batch`), then holds the fetch's wait while `running()`:
+   * kafkajs fetches again once every batch of a fetch is handled.
+   */
+  async handle(batch: Pick<Batch, 'messages'>, deliver: () => Promise<void>, running: () => boolean): Promise<void> {
+    const delay = this.delayAfter(batch, this.#handling > 0);
+    this.#handling++;
+    try {
+      await deliver();
+      if (delay > 0 && running()) await new Promise<void>((resolve) => this.#clock.setTimeout(resolve, delay));
+    } finally {
+      this.#handling--;
+    }
   }
 
   /**

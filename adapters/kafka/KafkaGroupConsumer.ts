@@ -97,8 +97,6 @@ export class KafkaGroupConsumer implements Consumer {
   #crash: Error | undefined;
   /** prefer 'throughput': spaces the fetches. */
   readonly #pacer: FetchPacer | undefined;
-  /** eachBatch calls under way. */
-  #handling = 0;
 
   constructor(settings: KafkaGroupConsumerSettings, options: ConsumerOptions) {
     validateConsumerOptions(options);
@@ -237,16 +235,11 @@ export class KafkaGroupConsumer implements Consumer {
   async #eachBatch(payload: EachBatchPayload): Promise<void> {
     await this.#lifecycle; // a pending revoke/assign completes before anything is delivered
     if (!this.#deliverable(key(payload.batch.topic, payload.batch.partition))) return; // unresolved: kafkajs fetches it again once deliverable
-    this.#handling++;
-    try {
-      await this.#deliver(payload, this.#pacer?.delayAfter(payload.batch, this.#handling > 1) ?? 0);
-    } finally {
-      this.#handling--;
-    }
+    const deliver = () => this.#deliver(payload);
+    await (this.#pacer === undefined ? deliver() : this.#pacer.handle(payload.batch, deliver, () => payload.isRunning() && !payload.isStale()));
   }
 
-  /** Hands `batch` over in chunks, then holds back the next fetch `pace` ms. */
-  async #deliver({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload, pace: number): Promise<void> {
+  async #deliver({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
     const k = key(batch.topic, batch.partition);
     const records = toLogRecords(batch);
     for (let start = 0; start < records.length; start += this.#maxBatchRecords) {
@@ -277,7 +270,6 @@ export class KafkaGroupConsumer implements Consumer {
         return;
       }
     }
-    if (pace > 0 && isRunning() && !isStale()) await new Promise<void>((resolve) => this.#settings.clock.setTimeout(resolve, pace));
   }
 
   async #whileHeartbeating(heartbeat: () => Promise<void>, work: Promise<void>): Promise<void> {

@@ -45,4 +45,18 @@ test('after a quiet spell the wait starts again from the fetch that ends it', ()
   assert.is(pacer.delayAfter(batch()), 20, 'an empty batch is a small fetch');
 });
 
+test('handle: the batch is delivered at once; the next fetch waits for the wait, unless the consumer stops', async () => {
+  const clock = new SimulatedClock(1_000);
+  const pacer = new FetchPacer(clock, 20, 1_000);
+  const steps: string[] = [];
+  const first = pacer.handle(batch(10), async () => { steps.push('a'); }, () => true).then(() => steps.push('a done'));
+  const second = pacer.handle(batch(10), async () => { steps.push('b'); }, () => false).then(() => steps.push('b done'));
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(steps, ['a', 'b', 'b done'], 'delivered at once; a stopping consumer does not wait');
+  clock.advance(20);
+  await first;
+  await second;
+  assert.equal(steps, ['a', 'b', 'b done', 'a done']);
+});
+
 test.run();
