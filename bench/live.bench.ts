@@ -19,6 +19,11 @@
  *
  * `only`: a comma-separated subset of sse-broadcast, sse-ground, ws-broadcast, ws-ground.
  *
+ *   npx node bench/live.bench.ts low-load [rate=20] [seconds=10] [embedded|distributed|both]
+ *
+ * measures instead the latency from a PUT's 202 to its state on an SSE and a WebSocket stream at
+ * low load, in the embedded and the distributed deployment (bench/support/liveLatency.ts).
+ *
  * Three kinds of thread: the service (a worker), the load generator (the main thread) and the
  * subscribers (bench/support/liveClients.ts, `clientThreads` workers). Each phase reports the
  * event-loop utilisation of each (a thread near 100 % is the limit) and the service thread's CPU
@@ -32,6 +37,7 @@ import { isMainThread, parentPort, Worker, workerData } from 'node:worker_thread
 import { createService } from '../app/createService.ts';
 import { silentLogger } from '../engine/kernel/logger.ts';
 import { defaultConfig } from '../schemas/config.ts';
+import { lowLoadLatency } from './support/liveLatency.ts';
 import { ClientThread, now, SENT_SLOTS, threadStats, type ThreadStats } from './support/liveClients.ts';
 
 interface Device {
@@ -301,7 +307,9 @@ async function main(): Promise<void> {
   }
 }
 
-if (isMainThread) {
+if (isMainThread && process.argv[2] === 'low-load') {
+  await lowLoadLatency(Number(process.argv[3] ?? 20), Number(process.argv[4] ?? 10), process.argv[5] ?? 'both');
+} else if (isMainThread) {
   await main();
 } else if (!(workerData instanceof SharedArrayBuffer)) {
   await serverThread(workerData as { deviceCount: number; groundCount: number });

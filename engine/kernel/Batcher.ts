@@ -21,6 +21,20 @@ export interface BatcherOptions<T> {
   maxItems: number;
   /** ms; 0 starts batches at once. */
   maxDelayMs: number;
+  /**
+   * With no batch being written, a buffer lighter than this starts in the next turn of the clock
+   * (a 0 ms timer: what the rest of the turn adds goes with it) instead of `maxDelayMs` after its
+   * oldest item; items that come while a batch is written wait for it and then start the same way
+   * when they are still this light (group commit). A trickle is written as it comes; a flow, whose
+   * items pile up past this while a batch is written, is batched by `maxItems` and `maxDelayMs` as
+   * without it. Default 0: never.
+   */
+  immediateBelow?: number;
+  /**
+   * Least time between the starts of two batches started by `immediateBelow`, ms: bounds how many
+   * small writes a steady trickle makes (each insert is a part for ClickHouse). Default 0.
+   */
+  immediateSpacingMs?: number;
   maxPending: number;
   overflow: 'wait' | 'refuse';
   /** Weight of one item (e.g. the rows of one append). Default 1. */
@@ -47,7 +61,7 @@ interface Held<T> {
 }
 
 export class Batcher<T> {
-  readonly #o: BatcherOptions<T> & { name: string; concurrency: number; weight(item: T): number };
+  readonly #o: BatcherOptions<T> & { name: string; concurrency: number; immediateBelow: number; immediateSpacingMs: number; weight(item: T): number };
   #buffer: Held<T>[] = [];
   #bufferWeight = 0;
   #waiting: Held<T>[] = [];
@@ -66,6 +80,10 @@ export class Batcher<T> {
   #writingWeight = 0;
   readonly #retries = new Set<{ timer: TimerHandle; run(): void }>();
   #timer: TimerHandle | undefined;
+  /** #timer is the next turn's (immediateBelow), not the oldest item's maxDelayMs. */
+  #soon = false;
+  /** When the last batch started (immediateSpacingMs). */
+  #lastStart = -Infinity;
   #seq = 0;
   #draining = 0;
   #lastTry = 0;
@@ -74,10 +92,12 @@ export class Batcher<T> {
 
   constructor(options: BatcherOptions<T>) {
     const name = options.name ?? 'batcher';
-    this.#o = { weight: () => 1, ...options, name, concurrency: positiveInteger(options.concurrency ?? 1, `${name}: concurrency`) };
+    this.#o = { weight: () => 1, immediateBelow: 0, immediateSpacingMs: 0, ...options, name, concurrency: positiveInteger(options.concurrency ?? 1, `${name}: concurrency`) };
     positiveInteger(options.maxItems, `${name}: maxItems`);
     positiveInteger(options.maxPending, `${name}: maxPending`);
     nonNegative(options.maxDelayMs, `${name}: maxDelayMs`);
+    nonNegative(this.#o.immediateBelow, `${name}: immediateBelow`);
+    nonNegative(this.#o.immediateSpacingMs, `${name}: immediateSpacingMs`);
     if (options.retry) nonNegative(options.retry.maxRetries, `${name}: maxRetries`);
   }
 
@@ -179,14 +199,24 @@ export class Batcher<T> {
     return oldest;
   }
 
-  /** Starts the batches that are due, else keeps one timer for the oldest buffered item. */
-  #schedule(): void {
+  /**
+   * Starts the batches that are due, else keeps one timer: the next turn's for a trickle
+   * (immediateBelow), or the oldest buffered item's. `soon`: that next turn has come.
+   */
+  #schedule(soon = false): void {
     while (this.#buffer.length > 0 && this.#writing.length < this.#o.concurrency) {
       const due = this.#draining > 0 || this.#bufferWeight >= this.#o.maxItems;
       const wait = due ? 0 : this.#buffer[0].acceptedAt + this.#o.maxDelayMs - this.#o.clock.now();
       if (wait > 0) {
-        this.#timer ??= this.#o.clock.setTimeout(() => { this.#timer = undefined; this.#schedule(); }, wait);
-        return;
+        const trickle = this.#writing.length === 0 && this.#bufferWeight < this.#o.immediateBelow;
+        if (!trickle) {
+          this.#arm(wait, false);
+          return;
+        }
+        if (!soon) {
+          this.#arm(Math.max(0, this.#lastStart + this.#o.immediateSpacingMs - this.#o.clock.now()), true);
+          return;
+        }
       }
       this.#timer?.cancel();
       this.#timer = undefined;
@@ -194,7 +224,16 @@ export class Batcher<T> {
     }
   }
 
+  /** Keeps one timer; the next turn's replaces a later one. */
+  #arm(wait: number, soon: boolean): void {
+    if (this.#timer !== undefined && (this.#soon || !soon)) return;
+    this.#timer?.cancel();
+    this.#soon = soon;
+    this.#timer = this.#o.clock.setTimeout(() => { this.#timer = undefined; this.#schedule(soon); }, wait);
+  }
+
   #start(): void {
+    this.#lastStart = this.#o.clock.now();
     const buffer = this.#buffer;
     let n = 0;
     let weight = 0;

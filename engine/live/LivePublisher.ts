@@ -31,6 +31,11 @@ export interface LivePublisherOptions {
   topic: string;
   /** Longest an event waits for companions before its batch is appended, ms. Default 10. */
   lingerMs?: number;
+  /**
+   * With no append in flight, fewer events than this are appended in the next turn instead of after
+   * lingerMs (Batcher immediateBelow): at low load an event does not wait for companions. Default 1 000.
+   */
+  immediateEvents?: number;
   /** Events per append. Default 5 000. */
   maxBatchEvents?: number;
   /** Events held (waiting or being appended) before new ones are dropped. Default 50 000. */
@@ -65,6 +70,7 @@ export class LivePublisher {
       name: 'live publisher',
       maxItems: maxBatch,
       maxDelayMs: options.lingerMs ?? 10,
+      immediateBelow: options.immediateEvents ?? 1_000,
       maxPending: options.maxPendingEvents ?? 50_000,
       overflow: 'refuse',
       weight: (events) => events.length,

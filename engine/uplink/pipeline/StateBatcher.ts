@@ -23,6 +23,14 @@ export interface StateBatcherOptions {
   maxRows?: number;
   /** Longest a row waits in the buffer before a flush, ms. Default 100. */
   maxDelayMs?: number;
+  /**
+   * With no insert in flight, fewer rows than this are inserted in the next turn instead of after
+   * maxDelayMs (Batcher immediateBelow: group commit at low load, so a state is stored, and shown
+   * live, without waiting for the delay). Default 0: never.
+   */
+  immediateRows?: number;
+  /** Least time between the starts of two such inserts, ms (Batcher immediateSpacingMs). Default 0. */
+  immediateSpacingMs?: number;
   /** Rows buffered plus in flight before appends wait. Default 10 × maxRows. */
   maxPendingRows?: number;
   /**
@@ -53,6 +61,8 @@ export class StateBatcher {
       weight: (rows) => rows.length,
       maxItems: maxRows,
       maxDelayMs: nonNegative(options.maxDelayMs ?? 100, 'StateBatcher: maxDelayMs'),
+      immediateBelow: nonNegative(options.immediateRows ?? 0, 'StateBatcher: immediateRows'),
+      immediateSpacingMs: nonNegative(options.immediateSpacingMs ?? 0, 'StateBatcher: immediateSpacingMs'),
       maxPending: positiveInteger(options.maxPendingRows ?? 10 * maxRows, 'StateBatcher: maxPendingRows'),
       overflow: 'wait',
       concurrency: options.concurrency,

@@ -57,6 +57,59 @@ test('a batch starts when maxItems are held, or maxDelayMs after its oldest item
   assert.is(clock.pending, 0);
 });
 
+test('immediateBelow: a trickle with nothing being written starts in the next turn, with what that turn added', async () => {
+  const { clock, writes, batcher } = setup({ immediateBelow: 3, maxItems: 10, maxPending: 20 });
+  batcher.add('a');
+  batcher.add('b');
+  assert.is(writes.length, 0, 'not within the turn that added them');
+  clock.advance(0);
+  assert.equal(writes.map((w) => w.items), [['a', 'b']]);
+  assert.is(writes[0].at, 1_000);
+  // While that is written, items wait for it (group commit), then go at once while still light.
+  batcher.add('c');
+  clock.advance(30);
+  assert.is(writes.length, 1);
+  writes[0].resolve();
+  await settle();
+  clock.advance(0);
+  assert.equal(writes[1], { ...writes[1], items: ['c'], at: 1_030 });
+});
+
+test('immediateBelow: what piles up past it while a batch is written waits for maxDelayMs as without it', async () => {
+  const { clock, writes, batcher } = setup({ immediateBelow: 3, maxItems: 10, maxPending: 20 });
+  batcher.add('a');
+  clock.advance(0);
+  for (const item of ['b', 'c', 'd', 'e']) batcher.add(item);
+  writes[0].resolve();
+  await settle();
+  clock.advance(0);
+  assert.is(writes.length, 1, 'four held: a flow, batched by time');
+  clock.advance(49);
+  assert.is(writes.length, 1);
+  clock.advance(1);
+  assert.equal(writes[1], { ...writes[1], items: ['b', 'c', 'd', 'e'], at: 1_050 });
+});
+
+test('immediateSpacingMs: batches started for a trickle start at least that far apart', async () => {
+  const { clock, writes, batcher } = setup({ immediateBelow: 3, immediateSpacingMs: 20, maxItems: 10, maxPending: 20 });
+  batcher.add('a');
+  clock.advance(0);
+  writes[0].resolve();
+  await settle();
+  clock.advance(5);
+  batcher.add('b');
+  clock.advance(14);
+  assert.is(writes.length, 1);
+  clock.advance(1);
+  assert.equal(writes[1], { ...writes[1], items: ['b'], at: 1_020 });
+  writes[1].resolve();
+  await settle();
+  clock.advance(100);
+  batcher.add('c');
+  clock.advance(0);
+  assert.equal(writes[2], { ...writes[2], items: ['c'], at: 1_120 }, 'a trickle after a pause goes at once');
+});
+
 test('weights count towards maxItems and maxPending; a heavier item goes alone', async () => {
   const { writes, batcher } = setup({ weight: (s) => s.length, maxPending: 100 });
   batcher.add('xx');
@@ -251,6 +304,8 @@ test('bad options are refused', () => {
   assert.throws(() => new Batcher({ ...base, maxPending: 2.5 }), /maxPending/);
   assert.throws(() => new Batcher({ ...base, maxDelayMs: -1 }), /maxDelayMs/);
   assert.throws(() => new Batcher({ ...base, concurrency: 0 }), /concurrency/);
+  assert.throws(() => new Batcher({ ...base, immediateBelow: -1 }), /immediateBelow/);
+  assert.throws(() => new Batcher({ ...base, immediateSpacingMs: Number.NaN }), /immediateSpacingMs/);
   assert.throws(() => new Batcher({ ...base, name: 'mine', retry: { backoff: () => 0, maxRetries: -1 } }), /mine: maxRetries/);
   new Batcher({ ...base, maxDelayMs: 0 }); // zero delay: batches start at once
 });

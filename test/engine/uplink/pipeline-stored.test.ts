@@ -1,6 +1,7 @@
 /**
  * UplinkPipeline's onStored hook: called with an uplink's rows only after the row sink resolved
- * (durable), never for rejected values, and shielded from the hook's own errors.
+ * (durable), never for rejected values, and shielded from the hook's own errors; and, through the
+ * engine's StateBatcher inserting at once at low load, no live event for a state whose insert failed.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -9,6 +10,10 @@ import { encodeEnvelope } from '../../../engine/uplink/envelope.ts';
 import { MemoryDirectory } from '../../../engine/ports/directory.ts';
 import type { FleetError } from '../../../engine/kernel/errors.ts';
 import { UplinkPipeline, type RowSink } from '../../../engine/uplink/pipeline/UplinkPipeline.ts';
+import { StateBatcher } from '../../../engine/uplink/pipeline/StateBatcher.ts';
+import { LivePublisher } from '../../../engine/live/LivePublisher.ts';
+import { FleetError as Failure } from '../../../engine/kernel/errors.ts';
+import type { ProducerRecord } from '../../../engine/ports/log.ts';
 import { deviceActors } from '../../../engine/actors/DeviceActors.ts';
 import { createLocalLog } from '../../../adapters/local-log/LocalLog.ts';
 import { Topics, type StateRow } from '../../../schemas/messages.ts';
@@ -96,6 +101,63 @@ test('a forged record whose carried state could not be stored is dead-lettered a
     assert.is(pipeline.failure, undefined);
   } finally {
     await pipeline.stop();
+    await log.close();
+    tmp.remove();
+  }
+});
+
+test('a state whose store insert failed is not shown live; one whose insert succeeded after a retry is, after it', async () => {
+  const tmp = tempDir('pipeline-live-store-failure');
+  const log = createLocalLog({ dir: `${tmp.dir}/log` });
+  await log.ensureTopics([{ name: Topics.uplinks, partitions: 1 }, { name: Topics.deadLetters, partitions: 1 }]);
+  const directory = new MemoryDirectory();
+  directory.put({ id: 'd1', assets: [{ id: 'a1', name: 't', is: 'sensor', profile: { type: 'number' } }] });
+  const steps: string[] = [];
+  // The store: an insert holding value 1 fails once (retriable), one holding value 2 always fails.
+  const attempts = new Map<unknown, number>();
+  const store = {
+    async append(rows: readonly StateRow[]): Promise<void> {
+      for (const row of rows) attempts.set(row.value, (attempts.get(row.value) ?? 0) + 1);
+      if (rows.some((r) => r.value === 2)) throw new Failure('UNAVAILABLE', 'the store refused the insert');
+      if (rows.some((r) => r.value === 1) && attempts.get(1) === 1) throw new Failure('UNAVAILABLE', 'the store is restarting');
+      steps.push(`stored ${rows.map((r) => r.value).join(',')}`);
+    },
+  };
+  const batcher = new StateBatcher({ store, clock: systemClock, maxDelayMs: 60_000, immediateRows: 1000, retryInitialMs: 1, maxRetries: 2 });
+  const shown: ProducerRecord[] = [];
+  const live = new LivePublisher({
+    log: { append: async (_topic, records) => { shown.push(...records); return records.map(() => ({ partition: 0, offset: 0 })); } },
+    clock: systemClock, topic: 'live',
+  });
+  const errors: FleetError[] = [];
+  const pipeline = new UplinkPipeline({
+    log, rows: batcher, undecided: deviceActors({ directory, clock: systemClock }), clock: systemClock, commitIntervalMs: 20,
+    onStored(rows) {
+      steps.push(`shown ${rows.map((r) => r.value).join(',')}`);
+      live.states(rows);
+    },
+    onError: (e) => errors.push(e),
+  });
+  await pipeline.start();
+  try {
+    const env = (id: string, value: number) => ({ id, channel: 'mqtt' as const, contentType: 'json' as const, deviceId: 'd1', receivedAt: 1000, body: json({ t: { value } }) });
+    await log.append(Topics.uplinks, [{ key: 'd1', value: encodeEnvelope(env('u1', 1)) }]);
+    // The batch delay is a minute: the state is stored, then shown, because nothing else was being inserted.
+    await waitFor(() => shown.length === 1, 5000, 'the first state shown');
+    assert.equal(steps, ['stored 1', 'shown 1'], 'shown only after its insert succeeded (the failed attempt showed nothing)');
+    assert.is(attempts.get(1), 2);
+    await log.append(Topics.uplinks, [{ key: 'd1', value: encodeEnvelope(env('u2', 2)) }]);
+    await waitFor(() => pipeline.failure !== undefined, 5000, 'the insert given up');
+    await live.flush();
+    assert.is(attempts.get(2), 3, 'tried, then retried twice');
+    assert.equal(steps, ['stored 1', 'shown 1'], 'the state whose insert failed is not shown');
+    assert.is(shown.length, 1);
+    assert.match(new TextDecoder().decode(shown[0].value), /"value":1/);
+    assert.is(live.published, 1);
+    assert.ok(errors.some((e) => e.code === 'UNAVAILABLE'), 'the failure is reported');
+  } finally {
+    await pipeline.stop().catch(() => undefined);
+    await live.close();
     await log.close();
     tmp.remove();
   }
