@@ -57,10 +57,13 @@ export function createChdbStore(options: ChdbStoreOptions): SqlStateStore {
     const file = join(payloads, `${n}.parquet`);
     const marker = `fleetstream_export_${process.pid}_${n}`;
     // Row groups of 64 Ki rows encoded one at a time, by one thread: the writer holds one group, not
-    // 1 Mi rows per thread; one thread also wrote 10 M states 3× as fast here as the default
-    // (bench/export.bench.ts, BENCH_FORMAT=parquet: peak RSS growth 264 MB by default, ~180 MB so).
+    // 1 Mi rows per thread; one thread also wrote 10 M states 3× as fast here as the default. No
+    // bloom filters and no page index: the writer keeps both for every row group until the file's
+    // footer, so its memory grew with the rows (43 MB for 2 M rows, 121 MB for 20 M; without them
+    // 36 and 37 MB). Readers lose only their predicate push-down on the downloaded file.
     const insert = `/* ${marker} */ INSERT INTO FUNCTION file(${quoteString(file)}, 'Parquet') ${sql}
-SETTINGS output_format_parquet_row_group_size = 65536, output_format_parquet_parallel_encoding = 0, max_threads = 1`;
+SETTINGS output_format_parquet_row_group_size = 65536, output_format_parquet_parallel_encoding = 0, max_threads = 1,
+  output_format_parquet_write_bloom_filter = 0, output_format_parquet_write_page_index = 0`;
     const writer = new Session(options.dir);
     const kill = (): void => {
       const killer = new Session(options.dir);
