@@ -424,7 +424,10 @@ withEnv('distributed-e2e', ['KAFKA_BROKERS', 'CLICKHOUSE_URL', 'DATABASE_URL_TES
         const unexpected = [...load.statuses.keys()].filter((s) => s !== 202 && s !== 503);
         if (unexpected.length > 0) console.log(`--- edge, last lines:\n${edge.output().split('\n').slice(-30).join('\n')}`);
         assert.equal(unexpected, [], `answers ${describeStatuses(load)}`);
-        await waitForGroup(w, 2, 60_000);
+        await waitForGroup(w, 2, 60_000).catch((error: unknown) => {
+          for (const p of w.processes) console.log(`--- ${p.name} (pid ${p.pid}, exit ${p.child.exitCode ?? 'none'}), last lines:\n${p.output().split('\n').slice(-25).join('\n')}`);
+          throw error;
+        });
         const { visible, physical } = await expectExactlyOnce(w, load, 120_000);
         const lostSequence = edge.output().split('\n').filter((line) => line.includes('[Producer]') && line.includes('out of order sequence')).length;
         console.log(`  Kafka restart: answers ${describeStatuses(load)}, no answer ${load.noAnswer}; ${visible} data points visible, ${physical} physical rows; ` +
