@@ -134,9 +134,9 @@ export const Config = Type.Object({
      */
     sessionTimeoutMs: Type.Optional(Type.Integer({ minimum: 1000, maximum: 3_600_000 })),
     /**
-     * The busy readers (the engine's uplinks, every edge's live feed): after a fetch that brought
-     * less than 64 KiB, the next leaves this long after it, ms: fewer, fuller fetches while records
-     * stream in; a record after a quiet spell is fetched at once. Unset: 20.
+     * How long a fetch of the busy readers (the engine's uplinks, every edge's live feed) waits for
+     * 64 KiB of records, ms: fewer, fuller fetches under load, at most this much added latency when
+     * records trickle in. Unset: 5.
      */
     throughputWaitMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 1000 })),
   }),

@@ -25,7 +25,6 @@ import type { Batch, Consumer as KafkaJSConsumer, EachBatchPayload, Kafka, Kafka
 import type { Clock, TimerHandle } from '../../engine/kernel/clock.ts';
 import { FleetError } from '../../engine/kernel/errors.ts';
 import type { CommitRequest, Consumer, ConsumerOptions, LogRecord, TopicPartition } from '../../engine/ports/log.ts';
-import { FetchPacer } from './FetchPacer.ts';
 import { kafkaErrorToFleetError } from './kafkaErrors.ts';
 import { validateCommits, validateConsumerOptions, validatePartitions } from './validateInput.ts';
 
@@ -39,10 +38,7 @@ export interface KafkaGroupConsumerSettings {
   rebalanceTimeoutMs: number;
   /** Fetch long-poll, ms: also bounds how late an idle consumer notices a rebalance. */
   maxWaitMs: number;
-  /**
-   * A consumer preferring throughput (ConsumerOptions.prefer): after a fetch that brought less than
-   * `fullFetchBytes`, the next one leaves this long after it at the earliest.
-   */
+  /** A consumer preferring throughput (ConsumerOptions.prefer): its fetch waits for `fullFetchBytes`, at most this long. */
   throughputWaitMs: number;
   fullFetchBytes: number;
   /** Partitions whose batches are processed at the same time. */
@@ -95,29 +91,26 @@ export class KafkaGroupConsumer implements Consumer {
   #removeListeners: (() => void)[] = [];
   #stopWaiters: (() => void)[] = [];
   #crash: Error | undefined;
-  /** prefer 'throughput': spaces the fetches. */
-  readonly #pacer: FetchPacer | undefined;
 
   constructor(settings: KafkaGroupConsumerSettings, options: ConsumerOptions) {
     validateConsumerOptions(options);
     this.#settings = settings;
     this.#options = options;
     this.#maxBatchRecords = options.maxBatchRecords ?? settings.defaultMaxBatchRecords;
-    this.#pacer = options.prefer === 'throughput' ? new FetchPacer(settings.clock, settings.throughputWaitMs, settings.fullFetchBytes) : undefined;
   }
 
   async start(): Promise<void> {
     if (this.#state !== 'new') throw new FleetError('CONFLICT', `the consumer was already started (${this.#state})`);
     this.#state = 'starting';
+    const throughput = this.#options.prefer === 'throughput';
     const consumer = this.#settings.kafka.consumer({
       groupId: this.#options.group,
       sessionTimeout: this.#settings.sessionTimeoutMs,
       heartbeatInterval: this.#settings.heartbeatIntervalMs,
       rebalanceTimeout: this.#settings.rebalanceTimeoutMs,
-      // A fetch returns on its first record; a reader preferring throughput spaces its fetches
-      // instead (FetchPacer): fewer, fuller ones while records stream in, no wait for a trickle.
-      minBytes: 1,
-      maxWaitTimeInMs: this.#settings.maxWaitMs,
+      // Each fetch is a request for the broker and a socket write here: fewer, fuller ones under load.
+      minBytes: throughput ? this.#settings.fullFetchBytes : 1,
+      maxWaitTimeInMs: throughput ? this.#settings.throughputWaitMs : this.#settings.maxWaitMs,
       allowAutoTopicCreation: false,
       retry: this.#settings.retry,
     });
@@ -232,15 +225,10 @@ export class KafkaGroupConsumer implements Consumer {
     return (this.#state === 'running' || this.#state === 'starting') && !this.#revoked && this.#assigned.has(k) && !this.#userPaused.has(k) && !this.#backoff.has(k);
   }
 
-  async #eachBatch(payload: EachBatchPayload): Promise<void> {
+  async #eachBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
     await this.#lifecycle; // a pending revoke/assign completes before anything is delivered
-    if (!this.#deliverable(key(payload.batch.topic, payload.batch.partition))) return; // unresolved: kafkajs fetches it again once deliverable
-    const deliver = () => this.#deliver(payload);
-    await (this.#pacer === undefined ? deliver() : this.#pacer.handle(payload.batch, deliver, () => payload.isRunning() && !payload.isStale()));
-  }
-
-  async #deliver({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
     const k = key(batch.topic, batch.partition);
+    if (!this.#deliverable(k)) return; // unresolved: kafkajs fetches it again once deliverable
     const records = toLogRecords(batch);
     for (let start = 0; start < records.length; start += this.#maxBatchRecords) {
       if (!this.#deliverable(k) || !isRunning() || isStale()) return;

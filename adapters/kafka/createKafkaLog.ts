@@ -168,7 +168,7 @@ class KafkaLog implements Log {
       heartbeatIntervalMs: this.#options.heartbeatIntervalMs ?? 3000,
       rebalanceTimeoutMs: this.#options.rebalanceTimeoutMs ?? 60_000,
       maxWaitMs: this.#options.maxWaitMs ?? 500,
-      throughputWaitMs: this.#options.throughputWaitMs ?? 20,
+      throughputWaitMs: this.#options.throughputWaitMs ?? 5,
       fullFetchBytes: 64 * 1024,
       partitionsConsumedConcurrently: this.#options.partitionsConsumedConcurrently ?? 4,
       defaultMaxBatchRecords: this.#options.consumerMaxBatchRecords ?? 500,
