@@ -48,6 +48,8 @@ export interface KafkaGroupConsumerSettings {
   /** Delay before a batch whose onBatch rejected is delivered again, ms. */
   redeliveryBackoffMs: number;
   retry: RetryOptions;
+  /** After kafkajs stops a running consumer for good, a new one is opened after `initial` ms, doubling up to `max` while opening fails. */
+  reopenBackoffMs: { initial: number; max: number };
   onError(error: FleetError, context: ConsumerErrorContext): void;
   onClosed?: (consumer: KafkaGroupConsumer) => void;
 }
@@ -59,7 +61,8 @@ export interface ConsumerErrorContext {
   /**
    * onBatch: the handler rejected (the batch is delivered again after redeliveryBackoffMs);
    * onAssign, onRevoke: the callback threw (the rebalance goes on); group: kafkajs lost the group
-   * (it rejoins by itself unless the error is final, then the consumer stops) or failed to leave it.
+   * (it rejoins by itself; when its error is final, a new kafkajs consumer joins after a back-off)
+   * or failed to leave it.
    */
   stage: 'onBatch' | 'onAssign' | 'onRevoke' | 'group';
 }
@@ -91,6 +94,10 @@ export class KafkaGroupConsumer implements Consumer {
   #removeListeners: (() => void)[] = [];
   #stopWaiters: (() => void)[] = [];
   #crash: Error | undefined;
+  #reopenTimer: TimerHandle | undefined;
+  #reopens = 0;
+  /** A new kafkajs consumer being opened after a final crash; stop() waits for it before disconnecting. */
+  #opening: Promise<void> = Promise.resolve();
 
   constructor(settings: KafkaGroupConsumerSettings, options: ConsumerOptions) {
     validateConsumerOptions(options);
@@ -102,6 +109,26 @@ export class KafkaGroupConsumer implements Consumer {
   async start(): Promise<void> {
     if (this.#state !== 'new') throw new FleetError('CONFLICT', `the consumer was already started (${this.#state})`);
     this.#state = 'starting';
+    try {
+      for (const topic of this.#options.topics) await this.#settings.partitionCount(topic);
+      await this.#open();
+    } catch (error) {
+      this.#state = 'stopped';
+      this.#detach();
+      this.#settings.onClosed?.(this);
+      throw kafkaErrorToFleetError(error, `consumer ${this.#options.group}: start`);
+    }
+    if (this.#state !== 'starting') {
+      if (this.#crash === undefined) throw new FleetError('CLOSED', `consumer ${this.#options.group} was stopped while starting`);
+      // kafkajs could not join and gave up (a non-retriable crash)
+      throw kafkaErrorToFleetError(this.#crash, `consumer ${this.#options.group}: start`);
+    }
+    this.#state = 'running';
+    await this.#lifecycle; // the first onAssign has run when start() resolves
+  }
+
+  /** A kafkajs consumer of the group, connected, subscribed and running; disconnected again if any step fails. */
+  async #open(): Promise<void> {
     const throughput = this.#options.prefer === 'throughput';
     const consumer = this.#settings.kafka.consumer({
       groupId: this.#options.group,
@@ -122,7 +149,6 @@ export class KafkaGroupConsumer implements Consumer {
       consumer.on(CRASH, (event) => this.#onCrash(event.payload.error, event.payload.restart)),
     );
     try {
-      for (const topic of this.#options.topics) await this.#settings.partitionCount(topic);
       await consumer.connect();
       await consumer.subscribe({ topics: this.#options.topics, fromBeginning: this.#options.startAt !== 'latest' });
       await consumer.run({
@@ -132,19 +158,10 @@ export class KafkaGroupConsumer implements Consumer {
         eachBatch: (payload) => this.#eachBatch(payload),
       });
     } catch (error) {
-      this.#state = 'stopped';
       this.#detach();
       await consumer.disconnect().catch(() => undefined);
-      this.#settings.onClosed?.(this);
-      throw kafkaErrorToFleetError(error, `consumer ${this.#options.group}: start`);
+      throw error;
     }
-    if (this.#state !== 'starting') {
-      if (this.#crash === undefined) throw new FleetError('CLOSED', `consumer ${this.#options.group} was stopped while starting`);
-      // kafkajs could not join and gave up (a non-retriable crash)
-      throw kafkaErrorToFleetError(this.#crash, `consumer ${this.#options.group}: start`);
-    }
-    this.#state = 'running';
-    await this.#lifecycle; // the first onAssign has run when start() resolves
   }
 
   async commit(offsets: CommitRequest[]): Promise<void> {
@@ -194,6 +211,9 @@ export class KafkaGroupConsumer implements Consumer {
       return;
     }
     this.#state = 'stopping';
+    this.#reopenTimer?.cancel();
+    this.#reopenTimer = undefined;
+    await this.#opening;
     await this.#revoke(); // kafkajs still runs: onRevoke's commits carry the live generation
     try {
       await this.#consumer?.disconnect(); // leaves the group
@@ -331,11 +351,36 @@ export class KafkaGroupConsumer implements Consumer {
     this.#crash = error;
     this.#report(error, { stage: 'group' });
     void this.#revoke();
-    if (!restart && (this.#state === 'running' || this.#state === 'starting')) {
+    if (restart) return; // kafkajs rejoins by itself
+    if (this.#state === 'starting') {
+      // start() reports it: a group that cannot be joined at all is a configuration to fix
       this.#state = 'stopped';
       this.#detach();
       this.#settings.onClosed?.(this);
+    } else if (this.#state === 'running') {
+      // kafkajs disconnected for good (an error it counts as final, e.g. after a broker restart):
+      // a consumer that stops here leaves its process running with nothing to do. Open a new one.
+      this.#detach();
+      this.#reopenLater(this.#settings.reopenBackoffMs.initial);
     }
+  }
+
+  /** Opens a new kafkajs consumer after `delayMs`, doubling the delay after each failure. */
+  #reopenLater(delayMs: number): void {
+    this.#reopenTimer = this.#settings.clock.setTimeout(() => {
+      this.#reopenTimer = undefined;
+      if (this.#state !== 'running') return;
+      this.#reopens += 1;
+      this.#opening = this.#open().catch((error: unknown) => {
+        this.#report(error, { stage: 'group' });
+        if (this.#state === 'running') this.#reopenLater(Math.min(delayMs * 2, this.#settings.reopenBackoffMs.max));
+      });
+    }, delayMs);
+  }
+
+  /** How many times a new kafkajs consumer was opened after one stopped for good. */
+  get reopens(): number {
+    return this.#reopens;
   }
 
   #backOff(partition: TopicPartition): void {

@@ -174,6 +174,7 @@ class KafkaLog implements Log {
       defaultMaxBatchRecords: this.#options.consumerMaxBatchRecords ?? 500,
       redeliveryBackoffMs: this.#options.redeliveryBackoffMs ?? 1000,
       retry: this.#retry,
+      reopenBackoffMs: { initial: 1000, max: 30_000 },
       onError: this.#options.onConsumerError ?? defaultOnConsumerError,
       onClosed: (c) => this.#consumers.delete(c),
     }, options);
