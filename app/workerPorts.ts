@@ -61,6 +61,7 @@ export function servePorts(channel: WorkerChannel, ports: Ports, reservations: R
     consumerCommit: (id: number, offsets: Parameters<Consumer['commit']>[0]) => consumers.get(id)?.commit(offsets),
     consumerPause: (id: number, partitions: Parameters<Consumer['pause']>[0]) => consumers.get(id)?.pause(partitions),
     consumerResume: (id: number, partitions: Parameters<Consumer['resume']>[0]) => consumers.get(id)?.resume(partitions),
+    consumerSeek: (id: number, positions: Parameters<Consumer['seek']>[0]) => consumers.get(id)?.seek(positions),
     async consumerStop(id: number) {
       const consumer = consumers.get(id);
       consumers.delete(id);
@@ -101,6 +102,8 @@ function remoteLog(channel: WorkerChannel): Log {
         commit: (offsets) => calls.consumerCommit(id, offsets) as Promise<void>,
         pause: (partitions) => void calls.consumerPause(id, partitions).catch(() => undefined),
         resume: (partitions) => void calls.consumerResume(id, partitions).catch(() => undefined),
+        // In the order of the calls made after it (one channel): a seek then a resume cross in that order.
+        seek: (positions) => void calls.consumerSeek(id, positions).catch(() => undefined),
         async stop() {
           try {
             await calls.consumerStop(id);

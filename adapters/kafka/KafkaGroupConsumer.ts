@@ -200,6 +200,24 @@ export class KafkaGroupConsumer implements Consumer {
     this.#applyPause(partitions);
   }
 
+  seek(positions: CommitRequest[]): void {
+    validateCommits(positions);
+    this.#checkSubscribed(positions, 'seek');
+    if (this.#state === 'new' || this.#state === 'stopped') {
+      throw new FleetError('CLOSED', `consumer ${this.#options.group} is ${this.#state === 'new' ? 'not started' : 'stopped'}`);
+    }
+    for (const p of positions) {
+      if (!this.#assigned.has(key(p.topic, p.partition))) {
+        throw new FleetError('CONFLICT', `${p.topic}/${p.partition} is not assigned to this consumer of group ${this.#options.group}`, { detail: { topic: p.topic, partition: p.partition } });
+      }
+    }
+    if (!this.#joined || !this.#consumer) {
+      throw new FleetError('UNAVAILABLE', `consumer ${this.#options.group} is rejoining its group`, { retriable: true });
+    }
+    // kafkajs drops what it fetched of the partition before the seek, and fetches from the offset next.
+    for (const p of positions) this.#consumer.seek({ topic: p.topic, partition: p.partition, offset: String(p.offset) });
+  }
+
   async stop(): Promise<void> {
     if (this.#state === 'stopped') return;
     if (this.#state === 'new') {

@@ -128,6 +128,21 @@ export class LocalConsumer implements Consumer, GroupMember {
     }
   }
 
+  seek(positions: CommitRequest[]): void {
+    const checked = this.#checkList(positions, 'seek').map((tp, i) => {
+      const offset = (positions[i] as { offset?: unknown }).offset;
+      if (typeof offset !== 'number' || !Number.isSafeInteger(offset) || offset < 0) {
+        throw new FleetError('VALIDATION_FAILED', `seek of ${tp.topic}/${tp.partition}: offset must be an integer >= 0`, { detail: { topic: tp.topic, partition: tp.partition, offset: String(offset) } });
+      }
+      const assigned = this.#assigned.get(partitionKey(tp.topic, tp.partition));
+      if (assigned === undefined) {
+        throw new FleetError('CONFLICT', `${tp.topic}/${tp.partition} is not assigned to this consumer of group ${this.group}`, { detail: { topic: tp.topic, partition: tp.partition } });
+      }
+      return { assigned, offset };
+    });
+    for (const { assigned, offset } of checked) assigned.fetcher.seek(offset);
+  }
+
   #checkList(partitions: unknown, what: string): TopicPartition[] {
     if (!Array.isArray(partitions)) throw new FleetError('VALIDATION_FAILED', `${what} expects an array of { topic, partition }`);
     return partitions.map((tp) => {
@@ -161,10 +176,10 @@ export class LocalConsumer implements Consumer, GroupMember {
       const key = partitionKey(tp.topic, tp.partition);
       const log = host.partitionLog(tp.topic, tp.partition);
       const start = host.committed(this.group, tp.topic, tp.partition) ?? (this.#options.startAt === 'latest' ? log.durableOffset : 0);
-      const reader = new PartitionReader(log, start, options.readChunkBytes, (r) => host.reportCorruption(r));
       const fetcher = new PartitionFetcher({
         log,
-        reader,
+        reader: (offset) => new PartitionReader(log, offset, options.readChunkBytes, (r) => host.reportCorruption(r)),
+        start,
         maxBatchRecords: this.#maxBatchRecords,
         clock: options.clock,
         redeliveryBackoffMs: options.redeliveryBackoffMs,

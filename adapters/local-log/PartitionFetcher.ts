@@ -12,7 +12,9 @@ import type { PartitionReader } from './PartitionReader.ts';
 
 export interface PartitionFetcherConfig {
   log: PartitionLog;
-  reader: PartitionReader;
+  /** A reader of the partition from `offset` (the start, and each seek). */
+  reader(offset: number): PartitionReader;
+  start: number;
   maxBatchRecords: number;
   clock: Clock;
   redeliveryBackoffMs: number;
@@ -27,9 +29,18 @@ export class PartitionFetcher {
   #wake: (() => void) | undefined;
   #loop: Promise<void> | undefined;
   #held: LogRecord[] | undefined;
+  #reader: PartitionReader;
 
   constructor(config: PartitionFetcherConfig) {
     this.#config = config;
+    this.#reader = config.reader(config.start);
+  }
+
+  /** The next batch starts at `offset`: what was read and not handed over yet is dropped, and a read under way is not handed over. */
+  seek(offset: number): void {
+    this.#reader = this.#config.reader(offset);
+    this.#held = undefined;
+    this.#signal();
   }
 
   start(): void {
@@ -63,11 +74,12 @@ export class PartitionFetcher {
   }
 
   async #run(): Promise<void> {
-    const { log, reader, maxBatchRecords } = this.#config;
+    const { log, maxBatchRecords } = this.#config;
     while (!this.#stopped) {
       if (this.#paused) { await this.#sleep(); continue; }
       let records = this.#held;
       if (records === undefined) {
+        const reader = this.#reader;
         if (!reader.hasMore) { await this.#waitForData(); continue; }
         try {
           records = await reader.read(maxBatchRecords);
@@ -81,6 +93,7 @@ export class PartitionFetcher {
           await this.#backoff(); // an I/O error (descriptors exhausted, ...) may pass
           continue;
         }
+        if (reader !== this.#reader) continue; // sought meanwhile: read from the new position
         if (records.length === 0) { await this.#waitForData(); continue; }
         this.#held = records;
         if (this.#stopped || this.#paused) continue;
@@ -98,7 +111,7 @@ export class PartitionFetcher {
   async #waitForData(): Promise<void> {
     const unsubscribe = this.#config.log.onDurable(() => this.#signal());
     try {
-      if (!this.#config.reader.hasMore && !this.#stopped && !this.#paused) await this.#sleep();
+      if (!this.#reader.hasMore && !this.#stopped && !this.#paused) await this.#sleep();
     } finally {
       unsubscribe();
     }

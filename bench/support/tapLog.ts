@@ -46,6 +46,7 @@ export function tapLog(inner: Log, expected: number): LogTap {
         start: () => consumer.start(),
         pause: (partitions) => consumer.pause(partitions),
         resume: (partitions) => consumer.resume(partitions),
+        seek: (positions) => consumer.seek(positions),
         stop: () => consumer.stop(),
         async commit(offsets: CommitRequest[]) {
           await consumer.commit(offsets);

@@ -77,6 +77,11 @@ export class TopicConsumer {
     this.#consumer?.resume([{ topic: this.#o.topic, partition }]);
   }
 
+  /** The partition's next batch starts at `offset` (Consumer.seek: pause it first). */
+  seek(partition: number, offset: number): void {
+    this.#consumer?.seek([{ topic: this.#o.topic, partition, offset }]);
+  }
+
   /** Nothing is committed any more: the owner failed, and what is not committed is replayed. */
   halt(): void {
     this.#halted = true;

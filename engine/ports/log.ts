@@ -90,6 +90,14 @@ export interface Consumer {
   /** Stops fetching from these partitions until resumed (backpressure). */
   pause(partitions: TopicPartition[]): void;
   resume(partitions: TopicPartition[]): void;
+  /**
+   * The next batch of each partition starts at `offset`: forward (the records before it are never
+   * handed over) or back (they are handed over again). For a reader that stopped following a
+   * partition for a while and takes it up again where it chooses (the end, say): seek a paused
+   * partition, then resume it, and no batch from before the seek comes after it. Only partitions
+   * assigned now (else CONFLICT), to an offset at most the partition's end (endOffsets).
+   */
+  seek(positions: CommitRequest[]): void;
   /** Stops delivery after in-flight batches settle, calls onRevoke, leaves the group. */
   stop(): Promise<void>;
 }

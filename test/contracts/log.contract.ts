@@ -446,6 +446,64 @@ export function logContract(name: string, factory: () => Promise<LogFixture>, op
     assert.equal(recorder.byPartition.get(0)!.map((r) => r.offset), [0, 1, 2, 3, 4, 5]);
   }));
 
+  test('seek a paused partition forward: what lies before the offset is never delivered; the other partition is untouched', withLog(async ({ log }, consumer) => {
+    const topic = uniqueName('topic');
+    await log.ensureTopics([{ name: topic, partitions: 2 }]);
+    const k0 = keyFor(0, 2);
+    const k1 = keyFor(1, 2);
+    const recorder = new Recorder();
+    const c = consumer({ group: uniqueName('group'), topics: [topic], onBatch: recorder.onBatch, onAssign: recorder.onAssign });
+    await c.start();
+    await until(() => recorder.owned.size === 2, 'assignment');
+    await log.append(topic, [record(k0, 'a0'), record(k1, 'b0')]);
+    await until(() => recorder.count(0) >= 1 && recorder.count(1) >= 1, 'first record of each partition');
+    c.pause([{ topic, partition: 0 }]);
+    await log.append(topic, Array.from({ length: 5 }, (_, i) => record(k0, `a${i + 1}`))); // offsets 1..5, skipped
+    const [end] = await log.endOffsets(topic);
+    assert.is(end, 6);
+    c.seek([{ topic, partition: 0, offset: end }]);
+    c.resume([{ topic, partition: 0 }]);
+    await log.append(topic, [record(k0, 'a6'), record(k1, 'b1')]);
+    await until(() => recorder.count(0) >= 2 && recorder.count(1) >= 2, 'the record after the seek, and partition 1');
+    await delay(quietMs);
+    assert.equal(recorder.byPartition.get(0)!.map((r) => [r.offset, Buffer.from(r.value).toString()]), [[0, 'a0'], [6, 'a6']]);
+    assert.equal(recorder.byPartition.get(1)!.map((r) => r.offset), [0, 1]);
+  }));
+
+  test('seek back: records are delivered again from the offset, then what follows', withLog(async ({ log }, consumer) => {
+    const topic = uniqueName('topic');
+    await log.ensureTopics([{ name: topic, partitions: 1 }]);
+    const k = keyFor(0, 1);
+    const recorder = new Recorder();
+    const c = consumer({ group: uniqueName('group'), topics: [topic], onBatch: recorder.onBatch, onAssign: recorder.onAssign });
+    await c.start();
+    await until(() => recorder.owned.size === 1, 'assignment');
+    await log.append(topic, Array.from({ length: 4 }, (_, i) => record(k, `r${i}`)));
+    await until(() => recorder.count(0) >= 4, 'four records');
+    c.pause([{ topic, partition: 0 }]);
+    c.seek([{ topic, partition: 0, offset: 2 }]);
+    c.resume([{ topic, partition: 0 }]);
+    await until(() => recorder.count(0) >= 6, 'offsets 2 and 3 again');
+    await log.append(topic, [record(k, 'r4')]);
+    await until(() => recorder.count(0) >= 7, 'the next record');
+    await delay(quietMs);
+    assert.equal(recorder.byPartition.get(0)!.map((r) => r.offset), [0, 1, 2, 3, 2, 3, 4]);
+  }));
+
+  test('seek refuses a partition not assigned (CONFLICT), a topic not subscribed and a bad offset (VALIDATION_FAILED)', withLog(async ({ log }, consumer) => {
+    const topic = uniqueName('topic');
+    const other = uniqueName('topic');
+    await log.ensureTopics([{ name: topic, partitions: 1 }, { name: other, partitions: 1 }]);
+    const recorder = new Recorder();
+    const c = consumer({ group: uniqueName('group'), topics: [topic], onBatch: recorder.onBatch, onAssign: recorder.onAssign });
+    await c.start();
+    await until(() => recorder.owned.size === 1, 'assignment');
+    await rejectsWith(async () => c.seek([{ topic, partition: 1, offset: 0 }]), 'CONFLICT');
+    await rejectsWith(async () => c.seek([{ topic: other, partition: 0, offset: 0 }]), 'VALIDATION_FAILED');
+    await rejectsWith(async () => c.seek([{ topic, partition: 0, offset: -1 }]), 'VALIDATION_FAILED');
+    await rejectsWith(async () => c.seek([{ topic, partition: 0, offset: 1.5 }]), 'VALIDATION_FAILED');
+  }));
+
   test('two consumers of a group split the partitions, never holding one at the same time', withLog(async ({ log }, consumer) => {
     const topic = uniqueName('topic');
     const group = uniqueName('group');

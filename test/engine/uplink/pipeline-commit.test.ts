@@ -28,6 +28,7 @@ function failingCommits(log: Log, failures: FleetError[], attempts: CommitReques
         stop: () => inner.stop(),
         pause: (p) => inner.pause(p),
         resume: (p) => inner.resume(p),
+        seek: (p) => inner.seek(p),
         async commit(offsets) {
           attempts.push(offsets);
           const failure = failures.shift();
