@@ -125,7 +125,7 @@ async function startGateway(w: Wiring, admission: UplinkAdmissionPort, edgePrese
     () => startMqttEdge({
       config, registry: ports.registry, lookups: ports.lookups, admission, clock: w.clock, logger: w.logger,
       // An embedded edge worker: its primary accepts MQTT connections and hands each to the worker of its client id.
-      embedded: { handedOver: w.workers !== undefined && 'index' in w.workers && !w.usesKafka, presence },
+      embedded: { handedOver: w.workers !== undefined && 'index' in w.workers && !w.usesKafka, presence, readingLive: () => w.hub!.readingFromNow() },
     }));
   if (mqtt === undefined) return undefined;
   w.metrics.watchMqtt(mqtt.stats);

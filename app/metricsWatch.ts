@@ -26,7 +26,7 @@ export interface MqttFigures {
 /** The plain counts of engine/live LivePublisher and LiveHub. */
 export interface LiveFigures {
   publisher: { readonly published: number; readonly dropped: number; readonly unwatched: number };
-  hub?: { readonly eventsIn: number; readonly subscribers: number; readonly subscribersDropped: number };
+  hub?: { readonly eventsIn: number; readonly subscribers: number; readonly subscribersDropped: number; readonly reading: boolean };
 }
 
 /** The connection of a process's registry changes to the other processes. */
@@ -101,4 +101,5 @@ export function watchLive(registry: Registry, { publisher, hub }: LiveFigures): 
   mirroredCounter(registry, 'fleetstream_live_events_received_total', 'Live events read from topic live by this edge', () => hub.eventsIn);
   mirroredCounter(registry, 'fleetstream_live_subscribers_dropped_total', 'Live subscriptions dropped for not keeping up (overflow)', () => hub.subscribersDropped);
   liveGauge(registry, 'fleetstream_live_subscriptions', 'Live subscriptions (SSE streams and WebSocket subscriptions) open now', () => hub.subscribers);
+  liveGauge(registry, 'fleetstream_live_reading', 'Whether this edge reads topic live now (0: on Kafka, nobody listens to it, so it reads none of it)', () => (hub.reading ? 1 : 0));
 }

@@ -66,6 +66,10 @@ export function wire(options: Pick<Wiring, 'config' | 'clock' | 'logger' | 'port
     // is one process's: a fixed group (one per edge worker) lets it drop what was read.
     group: usesKafka ? `${names.liveGroup}.${randomUUID()}` : worker !== undefined ? `${names.liveGroup}.w${worker}` : names.liveGroup,
     groundOf: async (deviceId) => (await ports.lookups.device(deviceId))?.groundId,
+    // Kafka: the engines publish every stored state whoever listens; an edge nobody listens to
+    // reads none of it (LiveHub: idleWhenUnwanted), so each edge costs the fleet's states only
+    // while it serves a live stream or feed.
+    idleWhenUnwanted: usesKafka,
     onError: (error) => logger.warn('a live record was skipped', { error }),
   });
   let liveDropped = 0;

@@ -22,8 +22,15 @@
  * wants rows and the last subscriber left more than `resumeWindowMs` ago, nothing is published. The
  * hub remembers that gap; the next subscription first moves the floor past everything held, so a
  * cursor from before the gap gets `reset` instead of a resume that silently misses events.
+ *
+ * Where others publish whatever this hub wants (an edge on Kafka: the engines publish every stored
+ * state, for every edge), `idleWhenUnwanted` stops the reading itself: once wantsEvents() says no,
+ * the hub pauses every partition and fetches nothing. readingFromNow() takes it up again at the
+ * topic's end, which it reads before it resolves; a subscription made once it resolved misses
+ * nothing published after. The live routes and the MQTT edge await it before they answer a
+ * subscription. What was held before is dropped, so a cursor from before gets `reset`.
  */
-import type { Clock } from '../kernel/clock.ts';
+import type { Clock, TimerHandle } from '../kernel/clock.ts';
 import { toFleetError, type FleetError } from '../kernel/errors.ts';
 import { Listeners } from '../kernel/Listeners.ts';
 import { LiveFeeds } from './LiveFeeds.ts';
@@ -63,8 +70,15 @@ export interface LiveHubOptions {
    * that reconnects within it resumes without a gap, ms. Default 60 000.
    */
   resumeWindowMs?: number;
+  /** Pause reading while wantsEvents() says no (see above), looking every `idleCheckMs`. Default false. */
+  idleWhenUnwanted?: boolean;
+  /** How often an idle-capable hub asks whether to pause, ms. Default 1 000. */
+  idleCheckMs?: number;
   onError?(error: FleetError): void;
 }
+
+/** After readingFromNow(), how long a hub keeps reading for the subscription that asked, ms. */
+const WAKE_GRACE_MS = 10_000;
 
 export class LiveHub {
   readonly #o: LiveHubOptions & { commitIntervalMs: number; resumeWindowMs: number };
@@ -80,6 +94,14 @@ export class LiveHub {
   /** Told when a subscription or a states feed is added (onDemand). */
   readonly #demand = new Listeners<void>((error) => this.#o.onError?.(toFleetError(error)));
   eventsIn = 0;
+  /** idleWhenUnwanted: every partition is paused, nothing is read. */
+  #idle = false;
+  #waking: Promise<void> | undefined;
+  #wokeAt = Number.NEGATIVE_INFINITY;
+  #idleTimer: TimerHandle | undefined;
+  /** Times the hub stopped reading, and took it up again (idleWhenUnwanted). */
+  idled = 0;
+  woke = 0;
 
   constructor(options: LiveHubOptions) {
     this.#o = {
@@ -116,10 +138,59 @@ export class LiveHub {
    * this hub is the topic's only reader: a no is remembered as a gap in what the topic holds.
    */
   wantsEvents(): boolean {
-    if (this.#fanOut.size > 0 || this.#states.wantedNow() || this.#alarms.wantedNow()) return true;
-    if (this.#o.clock.now() - this.#fanOut.lastLeftAt < this.#o.resumeWindowMs) return true;
+    if (this.#wanted()) return true;
     this.#gap = true;
     return false;
+  }
+
+  #wanted(): boolean {
+    if (this.#fanOut.size > 0 || this.#states.wantedNow() || this.#alarms.wantedNow()) return true;
+    return this.#o.clock.now() - this.#fanOut.lastLeftAt < this.#o.resumeWindowMs;
+  }
+
+  /** Whether the hub reads the topic now (idleWhenUnwanted pauses it). */
+  get reading(): boolean {
+    return !this.#idle;
+  }
+
+  /**
+   * Resolves once the hub reads the topic from no later than now: at once while it reads; after
+   * idling (idleWhenUnwanted), once it has taken every partition up again at the end the log
+   * reports now. Never rejects: when the end cannot be read, reading goes on from where it paused.
+   */
+  readingFromNow(): Promise<void> {
+    this.#wokeAt = this.#o.clock.now();
+    if (!this.#idle) return Promise.resolve();
+    this.#waking ??= this.#wake().finally(() => { this.#waking = undefined; });
+    return this.#waking;
+  }
+
+  async #wake(): Promise<void> {
+    const consumer = this.#consumer!;
+    const partitions = this.#ring.partitions;
+    try {
+      const ends = await this.#o.log.endOffsets(this.#o.topic);
+      for (let p = 0; p < partitions; p++) consumer.seek(p, ends[p]);
+      // What was held ends here: the next events are those after the ends.
+      this.#ring.startAt(ends);
+      this.#ring.clear();
+    } catch (error) {
+      // Not knowing the end (the log away), read on from where the pause stopped: late, never missing.
+      this.#o.onError?.(toFleetError(error));
+    }
+    for (let p = 0; p < partitions; p++) consumer.resume(p);
+    this.#idle = false;
+    this.woke++;
+  }
+
+  /** idleWhenUnwanted: pauses every partition while nobody wants events. */
+  #checkIdle(): void {
+    const consumer = this.#consumer;
+    if (consumer === undefined || this.#idle || this.#waking !== undefined) return;
+    if (this.#wanted() || this.#o.clock.now() - this.#wokeAt < WAKE_GRACE_MS) return;
+    for (let p = 0; p < this.#ring.partitions; p++) consumer.pause(p);
+    this.#idle = true;
+    this.idled++;
   }
 
   /**
@@ -161,11 +232,20 @@ export class LiveHub {
       // A commit refused during a rebalance is harmless: the next tick commits again.
       onCommitError: () => undefined,
     });
+    this.#consumer = consumer;
     await consumer.start();
+    if (this.#o.idleWhenUnwanted === true) {
+      const look = () => {
+        this.#checkIdle();
+        this.#idleTimer = this.#o.clock.setTimeout(look, this.#o.idleCheckMs ?? 1_000);
+      };
+      this.#idleTimer = this.#o.clock.setTimeout(look, this.#o.idleCheckMs ?? 1_000);
+    }
   }
 
   /** Ends every subscription (the edge is closing) and leaves the group. */
   async stop(): Promise<void> {
+    this.#idleTimer?.cancel();
     this.#fanOut.closeAll();
     await this.#consumer?.stop();
     this.#consumer = undefined;

@@ -243,7 +243,11 @@ export class LiveSocketConnection {
       groundId = (await this.#o.access.ground(who, frame.ground as string)).id;
       filter = { groundId, kinds };
     }
+    // An edge nobody listened to takes the topic up again first: what is stored once `subscribed` is sent reaches it.
+    await this.#o.hub.readingFromNow?.();
     if (this.#closed) return;
+    // A second subscribe frame for the same key may have passed the check above while this one waited.
+    if (this.#subscriptions.has(key)) throw new FleetError('CONFLICT', `already subscribed to ${key}`);
     const subscription = new LiveSubscription({ transport: this.#transport, format: WS_FORMAT, maxBufferedBytes: this.#o.maxBufferedBytes });
     this.#send({ type: 'subscribed', [filter.deviceId !== undefined ? 'device' : 'ground']: filter.deviceId ?? filter.groundId });
     const owner: LiveOwner = { subjectId: who.subjectId, tokenHash: this.#tokenHash, groundId };

@@ -21,6 +21,8 @@ import type { EdgeContext } from '../EdgeContext.ts';
 /** What the edge needs of the live hub. */
 export interface LiveSource {
   subscribe(filter: LiveFilter, subscriber: LiveSubscriber, lastEventId?: string, owner?: LiveOwner): () => void;
+  /** Resolves once the source reads what is published from now on (LiveHub.readingFromNow); absent: it always does. */
+  readingFromNow?(): Promise<void>;
 }
 
 export interface EdgeLive {
@@ -153,11 +155,18 @@ interface StreamDeps {
  * the response, whose send buffer is its bounded queue; keep-alive comments keep proxies from
  * closing an idle stream.
  */
-function stream(c: Context, filter: LiveFilter, owner: LiveOwner, { live, connections, clock }: StreamDeps): Response {
+async function stream(c: Context, filter: LiveFilter, owner: LiveOwner, { live, connections, clock }: StreamDeps): Promise<Response> {
   const env = c.env as { incoming?: IncomingMessage; outgoing?: ServerResponse } | undefined;
   const res = env?.outgoing;
   if (res === undefined) throw new FleetError('INTERNAL', 'live streams are served by the Node HTTP server only');
   const release = connections.take();
+  // An edge nobody listened to takes the topic up again before the stream opens: what is stored
+  // once the client sees it open reaches it.
+  await live.hub.readingFromNow?.();
+  if (res.destroyed) {
+    release();
+    return RESPONSE_ALREADY_SENT;
+  }
   res.writeHead(200, {
     'content-type': `${SSE_TYPE}; charset=utf-8`,
     'cache-control': 'no-store',

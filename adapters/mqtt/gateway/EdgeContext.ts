@@ -48,6 +48,8 @@ export interface EdgeContext<Connection> {
   closed(connection: Connection): void;
   /** A connection of `deviceId` now holds a command subscription (command actors resend what waits). */
   reachable(deviceId: string): void;
+  /** Resolves once stored states and alarm changes from now on reach the feeds (LiveHub.readingFromNow); awaited before a feed's SUBACK. */
+  readingLive(): Promise<void>;
 }
 
 export type MqttEdgeContextLimits = MqttEdgeLimits;

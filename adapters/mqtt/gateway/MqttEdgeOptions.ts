@@ -19,6 +19,12 @@ export interface MqttEdgeOptions {
   port?: number;
   /** Listen address; default '0.0.0.0'. */
   host?: string;
+  /**
+   * Resolves once what is stored from now on reaches publishStates/publishAlarms (the edge's live
+   * hub taking the topic up again: LiveHub.readingFromNow); the SUBACK of a feed or alarm topic
+   * waits for it. Absent: at once.
+   */
+  readingLive?: () => Promise<void>;
   /** No listener: another process accepts connections on `port` and hands them over (MqttEdge.accept). */
   handedOver?: boolean;
   /** PEM certificate and key: the listener speaks MQTT over TLS (port default then 8883). */

@@ -91,6 +91,7 @@ export async function createMqttEdge(options: MqttEdgeOptions): Promise<MqttEdge
     authenticated: (conn) => connections.authenticated(conn),
     closed: (conn) => connections.closed(conn),
     reachable: (deviceId) => transport.reachable(deviceId),
+    readingLive: options.readingLive ?? (() => Promise.resolve()),
   };
   const onSocket = (socket: Socket) => connections.accept(socket, ctx);
 

@@ -26,6 +26,7 @@ export async function handleSubscribe(conn: EdgeConnection, packet: mqttPacket.I
   const codes: number[] = [];
   let firstRefusal: Refusal | undefined;
   let commands = false;
+  let follows = false;
   for (const { topic: filter, qos } of packet.subscriptions) {
     let refusal: Refusal | undefined;
     let code: number = Reason.NOT_AUTHORIZED;
@@ -39,7 +40,9 @@ export async function handleSubscribe(conn: EdgeConnection, packet: mqttPacket.I
       const resolved = await resolve(conn, filter);
       if (resolved.ok) {
         const granted = Math.min(qos, 1) as 0 | 1;
-        ctx.sessions.subscribe(conn.session!, subscriptionEntry(resolved.value, granted));
+        const entry = subscriptionEntry(resolved.value, granted);
+        ctx.sessions.subscribe(conn.session!, entry);
+        if (entry.channel !== 'command') follows = true;
         codes.push(granted);
         if (resolved.value.channel === 'command' && conn.deviceId !== undefined) commands = true;
         continue;
@@ -50,6 +53,8 @@ export async function handleSubscribe(conn: EdgeConnection, packet: mqttPacket.I
     codes.push(conn.v5 ? code : 0x80);
     await recordRefusal(conn, refusal, `subscribe ${filter}`);
   }
+  // A feed or alarm topic: what is stored once the client has its SUBACK reaches it.
+  if (follows) await ctx.readingLive();
   if (conn.phase !== 'open') return;
   const suback = { cmd: 'suback', messageId: packet.messageId, granted: codes } as mqttPacket.ISubackPacket;
   conn.write(conn.v5 && firstRefusal !== undefined

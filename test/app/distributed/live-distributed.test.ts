@@ -3,6 +3,9 @@
  * PostgreSQL and the ClickHouse server. States sent to either edge are processed by either engine
  * (the devices spread over every partition, both engines hold some) and every one of them reaches
  * an SSE client and a WebSocket client on either edge, and the MQTT feed of an edge-only process.
+ * Before anyone subscribes, both edges read none of topic `live` though states are published there
+ * (LiveHub idleWhenUnwanted); a subscription takes reading up before it is answered, so every state
+ * sent once the clients are subscribed reaches them, without a grace.
  *
  * Runs when KAFKA_BROKERS, CLICKHOUSE_URL and DATABASE_URL_TEST are set; its own topic prefix,
  * ClickHouse database and PostgreSQL schema are removed afterwards.
@@ -15,9 +18,10 @@ import kafkajs from 'kafkajs';
 import mqtt from 'mqtt';
 import { createPostgresRegistry } from '../../../adapters/postgres/createPostgresRegistry.ts';
 import { suite, withEnv } from '../../support/suite.ts';
-import { delay, freePort, removeFleetData, startFleet, type FleetProcess, devicesOnEveryPartition } from '../../support/fleetCluster.ts';
+import { freePort, removeFleetData, startFleet, type FleetProcess, devicesOnEveryPartition } from '../../support/fleetCluster.ts';
 import { openSse, openWs, type SseStream } from '../../support/liveClients.ts';
 import { waitFor } from '../../support/tmp.ts';
+import { sample } from '../../support/prometheusText.ts';
 
 const PARTITIONS = 4;
 const DEVICES = 8;
@@ -62,6 +66,25 @@ withEnv('live-distributed', ['KAFKA_BROKERS', 'CLICKHOUSE_URL', 'DATABASE_URL_TE
 
       const baseA = `http://127.0.0.1:${edgeA.httpPort}`;
       const baseB = `http://127.0.0.1:${edgeB.httpPort}`;
+      const metric = async (p: FleetProcess, name: string) => sample(await (await fetch(`http://127.0.0.1:${p.metricsPort}/metrics`)).text(), name) ?? 0;
+      const put = async (base: string, device: (typeof devices)[number], value: number) => {
+        const res = await fetch(`${base}/device/${device.id}/asset/t/state`, {
+          method: 'PUT', headers: { authorization: `Bearer ${device.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ value }),
+        });
+        assert.is(res.status, 202);
+        await res.arrayBuffer();
+      };
+
+      // Nobody listens yet: the engines publish every stored state, the edges read none of it.
+      const engines = processes.filter((p) => p.name.startsWith('engine'));
+      for (const device of devices) await put(baseA, device, -1);
+      await waitFor(async () => (await metric(engines[0], 'fleetstream_live_events_published_total')) + (await metric(engines[1], 'fleetstream_live_events_published_total')) >= devices.length,
+        60_000, 'the engines published the states sent before anyone listened');
+      for (const edge of [edgeA, edgeB]) {
+        await waitFor(async () => (await metric(edge, 'fleetstream_live_reading')) === 0, 10_000, `${edge.name} stops reading topic live`);
+        assert.is(await metric(edge, 'fleetstream_live_events_received_total'), 0, `${edge.name} read nothing of topic live`);
+      }
+
       const groundOnA = await openSse(`${baseA}/ground/${ground.id}/live?kinds=state`, user.token);
       const groundOnB = await openSse(`${baseB}/ground/${ground.id}/live?kinds=state`, user.token);
       clients.push(groundOnA, groundOnB);
@@ -78,8 +101,8 @@ withEnv('live-distributed', ['KAFKA_BROKERS', 'CLICKHOUSE_URL', 'DATABASE_URL_TE
       clients.push({ close: () => void feedClient.endAsync() });
       feedClient.on('message', (_topic, payload) => feeds.push(payload.toString()));
       await feedClient.subscribeAsync(`device/${device0.id}/asset/t/feed`, { qos: 0 });
-      // The edges joined `live` from its end when they started; give Kafka's "latest" its first fetch.
-      await delay(2000);
+      // Each answer above came once its edge read topic live again, from its end: no grace needed.
+      for (const edge of [edgeA, edgeB]) assert.is(await metric(edge, 'fleetstream_live_reading'), 1, `${edge.name} reads topic live`);
 
       const expected = new Set<string>();
       let value = 0;
@@ -87,11 +110,7 @@ withEnv('live-distributed', ['KAFKA_BROKERS', 'CLICKHOUSE_URL', 'DATABASE_URL_TE
         for (const [i, device] of devices.entries()) {
           const base = i % 2 === 0 ? baseA : baseB;
           value++;
-          const res = await fetch(`${base}/device/${device.id}/asset/t/state`, {
-            method: 'PUT', headers: { authorization: `Bearer ${device.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ value }),
-          });
-          assert.is(res.status, 202);
-          await res.arrayBuffer();
+          await put(base, device, value);
           expected.add(`${device.id}:${value}`);
         }
       }

@@ -50,12 +50,12 @@ const GROUNDS: Record<string, string> = { d1: 'g1', d2: 'g1', d3: 'g2' };
  * A local log with topic `live`, a publisher and a started hub. `onlyReader`: the hub is the topic's
  * only reader, so the publisher asks it before building events (the embedded service's wiring).
  */
-async function world(ringEvents = 1000, options: { clock?: Clock; onlyReader?: boolean } = {}) {
+async function world(ringEvents = 1000, options: { clock?: Clock; onlyReader?: boolean; idle?: boolean } = {}) {
   const tmp = tempDir('live-hub');
   const log = createLocalLog({ dir: tmp.dir });
   await log.ensureTopics([{ name: 'live', partitions: 3 }]);
   const errors: FleetError[] = [];
-  const hub = new LiveHub({ log, clock: options.clock ?? systemClock, topic: 'live', group: 'edge', groundOf: async (id) => GROUNDS[id], ringEvents, onError: (error) => errors.push(error) });
+  const hub = new LiveHub({ log, clock: options.clock ?? systemClock, topic: 'live', group: 'edge', groundOf: async (id) => GROUNDS[id], ringEvents, idleWhenUnwanted: options.idle, onError: (error) => errors.push(error) });
   const publisher = new LivePublisher({ log, clock: systemClock, topic: 'live', lingerMs: 0, wanted: options.onlyReader ? () => hub.wantsEvents() : undefined });
   await hub.start();
   return {
@@ -402,6 +402,95 @@ test('the only reader: events are built only while someone may read them, resume
     assert.is(other.wantsEvents(), false);
     feeding = true;
     assert.is(other.wantsEvents(), true);
+  } finally {
+    await w.close();
+  }
+});
+
+test('idle when unwanted: nobody listening, nothing is read; readingFromNow takes reading up at the end, and a cursor from before gets reset', async () => {
+  const clock = new SimulatedClock(1_000_000);
+  const w = await world(1000, { clock, idle: true });
+  const { hub } = w;
+  try {
+    const first = new Collector();
+    await hub.readingFromNow();
+    const unsubscribe = hub.subscribe(byDevice('d1'), first);
+    await w.publishStates('d1', [1]);
+    await waitFor(() => first.events.length === 1, 10_000, 'the first event');
+    unsubscribe();
+
+    // Within the resume window the hub reads on (a client may come back with its cursor).
+    clock.advance(30_000);
+    assert.is(hub.reading, true);
+    await w.publishStates('d1', [2]);
+    await waitFor(() => hub.eventsIn === 2, 10_000, 'the event within the window is read');
+
+    // Past it, the next look pauses every partition: what is published is not read.
+    clock.advance(31_000);
+    assert.is(hub.reading, false);
+    assert.is(hub.idled, 1);
+    await w.publishStates('d1', [3, 4]);
+    await w.publishStates('d3', [5]);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.is(hub.eventsIn, 2, 'nothing read while idle');
+
+    // Taken up again at the end: the events published while idle are not read, the next ones are.
+    const waking = [hub.readingFromNow(), hub.readingFromNow()];
+    await Promise.all(waking);
+    assert.is(hub.woke, 1, 'one wake for both calls');
+    assert.is(hub.reading, true);
+    const late = new Collector();
+    hub.subscribe(byDevice('d1'), late, first.events[0].id);
+    assert.equal([late.resets, late.values()], [1, []], 'a cursor from before the idle time is reset');
+    const ground = new Collector();
+    hub.subscribe({ groundId: 'g2', kinds: ALL_KINDS }, ground);
+    await w.publishStates('d1', [6]);
+    await w.publishStates('d3', [7]);
+    await waitFor(() => late.events.length === 1 && ground.events.length === 1, 10_000, 'the events after the wake');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal(late.values(), [6]);
+    assert.equal(ground.values(), [7]);
+    assert.is(hub.eventsIn, 4);
+
+    // While subscribed it stays awake, however long; a cursor given out after the wake resumes.
+    clock.advance(600_000);
+    assert.is(hub.reading, true);
+    const again = new Collector();
+    hub.subscribe(byDevice('d1'), again, late.events[0].id);
+    assert.equal([again.resets, again.values()], [0, []]);
+    assert.equal(w.errors, []);
+  } finally {
+    await w.close();
+  }
+});
+
+test('idle when unwanted: a woken hub nobody subscribes to idles again after the grace; a followed states feed keeps it reading', async () => {
+  const clock = new SimulatedClock(1_000_000);
+  const w = await world(1000, { clock, idle: true });
+  const { hub } = w;
+  try {
+    clock.advance(1_000);
+    assert.is(hub.reading, false, 'nobody ever listened: idle at the first look');
+    await hub.readingFromNow();
+    clock.advance(9_000);
+    assert.is(hub.reading, true, 'the subscription that woke it has 10 s to come');
+    clock.advance(2_000);
+    assert.is(hub.reading, false);
+    assert.is(hub.idled, 2);
+
+    let feeding = false;
+    const rows: StateRow[] = [];
+    hub.followStates((batch) => rows.push(...batch), () => feeding);
+    feeding = true;
+    await hub.readingFromNow();
+    await w.publishStates('d2', [8]);
+    await waitFor(() => rows.length === 1, 10_000, 'the feed gets the state');
+    clock.advance(120_000);
+    assert.is(hub.reading, true, 'the feed is followed');
+    feeding = false;
+    clock.advance(1_000);
+    assert.is(hub.reading, false, 'the feed no longer followed and nobody subscribed: idle at the next look');
+    assert.is(hub.idled, 3);
   } finally {
     await w.close();
   }
