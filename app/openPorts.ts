@@ -160,7 +160,7 @@ export async function openLog(config: Config, clock: Clock): Promise<Log> {
 }
 
 /** The state store (with its rejections and command history tables), initialised. */
-export async function openStore(config: Config, logger?: Logger) {
+export async function openStore(config: Config, logger?: Logger, clock: Clock = systemClock) {
   const database = config.clickhouseDatabase;
   const rollups = config.stateRollups !== 'off';
   // Edges append no states: they read the rollups that the engines keep.
@@ -168,8 +168,8 @@ export async function openStore(config: Config, logger?: Logger) {
   // A failed refresh is tried again at the next one; said, so that rollups stuck behind are seen.
   const onRollupError = (error: unknown) => logger?.warn('state rollups: refresh failed, retried at the next one', { error: String(error) });
   const store = config.clickhouseUrl
-    ? createClickHouseStore({ url: config.clickhouseUrl, database, rollups, keepRollups, onRollupError })
-    : createChdbStore({ dir: dataPaths(config.dataDir).chdb, database, rollups, keepRollups, onRollupError });
+    ? createClickHouseStore({ url: config.clickhouseUrl, database, rollups, keepRollups, onRollupError, clock })
+    : createChdbStore({ dir: dataPaths(config.dataDir).chdb, database, rollups, keepRollups, onRollupError, clock });
   try {
     await store.init();
   } catch (error) {
@@ -234,7 +234,7 @@ export interface GivenPorts extends GivenRegistry {
 
 export interface OpenPortsOptions {
   config: Config;
-  /** The process's clock: the log, the registry's changes and lookups (a SimulatedClock in tests). */
+  /** The process's clock: the log, the registry's changes and lookups, the state store (a SimulatedClock in tests). */
   clock: Clock;
   logger: Logger;
   given?: GivenPorts;
@@ -257,7 +257,7 @@ export async function openPorts(options: OpenPortsOptions): Promise<Ports> {
     log = await openLog(config, clock);
     closers.add('log', () => log.close());
     if (given.store === undefined) {
-      const opened = store = await openStore(config, logger);
+      const opened = store = await openStore(config, logger, clock);
       closers.add('store', () => opened.close());
     } else {
       store = given.store;

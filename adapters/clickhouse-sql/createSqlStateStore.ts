@@ -6,6 +6,7 @@
 import type { StateRetention } from '../../engine/ports/stateRetention.ts';
 import { createSqlStateRetention } from './stateRetention.ts';
 import { checkStateRows } from '../../engine/uplink/pipeline/checkStateRows.ts';
+import { systemClock, type Clock } from '../../engine/kernel/clock.ts';
 import { FleetError } from '../../engine/kernel/errors.ts';
 import type { AggregateQuery, Bucket, HistoryQuery, StateStore, StoredState } from '../../engine/ports/store.ts';
 import type { StateRow } from '../../schemas/messages.ts';
@@ -69,6 +70,11 @@ export interface SqlStateStoreOptions {
   maxConcurrentExports?: number;
   /** Send states as TabSeparated even where the executor offers RowBinary (to measure one against the other, and to compare what each stores). */
   textInsert?: boolean;
+  /**
+   * Says what "now" is: which buckets of an aggregate are recent enough to be read from raw states,
+   * and when the rollups are refreshed. Default systemClock.
+   */
+  clock?: Clock;
 }
 
 /** The state store, with the device rejections and command history kept in the same database (created by init()). */
@@ -107,6 +113,7 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
   const executor = ready.executor;
   const binaryFrom = engine.rowBinaryFromRows ?? BINARY_INSERT_ROWS;
   const { names, insertTarget, limits } = settingsOf(options);
+  const clock = options.clock ?? systemClock;
   let closed = false;
   let closing: Promise<void> | undefined;
   // Until init() has looked at the table, rows are written and read as the 18.16 layout.
@@ -195,7 +202,7 @@ export function createSqlStateStore(engine: SqlExecutor, options: SqlStateStoreO
       if (rollup === undefined) return (await executor.select(aggregateSql(names, q))).map(decodeBucket);
       // Buckets from the recent past on come from raw states: another process (the engine, where
       // this one serves the API) may not have refreshed them yet. `cut` is a bucket boundary.
-      const cut = Math.min(q.to, Math.max(q.from, floorTo(Date.now() - RECENT_FROM_RAW_MS, q.resolutionMs)));
+      const cut = Math.min(q.to, Math.max(q.from, floorTo(clock.now() - RECENT_FROM_RAW_MS, q.resolutionMs)));
       const rolled = cut > q.from ? await executor.select(rollupAggregateSql(names, rollup, { ...q, to: cut })) : [];
       const raw = cut < q.to ? await executor.select(aggregateSql(names, { ...q, from: cut })) : [];
       return [...rolled, ...raw].map(decodeBucket);

@@ -26,6 +26,7 @@ import { compactLayout, createStateTableSql, LEGACY_LAYOUT, tableColumnsSql, typ
 import { addReadingNumber, createStateViews } from './stateMigrations.ts';
 import { createRollupSql, rollupTableName, ROLLUPS } from './stateRollups.ts';
 import { createDatabaseSql, type StateTableNames } from './stateTable.ts';
+import type { Clock } from '../../engine/kernel/clock.ts';
 import { createRollupRefresh, type RollupRefresh } from './rollupRefresh.ts';
 
 /** The options of SqlStateStoreOptions that shape the tables (documented there). */
@@ -36,6 +37,7 @@ export interface StateTablesOptions {
   keepRollups?: boolean;
   rollupRefreshMs?: number;
   onRollupError?: (error: unknown) => void;
+  clock?: Clock;
 }
 
 export interface StateTables {
@@ -71,7 +73,7 @@ export async function initStateTables(
   }
   const rollups = options.rollups !== false;
   const refresh = rollups
-    ? createRollupRefresh(executor, names, { compact: layout.kind === 'compact', intervalMs: options.rollupRefreshMs, onError: options.onRollupError })
+    ? createRollupRefresh(executor, names, { compact: layout.kind === 'compact', intervalMs: options.rollupRefreshMs, onError: options.onRollupError, clock: options.clock })
     : undefined;
   try {
     await initRollups(executor, names, layout.kind === 'compact', refresh);

@@ -17,6 +17,7 @@
  * a later one: the refresh read the raw table after the note was taken, but maybe before the rows
  * that noted it again were inserted.
  */
+import { systemClock, type Clock, type TimerHandle } from '../../engine/kernel/clock.ts';
 import type { StateRow } from '../../schemas/messages.ts';
 import type { SqlExecutor } from './SqlExecutor.ts';
 import { MAX_LISTED_DEVICES, minuteRanges, refreshCoarserSql, refreshMinutesSql, ROLLUPS, type Touched } from './stateRollups.ts';
@@ -73,12 +74,15 @@ export interface RollupRefreshOptions {
   maxLagMs?: number;
   /** Called with a refresh's error; its minutes stay noted and are tried again at the next one. */
   onError?: (error: unknown) => void;
+  /** Times the refreshes and when a minute was noted (whether it has settled). Default systemClock. */
+  clock?: Clock;
 }
 
 export function createRollupRefresh(executor: Pick<SqlExecutor, 'command'>, names: StateTableNames, options: RollupRefreshOptions): RollupRefresh {
   const { compact } = options;
   const intervalMs = options.intervalMs ?? ROLLUP_REFRESH_MS;
   const maxLagMs = options.maxLagMs ?? ROLLUP_MAX_LAG_MS;
+  const clock = options.clock ?? systemClock;
   const pending = new Map<number, Noted>();
   let inFlight = new Map<number, Noted>();
   let notes = 0;
@@ -86,6 +90,8 @@ export function createRollupRefresh(executor: Pick<SqlExecutor, 'command'>, name
   let listed = 0;
   let queue: Promise<unknown> = Promise.resolve();
   let lastVersion = 0;
+  // Wall time on purpose, not the clock: a version must exceed those that earlier processes wrote
+  // to the same table, which only the wall clock orders.
   const nextVersion = () => (lastVersion = Math.max(Date.now() * 1000, lastVersion + 1));
 
   function serially<T>(work: () => Promise<T>): Promise<T> {
@@ -108,7 +114,7 @@ export function createRollupRefresh(executor: Pick<SqlExecutor, 'command'>, name
   /** One refresh of the oldest noted minutes: the settled ones, or every one (`all`). */
   async function refreshSome(all: boolean): Promise<void> {
     if (pending.size === 0) return;
-    const now = Date.now();
+    const now = clock.now();
     inFlight = new Map();
     for (const [minute, noted] of pending) {
       if (!all && now - noted.lastAt < intervalMs && now - noted.firstAt < maxLagMs) continue;
@@ -150,24 +156,24 @@ export function createRollupRefresh(executor: Pick<SqlExecutor, 'command'>, name
 
   // The next refresh is due `intervalMs` after the last one ended, so that refreshes take at most
   // their share of the engine however long one takes (a slower one means more minutes per refresh).
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  // The refreshes serve a store its process keeps open; they do not keep the process alive (the
+  // system clock's timers are unref'd).
+  let timer: TimerHandle | undefined;
   let stopped = false;
   function schedule(): void {
     if (stopped) return;
-    timer = setTimeout(() => {
+    timer = clock.setTimeout(() => {
       serially(() => refreshSome(false))
         .catch((error: unknown) => options.onError?.(error))
         .finally(schedule);
     }, intervalMs);
-    // The refreshes serve a store its process keeps open; they do not keep the process alive.
-    timer.unref();
   }
   schedule();
 
   return {
     touched(rows) {
       const at = ++notes;
-      const now = Date.now();
+      const now = clock.now();
       let minute = NaN;
       let noted: Noted | undefined;
       for (const row of rows) {
@@ -204,7 +210,7 @@ export function createRollupRefresh(executor: Pick<SqlExecutor, 'command'>, name
     },
     async close() {
       stopped = true;
-      clearTimeout(timer);
+      timer?.cancel();
       while (pending.size > 0) await serially(() => refreshSome(true));
     },
   };

@@ -284,6 +284,7 @@ export class LocalLog implements Log {
     const groups = this.#offsets.groupsOn(topic);
     const retentionMs = this.#retentionMs.get(topic);
     const tasks: Promise<unknown>[] = [];
+    // Wall time, not the clock: a segment's age is its file's modification time.
     if (retentionMs !== undefined && log.segments.length > 1) tasks.push(log.deleteOlderThan(Date.now() - retentionMs));
     let floor = Number.POSITIVE_INFINITY;
     for (const group of groups) floor = Math.min(floor, this.#offsets.committed(group, topic, partition) ?? 0);

@@ -7,6 +7,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createRollupRefresh } from '../../../adapters/clickhouse-sql/rollupRefresh.ts';
+import { SimulatedClock } from '../../../engine/kernel/clock.ts';
 import type { StateRow } from '../../../schemas/messages.ts';
 
 const T0 = Date.UTC(2026, 0, 1);
@@ -103,6 +104,44 @@ test('the timer leaves a minute still being written; it refreshes a settled one;
     await refresh.close();
   }
   assert.ok(statements.some((s) => s.includes(`device_id IN ('live')`)), 'close refreshed the rest');
+});
+/** Lets the refresh that a timer started run its statements (no time passes). */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 10; i++) await new Promise((resolve) => setImmediate(resolve));
+}
+
+test('on the injected clock: a minute settles once untouched for the interval, or noted the longest lag ago', async () => {
+  const { statements, executor } = recorder();
+  const clock = new SimulatedClock(T0 + 3_600_000);
+  const refresh = createRollupRefresh(executor, names, { compact: true, intervalMs: 2_000, maxLagMs: 60_000, clock });
+  try {
+    refresh.touched([row('quiet', T0)]);
+    clock.advance(1_999);
+    await settle();
+    assert.equal(statements, [], 'no timer due yet');
+    clock.advance(1);
+    await settle();
+    assert.is(statements.length, 3);
+    assert.match(statements[0], `device_id IN ('quiet')`);
+    // Touched every second: never untouched for 2 s, so it waits for the longest lag, 60 s after its first note.
+    const busy = T0 + 600_000;
+    refresh.touched([row('busy', busy)]);
+    for (let s = 1; s < 60; s++) {
+      clock.advance(1_000);
+      refresh.touched([row('busy', busy)]);
+      await settle();
+    }
+    assert.is(statements.length, 3, 'still being written: left for a later refresh');
+    assert.ok(refresh.lagging('busy', busy, busy + 60_000));
+    clock.advance(1_000);
+    await settle();
+    assert.is(statements.length, 6, 'noted 60 s ago by the clock: refreshed');
+    assert.match(statements[3], `device_id IN ('busy')`);
+    assert.not.ok(refresh.lagging('busy', busy, busy + 60_000));
+  } finally {
+    await refresh.close();
+  }
+  assert.is(clock.pending, 0, 'close leaves no timer');
 });
 
 test.run();

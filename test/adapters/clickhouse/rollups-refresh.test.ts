@@ -17,6 +17,7 @@ import { createClickHouseStore } from '../../../adapters/clickhouse/createClickH
 import type { SqlStateStore } from '../../../adapters/clickhouse-sql/createSqlStateStore.ts';
 import { MINUTES_PER_REFRESH } from '../../../adapters/clickhouse-sql/rollupRefresh.ts';
 import { newUplinkId } from '../../../engine/kernel/ids.ts';
+import { SimulatedClock } from '../../../engine/kernel/clock.ts';
 import type { StateRow } from '../../../schemas/messages.ts';
 import { clickhouseQuery } from '../../support/clickhouseServer.ts';
 
@@ -104,6 +105,40 @@ for (const legacyLayout of [false, true]) {
     }
   });
 }
+
+test('chDB: the recent buckets an aggregate reads from raw states are those of the last 5 minutes by the store\'s clock', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'fleetstream-rollup-recent-'));
+  try {
+    const keeper = createChdbStore({ dir });
+    try {
+      await keeper.init();
+      for (const batch of burst(T0, 180, 1)) await keeper.append(batch);
+      await keeper.rollupsCaughtUp();
+    } finally {
+      await keeper.close();
+    }
+    const clock = new SimulatedClock(T0 + 3 * 60 * MINUTE + 2 * MINUTE);
+    const reader = createChdbStore({ dir, keepRollups: false, clock });
+    try {
+      await reader.init();
+      // A state in the last hour that no refresh has seen (this store only reads the rollups).
+      const late = T0 + 2 * 60 * MINUTE + 5;
+      await reader.append([{ deviceId: 'd0', asset: 'temperature', ts: late, receivedAt: late + 1, value: 100, uplinkId: newUplinkId(late + 1) }]);
+      const hours = { deviceId: 'd0', asset: 'temperature', from: T0, to: T0 + 3 * 60 * MINUTE, resolution: 'hour' as const };
+      const counts = async () => (await reader.aggregate(hours)).map((b) => b.count);
+      assert.equal((await reader.aggregate({ ...hours, from: hours.from - 1 })).map((b) => b.count), [60, 60, 61], 'the raw states');
+      // 2 minutes after the last hour ended: that hour lies within the last 5 minutes, read raw.
+      assert.equal(await counts(), [60, 60, 61]);
+      // 8 minutes later the last hour is past the window: every hour from the rollups.
+      clock.advance(8 * MINUTE);
+      assert.equal(await counts(), [60, 60, 60]);
+    } finally {
+      await reader.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
 
 withEnv('rollup refresh on a server', ['CLICKHOUSE_URL'], 'scripts/clickhouse.sh start; export CLICKHOUSE_URL=$(scripts/clickhouse.sh url)', ({ CLICKHOUSE_URL: url }) => {
   test('ClickHouse server: rollups catch up after a burst with replays, counted once', async () => {
