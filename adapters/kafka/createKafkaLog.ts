@@ -18,8 +18,12 @@ import { kafkaErrorToFleetError } from './kafkaErrors.ts';
 import { LingerProducer } from './LingerProducer.ts';
 import { validateLogOptions, type KafkaLogLevel, type KafkaLogOptions } from './KafkaLogOptions.ts';
 import { validateRecords } from './validateInput.ts';
+import { mendRequestQueue } from './requestQueueMend.ts';
 
 const { Kafka: KafkaClient, logLevel: kafkaLogLevel, Partitioners } = kafkajs;
+
+// Before any connection exists: kafkajs's connections would otherwise set a timer of minus the epoch after each answer.
+mendRequestQueue();
 
 /** Between looks at the metadata while new topics get their leaders (ensureTopics). */
 const LEADER_WAIT = exponentialBackoff({ initialMs: 50, maxMs: 1000 });
