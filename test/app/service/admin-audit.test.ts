@@ -7,45 +7,29 @@
  * naming no ground that exists, write nothing. An operator name that is no login name is `unknown`.
  */
 import * as assert from 'uvu/assert';
-import { execFile } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { createPgliteRegistry } from '../../../adapters/pglite/createPgliteRegistry.ts';
-import { callAdminSocket, serveAdminSocket } from '../../../app/adminSocket.ts';
+import { callAdminSocket } from '../../../app/adminSocket.ts';
 import { operatorName } from '../../../app/adminOperations.ts';
 import type { ListedAuditEntry, Registry } from '../../../engine/ports/registry.ts';
+import { runAdmin, serveAdmin } from '../../support/adminCli.ts';
 import { test } from '../../support/suite.ts';
 import { tempDir } from '../../support/tmp.ts';
 
-const bin = new URL('../../../bin/fleetstream.ts', import.meta.url).pathname;
 const tmp = tempDir('admin-audit');
-const baseEnv = { ...process.env, DATA_DIR: '', DATABASE_URL: '', KAFKA_BROKERS: '', CLICKHOUSE_URL: '', LOG_LEVEL: 'error' };
 const me = operatorName(userInfo().username);
-
-interface CliRun { code: number; stdout: string; stderr: string; body?: Record<string, unknown> }
-
-function admin(args: string[]): Promise<CliRun> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [bin, 'admin', ...args, '--json'], { cwd: tmp.dir, env: baseEnv }, (error, stdout, stderr) => {
-      const code = error ? Number((error as { code?: number }).code ?? 1) : 0;
-      resolve({ code, stdout, stderr, ...(code === 0 ? { body: JSON.parse(stdout) as Record<string, unknown> } : {}) });
-    });
-  });
-}
+const admin = (args: string[]) => runAdmin(tmp.dir, [...args, '--json']);
 
 const lines = (entries: ListedAuditEntry[]) => entries.map((e) => [e.operation, `${e.actor.kind}:${e.actor.id}`, e.targetId, e.result.status, e.result.code]);
 
 test.after(() => tmp.remove());
 
 test('through a running service: each change of a ground recorded as the operator, refusals of an existing ground too', async () => {
-  const dataDir = join(tmp.dir, 'service');
-  mkdirSync(dataDir);
-  const registry = await createPgliteRegistry();
-  const socket = await serveAdminSocket({ path: join(dataDir, 'admin.sock'), registry });
+  const service = await serveAdmin(join(tmp.dir, 'service'));
+  const { registry, run } = service;
   try {
     assert.match(me, /^[A-Za-z0-9._@-]+$/);
-    const run = (...args: string[]) => admin([...args, '--data-dir', dataDir]);
     const ann = await run('create-user', 'ann');
     const bob = await run('create-user', 'bob');
     const ground = await run('create-ground', 'home', '--user', String(ann.body!.id));
@@ -73,30 +57,26 @@ test('through a running service: each change of a ground recorded as the operato
     const { rows } = await registry.executor.query<{ n: unknown }>('SELECT count(*) AS n FROM ground_audit');
     assert.is(Number(rows[0].n), 6, 'nothing else written');
   } finally {
-    await socket.close();
-    await registry.close();
+    await service.close();
   }
 });
 
 test('an operator name that is no login name is recorded as unknown', async () => {
-  const dataDir = join(tmp.dir, 'names');
-  mkdirSync(dataDir);
-  const registry = await createPgliteRegistry();
-  const socket = await serveAdminSocket({ path: join(dataDir, 'admin.sock'), registry });
+  const service = await serveAdmin(join(tmp.dir, 'names'));
+  const { registry, socketPath } = service;
   try {
     const user = await registry.createUser({ name: 'ann' });
     const g = await registry.createGround({ name: 'home', userId: user.entity.id });
     const names = ['root; DROP TABLE ground_audit', 'x'.repeat(65), '', '../../etc/passwd', 'admin\ttab', 'ops-1'];
     for (const name of names) {
-      const reply = await callAdminSocket(join(dataDir, 'admin.sock'), 'set-quota', { groundId: g.id, devices: '7' }, name);
+      const reply = await callAdminSocket(socketPath, 'set-quota', { groundId: g.id, devices: '7' }, name);
       assert.is(reply?.status, 200, JSON.stringify(reply?.body));
     }
-    const noHeader = await callAdminSocket(join(dataDir, 'admin.sock'), 'remove-quota', { groundId: g.id });
+    const noHeader = await callAdminSocket(socketPath, 'remove-quota', { groundId: g.id });
     assert.is(noHeader?.status, 200);
     assert.equal((await registry.listAudit(g.id, {})).map((e) => e.actor.id), ['unknown', 'ops-1', 'unknown', 'unknown', 'unknown', 'unknown', 'unknown']);
   } finally {
-    await socket.close();
-    await registry.close();
+    await service.close();
   }
 });
 

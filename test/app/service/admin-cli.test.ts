@@ -5,29 +5,16 @@
  * `./data` and print a token the running service did not know.)
  */
 import * as assert from 'uvu/assert';
-import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createPgliteRegistry } from '../../../adapters/pglite/createPgliteRegistry.ts';
-import { serveAdminSocket } from '../../../app/adminSocket.ts';
+import { runAdmin, serveAdmin } from '../../support/adminCli.ts';
 import { test, withEnv } from '../../support/suite.ts';
 import { tempDir } from '../../support/tmp.ts';
 import { dropSchema } from '../../support/postgresSchema.ts';
 
-const bin = new URL('../../../bin/fleetstream.ts', import.meta.url).pathname;
 const tmp = tempDir('admin-cli');
-const env = { ...process.env, DATA_DIR: '', DATABASE_URL: '', KAFKA_BROKERS: '', CLICKHOUSE_URL: '', LOG_LEVEL: 'error' };
-
-interface CliRun { code: number; stdout: string; stderr: string }
-
-/** Runs `fleetstream admin …` in `cwd`; resolves whatever its exit code. */
-function admin(cwd: string, ...args: string[]): Promise<CliRun> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [bin, 'admin', ...args], { cwd, env }, (error, stdout, stderr) => {
-      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
-  });
-}
+const admin = (cwd: string, ...args: string[]) => runAdmin(cwd, args);
 
 test.after(() => tmp.remove());
 
@@ -60,10 +47,7 @@ test('--init creates the registry; later commands open it and say so', async () 
 
 test('create-ground and add-member take --role (owner, editor by default); a bad role or the last owner demoted is refused', async () => {
   const dataDir = join(tmp.dir, 'roles');
-  const json = async (...args: string[]) => {
-    const run = await admin(tmp.dir, ...args, '--json', '--data-dir', dataDir);
-    return { ...run, body: run.code === 0 ? JSON.parse(run.stdout) as Record<string, unknown> : undefined };
-  };
+  const json = (...args: string[]) => admin(tmp.dir, ...args, '--json', '--data-dir', dataDir);
   const ann = (await json('create-user', 'ann', '--init')).body as { id: string };
   const bob = (await json('create-user', 'bob')).body as { id: string };
   const cy = (await json('create-user', 'cy')).body as { id: string };
@@ -93,9 +77,8 @@ test('create-ground and add-member take --role (owner, editor by default); a bad
 
 test('with a service running on another data dir, the refusal names the data dir looked in; pointed at the service, admin says it found it', async () => {
   const serviceDir = join(tmp.dir, 'service-data');
-  mkdirSync(serviceDir);
-  const registry = await createPgliteRegistry();
-  const socket = await serveAdminSocket({ path: join(serviceDir, 'admin.sock'), registry });
+  const service = await serveAdmin(serviceDir);
+  const { registry } = service;
   try {
     const cwd = join(tmp.dir, 'other');
     mkdirSync(cwd);
@@ -112,8 +95,7 @@ test('with a service running on another data dir, the refusal names the data dir
     assert.equal(await registry.authenticate(bob.token), { scope: 'user', subjectId: bob.id }, 'the service knows the token');
     assert.not.ok(existsSync(join(serviceDir, 'registry')), 'the CLI did not open a registry of its own');
   } finally {
-    await socket.close();
-    await registry.close();
+    await service.close();
   }
 });
 

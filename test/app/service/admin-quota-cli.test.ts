@@ -7,47 +7,29 @@
  * changes are in the ground's audit log (test/app/service/admin-audit.test.ts has the rest).
  */
 import * as assert from 'uvu/assert';
-import { execFile } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createPgliteRegistry } from '../../../adapters/pglite/createPgliteRegistry.ts';
-import { serveAdminSocket } from '../../../app/adminSocket.ts';
 import { publishingRegistry } from '../../../engine/access/publishingRegistry.ts';
 import { InProcessRegistryChanges } from '../../../adapters/registry-changes/InProcessRegistryChanges.ts';
 import type { RegistryChange } from '../../../engine/ports/registryChanges.ts';
+import { runAdmin, serveAdmin } from '../../support/adminCli.ts';
 import { test } from '../../support/suite.ts';
 import { tempDir } from '../../support/tmp.ts';
 
-const bin = new URL('../../../bin/fleetstream.ts', import.meta.url).pathname;
 const tmp = tempDir('admin-quota');
-const baseEnv = { ...process.env, DATA_DIR: '', DATABASE_URL: '', KAFKA_BROKERS: '', CLICKHOUSE_URL: '', LOG_LEVEL: 'error' };
-
-interface CliRun { code: number; stdout: string; stderr: string; body?: Record<string, unknown> }
-
-function admin(args: string[], env: Record<string, string | undefined> = {}): Promise<CliRun> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [bin, 'admin', ...args, '--json'], { cwd: tmp.dir, env: { ...baseEnv, ...env } }, (error, stdout, stderr) => {
-      const code = error ? Number((error as { code?: number }).code ?? 1) : 0;
-      resolve({ code, stdout, stderr, ...(code === 0 ? { body: JSON.parse(stdout) as Record<string, unknown> } : {}) });
-    });
-  });
-}
+const admin = (args: string[], env: Record<string, string | undefined> = {}) => runAdmin(tmp.dir, [...args, '--json'], env);
 
 test.after(() => tmp.remove());
 
 test('set-quota, show-quota, remove-quota through a running service: limits set, one cleared with none, all removed; each change announced', async () => {
-  const dataDir = join(tmp.dir, 'service');
-  mkdirSync(dataDir);
   const changes = new InProcessRegistryChanges();
   const heard: RegistryChange[] = [];
   changes.subscribe((change) => { heard.push(change); });
-  const raw = await createPgliteRegistry();
-  const registry = publishingRegistry(raw, changes);
-  const socket = await serveAdminSocket({ path: join(dataDir, 'admin.sock'), registry });
+  const service = await serveAdmin(join(tmp.dir, 'service'), publishingRegistry(await createPgliteRegistry(), changes));
+  const { registry, run } = service;
   try {
     const user = await registry.createUser({ name: 'ann' });
     const g = await registry.createGround({ name: 'home', userId: user.entity.id });
-    const run = (...args: string[]) => admin([...args, '--data-dir', dataDir]);
     assert.equal((await run('show-quota', g.id)).body, { groundId: g.id, devices: null, statesPerSecond: null, retentionDays: null });
     const set = await run('set-quota', g.id, '--devices', '5', '--states-per-second', '200', '--retention-days', '30');
     assert.is(set.code, 0, set.stderr);
@@ -63,20 +45,16 @@ test('set-quota, show-quota, remove-quota through a running service: limits set,
       ['remove-quota', 'operator', g.id, 200], ['remove-quota', 'operator', g.id, 200], ['set-quota', 'operator', g.id, 200], ['set-quota', 'operator', g.id, 200],
     ]);
   } finally {
-    await socket.close();
-    await registry.close();
+    await service.close();
   }
 });
 
 test('hostile limits and grounds: refused with the option named, nothing set', async () => {
-  const dataDir = join(tmp.dir, 'hostile');
-  mkdirSync(dataDir);
-  const registry = await createPgliteRegistry();
-  const socket = await serveAdminSocket({ path: join(dataDir, 'admin.sock'), registry });
+  const service = await serveAdmin(join(tmp.dir, 'hostile'));
+  const { registry, run } = service;
   try {
     const user = await registry.createUser({ name: 'ann' });
     const g = await registry.createGround({ name: 'home', userId: user.entity.id });
-    const run = (...args: string[]) => admin([...args, '--data-dir', dataDir]);
     const cases: [string[], RegExp][] = [
       [['--devices=0'], /VALIDATION_FAILED: --devices: at least 1/],
       [['--devices=-3'], /VALIDATION_FAILED: --devices: a whole number/],
@@ -104,8 +82,7 @@ test('hostile limits and grounds: refused with the option named, nothing set', a
     assert.match((await run('set-quota', '../../etc', '--devices', '3')).stderr, /NOT_FOUND|VALIDATION_FAILED/);
     assert.is(await registry.getQuota(g.id), undefined, 'nothing refused set anything');
   } finally {
-    await socket.close();
-    await registry.close();
+    await service.close();
   }
 });
 
