@@ -47,6 +47,8 @@ export interface FleetProcess {
   readonly httpPort: number | undefined;
   /** Bound port of the metrics listener (GET /metrics, loopback). */
   readonly metricsPort: number | undefined;
+  /** Bound port of the embedded MQTT edge (edge roles with MQTT_PORT >= 0). */
+  readonly mqttPort: number | undefined;
   /** Everything the process wrote so far (JSON log lines). */
   output(): string;
   /** Resident set size, MB; undefined once the process is gone. */
@@ -98,12 +100,14 @@ export async function startFleet(options: StartOptions): Promise<FleetProcess> {
   }
   const http = typeof started.http === 'string' ? Number(started.http.split(':').pop()) : undefined;
   const metrics = typeof started.metrics === 'string' ? Number(started.metrics.split(':').pop()) : undefined;
+  const mqttPort = typeof started.mqtt === 'string' && /:\d+$/.test(started.mqtt) ? Number(started.mqtt.split(':').pop()) : undefined;
   return {
     name: options.name,
     child,
     pid: child.pid!,
     httpPort: http,
     metricsPort: metrics,
+    mqttPort,
     output: () => output,
     rssMb: () => (gone ? undefined : rssMbOf(child.pid!)),
     exited,

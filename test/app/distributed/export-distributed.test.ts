@@ -137,11 +137,15 @@ withEnv('export-distributed', ['KAFKA_BROKERS', 'CLICKHOUSE_URL', 'DATABASE_URL_
         LPWAN_APPLICATIONS_FILE: '',
       };
       const start = async (name: string, role: 'edge' | 'engine') => {
-        const ports = role === 'edge' ? { HTTP_PORT: String(await freePort()), MQTT_PORT: String(await freePort()) } : { HTTP_PORT: '0', MQTT_PORT: '-1' };
-        const args = role === 'edge' && EDGE_WORKERS > 1 ? ['--edge-workers', String(EDGE_WORKERS)] : [];
+        // One process binds what it is given (0: any free port, read back from its start line); edge
+        // workers share ports their primary names, so they get free ones picked here.
+        const workers = role === 'edge' && EDGE_WORKERS > 1;
+        const ports = role === 'engine' ? { HTTP_PORT: '0', MQTT_PORT: '-1' }
+          : workers ? { HTTP_PORT: String(await freePort()), MQTT_PORT: String(await freePort()) } : { HTTP_PORT: '0', MQTT_PORT: '0' };
+        const args = workers ? ['--edge-workers', String(EDGE_WORKERS)] : [];
         const p = await startFleet({ name, role, args, env: { ...baseEnv, ...ports, DATA_DIR: join(dir, name) } });
         processes.push(p);
-        return { process: p, http: `http://127.0.0.1:${ports.HTTP_PORT}`, mqttPort: Number(ports.MQTT_PORT) };
+        return { process: p, http: `http://127.0.0.1:${p.httpPort}`, mqttPort: p.mqttPort! };
       };
       const edges = await Promise.all([start('edge-a', 'edge'), start('edge-b', 'edge')]);
       await Promise.all([start('engine-a', 'engine'), start('engine-b', 'engine')]);
