@@ -93,16 +93,9 @@ export class LocalConsumer implements Consumer, GroupMember {
     if (!Array.isArray(offsets)) throw new FleetError('VALIDATION_FAILED', 'commit expects an array of { topic, partition, offset }');
     const checked: CommitRequest[] = [];
     for (const request of offsets) {
-      const { topic, partition } = checkTopicPartition(request, 'commit');
-      const offset = (request as { offset?: unknown }).offset;
-      if (typeof offset !== 'number' || !Number.isSafeInteger(offset) || offset < 0) {
-        throw new FleetError('VALIDATION_FAILED', `commit of ${topic}/${partition}: offset must be an integer >= 0`, { detail: { topic, partition, offset: String(offset) } });
-      }
       // As Kafka refuses commits from a member that no longer owns the partition: a late commit
       // would otherwise overwrite the progress of the partition's new owner.
-      if (!this.#assigned.has(partitionKey(topic, partition))) {
-        throw new FleetError('CONFLICT', `${topic}/${partition} is not assigned to this consumer of group ${this.group}`, { detail: { topic, partition } });
-      }
+      const { topic, partition, offset } = this.#assignedPosition(request, 'commit');
       const end = this.#host.partitionLog(topic, partition).durableOffset;
       if (offset > end) {
         throw new FleetError('VALIDATION_FAILED', `commit of ${topic}/${partition}: offset ${offset} is past the end of the partition (${end})`, { detail: { topic, partition, offset, end } });
@@ -129,18 +122,22 @@ export class LocalConsumer implements Consumer, GroupMember {
   }
 
   seek(positions: CommitRequest[]): void {
-    const checked = this.#checkList(positions, 'seek').map((tp, i) => {
-      const offset = (positions[i] as { offset?: unknown }).offset;
-      if (typeof offset !== 'number' || !Number.isSafeInteger(offset) || offset < 0) {
-        throw new FleetError('VALIDATION_FAILED', `seek of ${tp.topic}/${tp.partition}: offset must be an integer >= 0`, { detail: { topic: tp.topic, partition: tp.partition, offset: String(offset) } });
-      }
-      const assigned = this.#assigned.get(partitionKey(tp.topic, tp.partition));
-      if (assigned === undefined) {
-        throw new FleetError('CONFLICT', `${tp.topic}/${tp.partition} is not assigned to this consumer of group ${this.group}`, { detail: { topic: tp.topic, partition: tp.partition } });
-      }
-      return { assigned, offset };
-    });
-    for (const { assigned, offset } of checked) assigned.fetcher.seek(offset);
+    this.#checkList(positions, 'seek'); // a topic this consumer does not subscribe to: VALIDATION_FAILED
+    const checked = positions.map((request) => this.#assignedPosition(request, 'seek'));
+    for (const { topic, partition, offset } of checked) this.#assigned.get(partitionKey(topic, partition))!.fetcher.seek(offset);
+  }
+
+  /** A commit's or seek's position, checked: an offset >= 0, a partition this consumer holds (else CONFLICT). */
+  #assignedPosition(request: unknown, what: string): CommitRequest {
+    const { topic, partition } = checkTopicPartition(request, what);
+    const offset = (request as { offset?: unknown }).offset;
+    if (typeof offset !== 'number' || !Number.isSafeInteger(offset) || offset < 0) {
+      throw new FleetError('VALIDATION_FAILED', `${what} of ${topic}/${partition}: offset must be an integer >= 0`, { detail: { topic, partition, offset: String(offset) } });
+    }
+    if (!this.#assigned.has(partitionKey(topic, partition))) {
+      throw new FleetError('CONFLICT', `${topic}/${partition} is not assigned to this consumer of group ${this.group}`, { detail: { topic, partition } });
+    }
+    return { topic, partition, offset };
   }
 
   #checkList(partitions: unknown, what: string): TopicPartition[] {
