@@ -77,9 +77,9 @@ export class TopicConsumer {
     this.#consumer?.resume([{ topic: this.#o.topic, partition }]);
   }
 
-  /** The partition's next batch starts at `offset` (Consumer.seek: pause it first). */
-  seek(partition: number, offset: number): void {
-    this.#consumer?.seek([{ topic: this.#o.topic, partition, offset }]);
+  /** Each partition's next batch starts at its offset (Consumer.seek: pause them first); all or none. */
+  seek(positions: readonly { partition: number; offset: number }[]): void {
+    this.#consumer?.seek(positions.map(({ partition, offset }) => ({ topic: this.#o.topic, partition, offset })));
   }
 
   /** Nothing is committed any more: the owner failed, and what is not committed is replayed. */

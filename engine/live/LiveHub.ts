@@ -170,7 +170,8 @@ export class LiveHub {
     const partitions = this.#ring.partitions;
     try {
       const ends = await this.#o.log.endOffsets(this.#o.topic);
-      for (let p = 0; p < partitions; p++) consumer.seek(p, ends[p]);
+      // One call: the adapters check every position before moving any, so a refusal moves none.
+      consumer.seek(ends.slice(0, partitions).map((offset, partition) => ({ partition, offset })));
       // What was held ends here: the next events are those after the ends.
       this.#ring.startAt(ends);
       this.#ring.clear();
