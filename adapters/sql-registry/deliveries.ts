@@ -2,7 +2,8 @@
  * The integration deliveries port (engine/ports/integrationDeliveries.ts) in SQL, migration 6:
  * `integration_batches` (each batch saved before its first attempt, kept once delivered until the
  * cursor passes it) and `integration_delivery_stats` (the counters GET /integrations/{id} shows).
- * Each call is one statement: they come once per batch of up to 100 events per partition.
+ * Each call is one statement: they come once per batch of up to 100 events per partition, or once
+ * for the batches of several partitions and integrations (saveBatches, batchesDelivered).
  *
  * Writes for an integration that does not exist (any more) change nothing: the counters are
  * written from the integration's row, and a batch of a deleted integration goes with it (ON DELETE
@@ -11,7 +12,7 @@
  */
 import { FleetError } from '../../engine/kernel/errors.ts';
 import { isId } from '../../engine/kernel/ids.ts';
-import type { DeliveryBatch, DeliveryError, DeliveryStats, IntegrationDeliveries } from '../../engine/ports/integrationDeliveries.ts';
+import type { DeliveredBatch, DeliveryBatch, DeliveryError, DeliveryStats, IntegrationDeliveries } from '../../engine/ports/integrationDeliveries.ts';
 import type { SqlContext } from './SqlContext.ts';
 
 const MAX_ERROR_CHARS = 256;
@@ -120,18 +121,60 @@ export function deliveryOperations({ executor, guard, clock }: SqlContext): Inte
     if (!isId(integrationId)) return undefined;
     return [integrationId, offset(partition, 'partition'), offset(firstOffset, 'firstOffset')];
   };
+  async function saveBatches(batches: readonly DeliveryBatch[]): Promise<void> {
+    if (!Array.isArray(batches)) throw new FleetError('VALIDATION_FAILED', 'batches: a list', { detail: { field: 'batches' } });
+    for (const batch of batches) checkBatch(batch);
+    // One row per key (the later wins): ON CONFLICT cannot touch a row twice in one statement.
+    const byKey = new Map<string, DeliveryBatch>();
+    for (const batch of batches) byKey.set(`${batch.integrationId}/${batch.partition}/${batch.firstOffset}`, batch);
+    if (byKey.size === 0) return;
+    const rows = [...byKey.values()];
+    const column = <T>(pick: (batch: DeliveryBatch) => T) => rows.map(pick);
+    await guard(() => executor.query(
+      `INSERT INTO integration_batches (integration_id, partition, first_offset, last_offset, message_id, events, attempts, next_attempt_at, created_at, sources)
+       SELECT i.id, v.partition, v.first_offset, v.last_offset, v.message_id, v.events, v.attempts, v.next_attempt_at, v.created_at, v.sources::jsonb
+       FROM unnest($1::text[], $2::integer[], $3::bigint[], $4::bigint[], $5::text[], $6::integer[], $7::integer[], $8::bigint[], $9::bigint[], $10::text[])
+            AS v (integration_id, partition, first_offset, last_offset, message_id, events, attempts, next_attempt_at, created_at, sources)
+       JOIN integrations i ON i.id = v.integration_id
+       ORDER BY v.integration_id, v.partition, v.first_offset
+       ON CONFLICT (integration_id, partition, first_offset) DO UPDATE SET last_offset = EXCLUDED.last_offset, message_id = EXCLUDED.message_id,
+         events = EXCLUDED.events, attempts = EXCLUDED.attempts, next_attempt_at = EXCLUDED.next_attempt_at, created_at = EXCLUDED.created_at,
+         sources = EXCLUDED.sources, delivered_at = NULL`,
+      [column((b) => b.integrationId), column((b) => b.partition), column((b) => b.firstOffset), column((b) => b.lastOffset), column((b) => b.messageId),
+        column((b) => b.events), column((b) => b.attempts), column((b) => b.nextAttemptAt), column((b) => b.createdAt),
+        column((b) => (b.sources === undefined ? null : JSON.stringify(b.sources)))],
+    ));
+  }
+
+  async function batchesDelivered(batches: readonly DeliveredBatch[]): Promise<void> {
+    if (!Array.isArray(batches)) throw new FleetError('VALIDATION_FAILED', 'batches: a list', { detail: { field: 'batches' } });
+    // One row per batch: the first mark of it counts, as the first of two calls would.
+    const byKey = new Map<string, [string, number, number, number]>();
+    for (const batch of batches) {
+      if (batch === null || typeof batch !== 'object') throw new FleetError('VALIDATION_FAILED', 'batches: objects', { detail: { field: 'batches' } });
+      const k = key(batch.integrationId, batch.partition, batch.firstOffset);
+      const at = offset(batch.at, 'at');
+      if (k !== undefined && !byKey.has(k.join('/'))) byKey.set(k.join('/'), [...k, at]);
+    }
+    if (byKey.size === 0) return;
+    const rows = [...byKey.values()];
+    // Counted per integration, in id order: several engines adding to the same counters lock them in one order.
+    await guard(() => executor.query(
+      `WITH v AS (SELECT * FROM unnest($1::text[], $2::integer[], $3::bigint[], $4::bigint[]) AS v (integration_id, partition, first_offset, at)),
+       b AS (UPDATE integration_batches ib SET delivered_at = v.at FROM v
+             WHERE ib.integration_id = v.integration_id AND ib.partition = v.partition AND ib.first_offset = v.first_offset AND ib.delivered_at IS NULL
+             RETURNING ib.integration_id, ib.events, v.at)
+       ${UPSERT_STATS} SELECT integration_id, SUM(events)::bigint, 0, 0, MAX(at), NULL, NULL, NULL FROM b GROUP BY integration_id ORDER BY integration_id ${ADD_STATS}`,
+      [rows.map((r) => r[0]), rows.map((r) => r[1]), rows.map((r) => r[2]), rows.map((r) => r[3])],
+    ));
+  }
+
   return {
+    saveBatches,
+    batchesDelivered,
+
     async saveBatch(batch) {
-      checkBatch(batch);
-      await guard(() => executor.query(
-        `INSERT INTO integration_batches (integration_id, partition, first_offset, last_offset, message_id, events, attempts, next_attempt_at, created_at, sources)
-         SELECT id, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb FROM integrations WHERE id = $1
-         ON CONFLICT (integration_id, partition, first_offset) DO UPDATE SET last_offset = EXCLUDED.last_offset, message_id = EXCLUDED.message_id,
-           events = EXCLUDED.events, attempts = EXCLUDED.attempts, next_attempt_at = EXCLUDED.next_attempt_at, created_at = EXCLUDED.created_at,
-           sources = EXCLUDED.sources, delivered_at = NULL`,
-        [batch.integrationId, batch.partition, batch.firstOffset, batch.lastOffset, batch.messageId, batch.events, batch.attempts, batch.nextAttemptAt, batch.createdAt,
-          batch.sources === undefined ? null : JSON.stringify(batch.sources)],
-      ));
+      await saveBatches([batch]);
     },
 
     async savedBatches(integrationId, partition) {
@@ -167,14 +210,7 @@ export function deliveryOperations({ executor, guard, clock }: SqlContext): Inte
     },
 
     async batchDelivered(integrationId, partition, firstOffset, at) {
-      const k = key(integrationId, partition, firstOffset);
-      if (k === undefined) return;
-      await guard(() => executor.query(
-        `WITH b AS (UPDATE integration_batches SET delivered_at = $4
-                    WHERE integration_id = $1 AND partition = $2 AND first_offset = $3 AND delivered_at IS NULL RETURNING integration_id, events)
-         ${UPSERT_STATS} SELECT integration_id, events, 0, 0, $4::bigint, NULL, NULL, NULL FROM b ${ADD_STATS}`,
-        [...k, offset(at, 'at')],
-      ));
+      await batchesDelivered([{ integrationId, partition, firstOffset, at }]);
     },
 
     async batchDropped(integrationId, partition, firstOffset, outcome) {

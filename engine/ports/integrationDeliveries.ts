@@ -46,6 +46,14 @@ export interface DeliveryBatch {
   sources?: Record<string, number>;
 }
 
+/** A batch delivered: which (its integration, partition and start) and when. */
+export interface DeliveredBatch {
+  integrationId: string;
+  partition: number;
+  firstOffset: number;
+  at: number;
+}
+
 /** The last failed attempt of an integration. */
 export interface DeliveryError {
   /** The receiver's status, when it answered. */
@@ -69,6 +77,12 @@ export interface DeliveryStats {
 export interface IntegrationDeliveries {
   /** Saves a batch before its first attempt (a batch saved again with the same start is replaced). */
   saveBatch(batch: DeliveryBatch): Promise<void>;
+  /**
+   * saveBatch for several batches (of any integrations and partitions) in one write: all are saved
+   * or none. Of two with the same start, the later in the list is kept. A malformed one refuses the
+   * whole call before anything is stored.
+   */
+  saveBatches(batches: readonly DeliveryBatch[]): Promise<void>;
   /** The saved batches of an integration's partition (pending and delivered), by firstOffset. */
   savedBatches(integrationId: string, partition: number): Promise<DeliveryBatch[]>;
   /** Forgets the delivered batches of the partition that end below `offset` (the cursor passed them). */
@@ -77,6 +91,8 @@ export interface IntegrationDeliveries {
   attemptFailed(integrationId: string, partition: number, firstOffset: number, update: { attempts: number; nextAttemptAt: number; error: DeliveryError }): Promise<void>;
   /** The batch was delivered: it is marked so, `delivered` counts its events, lastSuccessAt is set. */
   batchDelivered(integrationId: string, partition: number, firstOffset: number, at: number): Promise<void>;
+  /** batchDelivered for several batches in one write: all are marked or none; a batch listed twice is marked by the first (one with a malformed integration id is skipped, as batchDelivered does). */
+  batchesDelivered(batches: readonly DeliveredBatch[]): Promise<void>;
   /** The batch was given up (its retries outlasted the retry window): it is settled as delivered is, its events count as dropped, lastError is set. */
   batchDropped(integrationId: string, partition: number, firstOffset: number, outcome: { at: number; error: DeliveryError }): Promise<void>;
   /** Events lost to the log's retention. */

@@ -72,7 +72,7 @@ export type { GroundQuota, QuotaLimits, QuotaPatch, QuotaRegistry } from './quot
 export type { DeviceUsage, GroundUsageCounts, UsageRegistry } from './usageRegistry.ts';
 export type { AuditActor, AuditEntry, AuditLog, AuditQuery, AuditResult, ListedAuditEntry } from './auditLog.ts';
 export type { Integration, IntegrationPatch, IntegrationQuery, IntegrationRegistry, NewIntegration, WithSecret } from './integrationRegistry.ts';
-export type { DeliveryBatch, DeliveryError, DeliveryStats, IntegrationDeliveries } from './integrationDeliveries.ts';
+export type { DeliveredBatch, DeliveryBatch, DeliveryError, DeliveryStats, IntegrationDeliveries } from './integrationDeliveries.ts';
 export type { AssetDeclaration, NewRule, Rule, RulePatch, RuleQuery, RuleRegistry } from './ruleRegistry.ts';
 export type { ConnectivityRegistry, DeviceActivity, DeviceConnectivity, OpenedSession, SilentDevice, SilentDeviceQuery } from './connectivityRegistry.ts';
 export type { Alarm, AlarmQuery, AlarmRegistry, AlarmStatus, EvaluationChange, EvaluationOutcome, EvaluationStanding, RuleEvaluation } from './alarmRegistry.ts';

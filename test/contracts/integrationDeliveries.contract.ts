@@ -6,7 +6,7 @@
  * harness of registry.contract.ts.
  */
 import * as assert from 'uvu/assert';
-import type { DeliveryBatch, FleetRegistry, IntegrationDeliveries, IntegrationRegistry, PrincipalRegistry } from '../../engine/ports/registry.ts';
+import type { DeliveredBatch, DeliveryBatch, FleetRegistry, IntegrationDeliveries, IntegrationRegistry, PrincipalRegistry } from '../../engine/ports/registry.ts';
 import { any, MALFORMED_IDS, ownedGround, registrySuite, rejects, type RegistryFactory } from './registry.contract.ts';
 
 type R = IntegrationDeliveries & IntegrationRegistry & FleetRegistry & PrincipalRegistry;
@@ -51,6 +51,47 @@ export function integrationDeliveriesContract(name: string, factory: RegistryFac
     stats = await r.deliveryStats(id);
     assert.equal([stats.delivered, stats.lastSuccessAt, stats.pending], [7, 5000, { events: 1, oldestAt: 950 }], 'a batch is counted once');
     assert.is((await r.savedBatches(id, 0))[0].deliveredAt, 5000, 'kept, marked delivered');
+  });
+
+  test('several batches saved in one write: any integrations and partitions; of two with the same start the later; one of a deleted integration skipped', async ({ r }) => {
+    const { id } = await integration(r);
+    const other = await integration(r);
+    const gone = await integration(r);
+    await r.deleteIntegration(gone.id);
+    await r.saveBatches([]);
+    await r.saveBatches([
+      batch(id, { firstOffset: 30, lastOffset: 31, messageId: 'msg_b' }),
+      batch(gone.id),
+      batch(other.id, { partition: 2, sources: { 1: 4 } }),
+      batch(id),
+      batch(id, { firstOffset: 30, lastOffset: 33, messageId: 'msg_b2', events: 3 }),
+    ]);
+    assert.equal((await r.savedBatches(id, 0)).map((b) => [b.firstOffset, b.lastOffset, b.messageId, b.events]), [[10, 19, 'msg_1', 7], [30, 33, 'msg_b2', 3]]);
+    assert.equal(await r.savedBatches(other.id, 2), [batch(other.id, { partition: 2, sources: { 1: 4 } })]);
+    assert.equal(await r.savedBatches(gone.id, 0), []);
+    assert.equal((await r.deliveryStats(id)).pending, { events: 10, oldestAt: 900 });
+  });
+
+  test('several batches delivered in one write: each counted once, per integration; the last success is the latest', async ({ r }) => {
+    const { id } = await integration(r);
+    const other = await integration(r);
+    await r.saveBatches([batch(id), batch(id, { firstOffset: 20, lastOffset: 20, events: 1, messageId: 'msg_2' }), batch(other.id, { partition: 1, events: 4 })]);
+    await r.batchesDelivered([]);
+    await r.batchesDelivered([
+      { integrationId: id, partition: 0, firstOffset: 10, at: 5000 },
+      { integrationId: other.id, partition: 1, firstOffset: 10, at: 5100 },
+      { integrationId: id, partition: 0, firstOffset: 20, at: 5200 },
+      { integrationId: id, partition: 0, firstOffset: 10, at: 5300 },
+      { integrationId: id, partition: 0, firstOffset: 99, at: 5400 },
+      { integrationId: any('short'), partition: 0, firstOffset: 10, at: 5500 },
+    ]);
+    let stats = await r.deliveryStats(id);
+    assert.equal([stats.delivered, stats.lastSuccessAt, stats.pending], [8, 5200, { events: 0 }], 'each batch once; an unknown start changes nothing');
+    stats = await r.deliveryStats(other.id);
+    assert.equal([stats.delivered, stats.lastSuccessAt], [4, 5100]);
+    await r.batchesDelivered([{ integrationId: id, partition: 0, firstOffset: 10, at: 6000 }]);
+    assert.is((await r.deliveryStats(id)).delivered, 8, 'delivered again: not counted again');
+    assert.equal((await r.savedBatches(id, 0)).map((b) => b.deliveredAt), [5000, 5200], 'a batch listed twice: marked by the first');
   });
 
   test('a batch given up counts its events as dropped; retention drops add up; pruning forgets only delivered batches below the offset', async ({ r }) => {
@@ -132,6 +173,14 @@ export function integrationDeliveriesContract(name: string, factory: RegistryFac
     await rejects(r.savedBatches(id, -1), 'VALIDATION_FAILED', 'partition');
     await rejects(r.addDropped(id, -3), 'VALIDATION_FAILED', 'count');
     await rejects(r.attemptFailed(id, 0, 10, { attempts: -1, nextAttemptAt: 1, error: { message: 'x', at: 1 } }), 'VALIDATION_FAILED', 'attempts');
+    await rejects(r.saveBatches([batch(id), { ...batch(id, { firstOffset: 40, lastOffset: 40 }), messageId: '' }]), 'VALIDATION_FAILED', 'messageId');
+    assert.equal(await r.savedBatches(id, 0), [], 'a malformed batch refuses the whole write');
+    await rejects(r.saveBatches({ length: 1 } as unknown as DeliveryBatch[]), 'VALIDATION_FAILED', 'batches');
+    await r.saveBatch(batch(id));
+    await rejects(r.batchesDelivered([{ integrationId: id, partition: 0, firstOffset: 10, at: 1 }, { integrationId: id, partition: 0, firstOffset: 10, at: -1 }]), 'VALIDATION_FAILED', 'at');
+    await rejects(r.batchesDelivered([{ integrationId: id, partition: 0.5, firstOffset: 10, at: 1 }]), 'VALIDATION_FAILED', 'partition');
+    await rejects(r.batchesDelivered([null as unknown as DeliveredBatch]), 'VALIDATION_FAILED', 'batches');
+    assert.is((await r.deliveryStats(id)).delivered, 0, 'a malformed mark refuses the whole write');
   });
 
   return test;

@@ -14,7 +14,7 @@ import { createJsonLogger } from '../../../engine/kernel/logger.ts';
 import { OffsetTracker } from '../../../engine/consumer/OffsetTracker.ts';
 import { DeliveryLane } from '../../../engine/integrations/DeliveryLane.ts';
 import { retrySchedule } from '../../../engine/integrations/retrySchedule.ts';
-import type { DeliveryBatch, DeliveryError, IntegrationDeliveries } from '../../../engine/ports/integrationDeliveries.ts';
+import type { DeliveredBatch, DeliveryBatch, DeliveryError, IntegrationDeliveries } from '../../../engine/ports/integrationDeliveries.ts';
 import type { Integration } from '../../../engine/ports/integrationRegistry.ts';
 import type { LogRecord } from '../../../engine/ports/log.ts';
 import type { WebhookAnswer, WebhookRequest } from '../../../engine/ports/webhooks.ts';
@@ -36,6 +36,8 @@ class MemoryJournal implements IntegrationDeliveries {
   lastError: DeliveryError | undefined;
   disabled: string | undefined;
   async saveBatch(batch: DeliveryBatch) { this.batches.set(`${batch.partition}/${batch.firstOffset}`, { ...batch }); }
+  async saveBatches(batches: readonly DeliveryBatch[]) { for (const batch of batches) await this.saveBatch(batch); }
+  async batchesDelivered(batches: readonly DeliveredBatch[]) { for (const b of batches) await this.batchDelivered(b.integrationId, b.partition, b.firstOffset, b.at); }
   async savedBatches(_id: string, partition: number) {
     return [...this.batches.values()].filter((b) => b.partition === partition).sort((a, b) => a.firstOffset - b.firstOffset).map((b) => ({ ...b }));
   }
