@@ -2,10 +2,12 @@
  * Integrations' deliveries in a process of role engine or all (docs/integrations.md): every active
  * integration read from topic `events` with its own consumer group, batched, signed and sent by
  * the one WebhookSender of the process (the operator's destination policy at every connection),
+ * their journal writes grouped (GroupedJournal),
  * kept in step with registry changes. With several engines, each integration's partitions are
  * spread over them by its group.
  */
 import { Deliveries } from '../engine/integrations/Deliveries.ts';
+import { groupedJournal } from '../engine/integrations/GroupedJournal.ts';
 import { IntegrationDelivery } from '../engine/integrations/IntegrationDelivery.ts';
 import { retrySchedule } from '../engine/integrations/retrySchedule.ts';
 import type { Integration } from '../engine/ports/integrationRegistry.ts';
@@ -30,6 +32,8 @@ export function integrationsRole(w: Wiring, options: { engine?: Pick<UplinkPipel
   const schedule = retrySchedule({ giveUpAfterMs: settings.retryWindowMs });
   const batching = { maxEvents: settings.batchEvents, lingerMs: settings.batchLingerMs, maxHeldEvents: 10 * settings.batchEvents };
   const groundOf = (deviceId: string) => ports.lookups.groundOf(deviceId);
+  // Every lane's saves and delivery marks, grouped into one write each.
+  const journal = groupedJournal(ports.registry, clock);
   // Busy from when the engine was last seen with more in flight than that, for BUSY_HOLD_MS: its
   // in-flight count dips each time a large store insert completes, and deliveries must not take
   // those moments as idle.
@@ -44,7 +48,7 @@ export function integrationsRole(w: Wiring, options: { engine?: Pick<UplinkPipel
     topic: ports.names.events,
     groupPrefix: ports.names.integrationGroupPrefix,
     clock,
-    journal: ports.registry,
+    journal,
     transport: sender,
     secrets: (id) => ports.registry.integrationSecrets(id),
     groundOf,
