@@ -53,8 +53,13 @@ export interface IntegrationDeliveryOptions {
   logger: Logger;
 }
 
+/** How long the secrets read for an attempt sign the attempts after it, ms (a change of the integration reads them again at once). */
+const SECRETS_FOR_MS = 1000;
+
 export class IntegrationDelivery {
   readonly #o: IntegrationDeliveryOptions;
+  /** The secrets that sign, as read at `at`: one read a second for all the lanes, not one per attempt. */
+  #secrets: { at: number; value: Promise<readonly string[] | undefined> } | undefined;
   readonly #consumer: TopicConsumer;
   readonly #lanes = new Map<number, DeliveryLane>();
   #settings: Integration;
@@ -96,6 +101,8 @@ export class IntegrationDelivery {
   /** New settings (URL, filters, headers): the next attempts use them. */
   update(integration: Integration): void {
     this.#settings = integration;
+    // A rotated secret is among the changes: the next attempt reads them again.
+    this.#secrets = undefined;
   }
 
   async start(): Promise<void> {
@@ -120,7 +127,7 @@ export class IntegrationDelivery {
       settings: () => this.#settings,
       journal: o.journal,
       transport: o.transport,
-      secrets: () => o.secrets(this.#settings.id),
+      secrets: () => this.#currentSecrets(),
       groundOf: o.groundOf,
       clock: o.clock,
       schedule: o.schedule,
@@ -141,6 +148,20 @@ export class IntegrationDelivery {
     });
     this.#lanes.set(partition, lane);
     return lane;
+  }
+
+  #currentSecrets(): Promise<readonly string[] | undefined> {
+    const now = this.#o.clock.now();
+    const held = this.#secrets;
+    if (held !== undefined && now - held.at < SECRETS_FOR_MS) return held.value;
+    const value = this.#o.secrets(this.#settings.id);
+    const read = { at: now, value };
+    this.#secrets = read;
+    // A failed read is not kept: the lane retries it (DeliveryLane #persist) and must read again.
+    value.catch(() => {
+      if (this.#secrets === read) this.#secrets = undefined;
+    });
+    return value;
   }
 
   async #countRetentionDrops(partitions: readonly number[]): Promise<void> {

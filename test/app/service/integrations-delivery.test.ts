@@ -120,6 +120,23 @@ test('the ground\'s stored states reach the receiver signed, in order per device
   await waitFor(async () => (await service.log.committed(group, 'events', 0)) + (await service.log.committed(group, 'events', 1)) === 0, 5000, 'the cursor deleted');
 });
 
+test('a rotated secret signs the deliveries that follow; with graceSeconds=0 the previous one signs none of them', async () => {
+  const r = await receiver(ok);
+  const created = await integration(r.url);
+  const d = await device();
+  await send(d, { t: { value: 1 } });
+  await waitFor(() => eventsOf(r.received).length >= 1, 15_000, 'the first state delivered');
+  const rotated = await call('POST', `/integrations/${created.id}/rotate-secret?graceSeconds=0`);
+  assert.is(rotated.status, 200);
+  const before = r.received.length;
+  await send(d, { t: { value: 2 } });
+  await waitFor(() => eventsOf(r.received).some((e) => e.value === 2), 15_000, 'the state after the rotation delivered');
+  for (const request of r.received.slice(before)) {
+    assert.ok(specVerify(rotated.json.secret, request.body, request.headers as unknown as SignedHeaders), 'the new secret verifies');
+    assert.not.ok(specVerify(created.secret, request.body, request.headers as unknown as SignedHeaders), 'the previous secret no longer signs');
+  }
+});
+
 test('a receiver failing twice: retried with the same webhook-id about 1 s then 2 s later, then delivered; GET shows failing, then active with the figures', async () => {
   const r = await receiver((_req, res, index) => (index < 2 ? res.writeHead(500).end('not now') : res.writeHead(200).end()));
   const { id } = await integration(r.url);
