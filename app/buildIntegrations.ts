@@ -8,6 +8,7 @@
  */
 import { Deliveries } from '../engine/integrations/Deliveries.ts';
 import { groupedJournal } from '../engine/integrations/GroupedJournal.ts';
+import { SharedParses } from '../engine/integrations/SharedParses.ts';
 import { IntegrationDelivery } from '../engine/integrations/IntegrationDelivery.ts';
 import { retrySchedule } from '../engine/integrations/retrySchedule.ts';
 import type { Integration } from '../engine/ports/integrationRegistry.ts';
@@ -34,6 +35,8 @@ export function integrationsRole(w: Wiring, options: { engine?: Pick<UplinkPipel
   const groundOf = (deviceId: string) => ports.lookups.groundOf(deviceId);
   // Every lane's saves and delivery marks, grouped into one write each.
   const journal = groupedJournal(ports.registry, clock);
+  // One parse of a record of topic events for all the integrations reading it.
+  const parses = new SharedParses();
   // Busy from when the engine was last seen with more in flight than that, for BUSY_HOLD_MS: its
   // in-flight count dips each time a large store insert completes, and deliveries must not take
   // those moments as idle.
@@ -54,6 +57,7 @@ export function integrationsRole(w: Wiring, options: { engine?: Pick<UplinkPipel
     groundOf,
     schedule,
     batching,
+    parses,
     hooks: w.metrics.integrations.hooks(integration.kind, () => clock.now()),
     busy,
     logger,

@@ -38,7 +38,7 @@ import type { Integration } from '../ports/integrationRegistry.ts';
 import type { LogRecord } from '../ports/log.ts';
 import type { WebhookAnswer, WebhookTransport } from '../ports/webhooks.ts';
 import type { RetrySchedule } from './retrySchedule.ts';
-import { selectEvents } from './selectEvents.ts';
+import { coversDevice, parseRecord, selectParsed } from './selectEvents.ts';
 
 /** Records older than the integration by more than this are not its events (clocks of several processes differ a little). */
 const CREATED_MARGIN_MS = 5000;
@@ -50,6 +50,7 @@ const GIVE_WAY_MAX_MS = 1000;
 /** A record whose source's events were taken already. */
 const REPEAT = Symbol('repeat');
 const journalBackoff = exponentialBackoff({ initialMs: 100, maxMs: 5000 });
+const parseValue = (record: LogRecord) => parseRecord(record.value);
 
 /** What a lane tells its integration (metrics, status). */
 export interface LaneHooks {
@@ -84,6 +85,8 @@ export interface DeliveryLaneOptions {
    * moves (at least one batch read and one sent a second).
    */
   busy?(): boolean;
+  /** A record's value parsed (selectEvents.ts parseRecord), shared by the integrations of the process (SharedParses). Default: parsed here. */
+  parse?(record: LogRecord): unknown;
   finish(offset: number): void;
   pause(): void;
   resume(): void;
@@ -225,7 +228,8 @@ export class DeliveryLane {
   #select(record: LogRecord, groundId: string | undefined): Record<string, unknown>[] | typeof REPEAT {
     const settings = this.#o.settings();
     if (groundId !== settings.groundId || record.timestamp < settings.createdAt - CREATED_MARGIN_MS) return [];
-    const selection = selectEvents(settings, record.key, record.value);
+    if (!coversDevice(settings, record.key)) return [];
+    const selection = selectParsed(settings, record.key, (this.#o.parse ?? parseValue)(record));
     if (selection.malformed) this.#o.hooks.malformed();
     const { source } = selection;
     if (selection.events.length === 0 || source === undefined) return selection.events;

@@ -13,10 +13,11 @@ import { toFleetError } from '../kernel/errors.ts';
 import type { Logger } from '../kernel/logger.ts';
 import type { IntegrationDeliveries } from '../ports/integrationDeliveries.ts';
 import type { Integration } from '../ports/integrationRegistry.ts';
-import type { Log } from '../ports/log.ts';
+import type { Log, LogRecord } from '../ports/log.ts';
 import type { WebhookTransport } from '../ports/webhooks.ts';
 import { DeliveryLane, type LaneHooks } from './DeliveryLane.ts';
 import type { RetrySchedule } from './retrySchedule.ts';
+import type { SharedParses } from './SharedParses.ts';
 
 /** The consumer group of an integration's deliveries on topic `events`, behind the configured prefix. */
 export function deliveryGroup(prefix: string, integrationId: string): string {
@@ -46,6 +47,8 @@ export interface IntegrationDeliveryOptions {
   groundOf(deviceId: string): string | undefined | Promise<string | undefined>;
   schedule: RetrySchedule;
   batching: DeliveryBatching;
+  /** The parses of topic `events` shared by the integrations of the process. */
+  parses?: SharedParses;
   /** Whether ingestion has more than it can do now: deliveries give way (DeliveryLaneOptions.busy). */
   busy?(): boolean;
   /** Called with this integration's outcomes; `disabled` after the integration was disabled (410). */
@@ -133,6 +136,7 @@ export class IntegrationDelivery {
       schedule: o.schedule,
       ...o.batching,
       busy: o.busy,
+      ...(o.parses === undefined ? {} : { parse: (record: LogRecord) => o.parses!.parse(record) }),
       finish: (offset) => this.#consumer.finish(partition, offset),
       pause: () => this.#consumer.pause(partition),
       resume: () => this.#consumer.resume(partition),

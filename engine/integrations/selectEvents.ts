@@ -37,12 +37,25 @@ export function coversDevice(filter: EventFilter, deviceId: string): boolean {
 
 export function selectEvents(filter: EventFilter, deviceId: string, value: Uint8Array): Selection {
   if (!coversDevice(filter, deviceId)) return NOTHING;
-  let parsed: unknown;
+  return selectParsed(filter, deviceId, parseRecord(value));
+}
+
+/** A record's value as JSON; MALFORMED_RECORD when it is not. */
+export function parseRecord(value: Uint8Array): unknown {
   try {
-    parsed = JSON.parse(decoder.decode(value));
+    return JSON.parse(decoder.decode(value));
   } catch {
-    return MALFORMED;
+    return MALFORMED_RECORD;
   }
+}
+
+/** What parseRecord answers for a value that is not JSON. */
+export const MALFORMED_RECORD = Symbol('malformed record');
+
+/** selectEvents of a value parsed already (parseRecord): the parse of a record can serve every integration of a process. */
+export function selectParsed(filter: EventFilter, deviceId: string, parsed: unknown): Selection {
+  if (!coversDevice(filter, deviceId)) return NOTHING;
+  if (parsed === MALFORMED_RECORD) return MALFORMED;
   // The ground is the integration's: a groundId written into the record does not count.
   const record = expandEventsRecord(deviceId, parsed, filter.groundId);
   if (record === undefined) return MALFORMED;

@@ -14,6 +14,7 @@ import { createJsonLogger } from '../../../engine/kernel/logger.ts';
 import { OffsetTracker } from '../../../engine/consumer/OffsetTracker.ts';
 import { DeliveryLane } from '../../../engine/integrations/DeliveryLane.ts';
 import { retrySchedule } from '../../../engine/integrations/retrySchedule.ts';
+import { SharedParses } from '../../../engine/integrations/SharedParses.ts';
 import type { DeliveredBatch, DeliveryBatch, DeliveryError, IntegrationDeliveries } from '../../../engine/ports/integrationDeliveries.ts';
 import type { Integration } from '../../../engine/ports/integrationRegistry.ts';
 import type { LogRecord } from '../../../engine/ports/log.ts';
@@ -89,6 +90,8 @@ interface WorldOptions {
   maxHeldEvents?: number;
   retryWindowMs?: number;
   busy?(): boolean;
+  /** The process's shared parses (SharedParses). */
+  parses?: SharedParses;
   /** A receiver that answers when it is told (requests under way), instead of `answers` at once. */
   send?(request: WebhookRequest): Promise<WebhookAnswer>;
 }
@@ -110,6 +113,7 @@ function world(answers: (request: WebhookRequest, index: number) => WebhookAnswe
     lingerMs: 1000,
     maxHeldEvents: options.maxHeldEvents ?? 100,
     busy: options.busy,
+    ...(options.parses === undefined ? {} : { parse: (record: LogRecord) => options.parses!.parse(record) }),
     finish: (offset) => { w.finished.push(offset); w.tracker.finish(offset); },
     pause: () => { w.paused++; },
     resume: () => { w.resumed++; },
@@ -145,6 +149,17 @@ test('a batch leaves at once when nothing is under way; the rest as soon as the 
   assert.ok((w.sent[0].events as { groundId: string }[]).every((e) => e.groundId === GROUND));
   assert.is(w.journal.delivered, 6);
   assert.is(new Set(w.sent.map((r) => r.messageId)).size, 3);
+});
+
+test('with the process\'s shared parses, a record another integration read is not parsed again; its events are the same', async () => {
+  const parses = new SharedParses();
+  const records = [stateRecord(0, 'd1'), stateRecord(1, 'd2')];
+  for (const r of records) parses.parse(r);
+  const w = world(() => ok, { parses });
+  await w.lane.take(records, w.tracker);
+  await run(w);
+  assert.equal([parses.hits, parses.misses], [2, 2], 'both records read from the shared parses');
+  assert.equal(w.sent.flatMap(eventIds), ['u0/t', 'u1/t']);
 });
 
 test('while ingestion is busy, the lane waits up to 1 s before it takes records and again before it sends a batch; not busy, at once', async () => {
