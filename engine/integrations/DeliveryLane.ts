@@ -37,6 +37,7 @@ import type { DeliveryBatch, IntegrationDeliveries } from '../ports/integrationD
 import type { Integration } from '../ports/integrationRegistry.ts';
 import type { LogRecord } from '../ports/log.ts';
 import type { WebhookAnswer, WebhookTransport } from '../ports/webhooks.ts';
+import { BusyTurns } from './BusyTurns.ts';
 import type { RetrySchedule } from './retrySchedule.ts';
 import { coversDevice, parseRecord, selectParsed } from './selectEvents.ts';
 
@@ -44,9 +45,10 @@ import { coversDevice, parseRecord, selectParsed } from './selectEvents.ts';
 const CREATED_MARGIN_MS = 5000;
 const MAX_ERROR_CHARS = 256;
 const PRUNE_EVERY_MS = 10_000;
-/** While ingestion is busy, a lane waits in steps of this before it reads or sends, at most GIVE_WAY_MAX_MS. */
+/** While ingestion is busy, a lane looks again in steps of this whether it may read or send (#giveWay). */
 const GIVE_WAY_STEP_MS = 50;
-const GIVE_WAY_MAX_MS = 1000;
+/** While ingestion is busy, the least time between two steps of an integration, and a step's least wait. */
+const GIVE_WAY_MS = 1000;
 /** A record whose source's events were taken already. */
 const REPEAT = Symbol('repeat');
 const journalBackoff = exponentialBackoff({ initialMs: 100, maxMs: 5000 });
@@ -80,11 +82,12 @@ export interface DeliveryLaneOptions {
   maxHeldEvents: number;
   /**
    * Whether ingestion has more than it can do now (the engine's uplinks in flight): the lane gives
-   * way, waiting up to GIVE_WAY_MAX_MS before it takes a batch of records and before it sends a
-   * batch, so it never takes the engine's time while it catches up or takes a burst, yet always
-   * moves (at least one batch read and one sent a second).
+   * way before it takes a batch of records and before it sends a batch (#giveWay), so it takes
+   * little of the engine's time while it catches up or takes a burst, yet always moves.
    */
   busy?(): boolean;
+  /** The turns of the lanes of the lane's integration while busy (BusyTurns); default: the lane's own. */
+  turns?: BusyTurns;
   /** A record's value parsed (selectEvents.ts parseRecord), shared by the integrations of the process (SharedParses). Default: parsed here. */
   parse?(record: LogRecord): unknown;
   finish(offset: number): void;
@@ -127,6 +130,8 @@ export class DeliveryLane {
   #lastSettled = -1;
   /** The watermark seen at the last prune: committed by the next one, delivered batches below it are done with. */
   #pruneMark = { at: 0, offset: 0 };
+  /** Turns while busy when the integration gives none. */
+  readonly #turns = new BusyTurns(GIVE_WAY_MS);
 
   constructor(options: DeliveryLaneOptions) {
     this.#o = options;
@@ -374,13 +379,26 @@ export class DeliveryLane {
     }
   }
 
-  /** Waits while ingestion is busy, at most GIVE_WAY_MAX_MS (a consumer must not hold a batch for long); false when stopped. */
+  /**
+   * Waits while ingestion is busy: at least GIVE_WAY_MS from now, and its turn among the lanes of
+   * its integration (BusyTurns: one step of the integration per GIVE_WAY_MS), so deliveries take
+   * little of the engine's time while it catches up or takes a burst, yet always move. False when
+   * stopped.
+   */
   async #giveWay(): Promise<boolean> {
     const busy = this.#o.busy;
-    if (busy === undefined) return !this.#stopped;
+    if (busy === undefined || this.#stopped || !busy()) return !this.#stopped;
     const clock = this.#o.clock;
-    const until = clock.now() + GIVE_WAY_MAX_MS;
-    while (!this.#stopped && busy() && clock.now() < until) await this.#sleepUntil(Math.min(until, clock.now() + GIVE_WAY_STEP_MS));
+    const turns = this.#o.turns ?? this.#turns;
+    const askedAt = clock.now();
+    const ticket = turns.join();
+    try {
+      while (!this.#stopped && busy() && !turns.pass(ticket, askedAt, clock.now())) {
+        await this.#sleepUntil(Math.max(clock.now() + 1, Math.min(clock.now() + GIVE_WAY_STEP_MS, Math.max(turns.nextAt, askedAt + GIVE_WAY_MS))));
+      }
+    } finally {
+      turns.leave(ticket);
+    }
     return !this.#stopped;
   }
 

@@ -15,6 +15,7 @@ import type { IntegrationDeliveries } from '../ports/integrationDeliveries.ts';
 import type { Integration } from '../ports/integrationRegistry.ts';
 import type { Log, LogRecord } from '../ports/log.ts';
 import type { WebhookTransport } from '../ports/webhooks.ts';
+import { BusyTurns } from './BusyTurns.ts';
 import { DeliveryLane, type LaneHooks } from './DeliveryLane.ts';
 import type { RetrySchedule } from './retrySchedule.ts';
 import type { SharedParses } from './SharedParses.ts';
@@ -65,6 +66,8 @@ export class IntegrationDelivery {
   #secrets: { at: number; value: Promise<readonly string[] | undefined> } | undefined;
   readonly #consumer: TopicConsumer;
   readonly #lanes = new Map<number, DeliveryLane>();
+  /** While ingestion is busy, the lanes take turns: one step of the integration a second. */
+  readonly #turns = new BusyTurns();
   #settings: Integration;
   #stopped = false;
 
@@ -136,6 +139,7 @@ export class IntegrationDelivery {
       schedule: o.schedule,
       ...o.batching,
       busy: o.busy,
+      turns: this.#turns,
       ...(o.parses === undefined ? {} : { parse: (record: LogRecord) => o.parses!.parse(record) }),
       finish: (offset) => this.#consumer.finish(partition, offset),
       pause: () => this.#consumer.pause(partition),

@@ -15,6 +15,7 @@ import { OffsetTracker } from '../../../engine/consumer/OffsetTracker.ts';
 import { DeliveryLane } from '../../../engine/integrations/DeliveryLane.ts';
 import { retrySchedule } from '../../../engine/integrations/retrySchedule.ts';
 import { SharedParses } from '../../../engine/integrations/SharedParses.ts';
+import { BusyTurns } from '../../../engine/integrations/BusyTurns.ts';
 import type { DeliveredBatch, DeliveryBatch, DeliveryError, IntegrationDeliveries } from '../../../engine/ports/integrationDeliveries.ts';
 import type { Integration } from '../../../engine/ports/integrationRegistry.ts';
 import type { LogRecord } from '../../../engine/ports/log.ts';
@@ -92,12 +93,15 @@ interface WorldOptions {
   busy?(): boolean;
   /** The process's shared parses (SharedParses). */
   parses?: SharedParses;
+  /** The integration's turns while busy (BusyTurns), and the clock of the lanes that share them. */
+  turns?: BusyTurns;
+  clock?: SimulatedClock;
   /** A receiver that answers when it is told (requests under way), instead of `answers` at once. */
   send?(request: WebhookRequest): Promise<WebhookAnswer>;
 }
 
 function world(answers: (request: WebhookRequest, index: number) => WebhookAnswer, options: WorldOptions = {}): World {
-  const clock = new SimulatedClock(2_000_000);
+  const clock = options.clock ?? new SimulatedClock(2_000_000);
   const w = { clock, journal: options.journal ?? new MemoryJournal(), sent: [] as WebhookRequest[], finished: [] as number[], paused: 0, resumed: 0, repeated: 0 } as World;
   w.tracker = new OffsetTracker(0);
   w.lane = new DeliveryLane({
@@ -114,6 +118,7 @@ function world(answers: (request: WebhookRequest, index: number) => WebhookAnswe
     maxHeldEvents: options.maxHeldEvents ?? 100,
     busy: options.busy,
     ...(options.parses === undefined ? {} : { parse: (record: LogRecord) => options.parses!.parse(record) }),
+    ...(options.turns === undefined ? {} : { turns: options.turns }),
     finish: (offset) => { w.finished.push(offset); w.tracker.finish(offset); },
     pause: () => { w.paused++; },
     resume: () => { w.resumed++; },
@@ -190,6 +195,32 @@ test('while ingestion is busy, the lane waits up to 1 s before it takes records 
   await run(w, 3000);
   assert.is(w.sent.length, 2, 'nothing taken after stop()');
   assert.equal(w.finished, [0, 1]);
+});
+
+test('while busy, the lanes of one integration take turns: one step a second for the integration, in the order they asked; not busy, all at once', async () => {
+  let busy = true;
+  const clock = new SimulatedClock(2_000_000);
+  const turns = new BusyTurns(1000);
+  const lanes = [0, 1, 2].map(() => world(() => ok, { maxEvents: 3, busy: () => busy, clock, turns }));
+  const stepsAt: Array<[number, string]> = [];
+  const takes = lanes.map((w, i) => w.lane.take([stateRecord(i, `d${i}`)], w.tracker).then(() => { stepsAt.push([clock.now() - 2_000_000, `take ${i}`]); }));
+  const advance = async (ms: number) => {
+    for (let left = ms; left > 0; left -= 50) {
+      clock.advance(50);
+      for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+    }
+  };
+  await advance(3100);
+  await Promise.all(takes);
+  assert.equal(stepsAt.map(([, step]) => step), ['take 0', 'take 1', 'take 2'], 'in the order they asked');
+  const gaps = stepsAt.slice(1).map(([at], i) => at - stepsAt[i][0]);
+  assert.ok(stepsAt[0][0] >= 1000 && gaps.every((gap) => gap >= 1000), `one step a second: ${JSON.stringify(stepsAt)}`);
+  assert.is(lanes.reduce((n, w) => n + w.sent.length, 0), 0, 'the sends wait their turn too');
+  await advance(1000);
+  assert.is(lanes.reduce((n, w) => n + w.sent.length, 0), 1, 'the next second, one send');
+  busy = false;
+  await advance(100);
+  assert.equal(lanes.map((w) => w.sent.length), [1, 1, 1], 'not busy: the others at once');
 });
 
 test('a batch never holds more than maxEvents: it closes before a record that would pass it; a larger record goes alone, whole', async () => {
