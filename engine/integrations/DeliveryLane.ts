@@ -336,11 +336,12 @@ export class DeliveryLane {
 
   /**
    * Every PRUNE_EVERY_MS, forgets the delivered batches below the watermark seen the time before:
-   * the cursor (committed every few hundred ms) has passed them since.
+   * the cursor (committed every few hundred ms) has passed them since. Not while ingestion is busy.
    */
   #prune(): void {
     const now = this.#o.clock.now();
-    if (this.#tracker === undefined || now - this.#pruneMark.at < PRUNE_EVERY_MS) return;
+    // Housekeeping gives way to ingestion as deliveries do: it is done once the engine is not busy.
+    if (this.#tracker === undefined || now - this.#pruneMark.at < PRUNE_EVERY_MS || this.#o.busy?.() === true) return;
     // The last batch settled stays: a restart reads from it which sources were taken.
     const below = Math.min(this.#pruneMark.offset, this.#lastSettled);
     this.#pruneMark = { at: now, offset: this.#tracker.watermark };

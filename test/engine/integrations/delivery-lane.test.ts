@@ -43,7 +43,8 @@ class MemoryJournal implements IntegrationDeliveries {
   async savedBatches(_id: string, partition: number) {
     return [...this.batches.values()].filter((b) => b.partition === partition).sort((a, b) => a.firstOffset - b.firstOffset).map((b) => ({ ...b }));
   }
-  async pruneBatches() {}
+  readonly prunes: number[] = [];
+  async pruneBatches(_id: string, _partition: number, below: number) { this.prunes.push(below); }
   async attemptFailed(_id: string, partition: number, firstOffset: number, update: { attempts: number; nextAttemptAt: number; error: DeliveryError }) {
     const batch = this.batches.get(`${partition}/${firstOffset}`)!;
     batch.attempts = update.attempts;
@@ -221,6 +222,29 @@ test('while busy, the lanes of one integration take turns: one step a second for
   busy = false;
   await advance(100);
   assert.equal(lanes.map((w) => w.sent.length), [1, 1, 1], 'not busy: the others at once');
+});
+
+test('the delivered batches the cursor passed are forgotten every 10 s, but not while ingestion is busy: that waits until it is not', async () => {
+  let busy = false;
+  const w = world(() => ok, { maxEvents: 1, busy: () => busy });
+  let offset = 0;
+  const deliverOne = async () => {
+    const taking = w.lane.take([stateRecord(offset, 'd1')], w.tracker);
+    offset++;
+    await run(w, busy ? 2100 : 0);
+    await taking;
+    await run(w);
+  };
+  for (let i = 0; i < 3; i++) await deliverOne();
+  assert.equal(w.journal.prunes, [], 'the first look only marks where the cursor is (past offset 0)');
+  await run(w, 10_000);
+  busy = true;
+  await deliverOne();
+  assert.is(w.sent.length, 4);
+  assert.equal(w.journal.prunes, [], 'busy: not now');
+  busy = false;
+  await deliverOne();
+  assert.equal(w.journal.prunes, [1], 'no longer busy: the batches below the mark');
 });
 
 test('a batch never holds more than maxEvents: it closes before a record that would pass it; a larger record goes alone, whole', async () => {
