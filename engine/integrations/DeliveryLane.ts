@@ -49,6 +49,11 @@ const PRUNE_EVERY_MS = 10_000;
 const GIVE_WAY_STEP_MS = 50;
 /** While ingestion is busy, the least time between two steps of an integration, and a step's least wait. */
 const GIVE_WAY_MS = 1000;
+/**
+ * While ingestion is busy, the longest a step waits for its turn: reading waits inside the log
+ * consumer's batch, and a Kafka consumer that holds a batch past its session (30 s) is evicted.
+ */
+const GIVE_WAY_LONGEST_MS = 5000;
 /** A record whose source's events were taken already. */
 const REPEAT = Symbol('repeat');
 const journalBackoff = exponentialBackoff({ initialMs: 100, maxMs: 5000 });
@@ -382,9 +387,9 @@ export class DeliveryLane {
 
   /**
    * Waits while ingestion is busy: at least GIVE_WAY_MS from now, and its turn among the lanes of
-   * its integration (BusyTurns: one step of the integration per GIVE_WAY_MS), so deliveries take
-   * little of the engine's time while it catches up or takes a burst, yet always move. False when
-   * stopped.
+   * its integration (BusyTurns: one step of the integration per GIVE_WAY_MS), at most
+   * GIVE_WAY_LONGEST_MS, so deliveries take little of the engine's time while it catches up or
+   * takes a burst, yet always move. False when stopped.
    */
   async #giveWay(): Promise<boolean> {
     const busy = this.#o.busy;
@@ -392,10 +397,11 @@ export class DeliveryLane {
     const clock = this.#o.clock;
     const turns = this.#o.turns ?? this.#turns;
     const askedAt = clock.now();
+    const latest = askedAt + GIVE_WAY_LONGEST_MS;
     const ticket = turns.join();
     try {
-      while (!this.#stopped && busy() && !turns.pass(ticket, askedAt, clock.now())) {
-        await this.#sleepUntil(Math.max(clock.now() + 1, Math.min(clock.now() + GIVE_WAY_STEP_MS, Math.max(turns.nextAt, askedAt + GIVE_WAY_MS))));
+      while (!this.#stopped && busy() && clock.now() < latest && !turns.pass(ticket, askedAt, clock.now())) {
+        await this.#sleepUntil(Math.max(clock.now() + 1, Math.min(clock.now() + GIVE_WAY_STEP_MS, latest, Math.max(turns.nextAt, askedAt + GIVE_WAY_MS))));
       }
     } finally {
       turns.leave(ticket);

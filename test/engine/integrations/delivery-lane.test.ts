@@ -222,6 +222,18 @@ test('while busy, the lanes of one integration take turns: one step a second for
   busy = false;
   await advance(100);
   assert.equal(lanes.map((w) => w.sent.length), [1, 1, 1], 'not busy: the others at once');
+
+  // Eight lanes asking at once: no step waits past 5 s for its turn (a Kafka consumer holding its batch longer would be evicted).
+  busy = true;
+  const more = Array.from({ length: 8 }, () => world(() => ok, { maxEvents: 3, busy: () => busy, clock, turns }));
+  const asked = clock.now();
+  const waits: number[] = [];
+  const reads = more.map((w, i) => w.lane.take([stateRecord(10 + i, `e${i}`)], w.tracker).then(() => { waits.push(clock.now() - asked); }));
+  await advance(5200);
+  await Promise.all(reads);
+  assert.is(waits.length, 8);
+  assert.ok(Math.max(...waits) <= 5050, `the longest wait: ${Math.max(...waits)} ms`);
+  assert.ok(waits.filter((wait) => wait < 5000).length >= 4, `the first in line in turn, a second apart: ${JSON.stringify(waits)}`);
 });
 
 test('the delivered batches the cursor passed are forgotten every 10 s, but not while ingestion is busy: that waits until it is not', async () => {
