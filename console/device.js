@@ -2,7 +2,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, p } from './api.js';
 import { follow } from './live.js';
-import { html, ErrorBox, LiveBadge, ago, formatTime, formatValue, useLoad, useNow } from './ui.js';
+import { html, ErrorBox, LiveBadge, ago, formatTime, formatValue, newerStates, useLoad, useNow } from './ui.js';
 
 /**
  * Follows a device's stream; returns the live status. Each event goes to the LATEST render's
@@ -35,7 +35,7 @@ export function DevicePage({ deviceId }) {
   const now = useNow();
   const loadAll = () => {
     api(p`/device/${deviceId}/state`).then((s) => {
-      setState(s);
+      setState((live) => newerStates(s, live));
       const latest = Math.max(-Infinity, ...Object.values(s).map((v) => Date.parse(v.at)));
       if (Number.isFinite(latest)) setSeen((old) => Math.max(old ?? -Infinity, latest));
     }, () => {});

@@ -3,7 +3,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, p } from './api.js';
 import { follow } from './live.js';
-import { html, ErrorBox, LiveBadge, ShownOnce, ago, formatValue, useLoad, useNow } from './ui.js';
+import { html, ErrorBox, LiveBadge, ShownOnce, ago, formatValue, newerStates, useLoad, useNow } from './ui.js';
 import { useActiveAlarms } from './alarms.js';
 import { canEdit, useRole } from './members.js';
 import { DownloadButtons } from './download.js';
@@ -26,6 +26,16 @@ async function loadLatest(devices) {
   return Object.fromEntries(entries);
 }
 
+/** The latest values read (loadLatest), with what live events brought meanwhile kept where it is newer (newerStates). */
+function withLive(loaded, live) {
+  const merged = { ...loaded };
+  for (const [deviceId, entry] of Object.entries(live)) {
+    const read = loaded[deviceId];
+    merged[deviceId] = read === undefined ? entry : { state: newerStates(read.state, entry.state), seen: Math.max(read.seen ?? -Infinity, entry.seen ?? -Infinity) };
+  }
+  return merged;
+}
+
 export function GroundPage({ groundId }) {
   const [page, error, reload] = useLoad(() => api(p`/ground/${groundId}/devices?limit=200`), [groundId]);
   const [latest, setLatest] = useState({});
@@ -34,7 +44,7 @@ export function GroundPage({ groundId }) {
   const active = useActiveAlarms(groundId);
   const role = useRole(groundId);
   const alarmsOf = (deviceId) => (active ?? []).filter((a) => a.deviceId === deviceId).length;
-  useEffect(() => { if (page) loadLatest(page.items).then(setLatest); }, [page]);
+  useEffect(() => { if (page) loadLatest(page.items).then((loaded) => setLatest((live) => withLive(loaded, live))); }, [page]);
   useEffect(() => {
     const abort = new AbortController();
     follow(p`/ground/${groundId}/live` + '?kinds=state', {

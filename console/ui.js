@@ -24,6 +24,20 @@ export function formatTime(ms) {
 }
 
 /** "12 s ago", refreshed every few seconds by `useNow`. */
+/**
+ * Latest values by asset ({name: {value, at}}): what a page read once (`loaded`) and what live
+ * events brought since (`live`), the later measurement of each asset, the live one on a tie. A
+ * read that was answered after a live event must not put back the value that event replaced.
+ */
+export function newerStates(loaded, live) {
+  const merged = { ...loaded };
+  for (const [asset, s] of Object.entries(live ?? {})) {
+    const had = merged[asset];
+    if (had === undefined || !(Date.parse(had.at) > Date.parse(s.at))) merged[asset] = s;
+  }
+  return merged;
+}
+
 export function ago(ms, now) {
   if (ms === undefined || ms === null) return 'never';
   const s = Math.max(0, Math.round((now - ms) / 1000));
