@@ -8,6 +8,7 @@
  * the engine during a burst, not eighty.
  */
 export class BusyTurns {
+  /** The least time between two steps of the integration, and a step's least wait, ms. Default 1000. */
   readonly spacingMs: number;
   /** When the integration's next step may start, epoch ms. */
   #nextAt = Number.NEGATIVE_INFINITY;

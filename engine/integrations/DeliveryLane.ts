@@ -47,8 +47,6 @@ const MAX_ERROR_CHARS = 256;
 const PRUNE_EVERY_MS = 10_000;
 /** While ingestion is busy, a lane looks again in steps of this whether it may read or send (#giveWay). */
 const GIVE_WAY_STEP_MS = 50;
-/** While ingestion is busy, the least time between two steps of an integration, and a step's least wait. */
-const GIVE_WAY_MS = 1000;
 /**
  * While ingestion is busy, the longest a step waits for its turn: reading waits inside the log
  * consumer's batch, and a Kafka consumer that holds a batch past its session (30 s) is evicted.
@@ -136,7 +134,7 @@ export class DeliveryLane {
   /** The watermark seen at the last prune: committed by the next one, delivered batches below it are done with. */
   #pruneMark = { at: 0, offset: 0 };
   /** Turns while busy when the integration gives none. */
-  readonly #turns = new BusyTurns(GIVE_WAY_MS);
+  readonly #turns = new BusyTurns();
 
   constructor(options: DeliveryLaneOptions) {
     this.#o = options;
@@ -386,8 +384,8 @@ export class DeliveryLane {
   }
 
   /**
-   * Waits while ingestion is busy: at least GIVE_WAY_MS from now, and its turn among the lanes of
-   * its integration (BusyTurns: one step of the integration per GIVE_WAY_MS), at most
+   * Waits while ingestion is busy: at least the turns' spacing (1 s) from now, and its turn among
+   * the lanes of its integration (BusyTurns: one step of the integration per spacing), at most
    * GIVE_WAY_LONGEST_MS, so deliveries take little of the engine's time while it catches up or
    * takes a burst, yet always move. False when stopped.
    */
@@ -401,7 +399,7 @@ export class DeliveryLane {
     const ticket = turns.join();
     try {
       while (!this.#stopped && busy() && clock.now() < latest && !turns.pass(ticket, askedAt, clock.now())) {
-        await this.#sleepUntil(Math.max(clock.now() + 1, Math.min(clock.now() + GIVE_WAY_STEP_MS, latest, Math.max(turns.nextAt, askedAt + GIVE_WAY_MS))));
+        await this.#sleepUntil(Math.max(clock.now() + 1, Math.min(clock.now() + GIVE_WAY_STEP_MS, latest, Math.max(turns.nextAt, askedAt + turns.spacingMs))));
       }
     } finally {
       turns.leave(ticket);
