@@ -195,30 +195,44 @@ test('a wrong or missing credential is refused 401 (code 516), in every way Clic
 
 test('oversized, malformed and hostile requests: ClickHouse\'s errors, nothing run', async () => {
   const big = `SELECT '${'x'.repeat(300_000)}'`;
-  const cases: Array<[string, Promise<{ status: number; code: string | null; text: string }>, number, string]> = [
-    ['oversized body', sql(big, { post: true }), 400, '62'],
-    ['empty query', sql('', { post: true }), 400, '62'],
-    ['query given twice', fetch(`${sqlBase}/?query=SELECT%201&query=SELECT%202`, { headers: AUTH }).then(read), 400, '36'],
-    ['bad format name', sql('SELECT 1', { params: { default_format: 'JSON;DROP' } }), 400, '73'],
-    ['unknown format', sql('SELECT 1', { params: { default_format: 'NoSuchFormat' } }), 400, '73'],
-    ['unknown setting', sql('SELECT 1', { params: { no_such_setting: '1' } }), 400, '115'],
-    ['setting name with SQL in it', sql('SELECT 1', { params: { 'max_threads = 1; DROP TABLE x; --': '1' } }), 400, '115'],
-    ['setting value with quotes', sql('SELECT 1', { params: { max_threads: "1'; DROP TABLE fleetstream.states; --" } }), 400, ''],
-    ['NUL in a parameter', sql('SELECT 1', { params: { max_threads: '1\u0000' } }), 400, '36'],
-    ['unknown database', sql('SELECT 1', { params: { database: 'nosuch' } }), 404, '81'],
-    ['unknown table', sql('SELECT * FROM fleetstream.nosuch'), 404, '60'],
-    ['syntax error', sql('SELEC 1'), 400, '62'],
-    ['unknown path', fetch(`${sqlBase}/nope?query=SELECT%201`, { headers: AUTH }).then(read), 404, '60'],
-    ['PUT', fetch(`${sqlBase}/?query=SELECT%201`, { method: 'PUT', headers: AUTH }).then(read), 400, '36'],
-    ['compressed body', fetch(`${sqlBase}/`, { method: 'POST', headers: { ...AUTH, 'content-encoding': 'gzip' }, body: 'SELECT 1' }).then(read), 400, '36'],
+  // One at a time: each answer is checked on its own, not against the listener's cap of 4 queries at once (tested below).
+  const cases: Array<[string, () => Promise<{ status: number; code: string | null; text: string }>, number, string]> = [
+    ['oversized body', () => sql(big, { post: true }), 400, '62'],
+    ['empty query', () => sql('', { post: true }), 400, '62'],
+    ['query given twice', () => fetch(`${sqlBase}/?query=SELECT%201&query=SELECT%202`, { headers: AUTH }).then(read), 400, '36'],
+    ['bad format name', () => sql('SELECT 1', { params: { default_format: 'JSON;DROP' } }), 400, '73'],
+    ['unknown format', () => sql('SELECT 1', { params: { default_format: 'NoSuchFormat' } }), 400, '73'],
+    ['unknown setting', () => sql('SELECT 1', { params: { no_such_setting: '1' } }), 400, '115'],
+    ['setting name with SQL in it', () => sql('SELECT 1', { params: { 'max_threads = 1; DROP TABLE x; --': '1' } }), 400, '115'],
+    ['setting value with quotes', () => sql('SELECT 1', { params: { max_threads: "1'; DROP TABLE fleetstream.states; --" } }), 400, ''],
+    ['NUL in a parameter', () => sql('SELECT 1', { params: { max_threads: '1\u0000' } }), 400, '36'],
+    ['unknown database', () => sql('SELECT 1', { params: { database: 'nosuch' } }), 404, '81'],
+    ['unknown table', () => sql('SELECT * FROM fleetstream.nosuch'), 404, '60'],
+    ['syntax error', () => sql('SELEC 1'), 400, '62'],
+    ['unknown path', () => fetch(`${sqlBase}/nope?query=SELECT%201`, { headers: AUTH }).then(read), 404, '60'],
+    ['PUT', () => fetch(`${sqlBase}/?query=SELECT%201`, { method: 'PUT', headers: AUTH }).then(read), 400, '36'],
+    ['compressed body', () => fetch(`${sqlBase}/`, { method: 'POST', headers: { ...AUTH, 'content-encoding': 'gzip' }, body: 'SELECT 1' }).then(read), 400, '36'],
   ];
   for (const [what, answer, status, code] of cases) {
-    const res = await answer;
+    const res = await answer();
     assert.is(res.status, status, `${what}: ${res.status} ${res.text.slice(0, 300)}`);
     if (code !== '') assert.is(res.code, code, what);
     assert.match(res.text, /^Code: \d+\. DB::Exception: /, what);
   }
   assert.is((await sql('SELECT count() FROM fleetstream.state_rows')).text, '5\n');
+});
+
+test('more than 4 queries at once: the rest refused 503, code 202 (TOO_MANY_SIMULTANEOUS_QUERIES), and answered again once they end', async () => {
+  const slow = () => sql('SELECT sleep(1)');
+  const answers = await Promise.all(Array.from({ length: 6 }, slow));
+  const refused = answers.filter((a) => a.status === 503);
+  assert.is(answers.filter((a) => a.status === 200).length, 4, JSON.stringify(answers.map((a) => a.status)));
+  assert.is(refused.length, 2);
+  for (const a of refused) {
+    assert.is(a.code, '202');
+    assert.match(a.text, /^Code: 202\. DB::Exception: Too many simultaneous queries\. Maximum: 4/);
+  }
+  assert.is((await sql('SELECT 1')).text, '1\n');
 });
 
 test('fleetstream sql: through the running service\'s admin socket, in ClickHouse\'s formats; writes refused', async () => {
