@@ -9,7 +9,9 @@
  *    topic `uplinks` as fast as the log takes them, timed until the engine has stored every state
  *    (and written its events); with no integration, with topic `events` written for nobody
  *    (EVENTS_TOPIC=on: its cost alone), and with BENCH_INTEGRATIONS (10) that each take every
- *    state, in the same run. Reported: data points/s and the ratios (target ≥ 0.9).
+ *    state, in the same run. Reported: data points/s and the ratios (target ≥ 0.9), and the CPU
+ *    the service's process used per data point meanwhile (all its threads: a figure the machine's
+ *    noise moves less than the rates), with the receiver's CPU beside it.
  * 2. Delivered: states/s the receiver got, all integrations together, from the first append until
  *    it has every one.
  * 3. Latency at low load, one integration: 20 uplinks a second for 10 s; from an uplink's receipt
@@ -19,7 +21,7 @@
  *    states/s delivered until the backlog was drained.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -39,6 +41,17 @@ const HOST = '127.0.0.2';
 const ASSETS = ['a0', 'a1', 'a2', 'a3'];
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const TICK_MS = 1000 / 100; // USER_HZ on Linux
+/** CPU ms a process has used, all its threads (Linux /proc). */
+const cpuOf = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+};
+/** CPU ms of this process and of the receiver between now and `done()`. */
+const cpuSpan = (receiver: Receiver) => {
+  const at = [cpuOf(process.pid), cpuOf(receiver.child.pid!)];
+  return () => [cpuOf(process.pid) - at[0], cpuOf(receiver.child.pid!) - at[1]];
+};
 
 interface Receiver { url: string; child: ChildProcess; events: number; send(command: string): void; latency(): Promise<[number, number, number]> }
 
@@ -111,16 +124,20 @@ async function main(): Promise<void> {
     const none = await startService(fresh());
     await ingest(none.service, none.devices, 2000); // warm-up
     let started = performance.now();
+    let cpu = cpuSpan(receiver);
     await ingest(none.service, none.devices, UPLINKS, 2000);
     const noneRate = (UPLINKS * 4) / ((performance.now() - started) / 1000);
+    const noneCpu = cpu();
     await none.service.stop();
 
     // 1b. Topic events written, read by nobody: what writing it costs.
     const topicOnly = await startService(fresh(), 'on');
     await ingest(topicOnly.service, topicOnly.devices, 2000);
     started = performance.now();
+    cpu = cpuSpan(receiver);
     await ingest(topicOnly.service, topicOnly.devices, UPLINKS, 2000);
     const topicRate = (UPLINKS * 4) / ((performance.now() - started) / 1000);
+    const topicCpu = cpu();
     await topicOnly.service.stop();
 
     // 1–2. With INTEGRATIONS.
@@ -132,13 +149,19 @@ async function main(): Promise<void> {
     await waitEvents(receiver, INTEGRATIONS * 2000 * 4, 120_000);
     const before = receiver.events;
     started = performance.now();
+    cpu = cpuSpan(receiver);
     await ingest(service, devices, UPLINKS, 2000);
     const withRate = (UPLINKS * 4) / ((performance.now() - started) / 1000);
+    const withCpu = cpu();
     const all = await waitEvents(receiver, before + INTEGRATIONS * UPLINKS * 4, 600_000);
     const deliveredRate = (receiver.events - before) / ((performance.now() - started) / 1000);
     console.log(`ingestion, no integration:      ${fmt(noneRate)} data points/s`);
     console.log(`ingestion, topic events only:   ${fmt(topicRate)} data points/s  (${(topicRate / noneRate).toFixed(2)} × none: writing the topic)`);
     console.log(`ingestion, ${INTEGRATIONS} integrations:   ${fmt(withRate)} data points/s  (${(withRate / noneRate).toFixed(2)} × none; target ≥ 0.9)`);
+    // The same work in CPU: the service's process (every thread, the appends included) per data point, and the receiver's meanwhile.
+    const perPoint = ([own]: number[]) => (own * 1000) / (UPLINKS * 4);
+    console.log(`CPU while ingesting:            service ${perPoint(noneCpu).toFixed(2)} / ${perPoint(topicCpu).toFixed(2)} / ${perPoint(withCpu).toFixed(2)} µs per data point `
+      + `(none / topic / ${INTEGRATIONS} integrations: ${(perPoint(withCpu) / perPoint(noneCpu)).toFixed(2)} × none), receiver ${fmt(withCpu[1])} ms of the ${fmt(withCpu[0])} ms beside it`);
     console.log(`delivered to ${INTEGRATIONS} integrations:   ${fmt(deliveredRate)} states/s${all ? '' : ' (not all within 10 minutes)'}`);
 
     // 3. Latency at low load, one integration.
