@@ -12,6 +12,9 @@
  *    state, in the same run. Reported: data points/s and the ratios (target ≥ 0.9), and the CPU
  *    the service's process used per data point meanwhile (all its threads: a figure the machine's
  *    noise moves less than the rates), with the receiver's CPU beside it.
+ * 1c. The same through the device edge, as a fleet ingests (BENCH_HTTP_UPLINKS per round, default
+ *    30,000; 0: skipped): two services in processes of their own, none and BENCH_INTEGRATIONS, sent
+ *    uplinks over HTTP in alternating rounds; uplinks/s, the ratio, and CPU per uplink.
  * 2. Delivered: states/s the receiver got, all integrations together, from the first append until
  *    it has every one.
  * 3. Latency at low load, one integration: 20 uplinks a second for 10 s; from an uplink's receipt
@@ -21,7 +24,7 @@
  *    states/s delivered until the backlog was drained.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -31,22 +34,20 @@ import { defaultConfig } from '../schemas/config.ts';
 import { Topics } from '../schemas/messages.ts';
 import { useStartFlags } from '../test/support/startFlags.ts';
 import { ingest as ingestUplinks, uplinkRecord } from './support/embeddedIngest.ts';
+import { cpuSeconds } from './support/procCpu.ts';
+import { createDevicesOverHttp, freePort, startFleet, UplinkLoad, type FleetProcess, type TestDevice } from '../test/support/fleetCluster.ts';
 
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const UPLINKS = env('BENCH_UPLINKS', 50_000);
 const INTEGRATIONS = env('BENCH_INTEGRATIONS', 10);
 const DEVICES = env('BENCH_DEVICES', 1000);
 const OUTAGE_S = env('BENCH_OUTAGE_S', 60);
+const HTTP_UPLINKS = env('BENCH_HTTP_UPLINKS', 30_000);
 const HOST = '127.0.0.2';
 const ASSETS = ['a0', 'a1', 'a2', 'a3'];
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const TICK_MS = 1000 / 100; // USER_HZ on Linux
-/** CPU ms a process has used, all its threads (Linux /proc). */
-const cpuOf = (pid: number) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
-};
+const cpuOf = (pid: number) => cpuSeconds(pid) * 1000;
 /** CPU ms of this process and of the receiver between now and `done()`. */
 const cpuSpan = (receiver: Receiver) => {
   const at = [cpuOf(process.pid), cpuOf(receiver.child.pid!)];
@@ -164,6 +165,9 @@ async function main(): Promise<void> {
       + `(none / topic / ${INTEGRATIONS} integrations: ${(perPoint(withCpu) / perPoint(noneCpu)).toFixed(2)} × none), receiver ${fmt(withCpu[1])} ms of the ${fmt(withCpu[0])} ms beside it`);
     console.log(`delivered to ${INTEGRATIONS} integrations:   ${fmt(deliveredRate)} states/s${all ? '' : ' (not all within 10 minutes)'}`);
 
+    // 1c. Through the device edge.
+    if (HTTP_UPLINKS > 0) await throughTheEdge(receiver, fresh());
+
     // 3. Latency at low load, one integration.
     for (const extra of made.slice(1)) await service.registry.deleteIntegration(extra.id);
     await receiver.latency();
@@ -181,6 +185,68 @@ async function main(): Promise<void> {
   } finally {
     receiver.child.kill();
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * 1c. The comparison of 1 as a fleet ingests, through the device edge: two services of their own
+ * (`fleetstream start` on its embedded defaults), one with no integration and one with
+ * INTEGRATIONS, each sent HTTP_UPLINKS uplinks of 4 states (PUT /device/{id}/state from this
+ * process, keep-alive, 64 in flight over 64 devices) in rounds that alternate, after one unmeasured
+ * round each. A round of the second ends once the receiver has all its states, so that what it
+ * delivers after its uplinks never weighs on the other's next round. Reported per service: uplinks
+ * answered 202 per second (medians of the rounds), and its process's CPU per uplink while they
+ * came in and, for the second, until they were delivered too.
+ */
+async function throughTheEdge(receiver: Receiver, dir: string): Promise<void> {
+  const start = async (name: string, integrations: number) => {
+    const env = {
+      KAFKA_BROKERS: '', CLICKHOUSE_URL: '', DATABASE_URL: '', DATA_DIR: join(dir, name), HTTP_HOST: '127.0.0.1', HTTP_PORT: String(await freePort()),
+      MQTT_PORT: '-1', LPWAN_APPLICATIONS_FILE: '', INTEGRATIONS_ALLOW_HOSTS: HOST,
+    };
+    const fleet = await startFleet({ name, role: 'all', env });
+    const baseUrl = `http://127.0.0.1:${fleet.httpPort}`;
+    const { devices, userToken, groundId } = await createDevicesOverHttp(baseUrl, env, 64);
+    for (let i = 0; i < integrations; i++) {
+      const res = await fetch(`${baseUrl}/ground/${groundId}/integrations`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: `bench ${i}`, kind: 'webhook', url: receiver.url, events: ['state'] }),
+      });
+      if (res.status !== 201) throw new Error(`creating an integration: ${res.status} ${await res.text()}`);
+    }
+    return { fleet, baseUrl, devices, integrations };
+  };
+  type Edge = { fleet: FleetProcess; baseUrl: string; devices: TestDevice[]; integrations: number };
+  const edges: Edge[] = [];
+  let k = 0;
+  const round = async (edge: Edge) => {
+    const before = receiver.events;
+    const cpu0 = cpuSeconds(edge.fleet.pid);
+    const t0 = performance.now();
+    const load = new UplinkLoad({ baseUrl: edge.baseUrl, devices: edge.devices, concurrency: 64, total: HTTP_UPLINKS, firstK: (k += HTTP_UPLINKS) }).start();
+    await load.finished();
+    const seconds = (performance.now() - t0) / 1000;
+    const ingestCpu = cpuSeconds(edge.fleet.pid) - cpu0;
+    if (load.acked.size !== HTTP_UPLINKS) throw new Error(`${edge.fleet.name}: ${load.acked.size} of ${HTTP_UPLINKS} accepted (${JSON.stringify(Object.fromEntries(load.statuses))})`);
+    let delivered = true;
+    if (edge.integrations > 0) delivered = await waitEvents(receiver, before + edge.integrations * HTTP_UPLINKS * 4, 600_000);
+    else await sleep(1000);
+    return { perSecond: HTTP_UPLINKS / seconds, ingestMicros: (ingestCpu * 1e6) / HTTP_UPLINKS, allMicros: ((cpuSeconds(edge.fleet.pid) - cpu0) * 1e6) / HTTP_UPLINKS, delivered };
+  };
+  try {
+    edges.push(await start('edge-none', 0), await start('edge-with', INTEGRATIONS));
+    for (const edge of edges) await round(edge);
+    const rounds: Array<Awaited<ReturnType<typeof round>>>[] = [[], []];
+    for (let i = 0; i < 3; i++) for (const e of i % 2 === 0 ? [0, 1] : [1, 0]) rounds[e].push(await round(edges[e]));
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+    const [none, withThem] = rounds.map((r) => ({ rate: median(r.map((x) => x.perSecond)), ingest: median(r.map((x) => x.ingestMicros)), all: median(r.map((x) => x.allMicros)) }));
+    const pairs = rounds[1].map((r, i) => (r.perSecond / rounds[0][i].perSecond).toFixed(2)).join(' ');
+    console.log(`through the HTTP edge, none:    ${fmt(none.rate)} uplinks/s (${fmt(none.rate * 4)} data points/s), ${none.ingest.toFixed(0)} µs CPU per uplink`);
+    console.log(`through the HTTP edge, ${INTEGRATIONS} integrations: ${fmt(withThem.rate)} uplinks/s (${(withThem.rate / none.rate).toFixed(2)} × none; round by round ${pairs}), `
+      + `${withThem.ingest.toFixed(0)} µs CPU per uplink while they came in, ${withThem.all.toFixed(0)} until delivered${rounds[1].every((r) => r.delivered) ? '' : ' (not all delivered within 10 minutes)'}`);
+  } finally {
+    await Promise.all(edges.map((e) => e.fleet.stop()));
   }
 }
 

@@ -172,7 +172,7 @@ export async function createDevices(registry: Registry, count: number): Promise<
  * embedded registry it goes through the running service's admin socket), then `count` devices with
  * number assets a0..a3 over the edge's HTTP API.
  */
-export async function createDevicesOverHttp(baseUrl: string, env: Record<string, string>, count: number): Promise<{ devices: TestDevice[]; userToken: string }> {
+export async function createDevicesOverHttp(baseUrl: string, env: Record<string, string>, count: number): Promise<{ devices: TestDevice[]; userToken: string; groundId: string }> {
   const admin = async (...args: string[]) => JSON.parse((await promisify(execFile)(process.execPath, [bin, 'admin', ...args, '--json'], { env: { ...process.env, ...env } })).stdout) as Record<string, string>;
   const user = await admin('create-user', 'fleet-operator');
   const ground = await admin('create-ground', 'fleet', '--user', user.id);
@@ -187,7 +187,7 @@ export async function createDevicesOverHttp(baseUrl: string, env: Record<string,
     const body = await res.json() as { id: string; token: string };
     devices.push({ id: body.id, token: body.token });
   }
-  return { devices, userToken: user.token };
+  return { devices, userToken: user.token, groundId: ground.id };
 }
 
 /** An asset no test device has: a state of it is accepted with the uplink and dead-lettered by the engine. */
