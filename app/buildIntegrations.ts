@@ -10,6 +10,7 @@ import { Deliveries } from '../engine/integrations/Deliveries.ts';
 import { groupedJournal } from '../engine/integrations/GroupedJournal.ts';
 import { SharedParses } from '../engine/integrations/SharedParses.ts';
 import { IntegrationDelivery } from '../engine/integrations/IntegrationDelivery.ts';
+import { IngestionBusy } from '../engine/integrations/IngestionBusy.ts';
 import { retrySchedule } from '../engine/integrations/retrySchedule.ts';
 import type { Integration } from '../engine/ports/integrationRegistry.ts';
 import { outboundPolicy } from '../adapters/webhooks/OutboundPolicy.ts';
@@ -22,9 +23,16 @@ export interface IntegrationsRole extends Role {
   readonly deliveries: Deliveries;
 }
 
-/** Uplinks in flight in the engine past which deliveries give way (IntegrationDelivery busy). */
-const BUSY_IN_FLIGHT = 2000;
-const BUSY_HOLD_MS = 1000;
+/** The share of the time since its previous call that this thread's event loop was busy. */
+function loopUtilization(): () => number {
+  let last = performance.eventLoopUtilization();
+  return () => {
+    const now = performance.eventLoopUtilization();
+    const share = performance.eventLoopUtilization(now, last).utilization;
+    last = now;
+    return share;
+  };
+}
 
 export function integrationsRole(w: Wiring, options: { engine?: Pick<UplinkPipeline, 'stats'> } = {}): IntegrationsRole {
   const { config, ports, clock, logger } = w;
@@ -37,14 +45,16 @@ export function integrationsRole(w: Wiring, options: { engine?: Pick<UplinkPipel
   const journal = groupedJournal(ports.registry, clock);
   // One parse of a record of topic events for all the integrations reading it.
   const parses = new SharedParses();
-  // Busy from when the engine was last seen with more in flight than that, for BUSY_HOLD_MS: its
-  // in-flight count dips each time a large store insert completes, and deliveries must not take
-  // those moments as idle.
-  let busySeenAt = Number.NEGATIVE_INFINITY;
-  const busy = options.engine === undefined ? undefined : () => {
-    if (options.engine!.stats.inFlight > BUSY_IN_FLIGHT) busySeenAt = clock.now();
-    return clock.now() - busySeenAt < BUSY_HOLD_MS;
-  };
+  // What deliveries give way to: the engine's backlog, or uplinks coming in while this thread has
+  // no time to spare (an edge in the same process, answering as fast as it can).
+  const engine = options.engine;
+  const ingestion = engine === undefined ? undefined : new IngestionBusy({
+    clock,
+    inFlight: () => engine.stats.inFlight,
+    received: () => engine.stats.received,
+    utilization: loopUtilization(),
+  });
+  const busy = ingestion === undefined ? undefined : () => ingestion.busy();
   const delivery = (integration: Integration) => new IntegrationDelivery({
     integration,
     log: w.log,
