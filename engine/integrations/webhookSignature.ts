@@ -15,7 +15,7 @@
  * Only signing lives here: verification belongs to receivers, and the tests check these headers
  * with an implementation written from the specification and with the `standardwebhooks` package.
  */
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import { FleetError } from '../kernel/errors.ts';
 
 export const WEBHOOK_SECRET_PREFIX = 'whsec_';
@@ -51,6 +51,20 @@ export function webhookSecretKey(secret: string): Buffer {
   return key;
 }
 
+/** HMAC keys of the secrets in use, as key objects: HMAC from one takes a third less time than from bytes. */
+const keys = new Map<string, KeyObject>();
+const MAX_KEYS = 1024;
+
+function hmacKey(secret: string): KeyObject {
+  let key = keys.get(secret);
+  if (key === undefined) {
+    key = createSecretKey(webhookSecretKey(secret));
+    keys.set(secret, key);
+    if (keys.size > MAX_KEYS) keys.delete(keys.keys().next().value!);
+  }
+  return key;
+}
+
 export interface WebhookMessage {
   /** The message's id, the same on every attempt so receivers can drop a repeat. */
   id: string;
@@ -71,7 +85,7 @@ export function signWebhook(message: WebhookMessage, secrets: readonly string[])
   const timestamp = String(message.timestamp);
   const body = typeof message.body === 'string' ? Buffer.from(message.body, 'utf8') : message.body;
   const signatures = secrets.map((secret) => {
-    const hmac = createHmac('sha256', webhookSecretKey(secret));
+    const hmac = createHmac('sha256', hmacKey(secret));
     hmac.update(`${message.id}.${timestamp}.`, 'utf8');
     hmac.update(body);
     return `v1,${hmac.digest('base64')}`;
