@@ -22,6 +22,7 @@ import { isIP, type LookupFunction } from 'node:net';
 import { systemClock, type Clock } from '../../engine/kernel/clock.ts';
 import { checkCustomHeaders } from '../../engine/integrations/customHeaders.ts';
 import { classifyAnswer, type DeliveryOutcome } from '../../engine/integrations/deliveryOutcome.ts';
+import { eventsBody } from '../../engine/integrations/eventsBody.ts';
 import type { WebhookAnswer, WebhookRequest, WebhookTransport } from '../../engine/ports/webhooks.ts';
 import { signWebhook } from '../../engine/integrations/webhookSignature.ts';
 import { bareHost, type OutboundPolicy } from './OutboundPolicy.ts';
@@ -74,7 +75,7 @@ export class WebhookSender implements WebhookTransport {
   async send(request: WebhookRequest): Promise<WebhookAnswer> {
     const url = parseWebhookUrl(request.url);
     const custom = checkCustomHeaders(request.headers ?? {});
-    const body = Buffer.from(JSON.stringify({ events: request.events }), 'utf8');
+    const body = Buffer.from(eventsBody(request.events), 'utf8');
     const signed = signWebhook({ id: request.messageId, timestamp: Math.floor(this.#clock.now() / 1000), body }, request.secrets);
     const protocol = url.protocol as 'http:' | 'https:';
     const host = bareHost(url.hostname);

@@ -39,7 +39,8 @@ import type { LogRecord } from '../ports/log.ts';
 import type { WebhookAnswer, WebhookTransport } from '../ports/webhooks.ts';
 import { BusyTurns } from './BusyTurns.ts';
 import type { RetrySchedule } from './retrySchedule.ts';
-import { coversDevice, parseRecord, selectParsed } from './selectEvents.ts';
+import type { ExpandedRecord } from '../events/expandEventsRecord.ts';
+import { coversDevice, expandParsed, parseRecord, selectExpanded } from './selectEvents.ts';
 
 /** Records older than the integration by more than this are not its events (clocks of several processes differ a little). */
 const CREATED_MARGIN_MS = 5000;
@@ -55,7 +56,7 @@ const GIVE_WAY_LONGEST_MS = 5000;
 /** A record whose source's events were taken already. */
 const REPEAT = Symbol('repeat');
 const journalBackoff = exponentialBackoff({ initialMs: 100, maxMs: 5000 });
-const parseValue = (record: LogRecord) => parseRecord(record.value);
+const expandHere = (record: LogRecord, groundId: string) => expandParsed(record.key, parseRecord(record.value), groundId);
 
 /** What a lane tells its integration (metrics, status). */
 export interface LaneHooks {
@@ -91,8 +92,8 @@ export interface DeliveryLaneOptions {
   busy?(): boolean;
   /** The turns of the lanes of the lane's integration while busy (BusyTurns); default: the lane's own. */
   turns?: BusyTurns;
-  /** A record's value parsed (selectEvents.ts parseRecord), shared by the integrations of the process (SharedParses). Default: parsed here. */
-  parse?(record: LogRecord): unknown;
+  /** A record's events for the integration's ground (selectEvents.ts expandParsed; undefined: malformed), shared by the integrations of the process (SharedParses). Default: parsed and expanded here. */
+  expand?(record: LogRecord, groundId: string): ExpandedRecord | undefined;
   finish(offset: number): void;
   pause(): void;
   resume(): void;
@@ -237,7 +238,7 @@ export class DeliveryLane {
     const settings = this.#o.settings();
     if (groundId !== settings.groundId || record.timestamp < settings.createdAt - CREATED_MARGIN_MS) return [];
     if (!coversDevice(settings, record.key)) return [];
-    const selection = selectParsed(settings, record.key, (this.#o.parse ?? parseValue)(record));
+    const selection = selectExpanded(settings, (this.#o.expand ?? expandHere)(record, settings.groundId));
     if (selection.malformed) this.#o.hooks.malformed();
     const { source } = selection;
     if (selection.events.length === 0 || source === undefined) return selection.events;

@@ -140,7 +140,7 @@ export class IntegrationDelivery {
       ...o.batching,
       busy: o.busy,
       turns: this.#turns,
-      ...(o.parses === undefined ? {} : { parse: (record: LogRecord) => o.parses!.parse(record) }),
+      ...(o.parses === undefined ? {} : { expand: (record: LogRecord, groundId: string) => o.parses!.expand(record, groundId) }),
       finish: (offset) => this.#consumer.finish(partition, offset),
       pause: () => this.#consumer.pause(partition),
       resume: () => this.#consumer.resume(partition),

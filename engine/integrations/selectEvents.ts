@@ -9,7 +9,7 @@
  * (`malformed`), never delivered and never a reason to stop.
  */
 import type { Integration } from '../ports/integrationRegistry.ts';
-import { expandEventsRecord } from '../events/expandEventsRecord.ts';
+import { expandEventsRecord, type ExpandedRecord } from '../events/expandEventsRecord.ts';
 import type { EventSource } from '../../schemas/events.ts';
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
@@ -55,9 +55,21 @@ export const MALFORMED_RECORD = Symbol('malformed record');
 /** selectEvents of a value parsed already (parseRecord): the parse of a record can serve every integration of a process. */
 export function selectParsed(filter: EventFilter, deviceId: string, parsed: unknown): Selection {
   if (!coversDevice(filter, deviceId)) return NOTHING;
-  if (parsed === MALFORMED_RECORD) return MALFORMED;
+  return selectExpanded(filter, expandParsed(deviceId, parsed, filter.groundId));
+}
+
+/** The events of a record parsed already (parseRecord), each with `groundId`; undefined when it is malformed. */
+export function expandParsed(deviceId: string, parsed: unknown, groundId: string): ExpandedRecord | undefined {
   // The ground is the integration's: a groundId written into the record does not count.
-  const record = expandEventsRecord(deviceId, parsed, filter.groundId);
+  return parsed === MALFORMED_RECORD ? undefined : expandEventsRecord(deviceId, parsed, groundId);
+}
+
+/**
+ * The integration's events of a record expanded already with its ground (expandParsed; undefined:
+ * malformed). The events chosen are those of `record`, not copies, but for an alarm named by a
+ * rule: that one is delivered without the names.
+ */
+export function selectExpanded(filter: EventFilter, record: ExpandedRecord | undefined): Selection {
   if (record === undefined) return MALFORMED;
   const events: Record<string, unknown>[] = [];
   for (const event of record.events) {

@@ -14,6 +14,7 @@ import { createJsonLogger } from '../../../engine/kernel/logger.ts';
 import { OffsetTracker } from '../../../engine/consumer/OffsetTracker.ts';
 import { DeliveryLane } from '../../../engine/integrations/DeliveryLane.ts';
 import { retrySchedule } from '../../../engine/integrations/retrySchedule.ts';
+import { eventsBody } from '../../../engine/integrations/eventsBody.ts';
 import { SharedParses } from '../../../engine/integrations/SharedParses.ts';
 import { BusyTurns } from '../../../engine/integrations/BusyTurns.ts';
 import type { DeliveredBatch, DeliveryBatch, DeliveryError, IntegrationDeliveries } from '../../../engine/ports/integrationDeliveries.ts';
@@ -118,7 +119,7 @@ function world(answers: (request: WebhookRequest, index: number) => WebhookAnswe
     lingerMs: 1000,
     maxHeldEvents: options.maxHeldEvents ?? 100,
     busy: options.busy,
-    ...(options.parses === undefined ? {} : { parse: (record: LogRecord) => options.parses!.parse(record) }),
+    ...(options.parses === undefined ? {} : { expand: (record: LogRecord, groundId: string) => options.parses!.expand(record, groundId) }),
     ...(options.turns === undefined ? {} : { turns: options.turns }),
     finish: (offset) => { w.finished.push(offset); w.tracker.finish(offset); },
     pause: () => { w.paused++; },
@@ -157,15 +158,24 @@ test('a batch leaves at once when nothing is under way; the rest as soon as the 
   assert.is(new Set(w.sent.map((r) => r.messageId)).size, 3);
 });
 
-test('with the process\'s shared parses, a record another integration read is not parsed again; its events are the same', async () => {
+test('with the process\'s shared parses, a record another integration of the ground read is neither parsed nor expanded again: the same events, frozen, and the same body', async () => {
   const parses = new SharedParses();
   const records = [stateRecord(0, 'd1'), stateRecord(1, 'd2')];
   for (const r of records) parses.parse(r);
-  const w = world(() => ok, { parses });
-  await w.lane.take(records, w.tracker);
-  await run(w);
+  const first = world(() => ok, { parses });
+  await first.lane.take(records, first.tracker);
+  await run(first);
   assert.equal([parses.hits, parses.misses], [2, 2], 'both records read from the shared parses');
-  assert.equal(w.sent.flatMap(eventIds), ['u0/t', 'u1/t']);
+  assert.equal(first.sent.flatMap(eventIds), ['u0/t', 'u1/t']);
+  const second = world(() => ok, { parses });
+  await second.lane.take(records, second.tracker);
+  await run(second);
+  assert.equal([parses.hits, parses.misses], [4, 2]);
+  const [a, b] = [first.sent[0].events, second.sent[0].events];
+  assert.is(b[0], a[0], 'one expansion for both integrations');
+  assert.ok(Object.isFrozen(a[0]));
+  assert.is(eventsBody(b), eventsBody(a));
+  assert.is(eventsBody(a), JSON.stringify({ events: a }));
 });
 
 test('while ingestion is busy, the lane waits up to 1 s before it takes records and again before it sends a batch; not busy, at once', async () => {

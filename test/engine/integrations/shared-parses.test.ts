@@ -6,7 +6,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { SharedParses } from '../../../engine/integrations/SharedParses.ts';
-import { MALFORMED_RECORD, selectParsed, selectEvents } from '../../../engine/integrations/selectEvents.ts';
+import { MALFORMED_RECORD, selectExpanded, selectParsed, selectEvents } from '../../../engine/integrations/selectEvents.ts';
 import type { LogRecord } from '../../../engine/ports/log.ts';
 
 const encoder = new TextEncoder();
@@ -54,6 +54,22 @@ test('the parse is shared, the events are each integration\'s own: changing one\
   a[0].value = 'changed';
   assert.is(b[0].value, 1);
   assert.is(selectParsed({ groundId: 'g3', events: ['state'] }, 'd1', parses.parse(record(0, 1))).events[0].value, 1);
+});
+
+test('expand: the integrations of one ground share a record\'s events, frozen; another ground gets its own, with its groundId; malformed is undefined', () => {
+  const parses = new SharedParses();
+  const first = parses.expand(record(0, 1), 'g1')!;
+  assert.is(parses.expand(record(0, 1), 'g1'), first, 'one expansion for the ground');
+  assert.equal(first.events.map((e) => [e.id, e.groundId, e.value]), [['u1/t/1000/0', 'g1', 1]]);
+  assert.ok(Object.isFrozen(first.events[0]) && Object.isFrozen(first.events));
+  assert.throws(() => { (first.events[0] as Record<string, unknown>).value = 'changed'; }, TypeError);
+  const other = parses.expand(record(0, 1), 'g2')!;
+  assert.is(other.events[0].groundId, 'g2');
+  assert.is(first.events[0].groundId, 'g1', 'the first ground\'s events untouched');
+  assert.equal(selectExpanded({ groundId: 'g1', events: ['state'] }, first), selectParsed({ groundId: 'g1', events: ['state'] }, 'd1', parses.parse(record(0, 1))));
+  assert.is(parses.expand(record(0, 2, '{"deviceId":'), 'g1'), undefined);
+  assert.is(parses.expand(record(0, 3, JSON.stringify({ deviceId: 'someone-else', uplinkId: 'u', receivedAt: 1, states: [['t', 1, 1]] })), 'g1'), undefined, 'not its key\'s device');
+  assert.ok(selectExpanded({ groundId: 'g1', events: ['state'] }, undefined).malformed);
 });
 
 test.run();
