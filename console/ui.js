@@ -23,7 +23,6 @@ export function formatTime(ms) {
   return new Date(ms).toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'medium' });
 }
 
-/** "12 s ago", refreshed every few seconds by `useNow`. */
 /**
  * Latest values by asset ({name: {value, at}}): what a page read once (`loaded`) and what live
  * events brought since (`live`), the later measurement of each asset, the live one on a tie. A
@@ -38,6 +37,7 @@ export function newerStates(loaded, live) {
   return merged;
 }
 
+/** "12 s ago", refreshed every few seconds by `useNow`. */
 export function ago(ms, now) {
   if (ms === undefined || ms === null) return 'never';
   const s = Math.max(0, Math.round((now - ms) / 1000));
