@@ -2,10 +2,10 @@
  * The parsed values of the latest records of topic `events`, and their events, shared by the
  * integrations of a process: each integration reads the topic with its own consumer group, and ten
  * integrations reading the same records would parse and expand each ten times. A record is the
- * same on every read (a partition's offset is never reused), so the parse of one serves the others
- * while it is among the last `capacity` parsed, and so do its events for the integrations of one
- * ground (`expand`): those are frozen, and written as JSON once for all their requests
- * (eventsBody.ts). Bounded: the oldest record is forgotten first.
+ * same on every read (a partition's offset is never reused), so its parse serves every
+ * integration while it is among the last `capacity` read, and its events serve those of one
+ * ground (`expand`): frozen, and written as JSON once for all their requests (eventsBody.ts).
+ * Bounded: the oldest record is forgotten first.
  */
 import type { ExpandedRecord } from '../events/expandEventsRecord.ts';
 import type { LogRecord } from '../ports/log.ts';
@@ -30,11 +30,6 @@ export class SharedParses {
 
   constructor(capacity = 4096) {
     this.#capacity = capacity;
-  }
-
-  /** The record's value parsed (parseRecord: MALFORMED_RECORD when it is not JSON). */
-  parse(record: LogRecord): unknown {
-    return this.#hold(record).parsed;
   }
 
   /** The record's events for an integration of `groundId` (expandParsed; undefined: malformed), frozen. */

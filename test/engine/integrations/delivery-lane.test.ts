@@ -161,7 +161,7 @@ test('a batch leaves at once when nothing is under way; the rest as soon as the 
 test('with the process\'s shared parses, a record another integration of the ground read is neither parsed nor expanded again: the same events, frozen, and the same body', async () => {
   const parses = new SharedParses();
   const records = [stateRecord(0, 'd1'), stateRecord(1, 'd2')];
-  for (const r of records) parses.parse(r);
+  for (const r of records) parses.expand(r, integration.groundId);
   const first = world(() => ok, { parses });
   await first.lane.take(records, first.tracker);
   await run(first);

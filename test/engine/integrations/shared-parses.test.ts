@@ -1,12 +1,13 @@
 /**
  * SharedParses (engine/integrations/SharedParses.ts): a record of topic `events` read by several
- * integrations of a process is parsed once while it is among the latest parsed; bounded, the oldest
- * forgotten first; a value that is not JSON is known as malformed for every reader.
+ * integrations of a process is parsed once while it is among the latest read, and expanded once
+ * for the integrations of a ground; bounded, the oldest forgotten first; a value that is not JSON
+ * is known as malformed for every reader.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { SharedParses } from '../../../engine/integrations/SharedParses.ts';
-import { MALFORMED_RECORD, selectExpanded, selectParsed, selectEvents } from '../../../engine/integrations/selectEvents.ts';
+import { MALFORMED_RECORD, parseRecord, selectExpanded, selectParsed, selectEvents } from '../../../engine/integrations/selectEvents.ts';
 import type { LogRecord } from '../../../engine/ports/log.ts';
 
 const encoder = new TextEncoder();
@@ -14,46 +15,35 @@ const record = (partition: number, offset: number, value: string | Uint8Array = 
   topic: 'events', partition, offset, key: 'd1', value: typeof value === 'string' ? encoder.encode(value) : value, timestamp: 1000,
 });
 
-test('the same record read again is the same parse; another partition or offset is another', () => {
+test('the same record read again is the same expansion; another partition or offset is another', () => {
   const parses = new SharedParses(10);
-  const first = parses.parse(record(0, 5));
-  assert.is(parses.parse(record(0, 5)), first, 'one parse for both readers');
-  assert.is.not(parses.parse(record(1, 5)), first);
-  assert.is.not(parses.parse(record(0, 6)), first);
+  const first = parses.expand(record(0, 5), 'g1');
+  assert.is(parses.expand(record(0, 5), 'g1'), first, 'one parse and expansion for both readers');
+  assert.is.not(parses.expand(record(1, 5), 'g1'), first);
+  assert.is.not(parses.expand(record(0, 6), 'g1'), first);
   assert.equal([parses.hits, parses.misses], [1, 3]);
 });
 
-test('bounded: past its capacity the oldest parse is forgotten', () => {
+test('bounded: past its capacity the oldest record is forgotten', () => {
   const parses = new SharedParses(3);
-  const kept = [0, 1, 2].map((offset) => parses.parse(record(0, offset)));
-  parses.parse(record(0, 3));
-  assert.is(parses.parse(record(0, 3)), parses.parse(record(0, 3)));
-  assert.is(parses.parse(record(0, 2)), kept[2], 'still held');
-  assert.is.not(parses.parse(record(0, 0)), kept[0], 'forgotten, parsed again');
+  const kept = [0, 1, 2].map((offset) => parses.expand(record(0, offset), 'g1'));
+  parses.expand(record(0, 3), 'g1');
+  assert.is(parses.expand(record(0, 2), 'g1'), kept[2], 'still held');
+  assert.is.not(parses.expand(record(0, 0), 'g1'), kept[0], 'forgotten, read again');
+  assert.equal(parses.expand(record(0, 0), 'g1')!.events, kept[0]!.events, 'with the same events');
 });
 
-test('a value that is not JSON (or not UTF-8) is malformed for every reader; selectParsed says so as selectEvents does', () => {
+test('a value that is not JSON (or not UTF-8) is malformed for every reader, as selectEvents says', () => {
   const parses = new SharedParses();
   for (const bad of ['{"deviceId":', new Uint8Array([0x7b, 0xff, 0x7d])]) {
-    const parsed = parses.parse(record(0, 9, bad));
-    assert.is(parsed, MALFORMED_RECORD);
-    assert.is(parses.parse(record(0, 9, bad)), MALFORMED_RECORD);
+    assert.is(parseRecord(typeof bad === 'string' ? encoder.encode(bad) : bad), MALFORMED_RECORD);
+    assert.is(parses.expand(record(0, 9, bad), 'g1'), undefined);
+    assert.is(parses.expand(record(0, 9, bad), 'g1'), undefined, 'read again');
     const filter = { groundId: 'g1', events: ['state' as const] };
-    assert.equal(selectParsed(filter, 'd1', parsed), selectEvents(filter, 'd1', typeof bad === 'string' ? encoder.encode(bad) : bad));
-    assert.ok(selectParsed(filter, 'd1', parsed).malformed);
-    parses.parse(record(0, 10));
+    assert.equal(selectExpanded(filter, parses.expand(record(0, 9, bad), 'g1')), selectEvents(filter, 'd1', typeof bad === 'string' ? encoder.encode(bad) : bad));
+    assert.ok(selectExpanded(filter, undefined).malformed);
+    parses.expand(record(0, 10), 'g1');
   }
-});
-
-test('the parse is shared, the events are each integration\'s own: changing one\'s does not reach another\'s', () => {
-  const parses = new SharedParses();
-  const parsed = parses.parse(record(0, 1));
-  const a = selectParsed({ groundId: 'g1', events: ['state'] }, 'd1', parsed).events;
-  const b = selectParsed({ groundId: 'g2', events: ['state'] }, 'd1', parses.parse(record(0, 1))).events;
-  assert.equal([a[0].groundId, b[0].groundId], ['g1', 'g2']);
-  a[0].value = 'changed';
-  assert.is(b[0].value, 1);
-  assert.is(selectParsed({ groundId: 'g3', events: ['state'] }, 'd1', parses.parse(record(0, 1))).events[0].value, 1);
 });
 
 test('expand: the integrations of one ground share a record\'s events, frozen; another ground gets its own, with its groundId; malformed is undefined', () => {
@@ -66,7 +56,7 @@ test('expand: the integrations of one ground share a record\'s events, frozen; a
   const other = parses.expand(record(0, 1), 'g2')!;
   assert.is(other.events[0].groundId, 'g2');
   assert.is(first.events[0].groundId, 'g1', 'the first ground\'s events untouched');
-  assert.equal(selectExpanded({ groundId: 'g1', events: ['state'] }, first), selectParsed({ groundId: 'g1', events: ['state'] }, 'd1', parses.parse(record(0, 1))));
+  assert.equal(selectExpanded({ groundId: 'g1', events: ['state'] }, first), selectParsed({ groundId: 'g1', events: ['state'] }, 'd1', parseRecord(record(0, 1).value)));
   assert.is(parses.expand(record(0, 2, '{"deviceId":'), 'g1'), undefined);
   assert.is(parses.expand(record(0, 3, JSON.stringify({ deviceId: 'someone-else', uplinkId: 'u', receivedAt: 1, states: [['t', 1, 1]] })), 'g1'), undefined, 'not its key\'s device');
   assert.ok(selectExpanded({ groundId: 'g1', events: ['state'] }, undefined).malformed);
