@@ -15,6 +15,11 @@
  * command's id, status and attempt), so a source replayed after a crash yields the same ids:
  * readers de-duplicate on it. Readers ignore fields they do not know; a new kind of event is a new
  * field (or `type`, in `alarms`), which readers skip.
+ *
+ * On the embedded service's local log (whose readers are its integrations, never applications), the
+ * records of a run of uplinks of one partition of `uplinks` share one record (UplinksRecord), keyed
+ * by the first one's device: `{"uplinks":[<an uplink's record>,…]}`, in order, of at most
+ * `integrations.batchEvents` events. The topics on Kafka hold one record per source.
  */
 import Type, { type Static } from 'typebox';
 
@@ -155,3 +160,9 @@ export const EventsRecord = Type.Object({
   commands: Type.Optional(Type.Array(RecordedCommand)),
 });
 export type EventsRecord = Static<typeof EventsRecord>;
+
+/** The records of a run of uplinks, in order (the local log's topic `events` only). */
+export const UplinksRecord = Type.Object({
+  uplinks: Type.Array(EventsRecord, { minItems: 1 }),
+});
+export type UplinksRecord = Static<typeof UplinksRecord>;

@@ -10,6 +10,7 @@
  * - a command change: `<command id>/<status>/<attempts>`.
  */
 import { isoTime } from '../kernel/isoTime.ts';
+import { JsonBytes } from './JsonBytes.ts';
 import type { ProducerRecord } from '../ports/log.ts';
 import type { CommandView } from '../../schemas/commands.ts';
 import type { Alarm } from '../ports/alarmRegistry.ts';
@@ -23,43 +24,67 @@ import type { DeadLetter, StateRow } from '../../schemas/messages.ts';
  * topic). Undefined for none of them.
  */
 export function uplinkEventsRecord(rows: readonly StateRow[], letters: readonly DeadLetter[], source: EventSource | undefined, now: number, alarms: readonly AlarmEvent[] = []): ProducerRecord | undefined {
+  const events = uplinkEvents(rows, letters, source, alarms);
+  return events === undefined ? undefined : { key: events.deviceId, value: writeUplinkEvents(bytes, events).take(), timestamp: now };
+}
+
+/**
+ * What makes an uplink's record of topic `events` (uplinkEventsRecord), its text not yet written:
+ * those of a run of uplinks may share a record (OrderedEvents), written at once.
+ */
+export interface UplinkEvents {
+  deviceId: string;
+  uplinkId: string;
+  receivedAt: number;
+  rows: readonly StateRow[];
+  letters: readonly DeadLetter[];
+  source: EventSource | undefined;
+  alarms: readonly AlarmEvent[];
+  /** Its events: states, refusals and alarm changes. */
+  count: number;
+}
+
+/** Undefined for no states and no refusals. */
+export function uplinkEvents(rows: readonly StateRow[], letters: readonly DeadLetter[], source: EventSource | undefined, alarms: readonly AlarmEvent[] = []): UplinkEvents | undefined {
   const first = rows[0];
   const envelope = first === undefined ? letters[0]?.envelope : undefined;
   const deviceId = first?.deviceId ?? envelope?.deviceId;
   if (deviceId === undefined) return undefined;
-  const uplinkId = first?.uplinkId ?? envelope!.id;
-  const receivedAt = first?.receivedAt ?? envelope!.receivedAt;
-  // Written as text, not built as objects for JSON.stringify: this runs for every uplink the engine
-  // stores while the topic is written. A string with nothing to escape is quoted as is (quote()).
-  let json = source === undefined ? '{' : `{"source":{"partition":${source.partition},"offset":${source.offset}},`;
-  json += `"deviceId":${quote(deviceId)},"uplinkId":${quote(uplinkId)},"receivedAt":${receivedAt}`;
+  return {
+    deviceId, uplinkId: first?.uplinkId ?? envelope!.id, receivedAt: first?.receivedAt ?? envelope!.receivedAt,
+    rows, letters, source, alarms, count: rows.length + letters.length + alarms.length,
+  };
+}
+
+const bytes = new JsonBytes();
+
+/**
+ * The record's JSON object (EventsRecord), written into `out`: straight into bytes, for this runs
+ * for every uplink the engine stores while the topic is written (JsonBytes).
+ */
+export function writeUplinkEvents(out: JsonBytes, events: UplinkEvents): JsonBytes {
+  const { source, rows, letters, alarms } = events;
+  if (source === undefined) out.raw('{');
+  else out.raw('{"source":{"partition":').integer(source.partition).raw(',"offset":').integer(source.offset).raw('},');
+  out.raw('"deviceId":').string(events.deviceId).raw(',"uplinkId":').string(events.uplinkId).raw(',"receivedAt":').integer(events.receivedAt);
   if (rows.length > 0) {
-    json += ',"states":[';
+    out.raw(',"states":[');
     for (let i = 0; i < rows.length; i++) {
       const row = rows[i];
-      const value = row.value;
-      json += `${i === 0 ? '' : ','}[${quote(row.asset)},${row.ts},${typeof value === 'number' && Number.isFinite(value) ? String(value) : JSON.stringify(value)}${row.seq ? `,${row.seq}` : ''}]`;
+      out.raw(i === 0 ? '[' : ',[').string(row.asset).raw(',').integer(row.ts).raw(',').value(row.value);
+      if (row.seq) out.raw(',').integer(row.seq);
+      out.raw(']');
     }
-    json += ']';
+    out.raw(']');
   }
-  if (letters.length > 0) json += `,"rejections":${JSON.stringify(letters.map(recordedRejection))}`;
-  if (alarms.length > 0) json += `,"alarms":${JSON.stringify(alarms)}`;
-  // Buffer.from: about half the time of TextEncoder on this text (its slices of Node's pool are
-  // appended within milliseconds).
-  return { key: deviceId, value: Buffer.from(`${json}}`, 'utf8'), timestamp: now };
+  if (letters.length > 0) out.raw(',"rejections":').utf8(JSON.stringify(letters.map(recordedRejection)));
+  if (alarms.length > 0) out.raw(',"alarms":').utf8(JSON.stringify(alarms));
+  return out.raw('}');
 }
 
 /** A stored state's id (as its event's and its row's key): `<uplink id>/<asset>/<measurement time ms>/<reading>`. */
 export function stateId(row: Pick<StateRow, 'uplinkId' | 'asset' | 'ts' | 'seq'>): string {
   return `${row.uplinkId}/${row.asset}/${row.ts}/${row.seq ?? 0}`;
-}
-
-/** Printable ASCII other than `"` and `\\`: a string of only these is its own JSON body. */
-const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
-
-/** `s` as a JSON string: as is between quotes when nothing in it needs escaping. */
-function quote(s: string): string {
-  return PLAIN.test(s) ? `"${s}"` : JSON.stringify(s);
 }
 
 function recordedRejection(letter: DeadLetter): RecordedRejection {

@@ -16,9 +16,18 @@ import type { EventSource } from '../../schemas/events.ts';
 export type ExpandedEvent = Record<string, unknown> & { type: string; id: string };
 
 export interface ExpandedRecord {
-  /** In record order: states, refusals, alarm changes; or command changes. */
+  /** In record order: states, refusals, alarm changes; or command changes. Of a run of uplinks: theirs, one after the other. */
   events: ExpandedEvent[];
   source?: EventSource;
+  /** Of a run of uplinks (UplinksRecord): each uplink's device, source and events (those of `events`). */
+  parts?: ExpandedPart[];
+}
+
+/** One uplink of a run (schemas/events.ts UplinksRecord). */
+export interface ExpandedPart {
+  deviceId: string;
+  source?: EventSource;
+  events: ExpandedEvent[];
 }
 
 /**
@@ -28,11 +37,32 @@ export interface ExpandedRecord {
  */
 export function expandEventsRecord(deviceId: string, parsed: unknown, groundId?: string): ExpandedRecord | undefined {
   if (!isObject(parsed)) return undefined;
+  if (parsed.uplinks !== undefined) return run(deviceId, parsed.uplinks, groundId);
   const source = parsed.source;
   if (source !== undefined && !isSource(source)) return undefined;
   const events = Array.isArray(parsed.events) ? writtenOut(deviceId, parsed.events, groundId) : compact(deviceId, parsed, groundId);
   if (events === undefined || events.length === 0) return undefined;
   return source === undefined ? { events } : { events, source };
+}
+
+/**
+ * A run of uplinks: each an uplink's record (states or refusals, each of its own device), the first
+ * of the record's key; `source` is the last one's.
+ */
+function run(deviceId: string, uplinks: unknown, groundId: string | undefined): ExpandedRecord | undefined {
+  if (!Array.isArray(uplinks) || uplinks.length === 0 || !isObject(uplinks[0]) || uplinks[0].deviceId !== deviceId) return undefined;
+  const parts: ExpandedPart[] = [];
+  const events: ExpandedEvent[] = [];
+  for (const uplink of uplinks as unknown[]) {
+    if (!isObject(uplink) || typeof uplink.deviceId !== 'string' || uplink.commands !== undefined || uplink.uplinks !== undefined) return undefined;
+    if (uplink.states === undefined && uplink.rejections === undefined) return undefined;
+    const expanded = expandEventsRecord(uplink.deviceId, uplink, groundId);
+    if (expanded === undefined) return undefined;
+    parts.push(expanded.source === undefined ? { deviceId: uplink.deviceId, events: expanded.events } : { deviceId: uplink.deviceId, source: expanded.source, events: expanded.events });
+    for (const event of expanded.events) events.push(event);
+  }
+  const source = parts[parts.length - 1].source;
+  return source === undefined ? { events, parts } : { events, source, parts };
 }
 
 function writtenOut(deviceId: string, list: unknown[], groundId: string | undefined): ExpandedEvent[] | undefined {

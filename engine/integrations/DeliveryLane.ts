@@ -24,6 +24,9 @@
  *   again. Uplinks' events come in the order of their source on topic `uplinks` (EventSource), so
  *   a record from a source at or before the last one taken is a repeat: skipped, never sent under
  *   another webhook-id. Where the lane stands is saved with each batch (`sources`).
+ * - A run of uplinks (the local log's records, schemas/events.ts UplinksRecord) is read uplink by
+ *   uplink: those of devices of the integration's ground, each a repeat or not by its own source
+ *   (written again after a crash, a run may begin before the last source taken and end after it).
  * - stop() abandons what is held: it is not finished, so whoever reads the partition next
  *   (this process after a restart, or another engine after a rebalance) delivers it.
  */
@@ -57,6 +60,9 @@ const GIVE_WAY_LONGEST_MS = 5000;
 const REPEAT = Symbol('repeat');
 const journalBackoff = exponentialBackoff({ initialMs: 100, maxMs: 5000 });
 const expandHere = (record: LogRecord, groundId: string) => expandParsed(record.key, parseRecord(record.value), groundId);
+const RUN_PREFIX = Buffer.from('{"uplinks":');
+/** Whether a record is a run of uplinks (schemas/events.ts UplinksRecord), as the engine writes them: a look at its first bytes. */
+const isRun = (record: LogRecord) => record.value.length > RUN_PREFIX.length && Buffer.from(record.value.buffer, record.value.byteOffset, RUN_PREFIX.length).equals(RUN_PREFIX);
 
 /** What a lane tells its integration (metrics, status). */
 export interface LaneHooks {
@@ -167,8 +173,10 @@ export class DeliveryLane {
     for (const record of records) {
       tracker.start(record.offset);
       const ground = await this.#o.groundOf(record.key);
+      // A run of uplinks (schemas/events.ts UplinksRecord) is of several devices: each one's ground counts.
+      const grounds = isRun(record) ? await this.#partGrounds(record) : undefined;
       if (this.#stopped) return;
-      this.#takeRecord(record, ground);
+      this.#takeRecord(record, ground, grounds);
     }
     if (this.#queue.length === 0 && !this.#pumping) this.#closeGathered();
     if (!this.#paused && this.#held > this.#o.maxHeldEvents) {
@@ -199,12 +207,25 @@ export class DeliveryLane {
     }
   }
 
-  #takeRecord(record: LogRecord, groundId: string | undefined): void {
+  /** The ground of each uplink's device in a run (undefined: the record is malformed). */
+  async #partGrounds(record: LogRecord): Promise<(string | undefined)[] | undefined> {
+    const parts = this.#expand(record)?.parts;
+    if (parts === undefined) return undefined;
+    const grounds: (string | undefined)[] = [];
+    for (const part of parts) grounds.push(await this.#o.groundOf(part.deviceId));
+    return grounds;
+  }
+
+  #expand(record: LogRecord): ExpandedRecord | undefined {
+    return (this.#o.expand ?? expandHere)(record, this.#o.settings().groundId);
+  }
+
+  #takeRecord(record: LogRecord, groundId: string | undefined, partGrounds?: readonly (string | undefined)[]): void {
     const offset = record.offset;
     if (this.#open?.saved !== undefined && this.#open.saved.lastOffset < offset) this.#close();
     const saved = this.#savedAt(offset);
     if (this.#open !== undefined && this.#open.saved !== saved) this.#close();
-    const events = this.#select(record, groundId);
+    const events = partGrounds === undefined ? this.#select(record, groundId) : this.#selectRun(record, partGrounds);
     if (events === REPEAT) {
       this.#o.finish(offset);
       return;
@@ -238,7 +259,9 @@ export class DeliveryLane {
     const settings = this.#o.settings();
     if (groundId !== settings.groundId || record.timestamp < settings.createdAt - CREATED_MARGIN_MS) return [];
     if (!coversDevice(settings, record.key)) return [];
-    const selection = selectExpanded(settings, (this.#o.expand ?? expandHere)(record, settings.groundId));
+    const expanded = this.#expand(record);
+    // A run of uplinks is read as one (#selectRun): one that does not begin as the engine writes them is not taken for a record of its key's device.
+    const selection = selectExpanded(settings, expanded?.parts === undefined ? expanded : undefined);
     if (selection.malformed) this.#o.hooks.malformed();
     const { source } = selection;
     if (selection.events.length === 0 || source === undefined) return selection.events;
@@ -248,6 +271,38 @@ export class DeliveryLane {
     }
     this.#seen.set(source.partition, source.offset);
     return selection.events;
+  }
+
+  /**
+   * The integration's events of a run of uplinks: those of the uplinks of its ground's devices,
+   * each uplink a repeat or not by its own source (a run written again after a crash may begin
+   * before the last source taken and end after it). REPEAT when every uplink that had events for
+   * the integration was a repeat.
+   */
+  #selectRun(record: LogRecord, grounds: readonly (string | undefined)[]): Record<string, unknown>[] | typeof REPEAT {
+    const settings = this.#o.settings();
+    if (record.timestamp < settings.createdAt - CREATED_MARGIN_MS) return [];
+    const parts = this.#expand(record)!.parts!;
+    const events: Record<string, unknown>[] = [];
+    let repeats = 0;
+    for (let i = 0; i < parts.length; i++) {
+      const part = parts[i];
+      if (grounds[i] !== settings.groundId || !coversDevice(settings, part.deviceId)) continue;
+      const chosen = selectExpanded(settings, { events: part.events }).events;
+      const source = part.source;
+      if (chosen.length === 0 || source === undefined) {
+        for (const event of chosen) events.push(event);
+        continue;
+      }
+      if (source.offset <= (this.#seen.get(source.partition) ?? -1)) {
+        repeats++;
+        continue;
+      }
+      this.#seen.set(source.partition, source.offset);
+      for (const event of chosen) events.push(event);
+    }
+    if (repeats > 0) this.#o.hooks.repeated();
+    return events.length === 0 && repeats > 0 ? REPEAT : events;
   }
 
   #gather(offset: number, saved: DeliveryBatch | undefined): Pending {

@@ -19,9 +19,9 @@ import { outputOf } from '../admission/admitUplink.ts';
 import type { UplinkOutput } from '../admission/processUplink.ts';
 import type { UndecidedUplinks, UplinkSink, UplinkWork } from './types.ts';
 import type { EventWriter } from '../../events/EventWriter.ts';
-import { uplinkEventsRecord } from '../../events/eventRecords.ts';
+import { uplinkEvents } from '../../events/eventRecords.ts';
 import type { AlarmEvent } from '../../../schemas/events.ts';
-import { OrderedEvents, type EventPlace } from '../../events/OrderedEvents.ts';
+import { OrderedEvents, type Combine, type EventPlace } from '../../events/OrderedEvents.ts';
 import { Topics, type AdmittedUplink, type DeadLetter, type StateRow, type UplinkEnvelope } from '../../../schemas/messages.ts';
 
 /** Backoff of dead letters whose append failed retriably (as StateBatcher's defaults). */
@@ -65,6 +65,8 @@ export interface UplinkPipelineOptions<D extends UndecidedUplinks = UndecidedUpl
    * uplink is finished (at least once; a replay writes the same events).
    */
   events?: EventWriter;
+  /** Uplinks' events share records of topic `events` (OrderedEvents `combine`): the local log's, whose readers are integrations. */
+  combineEvents?: Combine;
   /**
    * The rules (engine/rules/RuleEvaluator.ts): asked for an uplink's judgement when its rows go to
    * the store, in the device's order; the judgement runs once they are durable, and the uplink is
@@ -106,7 +108,7 @@ export class UplinkPipeline<D extends UndecidedUplinks = UndecidedUplinks> imple
   constructor(options: UplinkPipelineOptions<D>) {
     this.#options = options;
     this.#maxInFlight = options.maxInFlight ?? 20_000;
-    this.#ordered = options.events === undefined ? undefined : new OrderedEvents(options.events);
+    this.#ordered = options.events === undefined ? undefined : new OrderedEvents(options.events, options.combineEvents);
     this.deadLetters = new DeadLetterSink({ log: options.log, clock: options.clock, topic: options.deadLetterTopic, onDeadLetters: options.onDeadLetters });
     this.actors = options.undecided(this);
     this.#consumer = new TopicConsumer({
@@ -207,7 +209,7 @@ export class UplinkPipeline<D extends UndecidedUplinks = UndecidedUplinks> imple
       // The usual uplink: rows only. Only what finishing needs is kept until they are durable.
       const then = (alarms?: AlarmEvent[]) => {
         if (place === undefined) return this.#finish(partition, offset);
-        this.#ordered!.fill(partition, place, uplinkEventsRecord(rows, [], source, this.#options.clock.now(), alarms), (failed) => (failed !== undefined ? this.#fail(failed) : this.#finish(partition, offset)));
+        this.#ordered!.fill(partition, place, uplinkEvents(rows, [], source, alarms), (failed) => (failed !== undefined ? this.#fail(failed) : this.#finish(partition, offset)));
       };
       this.#storeThen(rows, (error) => {
         if (error !== undefined) return this.#fail(error);
@@ -226,7 +228,7 @@ export class UplinkPipeline<D extends UndecidedUplinks = UndecidedUplinks> imple
     // with thousands of uplinks in flight, those would outlive young-generation collections.
     Promise.all([stored, dead]).then(([alarms, letters]) => {
       if (place === undefined) return this.#finish(partition, offset);
-      this.#ordered!.fill(partition, place, uplinkEventsRecord(rows, letters ?? [], source, this.#options.clock.now(), alarms ?? []), (failed) => (failed !== undefined ? this.#fail(failed) : this.#finish(partition, offset)));
+      this.#ordered!.fill(partition, place, uplinkEvents(rows, letters ?? [], source, alarms ?? []), (failed) => (failed !== undefined ? this.#fail(failed) : this.#finish(partition, offset)));
     }, (error: unknown) => this.#fail(error));
   }
 

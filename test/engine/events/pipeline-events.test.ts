@@ -3,6 +3,8 @@
  * states, and its refusals, are on `events` before its offset is committed; one record per source,
  * keyed by device, in the device's order; a replay of the same uplink records (a crash before the
  * commit) writes events with the same ids; and with `wanted` false nothing is written at all.
+ * With `combineEvents` (the local log), the uplinks made durable together share records: runs in
+ * the device's order, of at most maxEvents events, each on its devices' partition.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -17,6 +19,19 @@ import { expandEventsRecord } from '../../../engine/events/expandEventsRecord.ts
 import type { FleetEvent } from '../../../schemas/events.ts';
 import { jsonBytes, ListSink, logWith, uplinkPipelineWorld } from '../../support/uplinkPipelineWorld.ts';
 import { waitFor } from '../../support/tmp.ts';
+import { partitionFor } from '../../../engine/kernel/partition.ts';
+import type { StateRow } from '../../../schemas/messages.ts';
+import type { FleetError } from '../../../engine/kernel/errors.ts';
+
+/** Rows made durable together, as a batch of the store is: every callback of a turn at once, in the next. */
+class BatchSink extends ListSink {
+  #held: (() => void)[] = [];
+  appendThen(rows: readonly StateRow[], done: (error?: FleetError) => void): void {
+    this.rows.push(...rows);
+    if (this.#held.length === 0) setImmediate(() => { for (const release of this.#held.splice(0)) release(); });
+    this.#held.push(() => done());
+  }
+}
 
 const envelope = (id: string, deviceId: string, value: unknown, receivedAt: number) =>
   ({ key: deviceId, value: encodeEnvelope({ id, channel: 'http', contentType: 'json', deviceId, receivedAt, body: jsonBytes({ t: { value } }) }) });
@@ -75,6 +90,55 @@ test('stored states and refusals are on events before the offset is committed; a
   assert.is(new Set(first.map((e) => e.id)).size, 4);
   assert.is(all.length, 8);
   assert.equal([...new Set(all.map((e) => e.id))].sort(), first.map((e) => e.id).sort(), 'every id twice, no new one');
+  await world.log.close();
+  world.tmp.remove();
+});
+
+test('with combineEvents, uplinks made durable together share records: in order, at most maxEvents events, on their devices\' partition', async () => {
+  const world = await uplinkPipelineWorld({ name: 'pipeline-events-runs', partitions: 2, devices: 6 });
+  await world.log.ensureTopics([{ name: Topics.events, partitions: 2 }]);
+  const run = async (group: string) => {
+    const events = new EventWriter({ log: world.log, clock: systemClock, topic: Topics.events });
+    const pipeline = new UplinkPipeline({
+      log: world.log, rows: new BatchSink(), undecided: deviceActors({ directory: world.directory, clock: systemClock }), clock: systemClock, group, commitIntervalMs: 10, events,
+      combineEvents: { maxEvents: 5, on: true },
+    });
+    await pipeline.start();
+    await waitFor(async () => (await world.log.committed(group, Topics.uplinks, 0)) + (await world.log.committed(group, Topics.uplinks, 1)) >= 40, 5000, 'every uplink committed');
+    await pipeline.stop();
+    await events.close();
+    return events.written;
+  };
+  // 40 uplinks of 6 devices, one state each; every seventh refused (its refusal is its one event).
+  const uplinks = Array.from({ length: 40 }, (_, i) => envelope(`u${String(i).padStart(2, '0')}`, `d${i % 6}`, i % 7 === 3 ? 'not a number' : i, 1000 + i));
+  await world.log.append(Topics.uplinks, uplinks);
+  const written = await run('engine');
+  const records = await readAll(world.log, 'runs-reader', written);
+  assert.ok(written < 40, `${written} records for 40 uplinks`);
+  let runs = 0;
+  for (const record of records) {
+    const parsed = JSON.parse(new TextDecoder().decode(record.value)) as { uplinks?: { deviceId: string }[] };
+    const devices = parsed.uplinks?.map((u) => u.deviceId) ?? [record.key];
+    if (parsed.uplinks !== undefined) runs++;
+    assert.is(devices[0], record.key, 'keyed by its first uplink\'s device');
+    for (const device of devices) assert.is(partitionFor(device, 2), record.partition, `${device} on its own partition`);
+    assert.ok(expandEventsRecord(record.key, parsed)!.events.length <= 5, 'at most maxEvents events');
+  }
+  assert.ok(runs > 0, 'some records are runs');
+  const events = records.flatMap((r) => expandEventsRecord(r.key, JSON.parse(new TextDecoder().decode(r.value)))!.events as FleetEvent[]);
+  assert.is(events.length, 40, 'every uplink\'s event, once');
+  for (let d = 0; d < 6; d++) {
+    const mine = events.filter((e) => e.deviceId === `d${d}`).map((e) => (e as { uplinkId: string }).uplinkId);
+    assert.equal(mine, uplinks.filter((u) => u.key === `d${d}`).map((_, k) => `u${String(d + 6 * k).padStart(2, '0')}`), `d${d} in its order`);
+  }
+  for (const e of events) {
+    const i = Number((e as { uplinkId: string }).uplinkId.slice(1));
+    assert.is(e.type, i % 7 === 3 ? 'rejection' : 'state');
+  }
+  // A replay (a crash before the commit) writes the same ids, however its runs fall.
+  const again = await run('engine-replay');
+  const all = (await readAll(world.log, 'runs-reader-2', written + again)).flatMap((r) => expandEventsRecord(r.key, JSON.parse(new TextDecoder().decode(r.value)))!.events);
+  assert.equal([...new Set(all.map((e) => e.id))].sort(), events.map((e) => e.id).sort());
   await world.log.close();
   world.tmp.remove();
 });

@@ -75,6 +75,13 @@ function stateRecord(offset: number, deviceId: string, asset = 't', timestamp = 
   return { topic: 'events', partition: 0, offset, key: deviceId, value: encoder.encode(JSON.stringify(value)), timestamp };
 }
 
+/** A run of uplinks as the engine writes it on the local log (schemas/events.ts UplinksRecord): `uplinks`, [device, source] each. */
+function runRecord(offset: number, uplinks: [string, number][], raw = false): LogRecord {
+  const parts = uplinks.map(([deviceId, source]) => ({ source: { partition: 0, offset: source }, deviceId, uplinkId: `u${source}`, receivedAt: 1_767_225_600_000, states: [['t', 1_767_225_600_000, source]] }));
+  const text = raw ? `{ "uplinks": ${JSON.stringify(parts)}}` : JSON.stringify({ uplinks: parts });
+  return { topic: 'events', partition: 0, offset, key: uplinks[0][0], value: encoder.encode(text), timestamp: 2_000_000 };
+}
+
 interface World {
   clock: SimulatedClock;
   journal: MemoryJournal;
@@ -98,6 +105,7 @@ interface WorldOptions {
   /** The integration's turns while busy (BusyTurns), and the clock of the lanes that share them. */
   turns?: BusyTurns;
   clock?: SimulatedClock;
+  onMalformed?(): void;
   /** A receiver that answers when it is told (requests under way), instead of `answers` at once. */
   send?(request: WebhookRequest): Promise<WebhookAnswer>;
 }
@@ -124,7 +132,7 @@ function world(answers: (request: WebhookRequest, index: number) => WebhookAnswe
     finish: (offset) => { w.finished.push(offset); w.tracker.finish(offset); },
     pause: () => { w.paused++; },
     resume: () => { w.resumed++; },
-    hooks: { delivered() {}, failedAttempt() {}, dropped() {}, disabled() {}, malformed() {}, repeated() { w.repeated++; } },
+    hooks: { delivered() {}, failedAttempt() {}, dropped() {}, disabled() {}, malformed() { options.onMalformed?.(); }, repeated() { w.repeated++; } },
     logger: createJsonLogger({ level: 'error', write: () => undefined }),
   });
   return w;
@@ -420,6 +428,49 @@ test('events the engine wrote again after a crash are known by their source: ski
   assert.equal(second.sent.map(eventIds), [['u4/t']], 'the repeats of uplinks 2 and 3 are not sent again');
   assert.is(second.repeated, 2);
   assert.equal(second.finished, [4, 5, 6]);
+});
+
+test('a run of uplinks: the uplinks of the ground\'s devices are delivered, in order, each a repeat or not by its own source', async () => {
+  const journal = new MemoryJournal();
+  const first = world(() => ok, { journal, maxEvents: 10 });
+  // Two runs (uplinks 0..2, 3..5), a device of another ground among them; the engine crashed and
+  // wrote 4..7 again as one run; then a run of 8.
+  const records = [
+    runRecord(0, [['d1', 0], ['other1', 1], ['d2', 2]]),
+    runRecord(1, [['d1', 3], ['d2', 4], ['d1', 5]]),
+    runRecord(2, [['d2', 4], ['d1', 5], ['other1', 6], ['d2', 7]]),
+    runRecord(3, [['d1', 8]]),
+  ];
+  await first.lane.take(records.slice(0, 2), first.tracker);
+  await run(first, 1000);
+  first.lane.stop();
+  assert.equal(first.sent.flatMap(eventIds), ['u0/t/1767225600000/0', 'u2/t/1767225600000/0', 'u3/t/1767225600000/0', 'u4/t/1767225600000/0', 'u5/t/1767225600000/0'], 'the other ground\'s uplink is not sent');
+  assert.equal(first.sent.flatMap((r) => (r.events as { deviceId: string; groundId: string }[]).map((e) => `${e.deviceId}@${e.groundId}`)), ['d1@g1', 'd2@g1', 'd1@g1', 'd2@g1', 'd1@g1']);
+  const second = world(() => ok, { journal, maxEvents: 10 });
+  await second.lane.take(records.slice(2), second.tracker);
+  await run(second, 1000);
+  assert.equal(second.sent.flatMap(eventIds), ['u7/t/1767225600000/0', 'u8/t/1767225600000/0'], 'of the run written again, only what was not taken');
+  assert.is(second.repeated, 1);
+  assert.equal(second.finished, [2, 3]);
+});
+
+test('a run of repeats only is finished as a repeat; a run not written as the engine writes them, or of another device first than its key, is malformed', async () => {
+  const w = world(() => ok, { maxEvents: 10 });
+  await w.lane.take([runRecord(0, [['d1', 0], ['d2', 1]])], w.tracker);
+  await run(w, 1000);
+  await w.lane.take([runRecord(1, [['d1', 0], ['other1', 2]])], w.tracker);
+  await run(w, 1000);
+  assert.is(w.repeated, 1, 'd1\'s uplink 0 again, and nothing of the ground besides');
+  let malformed = 0;
+  const spaced = runRecord(2, [['d1', 3]], true);
+  const misKeyed = { ...runRecord(3, [['d1', 4], ['d2', 5]]), key: 'd2' };
+  const m = world(() => ok, { maxEvents: 10, onMalformed: () => { malformed++; } });
+  await m.lane.take([spaced, misKeyed], m.tracker);
+  await run(m, 1000);
+  assert.is(m.sent.length, 0, 'nothing of either is sent');
+  assert.is(malformed, 2);
+  assert.equal(m.finished, [2, 3]);
+  assert.equal(w.finished, [0, 1]);
 });
 
 test.run();
