@@ -259,9 +259,8 @@ export class DeliveryLane {
     const settings = this.#o.settings();
     if (groundId !== settings.groundId || record.timestamp < settings.createdAt - CREATED_MARGIN_MS) return [];
     if (!coversDevice(settings, record.key)) return [];
-    const expanded = this.#expand(record);
-    // A run of uplinks is read as one (#selectRun): one that does not begin as the engine writes them is not taken for a record of its key's device.
-    const selection = selectExpanded(settings, expanded?.parts === undefined ? expanded : undefined);
+    // A run of uplinks that does not begin as the engine writes them (isRun) is malformed there.
+    const selection = selectExpanded(settings, this.#expand(record));
     if (selection.malformed) this.#o.hooks.malformed();
     const { source } = selection;
     if (selection.events.length === 0 || source === undefined) return selection.events;

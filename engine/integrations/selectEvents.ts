@@ -66,11 +66,13 @@ export function expandParsed(deviceId: string, parsed: unknown, groundId: string
 
 /**
  * The integration's events of a record expanded already with its ground (expandParsed; undefined:
- * malformed). The events chosen are those of `record`, not copies, but for an alarm named by a
+ * malformed; a run of uplinks is malformed here). The events chosen are those of `record`, not copies, but for an alarm named by a
  * rule: that one is delivered without the names.
  */
 export function selectExpanded(filter: EventFilter, record: ExpandedRecord | undefined): Selection {
-  if (record === undefined) return MALFORMED;
+  // A run of uplinks (schemas/events.ts UplinksRecord) is of several devices, of any ground: its
+  // reader takes it uplink by uplink (DeliveryLane), never whole as the events of its key's device.
+  if (record === undefined || record.parts !== undefined) return MALFORMED;
   const events: Record<string, unknown>[] = [];
   for (const event of record.events) {
     const type = event.type;

@@ -85,6 +85,15 @@ test('compact records (as the engine writes them): each event expanded, then fil
   assert.equal(selectEvents(all, 'd1', encoder.encode(JSON.stringify({ deviceId: 'd1', states: [['t', 1, 1]] }))), { events: [], malformed: true }, 'states without their uplink');
 });
 
+test('a run of uplinks (the local log\'s) is never read whole as the events of its key\'s device: malformed here (its lane reads it uplink by uplink)', () => {
+  const uplink = (deviceId: string, offset: number) => ({ source: { partition: 0, offset }, deviceId, uplinkId: `u${offset}`, receivedAt: 1000, states: [['t', 1000, offset]] });
+  const run = encoder.encode(JSON.stringify({ uplinks: [uplink('d1', 0), uplink('d-of-another-ground', 1)] }));
+  assert.equal(selectEvents(all, 'd1', run), { events: [], malformed: true });
+  for (const bad of [{ uplinks: [] }, { uplinks: [uplink('d2', 0)] }, { uplinks: [{ ...uplink('d1', 0), commands: [] }] }, { uplinks: [{ uplinks: [uplink('d1', 0)] }] }, { uplinks: [{ deviceId: 'd1' }] }]) {
+    assert.equal(selectEvents(all, 'd1', encoder.encode(JSON.stringify(bad))), { events: [], malformed: true }, JSON.stringify(bad));
+  }
+});
+
 test('an unknown event type is skipped, the known ones of the record still go', () => {
   const value = record([{ type: 'future', id: 'f1', deviceId: 'd1' }, state('t')]);
   assert.equal(selectEvents(all, 'd1', value), { events: [{ ...state('t'), groundId: 'g1' }], malformed: false });
