@@ -27,7 +27,6 @@ import { RuleEvaluator } from '../engine/rules/RuleEvaluator.ts';
 import { UplinkProgress } from '../engine/rules/UplinkProgress.ts';
 import { encodeCommandRecord } from '../engine/commands/commandRecords.ts';
 import type { EventWriter } from '../engine/events/EventWriter.ts';
-import type { Combine } from '../engine/events/OrderedEvents.ts';
 import { ActivityRecorder } from '../engine/connectivity/ActivityRecorder.ts';
 import { UsageRecorder } from '../engine/usage/UsageRecorder.ts';
 import type { UsageRegistry } from '../engine/ports/usageRegistry.ts';
@@ -55,8 +54,6 @@ export interface EngineOptions {
   onError?(error: FleetError): void;
   /** Topic `events`: stored states and refusals are appended there before their uplink is finished. */
   events?: EventWriter;
-  /** Runs of uplinks share records of `events` (OrderedEvents Combine). */
-  combineEvents?: Combine;
   /** The rules of the devices' grounds: each uplink's stored states are judged before it is finished. */
   rules?: RuleEvaluator;
   /**
@@ -138,7 +135,6 @@ export function buildEngine(options: EngineOptions): Engine {
     onStored,
     onError: options.onError,
     events: options.events,
-    combineEvents: options.combineEvents,
     rules: options.rules,
   });
   return {
@@ -190,14 +186,6 @@ export function engineRole(w: Wiring, options: EngineRoleOptions = {}): Role & {
       await w.log.append(ports.names.commands, [{ key: deviceId, value: encodeCommandRecord({ id, deviceId, asset, value, issuer, issuedAt: w.clock.now() }) }]);
     },
   });
-  // The local log's topic `events` is read by the integrations alone: runs of uplinks share records
-  // there (OrderedEvents), once the log says it has as many partitions as `uplinks` (a data dir keeps
-  // the counts it was made with). On Kafka, applications read it: a record per source.
-  const combineEvents = w.usesKafka ? undefined : { maxEvents: config.integrations.batchEvents, on: false };
-  if (combineEvents !== undefined) {
-    void Promise.all([w.log.partitionCount(ports.names.uplinks), w.log.partitionCount(ports.names.events)])
-      .then(([uplinks, events]) => { combineEvents.on = uplinks === events; }, () => undefined);
-  }
   const engine = buildEngine({
     log: w.log,
     store: w.metrics.store(ports.store),
@@ -210,7 +198,6 @@ export function engineRole(w: Wiring, options: EngineRoleOptions = {}): Role & {
     onStored: (rows) => w.live.states(rows),
     onDeadLetters: (letters) => w.live.rejections(letters),
     events: w.events,
-    combineEvents,
     rules,
     // The embedded registry (PGlite) runs in this process, where each write of 10 000 devices' times
     // takes a few hundred ms of the engine's thread: written every 5 s there, every second on PostgreSQL.

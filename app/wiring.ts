@@ -94,8 +94,16 @@ export function wire(options: Pick<Wiring, 'config' | 'clock' | 'logger' | 'port
     ports.registryChanges.add((change) => activeIntegrations.changed(change));
     void activeIntegrations.start();
   }
+  // The local log's topic `events` is read by the integrations alone: runs of uplinks share records
+  // there (EventWriter `combine`), once the log says it has as many partitions as `uplinks` (a data
+  // dir keeps the counts it was made with). On Kafka, applications read it: a record per source.
+  const combine = usesKafka ? undefined : { maxEvents: config.integrations.batchEvents, on: false };
+  if (combine !== undefined) {
+    void Promise.all([ports.log.partitionCount(names.uplinks), ports.log.partitionCount(names.events)])
+      .then(([uplinks, events]) => { combine.on = uplinks === events; }, () => undefined);
+  }
   const events = new EventWriter({
-    log, clock, topic: names.events,
+    log, clock, topic: names.events, combine,
     wanted: activeIntegrations === undefined ? undefined : () => activeIntegrations.any,
   });
   return {

@@ -21,7 +21,7 @@ import type { UndecidedUplinks, UplinkSink, UplinkWork } from './types.ts';
 import type { EventWriter } from '../../events/EventWriter.ts';
 import { uplinkEvents } from '../../events/eventRecords.ts';
 import type { AlarmEvent } from '../../../schemas/events.ts';
-import { OrderedEvents, type Combine, type EventPlace } from '../../events/OrderedEvents.ts';
+import { OrderedEvents, type EventPlace } from '../../events/OrderedEvents.ts';
 import { Topics, type AdmittedUplink, type DeadLetter, type StateRow, type UplinkEnvelope } from '../../../schemas/messages.ts';
 
 /** Backoff of dead letters whose append failed retriably (as StateBatcher's defaults). */
@@ -65,8 +65,6 @@ export interface UplinkPipelineOptions<D extends UndecidedUplinks = UndecidedUpl
    * uplink is finished (at least once; a replay writes the same events).
    */
   events?: EventWriter;
-  /** Uplinks' events share records of topic `events` (OrderedEvents `combine`): the local log's, whose readers are integrations. */
-  combineEvents?: Combine;
   /**
    * The rules (engine/rules/RuleEvaluator.ts): asked for an uplink's judgement when its rows go to
    * the store, in the device's order; the judgement runs once they are durable, and the uplink is
@@ -108,7 +106,7 @@ export class UplinkPipeline<D extends UndecidedUplinks = UndecidedUplinks> imple
   constructor(options: UplinkPipelineOptions<D>) {
     this.#options = options;
     this.#maxInFlight = options.maxInFlight ?? 20_000;
-    this.#ordered = options.events === undefined ? undefined : new OrderedEvents(options.events, options.combineEvents);
+    this.#ordered = options.events === undefined ? undefined : new OrderedEvents(options.events);
     this.deadLetters = new DeadLetterSink({ log: options.log, clock: options.clock, topic: options.deadLetterTopic, onDeadLetters: options.onDeadLetters });
     this.actors = options.undecided(this);
     this.#consumer = new TopicConsumer({

@@ -3,7 +3,7 @@
  * states, and its refusals, are on `events` before its offset is committed; one record per source,
  * keyed by device, in the device's order; a replay of the same uplink records (a crash before the
  * commit) writes events with the same ids; and with `wanted` false nothing is written at all.
- * With `combineEvents` (the local log), the uplinks made durable together share records: runs in
+ * With `combine` (the local log), the uplinks of a partition in a batch of the writer share records: runs in
  * the device's order, of at most maxEvents events, each on its devices' partition.
  */
 import { test } from 'uvu';
@@ -94,14 +94,13 @@ test('stored states and refusals are on events before the offset is committed; a
   world.tmp.remove();
 });
 
-test('with combineEvents, uplinks made durable together share records: in order, at most maxEvents events, on their devices\' partition', async () => {
+test('with combine, the uplinks of a partition in a batch of the writer share records: in order, at most maxEvents events, on their devices\' partition', async () => {
   const world = await uplinkPipelineWorld({ name: 'pipeline-events-runs', partitions: 2, devices: 6 });
   await world.log.ensureTopics([{ name: Topics.events, partitions: 2 }]);
   const run = async (group: string) => {
-    const events = new EventWriter({ log: world.log, clock: systemClock, topic: Topics.events });
+    const events = new EventWriter({ log: world.log, clock: systemClock, topic: Topics.events, combine: { maxEvents: 5, on: true } });
     const pipeline = new UplinkPipeline({
       log: world.log, rows: new BatchSink(), undecided: deviceActors({ directory: world.directory, clock: systemClock }), clock: systemClock, group, commitIntervalMs: 10, events,
-      combineEvents: { maxEvents: 5, on: true },
     });
     await pipeline.start();
     await waitFor(async () => (await world.log.committed(group, Topics.uplinks, 0)) + (await world.log.committed(group, Topics.uplinks, 1)) >= 40, 5000, 'every uplink committed');
