@@ -30,7 +30,7 @@ export function uplinkEventsRecord(rows: readonly StateRow[], letters: readonly 
 
 /**
  * What makes an uplink's record of topic `events` (uplinkEventsRecord), its text not yet written:
- * those of a run of uplinks may share a record (OrderedEvents), written at once.
+ * those of a run of uplinks may share a record (EventWriter `combine`), written at once.
  */
 export interface UplinkEvents {
   deviceId: string;
