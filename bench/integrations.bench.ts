@@ -14,7 +14,8 @@
  *    noise moves less than the rates), with the receiver's CPU beside it.
  * 1c. The same through the device edge, as a fleet ingests (BENCH_HTTP_UPLINKS per round, default
  *    30,000; 0: skipped): two services in processes of their own, none and BENCH_INTEGRATIONS, sent
- *    uplinks over HTTP in alternating rounds; uplinks/s, the ratio, and CPU per uplink.
+ *    uplinks over HTTP in BENCH_HTTP_ROUNDS (3) alternating rounds each; uplinks/s (the medians),
+ *    the ratio, and CPU per uplink.
  * 2. Delivered: states/s the receiver got, all integrations together, from the first append until
  *    it has every one.
  * 3. Latency at low load, one integration: 20 uplinks a second for 10 s; from an uplink's receipt
@@ -43,6 +44,7 @@ const INTEGRATIONS = env('BENCH_INTEGRATIONS', 10);
 const DEVICES = env('BENCH_DEVICES', 1000);
 const OUTAGE_S = env('BENCH_OUTAGE_S', 60);
 const HTTP_UPLINKS = env('BENCH_HTTP_UPLINKS', 30_000);
+const HTTP_ROUNDS = env('BENCH_HTTP_ROUNDS', 3);
 const HOST = '127.0.0.2';
 const ASSETS = ['a0', 'a1', 'a2', 'a3'];
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
@@ -238,7 +240,7 @@ async function throughTheEdge(receiver: Receiver, dir: string): Promise<void> {
     edges.push(await start('edge-none', 0), await start('edge-with', INTEGRATIONS));
     for (const edge of edges) await round(edge);
     const rounds: Array<Awaited<ReturnType<typeof round>>>[] = [[], []];
-    for (let i = 0; i < 3; i++) for (const e of i % 2 === 0 ? [0, 1] : [1, 0]) rounds[e].push(await round(edges[e]));
+    for (let i = 0; i < HTTP_ROUNDS; i++) for (const e of i % 2 === 0 ? [0, 1] : [1, 0]) rounds[e].push(await round(edges[e]));
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
     const [none, withThem] = rounds.map((r) => ({ rate: median(r.map((x) => x.perSecond)), ingest: median(r.map((x) => x.ingestMicros)), all: median(r.map((x) => x.allMicros)) }));
     const pairs = rounds[1].map((r, i) => (r.perSecond / rounds[0][i].perSecond).toFixed(2)).join(' ');
