@@ -42,7 +42,7 @@ import type { LogRecord } from '../ports/log.ts';
 import type { WebhookAnswer, WebhookTransport } from '../ports/webhooks.ts';
 import { BusyTurns } from './BusyTurns.ts';
 import type { RetrySchedule } from './retrySchedule.ts';
-import type { ExpandedRecord } from '../events/expandEventsRecord.ts';
+import type { ExpandedPart, ExpandedRecord } from '../events/expandEventsRecord.ts';
 import { coversDevice, expandParsed, parseRecord, selectExpanded } from './selectEvents.ts';
 
 /** Records older than the integration by more than this are not its events (clocks of several processes differ a little). */
@@ -105,6 +105,12 @@ export interface DeliveryLaneOptions {
   resume(): void;
   hooks: LaneHooks;
   logger: Logger;
+}
+
+/** A run of uplinks as read: its uplinks, and the ground of each one's device now. */
+interface Run {
+  parts: readonly ExpandedPart[];
+  grounds: readonly (string | undefined)[];
 }
 
 /** A batch being gathered or waiting its turn. */
@@ -172,11 +178,11 @@ export class DeliveryLane {
     }
     for (const record of records) {
       tracker.start(record.offset);
-      const ground = await this.#o.groundOf(record.key);
       // A run of uplinks (schemas/events.ts UplinksRecord) is of several devices: each one's ground counts.
-      const grounds = isRun(record) ? await this.#partGrounds(record) : undefined;
+      const run = isRun(record) ? await this.#runGrounds(record) : undefined;
+      const ground = run === undefined ? await this.#o.groundOf(record.key) : undefined;
       if (this.#stopped) return;
-      this.#takeRecord(record, ground, grounds);
+      this.#takeRecord(record, ground, run);
     }
     if (this.#queue.length === 0 && !this.#pumping) this.#closeGathered();
     if (!this.#paused && this.#held > this.#o.maxHeldEvents) {
@@ -207,25 +213,25 @@ export class DeliveryLane {
     }
   }
 
-  /** The ground of each uplink's device in a run (undefined: the record is malformed). */
-  async #partGrounds(record: LogRecord): Promise<(string | undefined)[] | undefined> {
+  /** A run's uplinks and the ground of each one's device (undefined: the record is malformed). */
+  async #runGrounds(record: LogRecord): Promise<Run | undefined> {
     const parts = this.#expand(record)?.parts;
     if (parts === undefined) return undefined;
     const grounds: (string | undefined)[] = [];
     for (const part of parts) grounds.push(await this.#o.groundOf(part.deviceId));
-    return grounds;
+    return { parts, grounds };
   }
 
   #expand(record: LogRecord): ExpandedRecord | undefined {
     return (this.#o.expand ?? expandHere)(record, this.#o.settings().groundId);
   }
 
-  #takeRecord(record: LogRecord, groundId: string | undefined, partGrounds?: readonly (string | undefined)[]): void {
+  #takeRecord(record: LogRecord, groundId: string | undefined, run?: Run): void {
     const offset = record.offset;
     if (this.#open?.saved !== undefined && this.#open.saved.lastOffset < offset) this.#close();
     const saved = this.#savedAt(offset);
     if (this.#open !== undefined && this.#open.saved !== saved) this.#close();
-    const events = partGrounds === undefined ? this.#select(record, groundId) : this.#selectRun(record, partGrounds);
+    const events = run === undefined ? this.#select(record, groundId) : this.#selectRun(record, run);
     if (events === REPEAT) {
       this.#o.finish(offset);
       return;
@@ -278,10 +284,9 @@ export class DeliveryLane {
    * before the last source taken and end after it). REPEAT when every uplink that had events for
    * the integration was a repeat.
    */
-  #selectRun(record: LogRecord, grounds: readonly (string | undefined)[]): Record<string, unknown>[] | typeof REPEAT {
+  #selectRun(record: LogRecord, { parts, grounds }: Run): Record<string, unknown>[] | typeof REPEAT {
     const settings = this.#o.settings();
     if (record.timestamp < settings.createdAt - CREATED_MARGIN_MS) return [];
-    const parts = this.#expand(record)!.parts!;
     const events: Record<string, unknown>[] = [];
     let repeats = 0;
     for (let i = 0; i < parts.length; i++) {
