@@ -5,7 +5,12 @@
  * same on every read (a partition's offset is never reused), so its parse serves every
  * integration while it is among the last `capacity` read, and its events serve those of one
  * ground (`expand`): frozen, and written as JSON once for all their requests (eventsBody.ts).
- * Bounded: the oldest record is forgotten first.
+ * Bounded by the bytes of the records held, the oldest forgotten first: a record is one uplink's
+ * events or, on the local log, a run of many uplinks' (schemas/events.ts UplinksRecord), so a count
+ * of records would bound nothing. A record's parse and events take several times its bytes, and
+ * what is held lives through every garbage collection: 4,096 runs held about 120 MB of a service's heap
+ * after ten integrations had delivered everything, where 1 MiB of records (about 4,000 uplinks of
+ * 4 states) holds the spread between integrations reading the same partition.
  */
 import type { ExpandedRecord } from '../events/expandEventsRecord.ts';
 import type { LogRecord } from '../ports/log.ts';
@@ -14,6 +19,8 @@ import { expandParsed, parseRecord } from './selectEvents.ts';
 
 interface Held {
   parsed: unknown;
+  /** The record's value bytes. */
+  bytes: number;
   /** The events of the ground that last asked (undefined: malformed). */
   groundId?: string;
   expanded?: ExpandedRecord;
@@ -23,13 +30,20 @@ interface Held {
 const MAX_KEYED_OFFSET = 2 ** 42;
 
 export class SharedParses {
-  readonly #capacity: number;
+  readonly #capacityBytes: number;
   readonly #held = new Map<number, Held>();
+  #bytes = 0;
   hits = 0;
   misses = 0;
 
-  constructor(capacity = 4096) {
-    this.#capacity = capacity;
+  /** `capacityBytes`: record bytes held at most (the latest record is held whatever its size). Default 1 MiB. */
+  constructor(capacityBytes = 1024 * 1024) {
+    this.#capacityBytes = capacityBytes;
+  }
+
+  /** Record bytes held now. */
+  get heldBytes(): number {
+    return this.#bytes;
   }
 
   /** The record's events for an integration of `groundId` (expandParsed; undefined: malformed), frozen. */
@@ -48,7 +62,7 @@ export class SharedParses {
   }
 
   #hold(record: LogRecord): Held {
-    if (record.offset > MAX_KEYED_OFFSET || record.partition >= 1024) return { parsed: parseRecord(record.value) };
+    if (record.offset > MAX_KEYED_OFFSET || record.partition >= 1024) return { parsed: parseRecord(record.value), bytes: record.value.byteLength };
     const key = record.offset * 1024 + record.partition;
     const held = this.#held.get(key);
     if (held !== undefined) {
@@ -56,9 +70,14 @@ export class SharedParses {
       return held;
     }
     this.misses++;
-    const fresh: Held = { parsed: parseRecord(record.value) };
+    const fresh: Held = { parsed: parseRecord(record.value), bytes: record.value.byteLength };
     this.#held.set(key, fresh);
-    if (this.#held.size > this.#capacity) this.#held.delete(this.#held.keys().next().value!);
+    this.#bytes += fresh.bytes;
+    for (const [oldest, old] of this.#held) {
+      if (this.#bytes <= this.#capacityBytes || old === fresh) break;
+      this.#held.delete(oldest);
+      this.#bytes -= old.bytes;
+    }
     return fresh;
   }
 }

@@ -24,13 +24,35 @@ test('the same record read again is the same expansion; another partition or off
   assert.equal([parses.hits, parses.misses], [1, 3]);
 });
 
-test('bounded: past its capacity the oldest record is forgotten', () => {
-  const parses = new SharedParses(3);
+test('bounded by the bytes of the records held: past them the oldest record is forgotten', () => {
+  const size = record(0, 0).value.byteLength;
+  const parses = new SharedParses(3 * size);
   const kept = [0, 1, 2].map((offset) => parses.expand(record(0, offset), 'g1'));
+  assert.is(parses.heldBytes, 3 * size);
   parses.expand(record(0, 3), 'g1');
+  assert.is(parses.heldBytes, 3 * size, 'one in, the oldest out');
   assert.is(parses.expand(record(0, 2), 'g1'), kept[2], 'still held');
   assert.is.not(parses.expand(record(0, 0), 'g1'), kept[0], 'forgotten, read again');
   assert.equal(parses.expand(record(0, 0), 'g1')!.events, kept[0]!.events, 'with the same events');
+});
+
+test('a run of many uplinks counts by its bytes: it pushes out as many small records as it weighs, and is held alone when larger than the bound', () => {
+  const size = record(0, 0).value.byteLength;
+  const parses = new SharedParses(4 * size);
+  const small = [0, 1, 2, 3].map((offset) => parses.expand(record(0, offset), 'g1'));
+  const uplink = (i: number) => ({ deviceId: 'd1', uplinkId: `r${i}`, receivedAt: 1000, states: [['t', 1000, i]] });
+  const run = (offset: number, uplinks: number) => record(0, offset, JSON.stringify({ uplinks: Array.from({ length: uplinks }, (_, i) => uplink(i)) }));
+  const two = run(10, 1);
+  assert.ok(two.value.byteLength > size && two.value.byteLength <= 2 * size, 'a run of one weighs about two small records');
+  parses.expand(two, 'g1');
+  assert.ok(parses.heldBytes <= 4 * size);
+  assert.is.not(parses.expand(record(0, 0), 'g1'), small[0], 'the oldest went');
+  const large = run(11, 50);
+  const held = parses.expand(large, 'g1');
+  assert.ok(held?.parts?.length === 50, 'expanded uplink by uplink');
+  assert.is(parses.heldBytes, large.value.byteLength, 'larger than the bound: only it');
+  assert.is(parses.expand(large, 'g1'), held, 'and read again from there');
+  assert.is.not(parses.expand(record(0, 3), 'g1'), small[3], 'every small one went');
 });
 
 test('a value that is not JSON (or not UTF-8) is malformed for every reader, as selectEvents says', () => {
