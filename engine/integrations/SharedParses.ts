@@ -9,8 +9,10 @@
  * events or, on the local log, a run of many uplinks' (schemas/events.ts UplinksRecord), so a count
  * of records would bound nothing. A record's parse and events take several times its bytes, and
  * what is held lives through every garbage collection: 4,096 runs held about 120 MB of a service's heap
- * after ten integrations had delivered everything, where 1 MiB of records (about 4,000 uplinks of
- * 4 states) holds the spread between integrations reading the same partition.
+ * after ten integrations had delivered everything. 2 MiB of records (about 8,000 uplinks of 4
+ * states, some 25 MB of heap; 4 MiB held about 50 MB) holds the spread between ten integrations
+ * draining a backlog: each record parsed about once (bench/integrations.bench.ts phase 2: one read
+ * in nine a parse with 2 MiB or 4 MiB, one in ten at best), where with 1 MiB one in five was.
  */
 import type { ExpandedRecord } from '../events/expandEventsRecord.ts';
 import type { LogRecord } from '../ports/log.ts';
@@ -36,8 +38,8 @@ export class SharedParses {
   hits = 0;
   misses = 0;
 
-  /** `capacityBytes`: record bytes held at most (the latest record is held whatever its size). Default 1 MiB. */
-  constructor(capacityBytes = 1024 * 1024) {
+  /** `capacityBytes`: record bytes held at most (the latest record is held whatever its size). Default 2 MiB. */
+  constructor(capacityBytes = 2 * 1024 * 1024) {
     this.#capacityBytes = capacityBytes;
   }
 
