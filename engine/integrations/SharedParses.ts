@@ -2,17 +2,18 @@
  * The parsed values of the latest records of topic `events`, and their events, shared by the
  * integrations of a process: each integration reads the topic with its own consumer group, and ten
  * integrations reading the same records would parse and expand each ten times. A record is the
- * same on every read (a partition's offset is never reused), so its parse serves every
- * integration while it is among the last `capacity` read, and its events serve those of one
- * ground (`expand`): frozen, and written as JSON once for all their requests (eventsBody.ts).
+ * same on every read (a partition's offset is never reused), so its parse serves every integration
+ * while it is among the latest read (the bound below), and its events serve those of one ground
+ * (`expand`): frozen, and written as JSON once for all their requests (eventsBody.ts).
  * Bounded by the bytes of the records held, the oldest forgotten first: a record is one uplink's
- * events or, on the local log, a run of many uplinks' (schemas/events.ts UplinksRecord), so a count
- * of records would bound nothing. A record's parse and events take several times its bytes, and
- * what is held lives through every garbage collection: 4,096 runs held about 120 MB of a service's heap
- * after ten integrations had delivered everything. 2 MiB of records (about 8,000 uplinks of 4
- * states, some 25 MB of heap; 4 MiB held about 50 MB) holds the spread between ten integrations
- * draining a backlog: each record parsed about once (bench/integrations.bench.ts phase 2: one read
- * in nine a parse with 2 MiB or 4 MiB, one in ten at best), where with 1 MiB one in five was.
+ * events or, on the local log, a run of many uplinks' (schemas/events.ts UplinksRecord), so a
+ * count of records would bound nothing. A record's parse and events take several times its bytes,
+ * and what is held lives through every garbage collection: 4,096 runs held about 120 MB of a
+ * service's heap after ten integrations had delivered everything. 2 MiB of records (about 8,000
+ * uplinks of 4 states, some 25 MB of heap; 4 MiB held about 50 MB) holds the spread between ten
+ * integrations draining a backlog: each record parsed about once (bench/integrations.bench.ts
+ * phase 2: one read in nine a parse with 2 MiB or 4 MiB, one in ten at best), where with 1 MiB one
+ * in five was.
  */
 import type { ExpandedRecord } from '../events/expandEventsRecord.ts';
 import type { LogRecord } from '../ports/log.ts';
