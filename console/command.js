@@ -49,15 +49,22 @@ export function CommandForm({ deviceId, asset }) {
     setCommand((c) => (c && c.id === data.commandId ? merge(c, data) : c));
   });
   // The history is the record: read until the command is final (the stream may not carry it).
+  // An answer that comes back after the command has moved on (the stream said delivered while
+  // the read was under way) is dropped: it would put back the status it had read.
   useEffect(() => {
     if (!command || FINAL.has(command.status)) return undefined;
+    let current = true;
     const timer = setTimeout(async () => {
       const list = await api(p`/device/${deviceId}/commands?limit=20`).catch(() => undefined);
+      if (!current) return;
       const found = list?.items.find((c) => c.id === command.id);
       if (found) setCommand((c) => (c && c.id === found.id ? { ...c, status: found.status, code: found.code, reason: found.reason, transitions: found.transitions } : c));
       else setCommand((c) => ({ ...c }));
     }, 700);
-    return () => clearTimeout(timer);
+    return () => {
+      current = false;
+      clearTimeout(timer);
+    };
   }, [command]);
   const submit = async (event) => {
     event.preventDefault();

@@ -3,7 +3,8 @@
  * live values land on the asset and window on screen (another asset opened in the same tab, a
  * window in the past), windows are whole milliseconds after "Zoom out" and "◀ Earlier", a window
  * whose load failed shows none of the previous window's data, and the chart's time axis spans the
- * chosen window on whole-second ticks.
+ * chosen window on whole-second ticks, and a command's status never goes back to a history read that
+ * answers after the live stream has moved it on.
  */
 import { suite } from '../../support/suite.ts';
 import * as assert from 'uvu/assert';
@@ -217,6 +218,40 @@ withChromium('console asset browser tests', (chromiumPath) => {
       await client.subscribeAsync(`device/${w.device.id}/asset/+/command`, { qos: 1 });
       await waitFor(async () => (await page.getByTestId('command-status').innerText()) === 'delivered', 15_000, 'delivered shown');
       assert.is(await waiting.count(), 0, 'no longer waiting');
+    } finally {
+      await client.endAsync();
+    }
+    assert.equal(errors, []);
+    await context.close();
+  });
+
+  test('a history read that answers after the stream said delivered does not put the status back to queued', async (w) => {
+    const context = await newContext(w);
+    const { page, errors } = await open(w, context, 'setpoint');
+    // Every history read is held until the stream has carried the command to delivered, then
+    // answered with what the history said when it was asked: queued.
+    const held: Array<() => Promise<void>> = [];
+    await page.route('**/commands?limit=20', async (route) => {
+      const reply = await route.fetch();
+      const body = (await reply.json()) as { items: Array<{ id: string; status: string }> };
+      held.push(() => route.fulfill({ response: reply, json: body }));
+    });
+    await page.getByLabel('Value').fill('19');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await page.getByTestId('command-waiting').waitFor();
+    await waitFor(() => held.length > 0, 5000, 'a history read under way');
+    const client = await mqtt.connectAsync(`mqtt://127.0.0.1:${w.service.mqttPort}`, { username: w.device.token, reconnectPeriod: 0 });
+    try {
+      await client.subscribeAsync(`device/${w.device.id}/asset/+/command`, { qos: 1 });
+      await waitFor(async () => (await page.getByTestId('command-status').innerText()) === 'delivered', 15_000, 'delivered shown from the stream');
+      let answered = 0;
+      page.on('requestfinished', (r) => { if (r.url().includes('/commands?limit=20')) answered++; });
+      const released = held.length;
+      for (const release of held.splice(0)) await release();
+      await waitFor(() => answered === released, 5000, 'the held reads answered');
+      await page.evaluate(() => new Promise((resolve) => (globalThis as any).requestAnimationFrame(() => (globalThis as any).requestAnimationFrame(resolve))));
+      assert.is(await page.getByTestId('command-status').innerText(), 'delivered', 'the stale answer is dropped');
+      assert.is(await page.getByTestId('command-waiting').count(), 0, 'no longer waiting');
     } finally {
       await client.endAsync();
     }
