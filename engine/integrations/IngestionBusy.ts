@@ -10,8 +10,12 @@
  * A backlog of deliveries alone (the loop saturated, no uplink coming in) is not busy: deliveries
  * drain it at full speed. Once seen busy it stays so for `holdMs`: the in-flight count dips each
  * time a large store insert completes, and the loop's load each time deliveries give way, and
- * deliveries must not take those moments as idle. Sampled at most every `sampleMs`, however often
- * it is asked.
+ * deliveries must not take those moments as idle. Sampled every `sampleMs`, however often it is
+ * asked, or sooner once `sampleUplinks` uplinks have come in since the last sample (but not within
+ * `minSampleMs` of it): the start of a burst is seen within tens of milliseconds instead of up to
+ * a whole window, in which deliveries took the thread from the burst, while a trickle (fewer
+ * uplinks than that per window) is sampled as before and deliveries keep their share of the time
+ * under it.
  */
 import type { Clock } from '../kernel/clock.ts';
 
@@ -29,6 +33,10 @@ export interface IngestionBusyOptions {
   saturatedAt?: number;
   /** Default 250 ms. */
   sampleMs?: number;
+  /** Default 200. */
+  sampleUplinks?: number;
+  /** Default 25 ms. */
+  minSampleMs?: number;
   /** Default 1000 ms. */
   holdMs?: number;
 }
@@ -38,6 +46,8 @@ export class IngestionBusy {
   readonly #maxInFlight: number;
   readonly #saturatedAt: number;
   readonly #sampleMs: number;
+  readonly #sampleUplinks: number;
+  readonly #minSampleMs: number;
   readonly #holdMs: number;
   #seenAt = Number.NEGATIVE_INFINITY;
   #sampledAt: number;
@@ -48,6 +58,8 @@ export class IngestionBusy {
     this.#maxInFlight = options.maxInFlight ?? 2000;
     this.#saturatedAt = options.saturatedAt ?? 0.9;
     this.#sampleMs = options.sampleMs ?? 250;
+    this.#sampleUplinks = options.sampleUplinks ?? 200;
+    this.#minSampleMs = options.minSampleMs ?? 25;
     this.#holdMs = options.holdMs ?? 1000;
     this.#sampledAt = options.clock.now();
     this.#received = options.received();
@@ -57,7 +69,7 @@ export class IngestionBusy {
   busy(): boolean {
     const now = this.#o.clock.now();
     if (this.#o.inFlight() > this.#maxInFlight) this.#seenAt = now;
-    else if (this.#o.utilization !== undefined && now - this.#sampledAt >= this.#sampleMs) {
+    else if (this.#o.utilization !== undefined && this.#due(now)) {
       const received = this.#o.received();
       const utilization = this.#o.utilization();
       if (received > this.#received && utilization >= this.#saturatedAt) this.#seenAt = now;
@@ -65,5 +77,10 @@ export class IngestionBusy {
       this.#sampledAt = now;
     }
     return now - this.#seenAt < this.#holdMs;
+  }
+
+  #due(now: number): boolean {
+    const since = now - this.#sampledAt;
+    return since >= this.#sampleMs || (since >= this.#minSampleMs && this.#o.received() - this.#received >= this.#sampleUplinks);
   }
 }

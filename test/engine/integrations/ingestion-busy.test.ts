@@ -2,7 +2,8 @@
  * IngestionBusy (engine/integrations/IngestionBusy.ts): what deliveries give way to. Busy on an
  * engine backlog, or on uplinks coming in while the thread is saturated; not on a saturated thread
  * that only delivers, nor on uplinks with time to spare; held for a second once seen; the thread's
- * load sampled at most every 250 ms. Scripted inputs and a hand-moved clock.
+ * load sampled every 250 ms, or sooner at the start of a burst (200 uplinks since the last sample,
+ * not within 25 ms of it). Scripted inputs and a hand-moved clock.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -70,6 +71,40 @@ test('held a second after the last saturated sample with uplinks, then free agai
   s.now = 1250;
   s.received += 50;
   assert.is(busy.busy(), false);
+});
+
+test('a burst is seen once 200 uplinks have come in since the last sample, not within 25 ms of it; a trickle waits for the window', () => {
+  const { s, busy } = scripted();
+  s.utilization = 0.97;
+  const atStart = s.samples;
+  s.now = 10;
+  s.received = 500;
+  assert.is(busy.busy(), false, 'within 25 ms of the last sample');
+  assert.is(s.samples, atStart, 'not sampled');
+  s.now = 25;
+  assert.is(busy.busy(), true, 'the burst seen at 25 ms, not at 250');
+  assert.is(s.samples, atStart + 1);
+
+  const trickle = scripted();
+  trickle.s.utilization = 0.97;
+  const before = trickle.s.samples;
+  for (trickle.s.now = 10; trickle.s.now < 250; trickle.s.now += 10) {
+    trickle.s.received += 8;
+    assert.is(trickle.busy.busy(), false, `${trickle.s.received} uplinks at ${trickle.s.now} ms`);
+  }
+  assert.is(trickle.s.samples, before, '192 uplinks in the window: not sampled early');
+  trickle.s.now = 250;
+  assert.is(trickle.busy.busy(), true, 'sampled at the window\'s end');
+
+  const burst = scripted();
+  burst.s.utilization = 0.5;
+  burst.s.now = 30;
+  burst.s.received = 300;
+  assert.is(burst.busy.busy(), false, 'a burst the thread has time for');
+  burst.s.now = 40;
+  burst.s.received = 400;
+  assert.is(burst.busy.busy(), false, 'sampled again only 25 ms after');
+  assert.is(burst.s.samples, 2, 'the first sample and the one at 30 ms');
 });
 
 test('the thread\'s load is sampled at most every 250 ms, however often it is asked; without a utilization, only the backlog counts', () => {
