@@ -65,11 +65,30 @@ export function clientIdOf(head: Buffer): string | undefined | null {
   return idLength === 0 ? null : head.toString('utf8', pos, pos + idLength);
 }
 
+/**
+ * Stops reading the socket where the bytes arrive, not only its 'data' events. A socket sent to a
+ * worker leaves when the channel has no other handle in flight (node's child_process queues it
+ * until the worker has acknowledged the one before: HTTP connections of the cluster's port and
+ * other MQTT ones), and whatever this process read from it meanwhile would stay in this process's
+ * buffer and be lost: a client that sends SUBSCRIBE or PUBLISH right after CONNECT, as MQTT allows,
+ * lost them when many connected at once. Unread, they stay in the kernel for the worker. pause()
+ * alone stops only the 'data' events: the stream goes on reading into its buffer.
+ */
+function stopReading(socket: Socket): void {
+  socket.pause();
+  // The stream would start reading again the next time it wants more (its _read): it gets none.
+  socket._read = () => {};
+  const handle = (socket as unknown as { _handle?: { reading?: boolean; readStop?(): number } | null })._handle;
+  if (handle?.readStop === undefined || handle.reading === false) return;
+  handle.reading = false;
+  handle.readStop();
+}
+
 export function startMqttHandoff(options: MqttHandoffOptions): Promise<MqttHandoff> {
   let turn = 0;
   const hand = (socket: Socket, head: Buffer, clientId: string | null | undefined) => {
     socket.removeAllListeners('data');
-    socket.pause();
+    stopReading(socket);
     const count = options.workers();
     const first = clientId ? partitionFor(clientId, count) : turn++ % count;
     // The worker it maps to may be restarting: the next one takes it (its session starts afresh).

@@ -4,16 +4,19 @@
  * them to its workers; the workers share the HTTP port, and the primary hands each MQTT connection
  * to the worker of its client id. Through the real CLI: the admin socket, uplinks stored whichever
  * worker takes them, a live stream fed by uplinks through the other worker, commands reaching MQTT
- * devices on either worker, client-id ownership and persistent sessions, revocation closing a
+ * devices on either worker, client-id ownership and persistent sessions, packets sent right after
+ * CONNECT by many clients at once (none lost in the hand-over), revocation closing a
  * connection and a stream on whichever worker holds them, the rate limit (per worker), /metrics
  * adding the workers up, and a clean stop.
  */
 import { spawn } from 'node:child_process';
 import { Agent, request } from 'node:http';
+import { connect as tcpConnect } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import mqtt, { type MqttClient } from 'mqtt';
+import mqttPacket from 'mqtt-packet';
 import { partitionFor } from '../../../engine/ports/log.ts';
 import { freePort, startFleet, type FleetProcess } from '../../support/fleetCluster.ts';
 import { sendJson } from '../../support/sendJson.ts';
@@ -160,6 +163,42 @@ test('commands reach MQTT devices on either worker; client-id ownership and pers
   const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
   const connections = Number(/^fleetstream_mqtt_connections (\d+)/m.exec(metrics)?.[1]);
   assert.is(connections, clients.filter((c) => c.connected).length, 'the MQTT connections of both workers');
+});
+
+test('packets a client sends right after CONNECT, before its CONNACK, reach the worker with the connection, however many connect at once', async () => {
+  const device = await createDevice('eager');
+  const generate = (packet: object) => mqttPacket.generate(packet as mqttPacket.Packet, { protocolVersion: 4 });
+  const answers = async (i: number): Promise<string[]> => {
+    const socket = tcpConnect({ host: '127.0.0.1', port: mqttPort });
+    const parser = mqttPacket.parser({ protocolVersion: 4 });
+    const seen: string[] = [];
+    parser.on('packet', (packet) => seen.push(packet.cmd));
+    socket.on('data', (chunk) => parser.parse(chunk));
+    try {
+      await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+      socket.write(generate({ cmd: 'connect', protocolId: 'MQTT', protocolVersion: 4, clean: true, keepalive: 60, clientId: `eager-${device.id}-${i}`, username: device.token }));
+      // Each in a write of its own, after the CONNECT has left: the primary may read them before it has handed the socket over.
+      for (const packet of [
+        { cmd: 'subscribe', messageId: 1, subscriptions: [{ topic: `device/${device.id}/asset/+/command`, qos: 1 }] },
+        { cmd: 'publish', topic: `device/${device.id}/state`, qos: 1, messageId: 2, payload: JSON.stringify({ temp: { value: i } }) },
+        { cmd: 'pingreq' },
+      ]) {
+        await new Promise((resolve) => setTimeout(resolve, 1));
+        socket.write(generate(packet));
+      }
+      await waitFor(() => seen.length >= 4, 10_000, `connection ${i}: CONNACK, SUBACK, PUBACK and PINGRESP (${seen.join(', ')})`);
+      return seen;
+    } finally {
+      socket.destroy();
+    }
+  };
+  const all = await Promise.all(Array.from({ length: 40 }, (_, i) => answers(i)));
+  for (const seen of all) assert.equal([...seen].sort(), ['connack', 'pingresp', 'puback', 'suback']);
+  // Every acknowledged publish is stored.
+  await waitFor(async () => {
+    const stored = await (await fetch(`${base}/device/${device.id}/asset/temp/states?limit=100`, { headers: { authorization: `Bearer ${userToken}` } })).json() as { items: Array<{ value: number }> };
+    return new Set(stored.items.map((s) => s.value)).size === 40;
+  }, 20_000, 'the 40 states stored');
 });
 
 test('deleting a device closes its MQTT connection and its live stream on whichever worker holds them', async () => {
