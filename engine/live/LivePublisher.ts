@@ -40,6 +40,12 @@ export interface LivePublisherOptions {
   maxBatchEvents?: number;
   /** Events held (waiting or being appended) before new ones are dropped. Default 50 000. */
   maxPendingEvents?: number;
+  /**
+   * Largest record value, bytes: a device's events of one batch that weigh more go in several
+   * records, in order (the log refuses a record over its limit, 1 MiB on the local log, and a Kafka
+   * broker a batch over 1 MiB). Default 512 KiB.
+   */
+  maxRecordBytes?: number;
   /** Events given up: overflow (no error) or an append that failed (with it). */
   onDropped?(count: number, error?: FleetError): void;
   /**
@@ -65,6 +71,7 @@ export class LivePublisher {
     this.#wanted = options.wanted;
     const { log, topic } = options;
     const maxBatch = options.maxBatchEvents ?? 5_000;
+    const maxRecordBytes = options.maxRecordBytes ?? 512 * 1024;
     this.#batcher = new Batcher<LiveEvent[]>({
       clock: options.clock,
       name: 'live publisher',
@@ -75,7 +82,7 @@ export class LivePublisher {
       overflow: 'refuse',
       weight: (events) => events.length,
       write: async (batches) => {
-        const records = recordsOf(batches);
+        const records = recordsOf(batches, maxRecordBytes);
         await log.append(topic, records);
         for (const events of batches) this.published += events.length;
       },
@@ -130,8 +137,12 @@ export class LivePublisher {
   }
 }
 
-/** One record per device, its events in order; devices in order of their first event. */
-function recordsOf(batches: readonly LiveEvent[][]): ProducerRecord[] {
+/**
+ * One record per device, its events in order; devices in order of their first event. A device's
+ * record over `maxBytes` (large values, or a large batch of one device) is cut into records of at
+ * most that much, in order: one record over the log's limit would have lost all of them.
+ */
+export function recordsOf(batches: readonly LiveEvent[][], maxBytes: number): ProducerRecord[] {
   const byDevice = new Map<string, LiveRecord['e']>();
   for (const events of batches) {
     for (const event of events) {
@@ -142,6 +153,30 @@ function recordsOf(batches: readonly LiveEvent[][]): ProducerRecord[] {
   }
   const records: ProducerRecord[] = [];
   // `n` right after `v`: a hub with nobody subscribed counts the events from the record's head (LiveHub).
-  for (const [key, e] of byDevice) records.push({ key, value: encoder.encode(JSON.stringify({ v: 1, n: e.length, e } satisfies LiveRecord)) });
+  for (const [key, e] of byDevice) {
+    const value = encoder.encode(JSON.stringify({ v: 1, n: e.length, e } satisfies LiveRecord));
+    if (value.byteLength <= maxBytes || e.length === 1) records.push({ key, value });
+    else for (const part of cut(e, maxBytes)) records.push({ key, value: encoder.encode(JSON.stringify({ v: 1, n: part.length, e: part } satisfies LiveRecord)) });
+  }
   return records;
+}
+
+/** Runs of `events` whose records weigh at most `maxBytes` (an event heavier than that alone). */
+function cut(events: LiveRecord['e'], maxBytes: number): LiveRecord['e'][] {
+  const parts: LiveRecord['e'][] = [];
+  let part: LiveRecord['e'] = [];
+  // The record's own bytes around its events: {"v":1,"n":<count>,"e":[…]}.
+  let bytes = 32;
+  for (const event of events) {
+    const size = Buffer.byteLength(JSON.stringify(event)) + 1;
+    if (part.length > 0 && bytes + size > maxBytes) {
+      parts.push(part);
+      part = [];
+      bytes = 32;
+    }
+    part.push(event);
+    bytes += size;
+  }
+  if (part.length > 0) parts.push(part);
+  return parts;
 }

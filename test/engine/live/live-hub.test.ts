@@ -213,6 +213,26 @@ test('registry changes end the subscriptions they withdraw, and only those', asy
   }
 });
 
+test('a device\'s batch heavier than a record may be goes in several records, in order: on a log whose records hold 1 MiB, 3 MiB of one device\'s events all arrive', async () => {
+  const w = await world(1000);
+  try {
+    const d1 = new Collector();
+    w.hub.subscribe(byDevice('d1'), d1);
+    const big = 'x'.repeat(16 * 1024);
+    const rows = Array.from({ length: 200 }, (_, i) => ({ ...row('d1', i), value: `${i}:${big}` }));
+    w.publisher.publish(stateEvents(rows));
+    await w.publisher.flush();
+    assert.is(w.publisher.dropped, 0, 'nothing dropped');
+    assert.is(w.publisher.published, 200);
+    await waitFor(() => d1.events.length === 200, 10_000, 'the 200 events');
+    assert.equal(d1.values().map((v) => Number(String(v).split(':')[0])), rows.map((_, i) => i), 'in order');
+    const records = await w.log.endOffsets('live');
+    assert.ok(records.reduce((a, b) => a + b, 0) >= 7, `${records.join('+')} records of at most 512 KiB`);
+  } finally {
+    await w.close();
+  }
+});
+
 test('the publisher never waits: past its bound it drops and counts', async () => {
   let release: () => void = () => undefined;
   const stuck = new Promise<void>((resolve) => { release = resolve; });
