@@ -17,12 +17,24 @@ let skipping = 0;
 export function suite<T = Record<string, unknown>>(title?: string, context?: T): Test<T> {
   const real = uvuSuite<T>(title, context);
   const register = (name: string, fn: Callback<T>) => (skipping > 0 ? real.skip(name) : real(name, fn));
-  const hook = (add: (fn: Callback<T>) => void) => (fn: Callback<T>) => { if (skipping === 0) add(fn); };
+  // uvu loses a hook's error (its runner returns from a finally block): every test of the suite
+  // then fails with no word of why. The error is printed here first.
+  const hook = (add: (fn: Callback<T>) => void, which: string) => (fn: Callback<T>) => {
+    if (skipping > 0) return;
+    add(async (context) => {
+      try {
+        await fn(context);
+      } catch (error) {
+        console.error(`${which} hook of ${title ?? 'the suite'} failed:`, error);
+        throw error;
+      }
+    });
+  };
   return Object.assign(register, {
     only: (name: string, fn: Callback<T>) => (skipping > 0 ? real.skip(name) : real.only(name, fn)),
     skip: (name?: string, fn?: Callback<T>) => real.skip(name, fn),
-    before: Object.assign(hook(real.before), { each: hook(real.before.each) }),
-    after: Object.assign(hook(real.after), { each: hook(real.after.each) }),
+    before: Object.assign(hook(real.before, 'before'), { each: hook(real.before.each, 'before each') }),
+    after: Object.assign(hook(real.after, 'after'), { each: hook(real.after.each, 'after each') }),
     run: () => real.run(),
   });
 }
