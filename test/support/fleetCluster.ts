@@ -10,7 +10,6 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
 import { readFileSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
-import { createServer } from 'node:net';
 import type { Admin } from 'kafkajs';
 import { createKafkaLog } from '../../adapters/kafka/index.ts';
 import { systemClock } from '../../engine/kernel/clock.ts';
@@ -18,6 +17,9 @@ import type { Registry } from '../../engine/ports/registry.ts';
 import { partitionFor } from '../../engine/ports/log.ts';
 import { UplinkIngest } from '../../engine/uplink/UplinkIngest.ts';
 import { dropSchema } from './postgresSchema.ts';
+import { freePort } from './freePort.ts';
+
+export { freePort };
 
 const bin = new URL('../../bin/fleetstream.ts', import.meta.url).pathname;
 
@@ -25,17 +27,6 @@ export const ASSETS = ['a0', 'a1', 'a2', 'a3'] as const;
 export const POINTS_PER_UPLINK = ASSETS.length;
 /** Measurement time of uplink 0, epoch ms (2026-01-01T00:00:00Z). */
 export const BASE_AT = Date.UTC(2026, 0, 1);
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
 
 export const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 

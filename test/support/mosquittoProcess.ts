@@ -6,20 +6,12 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { appendFileSync, chmodSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from './freePort.ts';
 import { tempDir } from './tmp.ts';
 
 export function mosquittoMissing(): string | undefined {
   const probe = spawnSync('mosquitto', ['-h'], { encoding: 'utf8' });
   return probe.error === undefined ? undefined : 'no mosquitto binary on PATH (apt-get install mosquitto)';
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 export interface MosquittoOptions {

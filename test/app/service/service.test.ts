@@ -8,7 +8,7 @@ import * as assert from 'uvu/assert';
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from '../../support/freePort.ts';
 import { loadConfig } from '../../../app/loadConfig.ts';
 import { startFlags } from '../../support/startFlags.ts';
 import { tempDir, waitFor } from '../../support/tmp.ts';
@@ -18,16 +18,6 @@ const run = promisify(execFile);
 const bin = new URL('../../../bin/fleetstream.ts', import.meta.url).pathname;
 const tmp = tempDir('service');
 const env = { ...process.env, DATA_DIR: `${tmp.dir}/data`, LOG_LEVEL: 'info', MQTT_PORT: '0', MQTT_HOST: '127.0.0.1', METRICS_PORT: '0', DATABASE_URL: '', KAFKA_BROKERS: '', CLICKHOUSE_URL: '' };
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function admin(...args: string[]): Promise<Record<string, string>> {
   const { stdout } = await run(process.execPath, [bin, 'admin', ...args, '--json'], { env });
