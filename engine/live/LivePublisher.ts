@@ -142,7 +142,7 @@ export class LivePublisher {
  * record over `maxBytes` (large values, or a large batch of one device) is cut into records of at
  * most that much, in order: one record over the log's limit would have lost all of them.
  */
-export function recordsOf(batches: readonly LiveEvent[][], maxBytes: number): ProducerRecord[] {
+function recordsOf(batches: readonly LiveEvent[][], maxBytes: number): ProducerRecord[] {
   const byDevice = new Map<string, LiveRecord['e']>();
   for (const events of batches) {
     for (const event of events) {
